@@ -1,0 +1,243 @@
+/* decoder.c: a push decoder over libjpeg's suspending data source. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+
+enum stage { STAGE_HEADER, STAGE_HEADER_READ, STAGE_SCANNING, STAGE_FINISHING, STAGE_DONE };
+
+struct cjs_decoder {
+    struct jpeg_decompress_struct cinfo;
+    cjs_error_mgr err;
+    struct jpeg_source_mgr src;
+    unsigned char *buffer;   /* holds the bytes libjpeg has not consumed yet, then new ones */
+    size_t capacity;
+    size_t skip_pending;     /* bytes libjpeg asked to skip that have not arrived yet */
+    unsigned long long total_fed;
+    int end_of_input;
+    int truncated;
+    int failed;
+    int cmyk;                /* decode as CMYK, convert to RGB ourselves */
+    enum stage stage;
+};
+
+static const JOCTET fake_eoi[2] = {0xFF, JPEG_EOI};
+
+static void source_init(j_decompress_ptr cinfo) { (void)cinfo; }
+static void source_term(j_decompress_ptr cinfo) { (void)cinfo; }
+
+/*
+ * Called when libjpeg has used every byte. Before the end of input, suspend (return FALSE):
+ * libjpeg keeps its position and retries after the next feed. After it, do what libjpeg's own
+ * sources do (a warning and a fake EOI), but remember that the stream was truncated.
+ */
+static boolean source_fill(j_decompress_ptr cinfo) {
+    cjs_decoder *d = (cjs_decoder *)cinfo->client_data;
+    if (!d->end_of_input) return FALSE;
+    if (d->total_fed == 0) ERREXIT(cinfo, JERR_INPUT_EMPTY);
+    d->truncated = 1;
+    WARNMS(cinfo, JWRN_JPEG_EOF);
+    d->src.next_input_byte = fake_eoi;
+    d->src.bytes_in_buffer = 2;
+    return TRUE;
+}
+
+static void source_skip(j_decompress_ptr cinfo, long count) {
+    cjs_decoder *d = (cjs_decoder *)cinfo->client_data;
+    if (count <= 0) return;
+    size_t n = (size_t)count;
+    if (n <= d->src.bytes_in_buffer) {
+        d->src.next_input_byte += n;
+        d->src.bytes_in_buffer -= n;
+    } else {
+        d->skip_pending += n - d->src.bytes_in_buffer;
+        d->src.next_input_byte += d->src.bytes_in_buffer;
+        d->src.bytes_in_buffer = 0;
+    }
+}
+
+cjs_status cjs_decoder_create(const cjs_decoder_options *options, cjs_decoder **out) {
+    if (!out) return CJS_ERR_ARGUMENT;
+    *out = NULL;
+    cjs_decoder *d = calloc(1, sizeof *d);
+    if (!d) return CJS_ERR_NOMEM;
+    cjs_error_init(&d->err, options ? options->warning_limit : 0);
+    d->cinfo.err = &d->err.pub;
+    if (setjmp(d->err.jump)) { /* jpeg_create_decompress */
+        free(d);
+        return CJS_ERR_NOMEM;
+    }
+    jpeg_create_decompress(&d->cinfo);
+    d->cinfo.client_data = d;
+    d->src.init_source = source_init;
+    d->src.fill_input_buffer = source_fill;
+    d->src.skip_input_data = source_skip;
+    d->src.resync_to_restart = jpeg_resync_to_restart;
+    d->src.term_source = source_term;
+    d->src.next_input_byte = NULL;
+    d->src.bytes_in_buffer = 0;
+    d->cinfo.src = &d->src;
+    d->stage = STAGE_HEADER;
+    *out = d;
+    return CJS_OK;
+}
+
+void cjs_decoder_destroy(cjs_decoder *d) {
+    if (!d) return;
+    jpeg_destroy_decompress(&d->cinfo); /* cannot fail: it only frees */
+    free(d->buffer);
+    free(d);
+}
+
+cjs_status cjs_decoder_feed(cjs_decoder *d, const void *bytes, size_t length) {
+    if (d->failed || d->end_of_input) return CJS_ERR_STATE;
+    if (length == 0) return CJS_OK;
+    if (!bytes) return CJS_ERR_ARGUMENT;
+    const unsigned char *in = bytes;
+    d->total_fed += length;
+    if (d->skip_pending) {
+        size_t n = d->skip_pending < length ? d->skip_pending : length;
+        d->skip_pending -= n;
+        in += n;
+        length -= n;
+        if (length == 0) return CJS_OK;
+    }
+    /* Keep only what libjpeg has not consumed: it may back up to the start of an MCU or marker. */
+    size_t keep = d->src.bytes_in_buffer;
+    if (keep + length > d->capacity) {
+        size_t capacity = keep + length;
+        unsigned char *grown = malloc(capacity);
+        if (!grown) return CJS_ERR_NOMEM;
+        if (keep) memcpy(grown, d->src.next_input_byte, keep);
+        free(d->buffer);
+        d->buffer = grown;
+        d->capacity = capacity;
+    } else if (keep && d->src.next_input_byte != d->buffer) {
+        memmove(d->buffer, d->src.next_input_byte, keep);
+    }
+    memcpy(d->buffer + keep, in, length);
+    d->src.next_input_byte = d->buffer;
+    d->src.bytes_in_buffer = keep + length;
+    return CJS_OK;
+}
+
+cjs_status cjs_decoder_end_input(cjs_decoder *d) {
+    if (d->failed) return CJS_ERR_STATE;
+    d->end_of_input = 1;
+    return CJS_OK;
+}
+
+static int color_space_of(J_COLOR_SPACE space) {
+    switch (space) {
+    case JCS_GRAYSCALE: return CJS_COLOR_GRAYSCALE;
+    case JCS_RGB: return CJS_COLOR_RGB;
+    case JCS_YCbCr: return CJS_COLOR_YCBCR;
+    case JCS_CMYK: return CJS_COLOR_CMYK;
+    case JCS_YCCK: return CJS_COLOR_YCCK;
+    default: return CJS_COLOR_UNKNOWN;
+    }
+}
+
+static void describe(const cjs_decoder *d, cjs_header *out) {
+    const struct jpeg_decompress_struct *c = &d->cinfo;
+    out->width = c->image_width;
+    out->height = c->image_height;
+    out->components = c->num_components;
+    out->color_space = color_space_of(c->jpeg_color_space);
+    out->bits_per_sample = c->data_precision;
+    out->is_progressive = c->progressive_mode ? 1 : 0;
+    out->is_arithmetic = c->arith_code ? 1 : 0;
+}
+
+cjs_status cjs_decoder_read_header(cjs_decoder *d, cjs_header *out) {
+    if (d->failed) return CJS_ERR_STATE;
+    if (d->stage != STAGE_HEADER) {
+        if (out) describe(d, out);
+        return CJS_OK;
+    }
+    if (setjmp(d->err.jump)) { /* jpeg_read_header */
+        d->failed = 1;
+        return CJS_ERR_LIBJPEG;
+    }
+    int r = jpeg_read_header(&d->cinfo, TRUE);
+    if (r == JPEG_SUSPENDED) return CJS_NEED_DATA;
+    if (r != JPEG_HEADER_OK) ERREXIT(&d->cinfo, JERR_NO_IMAGE);
+    if (d->cinfo.jpeg_color_space == JCS_CMYK || d->cinfo.jpeg_color_space == JCS_YCCK) {
+        d->cinfo.out_color_space = JCS_CMYK;
+        d->cmyk = 1;
+    } else {
+        d->cinfo.out_color_space = JCS_EXT_RGBX;
+    }
+    d->stage = STAGE_HEADER_READ;
+    if (out) describe(d, out);
+    return CJS_OK;
+}
+
+cjs_status cjs_decoder_start(cjs_decoder *d) {
+    if (d->failed || d->stage < STAGE_HEADER_READ) return CJS_ERR_STATE;
+    if (d->stage > STAGE_HEADER_READ) return CJS_OK;
+    if (setjmp(d->err.jump)) { /* jpeg_start_decompress */
+        d->failed = 1;
+        return CJS_ERR_LIBJPEG;
+    }
+    /* FALSE means suspended (a progressive image is absorbed here): retry after the next feed. */
+    if (!jpeg_start_decompress(&d->cinfo)) return CJS_NEED_DATA;
+    d->stage = STAGE_SCANNING;
+    return CJS_OK;
+}
+
+cjs_status cjs_decoder_read_rows(cjs_decoder *d, void *dst, size_t stride, uint32_t max_rows,
+                                 uint32_t *out_rows) {
+    *out_rows = 0;
+    if (d->failed || d->stage < STAGE_SCANNING) return CJS_ERR_STATE;
+    if (d->stage > STAGE_SCANNING) return CJS_DONE;
+    if (!dst || stride < (size_t)d->cinfo.output_width * 4) return CJS_ERR_ARGUMENT;
+    volatile uint32_t done = 0;
+    unsigned char *base = dst;
+    if (setjmp(d->err.jump)) { /* jpeg_read_scanlines */
+        d->failed = 1;
+        *out_rows = done;
+        return CJS_ERR_LIBJPEG;
+    }
+    while (done < max_rows && d->cinfo.output_scanline < d->cinfo.output_height) {
+        JSAMPROW rows[16];
+        uint32_t want = max_rows - done;
+        if (want > 16) want = 16;
+        for (uint32_t i = 0; i < want; i++) rows[i] = base + (size_t)(done + i) * stride;
+        JDIMENSION got = jpeg_read_scanlines(&d->cinfo, rows, want);
+        if (d->cmyk)
+            for (JDIMENSION i = 0; i < got; i++) cjs_cmyk_to_rgba(rows[i], d->cinfo.output_width);
+        done += got;
+        if (got == 0) break; /* suspended */
+    }
+    *out_rows = done;
+    if (d->cinfo.output_scanline >= d->cinfo.output_height) {
+        d->stage = STAGE_FINISHING;
+        return CJS_DONE;
+    }
+    return done < max_rows ? CJS_NEED_DATA : CJS_OK;
+}
+
+cjs_status cjs_decoder_finish(cjs_decoder *d) {
+    if (d->failed || d->stage < STAGE_FINISHING) return CJS_ERR_STATE;
+    if (d->stage == STAGE_DONE) return CJS_DONE;
+    if (setjmp(d->err.jump)) { /* jpeg_finish_decompress */
+        d->failed = 1;
+        return CJS_ERR_LIBJPEG;
+    }
+    if (!jpeg_finish_decompress(&d->cinfo)) return CJS_NEED_DATA;
+    d->stage = STAGE_DONE;
+    return CJS_DONE;
+}
+
+uint32_t cjs_decoder_rows_read(const cjs_decoder *d) {
+    return d->stage >= STAGE_SCANNING ? d->cinfo.output_scanline : 0;
+}
+size_t cjs_decoder_bytes_buffered(const cjs_decoder *d) { return d->src.bytes_in_buffer; }
+uint32_t cjs_decoder_warning_count(const cjs_decoder *d) { return d->err.warnings; }
+int32_t cjs_decoder_is_truncated(const cjs_decoder *d) { return d->truncated; }
+const char *cjs_decoder_message(const cjs_decoder *d) { return d->err.message; }
+int32_t cjs_decoder_message_code(const cjs_decoder *d) { return d->err.message_code; }
+int32_t cjs_decoder_failure_kind(const cjs_decoder *d) {
+    return d->failed ? cjs_error_failure_kind(&d->err) : CJS_FAILURE_NONE;
+}

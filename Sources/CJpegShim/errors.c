@@ -1,0 +1,70 @@
+/* errors.c: libjpeg error and warning handling without printing or exiting. */
+#include "errors.h"
+
+static void error_exit(j_common_ptr cinfo) {
+    cjs_error_mgr *err = (cjs_error_mgr *)cinfo->err;
+    (*cinfo->err->format_message)(cinfo, err->message);
+    err->message_code = cinfo->err->msg_code;
+    longjmp(err->jump, 1);
+}
+
+/* Warnings (msg_level < 0) are counted and kept, never printed; past the limit they become an error. */
+static void emit_message(j_common_ptr cinfo, int msg_level) {
+    cjs_error_mgr *err = (cjs_error_mgr *)cinfo->err;
+    if (msg_level >= 0) return; /* trace messages */
+    err->warnings++;
+    cinfo->err->num_warnings++;
+    (*cinfo->err->format_message)(cinfo, err->message);
+    err->message_code = cinfo->err->msg_code;
+    if (err->warnings > err->warning_limit) {
+        err->too_many_warnings = 1;
+        longjmp(err->jump, 1);
+    }
+}
+
+static void output_message(j_common_ptr cinfo) { (void)cinfo; }
+
+void cjs_error_init(cjs_error_mgr *err, unsigned warning_limit) {
+    jpeg_std_error(&err->pub);
+    err->pub.error_exit = error_exit;
+    err->pub.emit_message = emit_message;
+    err->pub.output_message = output_message;
+    err->message[0] = 0;
+    err->message_code = 0;
+    err->warnings = 0;
+    err->warning_limit = warning_limit ? warning_limit : 1000;
+    err->too_many_warnings = 0;
+}
+
+int cjs_error_failure_kind(const cjs_error_mgr *err) {
+    if (err->too_many_warnings) return CJS_FAILURE_TOO_MANY_WARNINGS;
+    switch (err->message_code) {
+    case JERR_BAD_PRECISION:
+    case JERR_NOT_COMPILED:
+    case JERR_CONVERSION_NOTIMPL:
+    case JERR_NOTIMPL:
+    case JERR_ARITH_NOTIMPL:
+        return CJS_FAILURE_UNSUPPORTED;
+    case JERR_IMAGE_TOO_BIG:
+    case JERR_WIDTH_OVERFLOW:
+        return CJS_FAILURE_TOO_LARGE;
+    case JERR_INPUT_EMPTY:
+        return CJS_FAILURE_EMPTY;
+    case JERR_OUT_OF_MEMORY:
+    case JERR_VIRTUAL_BUG:
+        return CJS_FAILURE_NOMEM;
+    default:
+        return CJS_FAILURE_CORRUPT;
+    }
+}
+
+void cjs_cmyk_to_rgba(unsigned char *row, unsigned width) {
+    for (unsigned x = 0; x < width; x++, row += 4) {
+        unsigned c = row[0], m = row[1], y = row[2], k = row[3];
+        /* (v * k + 127) / 255 equals floor(v * k / 255.0 + 0.5) for all 8-bit values. */
+        row[0] = (unsigned char)((c * k + 127) / 255);
+        row[1] = (unsigned char)((m * k + 127) / 255);
+        row[2] = (unsigned char)((y * k + 127) / 255);
+        row[3] = 255;
+    }
+}

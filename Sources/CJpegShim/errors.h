@@ -1,0 +1,30 @@
+/* errors.h: the error manager shared by the decoder, the encoder and the reference decodes. */
+#ifndef CJS_ERRORS_H
+#define CJS_ERRORS_H
+
+#include <setjmp.h>
+#include <stdio.h>
+#include <jpeglib.h>
+#include <jerror.h>
+
+#include "cjpeg_shim.h"
+
+typedef struct {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+    char message[JMSG_LENGTH_MAX];
+    int message_code;
+    unsigned warnings;
+    unsigned warning_limit;
+    int too_many_warnings;
+} cjs_error_mgr;
+
+/** Installs the error manager: errors longjmp to `jump`, warnings are counted, nothing prints. */
+void cjs_error_init(cjs_error_mgr *err, unsigned warning_limit);
+/** Maps the last error's libjpeg code to a cjs_failure_kind. */
+int cjs_error_failure_kind(const cjs_error_mgr *err);
+
+/** Converts Adobe (inverted) CMYK pixels in place to RGBA: R = C*K/255 rounded, alpha 255. */
+void cjs_cmyk_to_rgba(unsigned char *row, unsigned width);
+
+#endif

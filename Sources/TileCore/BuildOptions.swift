@@ -1,0 +1,24 @@
+/// How a ``TileBuilder`` decodes and lays out a pyramid.
+public struct BuildOptions: Sendable, Hashable {
+    /// Tile side in pixels. Default 256.
+    public var tileSize: Int = 256
+    /// How many levels. Default: down to the level that fits in one tile.
+    public var levels: LevelPolicy = .downToOneTile
+    /// Display orientation. Default: the EXIF tag's.
+    public var orientation: OrientationOption = .fromExif
+    /// Ephemeral files (default) or a persistent store folder.
+    public var storage: TileStorage = .ephemeral()
+    /// How rows reach the files. Default ``TileWriterKind/stripWrite`` (the faster here; see BENCHMARKS.md).
+    public var writer: TileWriterKind = .stripWrite
+    /// Largest image accepted, in pixels, checked against the header before any file is sized.
+    /// Default 2^30.
+    public var maximumPixelCount: Int = 1 << 30
+    /// Accept a stream that ends before its image does: libjpeg fills the missing rows and a warning
+    /// is counted. Default `false`: such a stream fails as ``TileError/Code/truncated``.
+    public var allowTruncated: Bool = false
+    /// Corrupt-data warnings tolerated before the build fails as ``TileError/Code/corrupt``. Default 1000.
+    public var warningLimit: Int = 1000
+
+    /// The defaults.
+    public init() {}
+}

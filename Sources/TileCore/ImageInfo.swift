@@ -1,0 +1,169 @@
+public import Foundation
+
+/// What a JPEG says about itself, read from its header segments only: it stops at the first SOS and
+/// never touches scan data, so its cost does not grow with the file's size.
+public struct ImageInfo: Sendable, Hashable {
+    /// How the image is coded (the SOF marker).
+    public enum Coding: String, Sendable, Hashable {
+        case baseline, extendedSequential, progressive, lossless, unknown
+    }
+
+    /// Stored size.
+    public var width: Int
+    public var height: Int
+    public var components: Int
+    public var colorSpace: JPEGHeader.ColorSpace
+    public var bitsPerSample: Int
+    public var coding: Coding
+    public var isArithmetic: Bool
+    /// "4:4:4", "4:2:2", "4:2:0", "4:4:0", "4:1:1", "4:1:0", "n/a" (one component), "none" (4
+    /// components all alike) or "other".
+    public var subsampling: String
+    /// MCUs between restart markers (0: none).
+    public var restartInterval: Int
+    /// JFIF density: unit (0 none, 1 dpi, 2 dpcm), x, y.
+    public var density: Density?
+    /// The EXIF Orientation tag of IFD0, as stored (any value); `nil` when absent.
+    public var exifOrientation: Int?
+    /// The ICC profile, its APP2 chunks joined in order; `nil` when absent or incomplete.
+    public var iccProfile: [UInt8]?
+    /// The Adobe APP14 transform (0 none/CMYK, 1 YCbCr, 2 YCCK), when present.
+    public var adobeTransform: Int?
+    /// Tags of IFD0 and the Exif sub-IFD by name.
+    public var exif: [String: EXIFValue]
+    /// Why the EXIF block could not be read (wholly or in part), when it could not.
+    public var exifProblem: String?
+    /// Bytes of the file up to and including the first SOS marker.
+    public var headerByteCount: Int
+
+    /// JFIF pixel density.
+    public struct Density: Sendable, Hashable {
+        public var unit: Int
+        public var x: Int
+        public var y: Int
+    }
+
+    /// The orientation the tag asks for (identity when absent or out of 1...8).
+    public var orientation: ImageOrientation { exifOrientation.flatMap(ImageOrientation.init(rawValue:)) ?? .identity }
+    /// Size once the orientation is applied.
+    public var orientedWidth: Int { orientation.swapsAxes ? height : width }
+    public var orientedHeight: Int { orientation.swapsAxes ? width : height }
+    public var isProgressive: Bool { coding == .progressive }
+
+    init(segments s: HeaderSegments) throws(TileError) {
+        guard let frame = s.frame else {
+            throw TileError(.corrupt, s.problem.map { "no frame header: \($0)" } ?? "no frame header (SOF) before the first scan")
+        }
+        width = frame.width
+        height = frame.height
+        components = frame.components.count
+        bitsPerSample = frame.precision
+        let kind = frame.marker & 0x03
+        coding = kind == 0 ? (frame.marker == 0xC0 ? .baseline : .extendedSequential)
+            : kind == 2 ? .progressive : kind == 3 ? .lossless : .extendedSequential
+        isArithmetic = frame.marker >= 0xC9
+        restartInterval = s.restartInterval
+        density = s.jfifDensity.map { Density(unit: $0.unit, x: $0.x, y: $0.y) }
+        adobeTransform = s.adobeTransform
+        iccProfile = s.iccProfile
+        headerByteCount = s.headerByteCount
+        colorSpace = Self.colorSpace(frame, jfif: s.jfifDensity != nil, adobe: s.adobeTransform)
+        subsampling = Self.subsampling(frame)
+        exif = [:]
+        if let block = s.exif {
+            let reader = EXIFReader(block)
+            exif = reader.tags
+            exifOrientation = reader.orientation
+            exifProblem = reader.problem
+        }
+    }
+
+    /// The header as libjpeg read it, completed with the segments walked in Swift.
+    init(header: JPEGHeader, segments: HeaderSegments) {
+        if var info = try? ImageInfo(segments: segments) {
+            info.colorSpace = header.colorSpace
+            self = info
+            return
+        }
+        width = header.width
+        height = header.height
+        components = header.components
+        colorSpace = header.colorSpace
+        bitsPerSample = header.bitsPerSample
+        coding = header.isProgressive ? .progressive : .baseline
+        isArithmetic = header.isArithmetic
+        subsampling = "other"
+        restartInterval = 0
+        exif = [:]
+        headerByteCount = 0
+    }
+
+    private static func colorSpace(_ f: HeaderSegments.Frame, jfif: Bool, adobe: Int?) -> JPEGHeader.ColorSpace {
+        switch f.components.count {
+        case 1: return .grayscale
+        case 3:
+            if jfif { return .ycbcr }
+            if let adobe { return adobe == 0 ? .rgb : .ycbcr }
+            return f.components.map(\.id) == [0x52, 0x47, 0x42] ? .rgb : .ycbcr
+        case 4: return adobe == 2 ? .ycck : .cmyk
+        default: return .unknown
+        }
+    }
+
+    private static func subsampling(_ f: HeaderSegments.Frame) -> String {
+        let c = f.components
+        if c.count == 1 { return "n/a" }
+        if c.count == 4 { return c.allSatisfy { $0.h == c[0].h && $0.v == c[0].v } ? "none" : "other" }
+        guard c.count == 3, c[1].h == 1, c[1].v == 1, c[2].h == 1, c[2].v == 1 else { return "other" }
+        let table = ["1x1": "4:4:4", "2x1": "4:2:2", "2x2": "4:2:0", "1x2": "4:4:0", "4x1": "4:1:1", "4x2": "4:1:0"]
+        return table["\(c[0].h)x\(c[0].v)"] ?? "other"
+    }
+}
+
+extension ImageInfo {
+    /// Reads the header of an in-memory JPEG.
+    /// - Throws: ``TileError/Code/corrupt`` when there is no frame header before the first scan,
+    ///   ``TileError/Code/truncated`` when the bytes end inside the header.
+    public static func read(data: some ContiguousBytes) throws(TileError) -> ImageInfo {
+        let segments = data.withUnsafeBytes { HeaderSegments.parse($0) }
+        if !segments.reachedScan && segments.problem == nil && segments.frame == nil {
+            throw TileError(.truncated, "the data ends inside the JPEG header")
+        }
+        return try ImageInfo(segments: segments)
+    }
+
+    /// Reads the header of a JPEG file, 64 KiB at a time until the first SOS.
+    /// - Returns: the info; ``headerByteCount`` tells how far the header went.
+    /// - Throws: ``TileError/Code/io`` when the file cannot be read, else as ``read(data:)``.
+    public static func read(contentsOfFile path: String) throws(TileError) -> ImageInfo {
+        try read(contentsOfFile: path, bytesRead: nil)
+    }
+
+    /// As ``read(contentsOfFile:)``, counting the bytes read from the file in `bytesRead`.
+    public static func read(contentsOfFile path: String, bytesRead: UnsafeMutablePointer<Int>?) throws(TileError)
+        -> ImageInfo
+    {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemCall.error("cannot open", path: path) }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        let chunk = 64 * 1024
+        while true {
+            let old = bytes.count
+            bytes.append(contentsOf: repeatElement(0, count: chunk))
+            let n = bytes.withUnsafeMutableBytes { raw in
+                SystemCall.retrying { Glibc.read(fd, raw.baseAddress! + old, chunk) }
+            }
+            guard n >= 0 else { throw SystemCall.error("cannot read", path: path) }
+            bytes.removeLast(chunk - n)
+            bytesRead?.pointee = bytes.count
+            let segments = HeaderSegments.parse(bytes)
+            if segments.reachedScan || segments.problem != nil || n == 0 {
+                do throws(TileError) { return try ImageInfo(segments: segments) } catch {
+                    if n == 0 && segments.problem == nil { throw TileError(.truncated, "\(path): the file ends inside the JPEG header") }
+                    throw TileError(error.code, "\(path): \(error.message)")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+internal import CJpegShim
+
+/// The one Swift owner of a `cjs_decoder`: a push decoder over libjpeg's suspending source.
+///
+/// Not thread-safe; its owner (a builder) serializes every call.
+final class JPEGDecoder {
+    enum Step { case needData, ready, done }
+
+    private let handle: OpaquePointer
+
+    init(warningLimit: Int) throws(TileError) {
+        var options = cjs_decoder_options(warning_limit: UInt32(clamping: warningLimit))
+        var handle: OpaquePointer?
+        guard cjs_decoder_create(&options, &handle) == CJS_OK, let handle else {
+            throw TileError(.io, "cannot allocate a JPEG decoder", errno: 12)
+        }
+        self.handle = handle
+    }
+
+    deinit { cjs_decoder_destroy(handle) }
+
+    var rowsRead: Int { Int(cjs_decoder_rows_read(handle)) }
+    var bytesBuffered: Int { cjs_decoder_bytes_buffered(handle) }
+    var warningCount: Int { Int(cjs_decoder_warning_count(handle)) }
+    var isTruncated: Bool { cjs_decoder_is_truncated(handle) != 0 }
+    var lastMessage: String { String(cString: cjs_decoder_message(handle)) }
+
+    /// Copies the bytes in (`cjs_decoder_feed`).
+    func feed(_ bytes: UnsafeRawBufferPointer) throws(TileError) {
+        try check(cjs_decoder_feed(handle, bytes.baseAddress, bytes.count), "feed")
+    }
+
+    func endInput() throws(TileError) { try check(cjs_decoder_end_input(handle), "end input") }
+
+    /// Calls `jpeg_read_header`; `nil` until enough bytes have arrived.
+    func readHeader() throws(TileError) -> JPEGHeader? {
+        var h = cjs_header()
+        let status = cjs_decoder_read_header(handle, &h)
+        if status == CJS_NEED_DATA { return nil }
+        try check(status, "read header")
+        let spaces: [Int32: JPEGHeader.ColorSpace] = [
+            Int32(CJS_COLOR_GRAYSCALE.rawValue): .grayscale, Int32(CJS_COLOR_RGB.rawValue): .rgb,
+            Int32(CJS_COLOR_YCBCR.rawValue): .ycbcr, Int32(CJS_COLOR_CMYK.rawValue): .cmyk,
+            Int32(CJS_COLOR_YCCK.rawValue): .ycck,
+        ]
+        return JPEGHeader(
+            width: Int(h.width), height: Int(h.height), components: Int(h.components),
+            colorSpace: spaces[h.color_space] ?? .unknown, bitsPerSample: Int(h.bits_per_sample),
+            isProgressive: h.is_progressive != 0, isArithmetic: h.is_arithmetic != 0)
+    }
+
+    /// Calls `jpeg_start_decompress`; `.needData` while libjpeg suspends.
+    func start() throws(TileError) -> Step {
+        let status = cjs_decoder_start(handle)
+        if status == CJS_NEED_DATA { return .needData }
+        try check(status, "start")
+        return .ready
+    }
+
+    /// Calls `jpeg_read_scanlines` for up to `maxRows` rows into `buffer` (RGBA rows `stride` apart).
+    func readRows(into buffer: UnsafeMutableRawBufferPointer, stride: Int, maxRows: Int) throws(TileError)
+        -> (rows: Int, step: Step)
+    {
+        precondition(buffer.count >= stride * maxRows, "row buffer too small")
+        var rows: UInt32 = 0
+        let status = cjs_decoder_read_rows(handle, buffer.baseAddress, stride, UInt32(maxRows), &rows)
+        switch status {
+        case CJS_OK: return (Int(rows), .ready)
+        case CJS_NEED_DATA: return (Int(rows), .needData)
+        case CJS_DONE: return (Int(rows), .done)
+        default:
+            try check(status, "read scanlines")
+            return (Int(rows), .ready)
+        }
+    }
+
+    /// Calls `jpeg_finish_decompress`; `.needData` until the end of the stream has arrived.
+    func finish() throws(TileError) -> Step {
+        let status = cjs_decoder_finish(handle)
+        if status == CJS_NEED_DATA { return .needData }
+        if status == CJS_DONE { return .done }
+        try check(status, "finish")
+        return .done
+    }
+
+    private func check(_ status: cjs_status, _ operation: String) throws(TileError) {
+        switch status {
+        case CJS_OK, CJS_DONE, CJS_NEED_DATA: return
+        case CJS_ERR_LIBJPEG: throw libjpegError()
+        case CJS_ERR_NOMEM: throw TileError(.io, "out of memory in \(operation)", errno: 12)
+        default: throw TileError(.invalidArgument, "JPEG decoder \(operation) called in the wrong state")
+        }
+    }
+
+    private func libjpegError() -> TileError {
+        let message = lastMessage
+        let code = Int(cjs_decoder_message_code(handle))
+        switch cjs_failure_kind(UInt32(cjs_decoder_failure_kind(handle))) {
+        case CJS_FAILURE_UNSUPPORTED: return TileError(.unsupported, message, libjpegMessageCode: code)
+        case CJS_FAILURE_TOO_LARGE: return TileError(.tooLarge, message, libjpegMessageCode: code)
+        case CJS_FAILURE_EMPTY: return TileError(.truncated, "empty input: \(message)", libjpegMessageCode: code)
+        case CJS_FAILURE_NOMEM: return TileError(.io, message, errno: 12, libjpegMessageCode: code)
+        case CJS_FAILURE_TOO_MANY_WARNINGS:
+            return TileError(.corrupt, "too many corrupt-data warnings; last: \(message)", libjpegMessageCode: code)
+        default: return TileError(.corrupt, message, libjpegMessageCode: code)
+        }
+    }
+}

@@ -1,0 +1,59 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Owns the open file descriptors of a pyramid's level files and closes them when released.
+///
+/// Sendable: the descriptors never change after init, and `pread`/`pwrite` at explicit offsets are
+/// safe from several threads at once.
+final class LevelFiles: Sendable {
+    let descriptors: [Int32]
+
+    init(descriptors: [Int32]) { self.descriptors = descriptors }
+
+    deinit { for fd in descriptors { close(fd) } }
+
+    /// Opens `count` anonymous files in `directory`: each is created exclusively with mode 0600 and
+    /// unlinked at once, so it vanishes when closed, even if the process dies.
+    static func ephemeral(count: Int, directory: String) throws(TileError) -> LevelFiles {
+        var fds: [Int32] = []
+        for _ in 0..<count {
+            var template = Array("\(directory)/tiledimage-XXXXXX".utf8CString)
+            let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            guard fd >= 0 else {
+                let error = SystemCall.error("cannot create a tile file in", path: directory)
+                fds.forEach { close($0) }
+                throw error
+            }
+            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            fds.append(fd)
+        }
+        return LevelFiles(descriptors: fds)
+    }
+
+    /// The default folder for ephemeral files: `$TMPDIR`, else `/tmp`.
+    static var defaultDirectory: String {
+        if let value = getenv("TMPDIR"), value.pointee != 0 { return String(cString: value) }
+        return "/tmp"
+    }
+}
+
+/// A read-only shared mapping of a whole level file; unmapped when released.
+final class MappedFile: @unchecked Sendable {
+    // @unchecked: the pointer and length never change, and the mapping is only read.
+    let base: UnsafeRawPointer
+    let byteCount: Int
+
+    init(fd: Int32, byteCount: Int, path: String) throws(TileError) {
+        guard let m = mmap(nil, byteCount, PROT_READ, MAP_SHARED, fd, 0), m != MAP_FAILED else {
+            throw SystemCall.error("cannot map", path: path)
+        }
+        base = UnsafeRawPointer(m)
+        self.byteCount = byteCount
+    }
+
+    deinit { munmap(UnsafeMutableRawPointer(mutating: base), byteCount) }
+}

@@ -1,0 +1,104 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The files of a build in progress, and how they are published or thrown away.
+struct StagedStore {
+    let files: LevelFiles
+    /// The folder being written (persistent stores only).
+    let stagingPath: String?
+    /// Where the folder is renamed to when complete.
+    let finalPath: String?
+
+    static func create(_ storage: TileStorage, levelCount: Int) throws(TileError) -> StagedStore {
+        switch storage {
+        case .ephemeral(let directory):
+            let files = try LevelFiles.ephemeral(count: levelCount, directory: directory ?? LevelFiles.defaultDirectory)
+            return StagedStore(files: files, stagingPath: nil, finalPath: nil)
+        case .persistent(let path):
+            return try createPersistent(path: path, levelCount: levelCount)
+        }
+    }
+
+    private static func createPersistent(path: String, levelCount: Int) throws(TileError) -> StagedStore {
+        let url = URL(fileURLWithPath: path)
+        let parent = url.deletingLastPathComponent().path
+        let staging = "\(parent)/.\(url.lastPathComponent).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        guard mkdir(staging, 0o700) == 0 else { throw SystemCall.error("cannot create the store folder", path: staging) }
+        var fds: [Int32] = []
+        for index in 0..<levelCount {
+            let filePath = "\(staging)/\(StoreManifest.levelFileName(index))"
+            let fd = open(filePath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                let error = SystemCall.error("cannot create", path: filePath)
+                fds.forEach { close($0) }
+                removeStoreFolder(staging)
+                throw error
+            }
+            fds.append(fd)
+        }
+        return StagedStore(files: LevelFiles(descriptors: fds), stagingPath: staging, finalPath: url.path)
+    }
+
+    /// Makes the store visible at its final path: data synced, manifest written, one rename.
+    func publish(_ manifest: StoreManifest) throws(TileError) {
+        guard let stagingPath, let finalPath else { return }
+        for fd in files.descriptors where fdatasync(fd) != 0 {
+            throw SystemCall.error("cannot sync a level file in", path: stagingPath)
+        }
+        try writeFileSynced("\(stagingPath)/\(StoreManifest.fileName)", try manifest.encoded())
+        var displaced: String?
+        if access(finalPath, F_OK) == 0 {
+            let aside = "\(finalPath).replaced-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            guard rename(finalPath, aside) == 0 else { throw SystemCall.error("cannot replace", path: finalPath) }
+            displaced = aside
+        }
+        guard rename(stagingPath, finalPath) == 0 else {
+            let error = SystemCall.error("cannot publish the store at", path: finalPath)
+            if let displaced { _ = rename(displaced, finalPath) }
+            throw error
+        }
+        syncDirectory(URL(fileURLWithPath: finalPath).deletingLastPathComponent().path)
+        if let displaced { removeStoreFolder(displaced) }
+    }
+
+    /// Removes the staging folder (persistent stores); ephemeral files vanish on close.
+    func discard() {
+        if let stagingPath { removeStoreFolder(stagingPath) }
+    }
+}
+
+private func writeFileSynced(_ path: String, _ data: Data) throws(TileError) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw SystemCall.error("cannot create", path: path) }
+    defer { close(fd) }
+    let written = data.withUnsafeBytes { raw -> Int in
+        var done = 0
+        while done < raw.count {
+            let n = SystemCall.retrying { write(fd, raw.baseAddress! + done, raw.count - done) }
+            if n <= 0 { return -1 }
+            done += n
+        }
+        return done
+    }
+    guard written == data.count, fsync(fd) == 0 else { throw SystemCall.error("cannot write", path: path) }
+}
+
+private func syncDirectory(_ path: String) {
+    let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    if fd >= 0 {
+        fsync(fd)
+        close(fd)
+    }
+}
+
+/// Removes a store folder: the files directly inside it, then the folder. Stores have no subfolders.
+func removeStoreFolder(_ path: String) {
+    if let names = try? FileManager.default.contentsOfDirectory(atPath: path) {
+        for name in names { unlink("\(path)/\(name)") }
+    }
+    rmdir(path)
+}

@@ -1,0 +1,33 @@
+extension TileBuilder {
+    /// Rows decoded per strip; a multiple of libjpeg's largest row group (16).
+    static let stripRows = 32
+
+    /// Checks the header against the limits, then sizes the files: nothing touches the disk before.
+    func makePipelineParts(_ header: JPEGHeader) throws(TileError)
+        -> (image: TiledImage, store: StagedStore, writer: PyramidWriter, info: ImageInfo)
+    {
+        guard header.width > 0, header.height > 0 else {
+            throw TileError(.corrupt, "the frame header declares an empty image (\(header.width)x\(header.height))")
+        }
+        guard header.width * header.height <= options.maximumPixelCount else {
+            throw TileError(
+                .tooLarge,
+                "\(header.width)x\(header.height) is over the limit of \(options.maximumPixelCount) pixels")
+        }
+        let info = ImageInfo(header: header, segments: HeaderSegments.parse(headerBytes))
+        let orientation = options.orientation.resolve(exif: info.exifOrientation)
+        let geometry = try TileGeometry(
+            storedWidth: header.width, storedHeight: header.height, orientation: orientation,
+            tileSize: options.tileSize, levels: options.levels)
+        let store = try StagedStore.create(options.storage, levelCount: geometry.levels.count)
+        do {
+            let writer = try PyramidWriter(geometry: geometry, files: store.files, kind: options.writer)
+            let image = TiledImage(
+                geometry: geometry, files: store.files, storePath: store.finalPath, complete: false)
+            return (image, store, writer, info)
+        } catch {
+            store.discard()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,225 @@
+public import Foundation
+
+/// Turns the bytes of a JPEG, pushed in chunks of any size as they arrive, into a tile pyramid.
+///
+/// Each ``append(_:)-(UnsafeRawBufferPointer)`` decodes as many scanlines as the bytes allow and writes
+/// them into the level files straight away, so when the last byte arrives the pyramid is nearly done.
+/// Memory: the compressed bytes not yet consumed, libjpeg's state (for a progressive JPEG, its whole
+/// coefficient buffer), a strip of decoded rows, and per level one tile row. Never the image.
+///
+/// Not thread-safe: one owner calls it (`ImageBuilder` in TileActors is that owner for async code).
+/// On any error the builder's files are removed, the error is thrown, and every later call throws it
+/// again.
+public final class TileBuilder {
+    private enum State {
+        case readingHeader
+        case starting(Pipeline)
+        case scanning(Pipeline)
+        case finishing(Pipeline)
+        case complete(TiledImage)
+        case failed(TileError)
+    }
+
+    /// Everything that exists once the header has been read.
+    private struct Pipeline {
+        var image: TiledImage
+        var store: StagedStore
+        var writer: PyramidWriter
+        var strip: UnsafeMutableRawBufferPointer
+        var stripRows: Int
+        var stride: Int
+    }
+
+    /// The options this builder was created with.
+    public let options: BuildOptions
+    /// The frame header, once read.
+    public private(set) var header: JPEGHeader?
+    /// The header's metadata (EXIF, ICC, ...), once the header has been read.
+    public private(set) var info: ImageInfo?
+    /// Compressed bytes received so far.
+    public private(set) var bytesReceived = 0
+    private var state = State.readingHeader
+    private let decoder: JPEGDecoder
+    private(set) var headerBytes: [UInt8] = []
+    private var fingerprint = Fingerprint()
+
+    /// Creates a builder; nothing is allocated on disk until the header has been read.
+    /// - Throws: ``TileError/Code/io`` when the decoder cannot be allocated.
+    public init(options: BuildOptions = BuildOptions()) throws(TileError) {
+        self.options = options
+        decoder = try JPEGDecoder(warningLimit: options.warningLimit)
+    }
+
+    deinit {
+        cleanUp(with: TileError(.cancelled, "the builder was released before it finished"))
+    }
+
+    /// The pyramid, available as soon as the header has been read; its tiles become readable tile row
+    /// by tile row while the build goes on.
+    public var image: TiledImage? {
+        switch state {
+        case .starting(let p), .scanning(let p), .finishing(let p): return p.image
+        case .complete(let image): return image
+        case .readingHeader, .failed: return nil
+        }
+    }
+
+    /// Scanlines of level 0 decoded so far.
+    public var rowsDecoded: Int { decoder.rowsRead }
+    /// Corrupt-data warnings so far (a truncated stream counts one).
+    public var warningCount: Int { decoder.warningCount }
+    /// The last warning's text, if any.
+    public var lastWarning: String? { decoder.warningCount > 0 ? decoder.lastMessage : nil }
+    /// Compressed bytes held but not yet consumed by the decoder.
+    public var bytesBuffered: Int { decoder.bytesBuffered }
+    /// Whether the pyramid is complete.
+    public var isComplete: Bool { if case .complete = state { true } else { false } }
+
+    /// Pushes the next bytes of the JPEG and decodes what they allow.
+    /// - Throws: ``TileError`` (corrupt, unsupported, too large, I/O); the build is then over.
+    public func append(_ bytes: UnsafeRawBufferPointer) throws(TileError) {
+        try ensureRunning()
+        guard !bytes.isEmpty else { return }
+        if case .readingHeader = state { headerBytes.append(contentsOf: bytes) }
+        if case .persistent = options.storage { fingerprint.add(bytes) }
+        bytesReceived += bytes.count
+        try guarded { () throws(TileError) in
+            try decoder.feed(bytes)
+            try advance()
+        }
+    }
+
+    /// Pushes the next bytes (`Data`, `[UInt8]`, ...) of the JPEG; see ``append(_:)-(UnsafeRawBufferPointer)``.
+    public func append<Bytes: ContiguousBytes>(_ bytes: Bytes) throws(TileError) {
+        var failure: TileError?
+        bytes.withUnsafeBytes { raw in
+            do throws(TileError) { try append(raw) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Says the input has ended, decodes the rest and completes the pyramid.
+    /// - Returns: the complete pyramid (persistent stores are published at their path).
+    /// - Throws: ``TileError/Code/truncated`` when the stream ended before the image did (unless
+    ///   ``BuildOptions/allowTruncated``), and any error of ``append(_:)-(UnsafeRawBufferPointer)``.
+    public func finish() throws(TileError) -> TiledImage {
+        if case .complete(let image) = state { return image }
+        try ensureRunning()
+        try guarded { () throws(TileError) in
+            try decoder.endInput()
+            try advance()
+        }
+        guard case .complete(let image) = state else {
+            let error = TileError(.truncated, "the stream ended before the image did")
+            cleanUp(with: error)
+            throw error
+        }
+        return image
+    }
+
+    /// Stops the build and removes its files. Later calls throw ``TileError/Code/cancelled``.
+    public func cancel() {
+        cleanUp(with: TileError(.cancelled, "the build was cancelled"))
+    }
+
+    // MARK: - The state machine
+
+    private func ensureRunning() throws(TileError) {
+        if case .failed(let error) = state { throw error }
+    }
+
+    private func guarded(_ body: () throws(TileError) -> Void) throws(TileError) {
+        do { try body() } catch {
+            cleanUp(with: error)
+            throw error
+        }
+    }
+
+    private func advance() throws(TileError) {
+        while true {
+            switch state {
+            case .readingHeader:
+                guard let header = try decoder.readHeader() else { return }
+                state = .starting(try prepare(header))
+            case .starting(let p):
+                guard try decoder.start() == .ready else { return }
+                state = .scanning(p)
+            case .scanning(let p):
+                guard try scan(p) else { return }
+                state = .finishing(p)
+            case .finishing(let p):
+                guard try decoder.finish() == .done else { return }
+                try checkTruncation()
+                try complete(p)
+            case .complete, .failed:
+                return
+            }
+        }
+    }
+
+    /// Reads as many rows as the bytes allow into the writer. Returns true when every row is in.
+    private func scan(_ p: Pipeline) throws(TileError) -> Bool {
+        while true {
+            let (rows, step) = try decoder.readRows(into: p.strip, stride: p.stride, maxRows: p.stripRows)
+            if rows > 0 {
+                try p.writer.push(rows: UnsafeRawPointer(p.strip.baseAddress!), stride: p.stride, count: rows)
+                p.image.updateProgress(p.writer.tileRowsComplete)
+            }
+            try checkTruncation()
+            if step == .needData { return false }
+            if step == .done { return true }
+        }
+    }
+
+    private func checkTruncation() throws(TileError) {
+        if decoder.isTruncated && !options.allowTruncated {
+            throw TileError(.truncated, "the stream ended before the image did (\(bytesReceived) bytes received)")
+        }
+    }
+
+    private func prepare(_ header: JPEGHeader) throws(TileError) -> Pipeline {
+        self.header = header
+        let parts = try makePipelineParts(header)
+        info = parts.info
+        headerBytes = []
+        let stride = header.width * 4
+        let strip = UnsafeMutableRawBufferPointer.allocate(byteCount: stride * Self.stripRows, alignment: 64)
+        return Pipeline(
+            image: parts.image, store: parts.store, writer: parts.writer, strip: strip, stripRows: Self.stripRows,
+            stride: stride)
+    }
+
+    private func complete(_ p: Pipeline) throws(TileError) {
+        try p.writer.finish()
+        p.image.updateProgress(p.writer.tileRowsComplete)
+        if case .persistent = options.storage {
+            let geometry = p.image.geometry
+            try p.store.publish(
+                StoreManifest(
+                    formatVersion: StoreManifest.currentFormatVersion, storedWidth: geometry.storedWidth,
+                    storedHeight: geometry.storedHeight, orientation: geometry.orientation.rawValue,
+                    tileSize: geometry.tileSize,
+                    levels: geometry.levels.map { .init(storedWidth: $0.storedWidth, storedHeight: $0.storedHeight) },
+                    sourceByteCount: bytesReceived, sourceFingerprint: fingerprint.hex,
+                    warningCount: decoder.warningCount, wasTruncated: decoder.isTruncated))
+        }
+        p.strip.deallocate()
+        state = .complete(p.image)
+    }
+
+    /// Ends a build that has not completed: its files are removed and its image reads fail.
+    private func cleanUp(with error: TileError) {
+        switch state {
+        case .starting(let p), .scanning(let p), .finishing(let p):
+            p.image.markFailed(error)
+            p.store.discard()
+            p.strip.deallocate()
+        case .readingHeader:
+            break
+        case .complete, .failed:
+            return
+        }
+        headerBytes = []
+        state = .failed(error)
+    }
+}

@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// A tile pyramid on disk: one file per level, each tile one contiguous block of RGBA pixels.
+///
+/// Tiles are read in display orientation: tile (column, row) of a level is the upright tile, whatever
+/// the stored orientation. A tile can be read as soon as its tile row is complete, also while the
+/// pyramid is still being built; before that, a read throws ``TileError/Code/notReady``.
+/// Thread-safe: reads may run from any number of threads at once.
+public final class TiledImage: Sendable {
+    private struct State {
+        var storedRowsComplete: [Int]
+        var failure: TileError?
+        var mappings: [MappedFile?]
+    }
+
+    /// Level sizes, tile grids and the orientation.
+    public let geometry: TileGeometry
+    /// Where the level files live: a store folder for persistent pyramids, `nil` for ephemeral ones.
+    public let storePath: String?
+    let files: LevelFiles
+    private let state: Mutex<State>
+
+    init(geometry: TileGeometry, files: LevelFiles, storePath: String?, complete: Bool) {
+        self.geometry = geometry
+        self.files = files
+        self.storePath = storePath
+        let rows = geometry.levels.map { complete ? $0.storedRows : 0 }
+        state = Mutex(State(storedRowsComplete: rows, failure: nil, mappings: Array(repeating: nil, count: rows.count)))
+    }
+
+    /// Number of levels; level 0 is the full-resolution image.
+    public var levelCount: Int { geometry.levels.count }
+
+    /// Level `index` (display orientation).
+    public func level(_ index: Int) -> PyramidLevel { geometry.levels[index] }
+
+    /// Whether every tile of every level has been written.
+    public var isComplete: Bool {
+        state.withLock { s in zip(s.storedRowsComplete, geometry.levels).allSatisfy { $0 == $1.storedRows } }
+    }
+
+    /// Whether every tile of `level` has been written.
+    public func isLevelComplete(_ level: Int) -> Bool {
+        state.withLock { $0.storedRowsComplete[level] == geometry.levels[level].storedRows }
+    }
+
+    /// Whether the tile can be read now.
+    public func isTileReady(level: Int, column: Int, row: Int) -> Bool {
+        guard let (_, stored) = try? locate(level: level, column: column, row: row) else { return false }
+        return state.withLock { $0.failure == nil && stored.row < $0.storedRowsComplete[level] }
+    }
+
+    /// Reads one tile with one `pread` (display orientation; a transformed tile is flipped in memory).
+    /// - Parameters:
+    ///   - level: 0 ..< ``levelCount``.
+    ///   - column, row: the tile, in display orientation.
+    ///   - buffer: at least ``TileGeometry/tileByteCount`` bytes.
+    /// - Throws: ``TileError/Code/invalidArgument`` for coordinates out of range or a small buffer,
+    ///   ``TileError/Code/notReady`` before the tile's row is complete, ``TileError/Code/io``.
+    public func readTile(level: Int, column: Int, row: Int, into buffer: UnsafeMutableRawBufferPointer)
+        throws(TileError)
+    {
+        let byteCount = geometry.tileByteCount
+        guard buffer.count >= byteCount, let destination = buffer.baseAddress else {
+            throw TileError(.invalidArgument, "a tile needs \(byteCount) bytes, the buffer has \(buffer.count)")
+        }
+        let (offset, _) = try checkedLocation(level: level, column: column, row: row)
+        if geometry.orientation != .identity {
+            let view = try mapping(level: level)
+            TileTransform.apply(geometry.orientation, from: view.base + offset, to: destination, side: geometry.tileSize)
+            return
+        }
+        let fd = files.descriptors[level]
+        var done = 0
+        while done < byteCount {
+            let n = SystemCall.retrying { pread(fd, destination + done, byteCount - done, off_t(offset + done)) }
+            if n < 0 { throw SystemCall.error("cannot read a tile of level \(level)", path: storePath) }
+            if n == 0 { throw TileError(.io, "level \(level) file is shorter than its tiles", errno: EIO) }
+            done += n
+        }
+    }
+
+    /// Reads one tile into a new array (see ``readTile(level:column:row:into:)``).
+    public func readTile(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8] {
+        var result = [UInt8](repeating: 0, count: geometry.tileByteCount)
+        var failure: TileError?
+        result.withUnsafeMutableBytes { buffer in
+            do throws(TileError) { try readTile(level: level, column: column, row: row, into: buffer) } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        return result
+    }
+
+    /// Calls `body` with the tile's bytes, without copying when the orientation is identity (a view of
+    /// the mapped level file); a transformed tile is flipped into a temporary buffer first.
+    /// The bytes are valid only inside `body`.
+    /// - Throws: what ``readTile(level:column:row:into:)`` throws, or what `body` throws.
+    public func withTile<R>(level: Int, column: Int, row: Int, _ body: (UnsafeRawBufferPointer) throws -> R)
+        throws -> R
+    {
+        let (offset, _) = try checkedLocation(level: level, column: column, row: row)
+        let view = try mapping(level: level)
+        let byteCount = geometry.tileByteCount
+        if geometry.orientation == .identity {
+            return try body(UnsafeRawBufferPointer(start: view.base + offset, count: byteCount))
+        }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: byteCount, alignment: 16)
+        defer { scratch.deallocate() }
+        TileTransform.apply(geometry.orientation, from: view.base + offset, to: scratch.baseAddress!, side: geometry.tileSize)
+        return try body(UnsafeRawBufferPointer(scratch))
+    }
+
+    // MARK: - Internals shared with the builder
+
+    func updateProgress(_ rows: [Int]) { state.withLock { $0.storedRowsComplete = rows } }
+
+    func markFailed(_ error: TileError) { state.withLock { $0.failure = error } }
+
+    func storedRowsComplete(level: Int) -> Int { state.withLock { $0.storedRowsComplete[level] } }
+
+    private func locate(level: Int, column: Int, row: Int) throws(TileError) -> (Int, (column: Int, row: Int)) {
+        guard geometry.levels.indices.contains(level) else {
+            throw TileError(.invalidArgument, "level \(level) is not within 0..<\(levelCount)")
+        }
+        let l = geometry.levels[level]
+        guard (0..<l.columns).contains(column), (0..<l.rows).contains(row) else {
+            throw TileError(.invalidArgument, "tile (\(column), \(row)) is outside level \(level)'s \(l.columns)x\(l.rows) grid")
+        }
+        let stored = geometry.storedTile(level: l, column: column, row: row)
+        return ((stored.row * l.storedColumns + stored.column) * geometry.tileByteCount, stored)
+    }
+
+    private func checkedLocation(level: Int, column: Int, row: Int) throws(TileError) -> (Int, (column: Int, row: Int)) {
+        let location = try locate(level: level, column: column, row: row)
+        let failure: TileError? = state.withLock { s in
+            if let failure = s.failure { return failure }
+            if location.1.row >= s.storedRowsComplete[level] {
+                return TileError(.notReady, "tile (\(column), \(row)) of level \(level) is not written yet")
+            }
+            return nil
+        }
+        if let failure { throw failure }
+        return location
+    }
+
+    private func mapping(level: Int) throws(TileError) -> MappedFile {
+        let result: Result<MappedFile, TileError> = state.withLock { s in
+            if let existing = s.mappings[level] { return .success(existing) }
+            do throws(TileError) {
+                let mapped = try MappedFile(
+                    fd: files.descriptors[level], byteCount: geometry.fileByteCount(level: level), path: storePath ?? "level")
+                s.mappings[level] = mapped
+                return .success(mapped)
+            } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+}
