@@ -173,9 +173,18 @@ cjs_status cjs_decoder_read_header(cjs_decoder *d, cjs_header *out) {
     return CJS_OK;
 }
 
+/*
+ * libjpeg's arithmetic decoder cannot suspend (JERR_CANT_SUSPEND): an arithmetic-coded image is
+ * decoded only once all of its bytes are in, so for those the decoder holds the whole stream.
+ */
+static int must_wait_for_all_input(const cjs_decoder *d) {
+    return d->cinfo.arith_code && !d->end_of_input;
+}
+
 cjs_status cjs_decoder_start(cjs_decoder *d) {
     if (d->failed || d->stage < STAGE_HEADER_READ) return CJS_ERR_STATE;
     if (d->stage > STAGE_HEADER_READ) return CJS_OK;
+    if (must_wait_for_all_input(d)) return CJS_NEED_DATA;
     if (setjmp(d->err.jump)) { /* jpeg_start_decompress */
         d->failed = 1;
         return CJS_ERR_LIBJPEG;
@@ -192,6 +201,7 @@ cjs_status cjs_decoder_read_rows(cjs_decoder *d, void *dst, size_t stride, uint3
     if (d->failed || d->stage < STAGE_SCANNING) return CJS_ERR_STATE;
     if (d->stage > STAGE_SCANNING) return CJS_DONE;
     if (!dst || stride < (size_t)d->cinfo.output_width * 4) return CJS_ERR_ARGUMENT;
+    if (must_wait_for_all_input(d)) return CJS_NEED_DATA;
     volatile uint32_t done = 0;
     unsigned char *base = dst;
     if (setjmp(d->err.jump)) { /* jpeg_read_scanlines */
@@ -221,6 +231,7 @@ cjs_status cjs_decoder_read_rows(cjs_decoder *d, void *dst, size_t stride, uint3
 cjs_status cjs_decoder_finish(cjs_decoder *d) {
     if (d->failed || d->stage < STAGE_FINISHING) return CJS_ERR_STATE;
     if (d->stage == STAGE_DONE) return CJS_DONE;
+    if (must_wait_for_all_input(d)) return CJS_NEED_DATA;
     if (setjmp(d->err.jump)) { /* jpeg_finish_decompress */
         d->failed = 1;
         return CJS_ERR_LIBJPEG;

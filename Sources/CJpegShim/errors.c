@@ -1,4 +1,6 @@
 /* errors.c: libjpeg error and warning handling without printing or exiting. */
+#include <limits.h>
+
 #include "errors.h"
 
 static void error_exit(j_common_ptr cinfo) {
@@ -32,7 +34,7 @@ void cjs_error_init(cjs_error_mgr *err, unsigned warning_limit) {
     err->message[0] = 0;
     err->message_code = 0;
     err->warnings = 0;
-    err->warning_limit = warning_limit ? warning_limit : 1000;
+    err->warning_limit = warning_limit ? warning_limit : UINT_MAX;
     err->too_many_warnings = 0;
 }
 

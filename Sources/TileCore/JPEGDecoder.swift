@@ -8,8 +8,8 @@ final class JPEGDecoder {
 
     private let handle: OpaquePointer
 
-    init(warningLimit: Int) throws(TileError) {
-        var options = cjs_decoder_options(warning_limit: UInt32(clamping: warningLimit))
+    init(warningLimit: Int?) throws(TileError) {
+        var options = cjs_decoder_options(warning_limit: warningLimit.map { UInt32(clamping: max($0, 1)) } ?? 0)
         var handle: OpaquePointer?
         guard cjs_decoder_create(&options, &handle) == CJS_OK, let handle else {
             throw TileError(.io, "cannot allocate a JPEG decoder", errno: 12)

@@ -65,7 +65,7 @@ typedef enum {
 typedef struct cjs_decoder cjs_decoder;
 
 typedef struct {
-    /** Warnings (corrupt data) allowed before the decode fails; 0 means the default (1000). */
+    /** Warnings (corrupt data) allowed before the decode fails; 0 means no limit. */
     uint32_t warning_limit;
 } cjs_decoder_options;
 

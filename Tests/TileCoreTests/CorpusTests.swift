@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+import TileCore
+
+/// Tests over the external corpus `../shared/fixtures/jpeg` (djpeg's hashes in manifest.csv).
+@Suite("Fixture corpus", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)))
+struct CorpusTests {
+    static let decodable = Corpus.entries.filter { $0["djpeg_ok"] == "y" }
+    static let refused = Corpus.entries.filter { $0["djpeg_ok"] == "n" && $0["cmyk_ppm_sha256"].isEmpty }
+    static let cmyk = Corpus.entries.filter { !$0["cmyk_ppm_sha256"].isEmpty }
+
+    static func rgbHash(_ image: TiledImage) throws -> String {
+        var hasher = SHA256()
+        var rgb = [UInt8]()
+        try image.forEachRow(level: 0) { _, row in
+            rgb.removeAll(keepingCapacity: true)
+            for i in stride(from: 0, to: row.count, by: 4) { rgb.append(contentsOf: row[i..<(i + 3)]) }
+            hasher.update(rgb)
+        }
+        return hasher.finalize()
+    }
+
+    static func build(_ entry: Corpus.Entry, _ configure: (inout BuildOptions) -> Void = { _ in }) throws -> TiledImage {
+        var options = BuildOptions()
+        options.orientation = .none
+        configure(&options)
+        return try TileBuilder.build(contentsOfFile: entry.path, options: options, chunkSize: 64 * 1024)
+    }
+
+    static func isTruncated(_ entry: Corpus.Entry) -> Bool { entry["djpeg_warnings"].contains("Premature end") }
+
+    @Test("level 0 has djpeg's rgb_sha256", arguments: decodable)
+    func levelZeroMatchesDjpeg(entry: Corpus.Entry) throws {
+        let image = try Self.build(entry) { $0.allowTruncated = Self.isTruncated(entry) }
+        #expect(image.level(0).width == Int(entry["width"]) && image.level(0).height == Int(entry["height"]))
+        #expect(try Self.rgbHash(image) == entry["rgb_sha256"])
+    }
+
+    @Test("a file that ends before its image is refused as truncated by default", arguments: decodable.filter(isTruncated))
+    func truncatedFilesAreRefused(entry: Corpus.Entry) throws {
+        #expect(thrownCode { try Self.build(entry) } == .truncated)
+    }
+
+    @Test("files djpeg refuses end in a typed error, with no file left behind", arguments: refused)
+    func refusedFilesFail(entry: Corpus.Entry) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("corpus-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = folder.appendingPathComponent("out.tiles").path
+        let code = thrownCode { try Self.build(entry) { $0.storage = .persistent(path: store) } }
+        let expected: [TileError.Code] = [.corrupt, .unsupported, .tooLarge, .truncated]
+        #expect(code.map(expected.contains) == true, "\(entry.file): \(String(describing: code))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+    }
+
+    @Test("CMYK and YCCK files match djpeg's CMYK-to-RGB pixels", arguments: cmyk)
+    func cmykMatchesDjpeg(entry: Corpus.Entry) throws {
+        #expect(try Self.rgbHash(try Self.build(entry)) == entry["cmyk_ppm_sha256"])
+    }
+}

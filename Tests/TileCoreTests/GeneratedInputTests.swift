@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+import TileCore
+
+@Suite("Pyramids of generated JPEGs")
+struct GeneratedInputTests {
+    static let specs: [Synthetic.Spec] = [
+        .init(width: 1, height: 1),
+        .init(width: 300, height: 200, subsampling: .s444),
+        .init(width: 301, height: 199, subsampling: .s422),
+        .init(width: 517, height: 263, subsampling: .s420),
+        .init(width: 260, height: 520, grayscale: true),
+        .init(width: 333, height: 277, progressive: true),
+        .init(width: 270, height: 300, subsampling: .s422, progressive: true, restartRows: 1),
+        .init(width: 257, height: 255, restartRows: 2),
+        .init(width: 13, height: 1000, subsampling: .s444),
+        .init(width: 1000, height: 7, grayscale: true),
+    ]
+
+    @Test("level 0 equals libjpeg's ordinary whole-image decode, byte for byte", arguments: specs)
+    func levelZeroMatchesReferenceDecode(spec: Synthetic.Spec) throws {
+        let data = try Synthetic.jpeg(spec)
+        let reference = try Reference.decode(data).image
+        var options = BuildOptions()
+        options.orientation = .none
+        let image = try TileBuilder.build(data: data, options: options)
+        #expect(image.level(0).width == spec.width && image.level(0).height == spec.height)
+        #expect(try image.pixels(level: 0) == reference)
+    }
+
+    @Test("every lower level equals a plain 2x2 box filter of the level above", arguments: specs)
+    func lowerLevelsMatchBoxFilter(spec: Synthetic.Spec) throws {
+        let data = try Synthetic.jpeg(spec)
+        var expected = try Reference.decode(data).image
+        var options = BuildOptions()
+        options.levels = .count(20)
+        let image = try TileBuilder.build(data: data, options: options)
+        for level in 1..<image.levelCount {
+            expected = Reference.shrink(expected)
+            #expect(try image.pixels(level: level) == expected, "level \(level)")
+        }
+        let last = image.level(image.levelCount - 1)
+        #expect(last.width == 1 && last.height == 1)
+    }
+
+    @Test("padding beyond the image's right and bottom edges is zero, alpha included")
+    func paddingIsZero() throws {
+        let data = try Synthetic.jpeg(.init(width: 300, height: 270))
+        let image = try TileBuilder.build(data: data)
+        let tile = try image.readTile(level: 0, column: 1, row: 1)
+        // Tile (1, 1) covers x 256..<512, y 256..<512; the image ends at x 300, y 270.
+        for y in 0..<256 {
+            for x in 0..<256 {
+                let alpha = tile[(y * 256 + x) * 4 + 3]
+                let inside = 256 + x < 300 && 256 + y < 270
+                if inside { #expect(alpha == 255) } else if alpha != 0 || tile[(y * 256 + x) * 4] != 0 {
+                    Issue.record("padding pixel (\(x), \(y)) is not zero")
+                    return
+                }
+            }
+        }
+    }
+
+    @Test("chunks of 1 byte, 7 bytes, 64 KiB and all at once give identical tiles")
+    func chunkSizesGiveIdenticalTiles() throws {
+        for spec in [Synthetic.Spec(width: 700, height: 530), .init(width: 390, height: 410, progressive: true)] {
+            let data = try Synthetic.jpeg(spec)
+            let whole = try Synthetic.build(data, chunk: data.count).allTiles()
+            for chunk in [1, 7, 65536] {
+                #expect(try Synthetic.build(data, chunk: chunk).allTiles() == whole, "\(spec) in chunks of \(chunk)")
+            }
+        }
+    }
+
+    @Test("the compressed bytes held stay bounded by the chunk size, not the file size")
+    func compressedBufferStaysBounded() throws {
+        let data = try Synthetic.jpeg(.init(width: 1600, height: 1200, subsampling: .s444, quality: 97))
+        let builder = try TileBuilder()
+        var largest = 0
+        let chunk = 16 * 1024
+        for offset in stride(from: 0, to: data.count, by: chunk) {
+            try builder.append(data[offset..<min(offset + chunk, data.count)])
+            largest = max(largest, builder.bytesBuffered)
+        }
+        _ = try builder.finish()
+        #expect(data.count > 8 * chunk)
+        #expect(largest <= 2 * chunk, "held \(largest) bytes of a \(data.count)-byte file")
+    }
+
+    @Test("mmap window and pwrite strip writers give identical files")
+    func writersAgree() throws {
+        for spec in [Synthetic.Spec(width: 777, height: 555), .init(width: 513, height: 260, grayscale: true)] {
+            let data = try Synthetic.jpeg(spec)
+            var options = BuildOptions()
+            options.writer = .mappedWindow
+            let mapped = try TileBuilder.build(data: data, options: options).allTiles()
+            options.writer = .stripWrite
+            let written = try TileBuilder.build(data: data, options: options).allTiles()
+            #expect(mapped == written, "\(spec)")
+        }
+    }
+
+    @Test("tiles become readable tile row by tile row while bytes are still arriving")
+    func tilesReadableDuringBuild() throws {
+        let data = try Synthetic.jpeg(.init(width: 600, height: 800))
+        let reference = try Reference.decode(data).image
+        let builder = try TileBuilder()
+        try builder.append(data[0..<(data.count * 2 / 3)])
+        let image = try #require(builder.image)
+        #expect(image.isTileReady(level: 0, column: 0, row: 0))
+        #expect(!image.isTileReady(level: 0, column: 0, row: 3))
+        #expect(thrownCode { try image.readTile(level: 0, column: 0, row: 3) } == .notReady)
+        let early = try image.readTile(level: 0, column: 1, row: 0)
+        for x in [0, 100, 255] where 256 + x < 600 {
+            let p = (x * 4)
+            #expect(Array(early[p..<(p + 4)]) == Array(reference[256 + x, 0]))
+        }
+        #expect(!image.isComplete)
+        try builder.append(data[(data.count * 2 / 3)...])
+        _ = try builder.finish()
+        #expect(image.isComplete)
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import TileCore
+
+/// Test inputs made here: a deterministic picture (gradients, edges and noise, so every DCT
+/// coefficient matters) encoded with libjpeg through the shim.
+enum Synthetic {
+    struct Spec: CustomStringConvertible, Sendable {
+        var width: Int
+        var height: Int
+        var grayscale = false
+        var subsampling = JPEGEncoder.Subsampling.s420
+        var progressive = false
+        var restartRows = 0
+        var quality = 90
+
+        var description: String {
+            let kind = grayscale ? "gray" : "\(subsampling)"
+            return "\(width)x\(height) \(kind)\(progressive ? " progressive" : "")\(restartRows > 0 ? " rst\(restartRows)" : "")"
+        }
+    }
+
+    static func pixels(width: Int, height: Int, seed: UInt32 = 1) -> [UInt8] {
+        var out = [UInt8](repeating: 255, count: width * height * 4)
+        var state = seed &* 2_654_435_761 | 1
+        for y in 0..<height {
+            for x in 0..<width {
+                state ^= state << 13
+                state ^= state >> 17
+                state ^= state << 5
+                let noise = Int(state & 31)
+                let i = (y * width + x) * 4
+                out[i] = UInt8((x * 255 / max(width - 1, 1) + noise) & 255)
+                out[i + 1] = UInt8(((y * 255 / max(height - 1, 1)) ^ (x / 8 % 2 == 0 ? 0 : 64)) & 255)
+                out[i + 2] = UInt8(((x + y) * 3 + noise * 2) & 255)
+            }
+        }
+        return out
+    }
+
+    static func jpeg(_ spec: Spec, seed: UInt32 = 1) throws -> Data {
+        var options = JPEGEncoder.Options()
+        options.quality = spec.quality
+        options.subsampling = spec.subsampling
+        options.progressive = spec.progressive
+        options.restartRows = spec.restartRows
+        var pixels = pixels(width: spec.width, height: spec.height, seed: seed)
+        if spec.grayscale {
+            pixels = stride(from: 0, to: pixels.count, by: 4).map { pixels[$0] / 2 &+ pixels[$0 + 1] / 2 }
+        }
+        return try JPEGEncoder.encode(
+            pixels: pixels, width: spec.width, height: spec.height, input: spec.grayscale ? .grayscale : .rgba,
+            options: options)
+    }
+
+    /// Builds a pyramid feeding `data` in chunks of `chunk` bytes.
+    static func build(_ data: Data, chunk: Int, options: BuildOptions = BuildOptions()) throws -> TiledImage {
+        let builder = try TileBuilder(options: options)
+        var offset = 0
+        while offset < data.count {
+            let end = min(offset + chunk, data.count)
+            try builder.append(data[offset..<end])
+            offset = end
+        }
+        return try builder.finish()
+    }
+}
