@@ -1,0 +1,65 @@
+import CJpegShim
+import Foundation
+import TileCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `swift run -c release Benchmarks [--input PATH] [--runs N] [--scenario NAME] [--json]`
+///
+/// Every scenario runs in a child process (so its peak RSS is its own), `runs` times; the table shows
+/// medians, side by side with the reference tools when they are on PATH, as ratios to the decode floor.
+@main
+struct Benchmarks {
+    static func main() throws {
+        let arguments = Arguments(CommandLine.arguments.dropFirst())
+        if let child = arguments.value("--child") {
+            try runChild(child, arguments: arguments)
+            return
+        }
+        let input = try arguments.value("--input") ?? defaultInput()
+        let runs = Int(arguments.value("--runs") ?? "") ?? 5
+        let selected = arguments.value("--scenario")
+        let json = arguments.flag("--json")
+        let info = try ImageInfo.read(contentsOfFile: input)
+        let megapixels = Double(info.width * info.height) / 1e6
+        if !json {
+            print("input: \(input) (\(info.width)x\(info.height), \(String(format: "%.0f", megapixels)) MP, \(info.coding.rawValue)); \(runs) runs per scenario, medians")
+        }
+        var results: [ScenarioResult] = []
+        for scenario in Scenario.all(input: input) where selected == nil || scenario.name == selected {
+            guard scenario.isAvailable else {
+                if !json { print("  \(scenario.name): skipped (\(scenario.missing ?? "not available"))") }
+                continue
+            }
+            let result = try scenario.measure(runs: runs, megapixels: megapixels)
+            results.append(result)
+            if !json { print("  " + result.line(floor: results.first { $0.name == "decode-floor" })) }
+        }
+        if json { print(try ScenarioResult.json(results, input: input, megapixels: megapixels)) }
+    }
+
+    static func defaultInput() throws -> String {
+        let shared = FileManager.default.currentDirectoryPath + "/../shared/bench/huge.jpg"
+        if FileManager.default.fileExists(atPath: shared) { return shared }
+        let path = NSTemporaryDirectory() + "/tiledimagekit-bench-demo.jpg"
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: try DemoImage.jpeg(width: 8192, height: 6144))
+        }
+        return path
+    }
+}
+
+/// A tiny argument reader: `--name value` and `--flag`.
+struct Arguments {
+    let words: [String]
+    init(_ words: ArraySlice<String>) { self.words = Array(words) }
+
+    func value(_ name: String) -> String? {
+        guard let i = words.firstIndex(of: name), i + 1 < words.count else { return nil }
+        return words[i + 1]
+    }
+
+    func flag(_ name: String) -> Bool { words.contains(name) }
+}

@@ -1,0 +1,29 @@
+import CJpegShim
+import Foundation
+import TileCore
+
+/// The in-process scenarios, run once in a child process; the elapsed seconds go to `--report`.
+func runChild(_ name: String, arguments: Arguments) throws {
+    guard let input = arguments.value("--input"), let report = arguments.value("--report") else {
+        throw BenchmarkError("--child needs --input and --report")
+    }
+    let clock = ContinuousClock()
+    let start = clock.now
+    switch name {
+    case "decode-floor":
+        var result = cjs_reference_result()
+        guard cjs_reference_decode_file_discard(input, &result) == CJS_OK else {
+            throw BenchmarkError("decode failed")
+        }
+    case "build-pwrite", "build-mmap":
+        var options = BuildOptions()
+        options.writer = name == "build-mmap" ? .mappedWindow : .stripWrite
+        let image = try TileBuilder.build(contentsOfFile: input, options: options)
+        guard image.isComplete else { throw BenchmarkError("incomplete pyramid") }
+    default:
+        throw BenchmarkError("unknown scenario \(name)")
+    }
+    let elapsed = clock.now - start
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    try "\(seconds)\n".write(toFile: report, atomically: false, encoding: .utf8)
+}

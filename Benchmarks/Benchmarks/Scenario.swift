@@ -1,0 +1,89 @@
+import Foundation
+import TileCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One thing to measure: an in-process job run by a child of this executable, or a reference tool.
+struct Scenario {
+    enum Kind {
+        /// This executable run with `--child name`; the child reports its own elapsed time.
+        case inProcess
+        /// An external command; its wall time is measured around the process.
+        case external(executable: String, arguments: [String])
+    }
+
+    var name: String
+    var kind: Kind
+    var input: String
+    var missing: String?
+
+    var isAvailable: Bool { missing == nil }
+
+    static func all(input: String) -> [Scenario] {
+        let scratch = NSTemporaryDirectory() + "/tiledimagekit-bench-\(getpid())"
+        var list = [
+            Scenario(name: "decode-floor", kind: .inProcess, input: input),
+            Scenario(name: "build-pwrite", kind: .inProcess, input: input),
+            Scenario(name: "build-mmap", kind: .inProcess, input: input),
+        ]
+        list.append(tool("djpeg", ["-rgb", "-outfile", "/dev/null", input], name: "djpeg", input: input))
+        list.append(
+            tool(
+                "vips", ["dzsave", input, scratch + "/dz", "--tile-size", "256", "--overlap", "0", "--suffix", ".jpg[Q=80]"],
+                name: "vips-dzsave", input: input))
+        return list
+    }
+
+    static func tool(_ executable: String, _ arguments: [String], name: String, input: String) -> Scenario {
+        guard let path = which(executable) else {
+            return Scenario(name: name, kind: .inProcess, input: input, missing: "\(executable) is not on PATH")
+        }
+        return Scenario(name: name, kind: .external(executable: path, arguments: arguments), input: input)
+    }
+
+    static func which(_ executable: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/\(executable)" }.first { access($0, X_OK) == 0 }
+    }
+
+    /// Runs the scenario `runs` times, each in its own process.
+    func measure(runs: Int, megapixels: Double) throws -> ScenarioResult {
+        var times: [Double] = []
+        var peaks: [Double] = []
+        for _ in 0..<runs {
+            let run = try runOnce()
+            times.append(run.seconds)
+            peaks.append(run.peakMiB)
+        }
+        return ScenarioResult(name: name, seconds: times, peakMiB: peaks, megapixels: megapixels)
+    }
+
+    private func runOnce() throws -> (seconds: Double, peakMiB: Double) {
+        switch kind {
+        case .inProcess:
+            let report = NSTemporaryDirectory() + "/tiledimagekit-bench-\(getpid())-\(name).txt"
+            defer { unlink(report) }
+            let child = try ChildProcess.run(
+                ChildProcess.selfExecutable, ["--child", name, "--input", input, "--report", report])
+            guard child.exitStatus == 0, let text = try? String(contentsOfFile: report, encoding: .utf8),
+                let seconds = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            else { throw BenchmarkError("scenario \(name) failed (exit \(child.exitStatus))") }
+            return (seconds, child.peakMiB)
+        case .external(let executable, let arguments):
+            let scratch = NSTemporaryDirectory() + "/tiledimagekit-bench-\(getpid())"
+            try? FileManager.default.removeItem(atPath: scratch)
+            try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: scratch) }
+            let child = try ChildProcess.run(executable, arguments)
+            guard child.exitStatus == 0 else { throw BenchmarkError("\(name) exited with \(child.exitStatus)") }
+            return (child.seconds, child.peakMiB)
+        }
+    }
+}
+
+struct BenchmarkError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// The measurements of one scenario.
+struct ScenarioResult {
+    var name: String
+    var seconds: [Double]
+    var peakMiB: [Double]
+    var megapixels: Double
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return .nan }
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+
+    var medianSeconds: Double { Self.median(seconds) }
+    var medianPeakMiB: Double { Self.median(peakMiB) }
+
+    func line(floor: ScenarioResult?) -> String {
+        let ratio = floor.map { String(format: "%.2fx floor", medianSeconds / $0.medianSeconds) } ?? "-"
+        return String(
+            format: "%-14@ %8.3f s  %6.1f MP/s  %@  peak RSS %7.1f MiB  (min %.3f, max %.3f)",
+            name as NSString, medianSeconds, megapixels / medianSeconds, ratio as NSString, medianPeakMiB,
+            seconds.min() ?? 0, seconds.max() ?? 0)
+    }
+
+    static func json(_ results: [ScenarioResult], input: String, megapixels: Double) throws -> String {
+        let floor = results.first { $0.name == "decode-floor" }?.medianSeconds
+        let rows: [[String: Any]] = results.map { r in
+            var row: [String: Any] = [
+                "scenario": r.name, "medianSeconds": r.medianSeconds, "seconds": r.seconds,
+                "megapixelsPerSecond": r.megapixels / r.medianSeconds, "peakRSSMiB": r.medianPeakMiB,
+            ]
+            if let floor { row["ratioToFloor"] = r.medianSeconds / floor }
+            return row
+        }
+        let object: [String: Any] = ["input": input, "megapixels": megapixels, "results": rows]
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+        return String(decoding: data, as: UTF8.self)
+    }
+}

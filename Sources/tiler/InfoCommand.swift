@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import TileCore
+
+struct InfoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "info", abstract: "Print a JPEG's properties, read from its header without decoding.")
+
+    @Argument(help: "The JPEG file.")
+    var input: String
+
+    @Flag(help: "Print JSON with stable keys.")
+    var json = false
+
+    func run() throws {
+        do {
+            let info = try ImageInfo.read(contentsOfFile: input)
+            if json {
+                print(try infoJSON(info))
+            } else {
+                printInfo(info)
+            }
+        } catch {
+            throw fail(input, error)
+        }
+    }
+
+    private func printInfo(_ info: ImageInfo) {
+        print("\(input): \(info.width)x\(info.height), \(info.components) components, \(info.colorSpace.rawValue), \(info.bitsPerSample)-bit")
+        print("coding: \(info.coding.rawValue)\(info.isArithmetic ? ", arithmetic" : ""), subsampling \(info.subsampling), restart interval \(info.restartInterval)")
+        print("orientation: \(info.exifOrientation.map(String.init) ?? "none") -> displayed \(info.orientedWidth)x\(info.orientedHeight)")
+        if let icc = info.iccProfile { print("ICC profile: \(icc.count) bytes") }
+        if let adobe = info.adobeTransform { print("Adobe transform: \(adobe)") }
+        if let d = info.density { print("density: \(d.x)x\(d.y) (unit \(d.unit))") }
+        if let problem = info.exifProblem { print("EXIF: unreadable in part: \(problem)") }
+        for key in info.exif.keys.sorted() { print("  \(key): \(info.exif[key]!)") }
+        if let geometry = try? TileGeometry(
+            storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
+        {
+            print("levels: " + geometry.levels.map { "\($0.width)x\($0.height)" }.joined(separator: ", "))
+        }
+    }
+}
+
+/// The JSON of `tiler info --json`: stable keys for scripts.
+func infoJSON(_ info: ImageInfo) throws -> String {
+    var exif: [String: Any] = [:]
+    for (key, value) in info.exif {
+        switch value {
+        case .string(let s): exif[key] = s
+        case .integers(let v): exif[key] = v.count == 1 ? v[0] : v
+        case .rationals(let v): exif[key] = v.count == 1 ? v[0].description : v.map(\.description)
+        case .bytes(let v): exif[key] = v.count <= 64 ? v.map(Int.init) : "\(v.count) bytes"
+        }
+    }
+    var object: [String: Any] = [
+        "width": info.width, "height": info.height, "orientation": info.exifOrientation ?? 1,
+        "orientedWidth": info.orientedWidth, "orientedHeight": info.orientedHeight,
+        "components": info.components, "colorSpace": info.colorSpace.rawValue, "bitsPerSample": info.bitsPerSample,
+        "progressive": info.isProgressive, "arithmetic": info.isArithmetic, "coding": info.coding.rawValue,
+        "subsampling": info.subsampling, "restartInterval": info.restartInterval,
+        "iccProfileBytes": info.iccProfile?.count ?? 0, "exif": exif,
+    ]
+    if let adobe = info.adobeTransform { object["adobeTransform"] = adobe }
+    if let problem = info.exifProblem { object["exifProblem"] = problem }
+    if let d = info.density { object["density"] = ["unit": d.unit, "x": d.x, "y": d.y] }
+    let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+    return String(decoding: data, as: UTF8.self)
+}

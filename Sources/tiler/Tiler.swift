@@ -1,0 +1,9 @@
+import ArgumentParser
+
+@main
+struct Tiler: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tiler",
+        abstract: "Turn huge JPEGs into zoomable tile pyramids with bounded memory.",
+        subcommands: [DemoCommand.self, BuildCommand.self, RenderCommand.self, InfoCommand.self])
+}
