@@ -15,9 +15,14 @@ func runChild(_ name: String, arguments: Arguments) throws {
         guard cjs_reference_decode_file_discard(input, &result) == CJS_OK else {
             throw BenchmarkError("decode failed")
         }
-    case "build-pwrite", "build-mmap":
+    case "build", "build-buffered", "build-1thread", "build-mmap":
+        // build: the defaults (pwrite strips, tiling and writing on threads of their own, O_DIRECT).
+        // build-buffered: the same through the page cache; build-1thread: everything on the caller's
+        // thread, through the page cache; build-mmap: the two-tile-row mmap window, one thread.
         var options = BuildOptions()
         options.writer = name == "build-mmap" ? .mappedWindow : .stripWrite
+        options.overlapsWriting = name == "build" || name == "build-buffered"
+        options.bypassesPageCache = name == "build"
         let image = try TileBuilder.build(contentsOfFile: input, options: options)
         guard image.isComplete else { throw BenchmarkError("incomplete pyramid") }
     default:

@@ -25,7 +25,9 @@ struct Scenario {
         let scratch = NSTemporaryDirectory() + "/tiledimagekit-bench-\(getpid())"
         var list = [
             Scenario(name: "decode-floor", kind: .inProcess, input: input),
-            Scenario(name: "build-pwrite", kind: .inProcess, input: input),
+            Scenario(name: "build", kind: .inProcess, input: input),
+            Scenario(name: "build-buffered", kind: .inProcess, input: input),
+            Scenario(name: "build-1thread", kind: .inProcess, input: input),
             Scenario(name: "build-mmap", kind: .inProcess, input: input),
         ]
         list.append(tool("djpeg", ["-rgb", "-outfile", "/dev/null", input], name: "djpeg", input: input))

@@ -19,8 +19,8 @@ struct ScenarioResult {
     func line(floor: ScenarioResult?) -> String {
         let ratio = floor.map { String(format: "%.2fx floor", medianSeconds / $0.medianSeconds) } ?? "-"
         return String(
-            format: "%-14@ %8.3f s  %6.1f MP/s  %@  peak RSS %7.1f MiB  (min %.3f, max %.3f)",
-            name as NSString, medianSeconds, megapixels / medianSeconds, ratio as NSString, medianPeakMiB,
+            format: "%@ %8.3f s  %6.1f MP/s  %@  peak RSS %7.1f MiB  (min %.3f, max %.3f)",
+            name.padding(toLength: 15, withPad: " ", startingAt: 0) as NSString, medianSeconds, megapixels / medianSeconds, ratio as NSString, medianPeakMiB,
             seconds.min() ?? 0, seconds.max() ?? 0)
     }
 

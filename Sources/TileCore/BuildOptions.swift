@@ -10,6 +10,14 @@ public struct BuildOptions: Sendable, Hashable {
     public var storage: TileStorage = .ephemeral()
     /// How rows reach the files. Default ``TileWriterKind/stripWrite`` (the faster here; see BENCHMARKS.md).
     public var writer: TileWriterKind = .stripWrite
+    /// Tile and write on two threads of the writer's own while the caller's thread decodes, so the
+    /// three overlap (``TileWriterKind/stripWrite`` only). Each level then keeps two tile rows in memory,
+    /// one filling and one being written. Default `true`.
+    public var overlapsWriting: Bool = true
+    /// Write tile rows with `O_DIRECT` where the file system allows it (not tmpfs), bypassing the page
+    /// cache: filling fresh page-cache pages is the single largest cost of a build on ext4 here (see
+    /// BENCHMARKS.md). The first read of a tile then comes from the disk. Default `true`.
+    public var bypassesPageCache: Bool = true
     /// Largest image accepted, in pixels, checked against the header before any file is sized.
     /// Default 2^30.
     public var maximumPixelCount: Int = 1 << 30

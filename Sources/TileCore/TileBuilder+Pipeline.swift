@@ -1,7 +1,4 @@
 extension TileBuilder {
-    /// Rows decoded per strip; a multiple of libjpeg's largest row group (16).
-    static let stripRows = 32
-
     /// Checks the header against the limits, then sizes the files: nothing touches the disk before.
     func makePipelineParts(_ header: JPEGHeader) throws(TileError)
         -> (image: TiledImage, store: StagedStore, writer: PyramidWriter, info: ImageInfo)
@@ -21,9 +18,10 @@ extension TileBuilder {
             tileSize: options.tileSize, levels: options.levels)
         let store = try StagedStore.create(options.storage, levelCount: geometry.levels.count)
         do {
-            let writer = try PyramidWriter(geometry: geometry, files: store.files, kind: options.writer)
             let image = TiledImage(
                 geometry: geometry, files: store.files, storePath: store.finalPath, complete: false)
+            let writer = try PyramidWriter(
+                geometry: geometry, files: store.files, progress: image.progress, options: options)
             return (image, store, writer, info)
         } catch {
             store.discard()

@@ -5,7 +5,7 @@ public import Foundation
 /// Each ``append(_:)-(UnsafeRawBufferPointer)`` decodes as many scanlines as the bytes allow and writes
 /// them into the level files straight away, so when the last byte arrives the pyramid is nearly done.
 /// Memory: the compressed bytes not yet consumed, libjpeg's state (for a progressive JPEG, its whole
-/// coefficient buffer), a strip of decoded rows, and per level one tile row. Never the image.
+/// coefficient buffer), a small ring of decoded rows, and per level one or two tile rows. Never the image.
 ///
 /// Not thread-safe: one owner calls it (`ImageBuilder` in TileActors is that owner for async code).
 /// On any error the builder's files are removed, the error is thrown, and every later call throws it
@@ -25,9 +25,6 @@ public final class TileBuilder {
         var image: TiledImage
         var store: StagedStore
         var writer: PyramidWriter
-        var strip: UnsafeMutableRawBufferPointer
-        var stripRows: Int
-        var stride: Int
     }
 
     /// The options this builder was created with.
@@ -117,6 +114,18 @@ public final class TileBuilder {
         return image
     }
 
+    /// Blocks until every row decoded so far is tiled and written, so that the tiles it completes are
+    /// readable. (Tiles also become readable on their own, moments after ``append(_:)-(UnsafeRawBufferPointer)``
+    /// returns, as the writer's threads finish them; this is for callers that need it now.)
+    /// - Throws: the writer's ``TileError/Code/io`` error, if writing failed.
+    public func waitUntilWritten() throws(TileError) {
+        switch state {
+        case .starting(let p), .scanning(let p), .finishing(let p): try guarded { () throws(TileError) in try p.writer.sync() }
+        case .failed(let error): throw error
+        case .readingHeader, .complete: return
+        }
+    }
+
     /// Stops the build and removes its files. Later calls throw ``TileError/Code/cancelled``.
     public func cancel() {
         cleanUp(with: TileError(.cancelled, "the build was cancelled"))
@@ -160,14 +169,13 @@ public final class TileBuilder {
     /// Reads as many rows as the bytes allow into the writer. Returns true when every row is in.
     private func scan(_ p: Pipeline) throws(TileError) -> Bool {
         while true {
-            let (rows, step) = try decoder.readRows(into: p.strip, stride: p.stride, maxRows: p.stripRows)
-            if rows > 0 {
-                try p.writer.push(rows: UnsafeRawPointer(p.strip.baseAddress!), stride: p.stride, count: rows)
-                p.image.updateProgress(p.writer.tileRowsComplete)
+            let step = try p.writer.withRowBuffer { (buffer, stride, capacity) throws(TileError) in
+                let (rows, step) = try decoder.readRows(into: buffer, stride: stride, maxRows: capacity)
+                return (rows, step)
             }
             try checkTruncation()
-            if step == .needData { return false }
             if step == .done { return true }
+            if step == .needData { return false }
         }
     }
 
@@ -182,16 +190,11 @@ public final class TileBuilder {
         let parts = try makePipelineParts(header)
         info = parts.info
         headerBytes = []
-        let stride = header.width * 4
-        let strip = UnsafeMutableRawBufferPointer.allocate(byteCount: stride * Self.stripRows, alignment: 64)
-        return Pipeline(
-            image: parts.image, store: parts.store, writer: parts.writer, strip: strip, stripRows: Self.stripRows,
-            stride: stride)
+        return Pipeline(image: parts.image, store: parts.store, writer: parts.writer)
     }
 
     private func complete(_ p: Pipeline) throws(TileError) {
         try p.writer.finish()
-        p.image.updateProgress(p.writer.tileRowsComplete)
         if case .persistent = options.storage {
             let geometry = p.image.geometry
             try p.store.publish(
@@ -203,7 +206,6 @@ public final class TileBuilder {
                     sourceByteCount: bytesReceived, sourceFingerprint: fingerprint.hex,
                     warningCount: decoder.warningCount, wasTruncated: decoder.isTruncated))
         }
-        p.strip.deallocate()
         state = .complete(p.image)
     }
 
@@ -213,7 +215,6 @@ public final class TileBuilder {
         case .starting(let p), .scanning(let p), .finishing(let p):
             p.image.markFailed(error)
             p.store.discard()
-            p.strip.deallocate()
         case .readingHeader:
             break
         case .complete, .failed:

@@ -13,7 +13,6 @@ import Synchronization
 /// Thread-safe: reads may run from any number of threads at once.
 public final class TiledImage: Sendable {
     private struct State {
-        var storedRowsComplete: [Int]
         var failure: TileError?
         var mappings: [MappedFile?]
     }
@@ -23,14 +22,16 @@ public final class TiledImage: Sendable {
     /// Where the level files live: a store folder for persistent pyramids, `nil` for ephemeral ones.
     public let storePath: String?
     let files: LevelFiles
+    let progress: TileRowCounters
     private let state: Mutex<State>
 
     init(geometry: TileGeometry, files: LevelFiles, storePath: String?, complete: Bool) {
         self.geometry = geometry
         self.files = files
         self.storePath = storePath
-        let rows = geometry.levels.map { complete ? $0.storedRows : 0 }
-        state = Mutex(State(storedRowsComplete: rows, failure: nil, mappings: Array(repeating: nil, count: rows.count)))
+        let count = geometry.levels.count
+        progress = TileRowCounters(count: count, initialValues: complete ? geometry.levels.map(\.storedRows) : nil)
+        state = Mutex(State(failure: nil, mappings: Array(repeating: nil, count: count)))
     }
 
     /// Number of levels; level 0 is the full-resolution image.
@@ -41,18 +42,18 @@ public final class TiledImage: Sendable {
 
     /// Whether every tile of every level has been written.
     public var isComplete: Bool {
-        state.withLock { s in zip(s.storedRowsComplete, geometry.levels).allSatisfy { $0 == $1.storedRows } }
+        geometry.levels.indices.allSatisfy(isLevelComplete)
     }
 
     /// Whether every tile of `level` has been written.
     public func isLevelComplete(_ level: Int) -> Bool {
-        state.withLock { $0.storedRowsComplete[level] == geometry.levels[level].storedRows }
+        progress[level] == geometry.levels[level].storedRows
     }
 
     /// Whether the tile can be read now.
     public func isTileReady(level: Int, column: Int, row: Int) -> Bool {
         guard let (_, stored) = try? locate(level: level, column: column, row: row) else { return false }
-        return state.withLock { $0.failure == nil && stored.row < $0.storedRowsComplete[level] }
+        return state.withLock { $0.failure == nil } && stored.row < progress[level]
     }
 
     /// Reads one tile with one `pread` (display orientation; a transformed tile is flipped in memory).
@@ -119,11 +120,7 @@ public final class TiledImage: Sendable {
 
     // MARK: - Internals shared with the builder
 
-    func updateProgress(_ rows: [Int]) { state.withLock { $0.storedRowsComplete = rows } }
-
     func markFailed(_ error: TileError) { state.withLock { $0.failure = error } }
-
-    func storedRowsComplete(level: Int) -> Int { state.withLock { $0.storedRowsComplete[level] } }
 
     private func locate(level: Int, column: Int, row: Int) throws(TileError) -> (Int, (column: Int, row: Int)) {
         guard geometry.levels.indices.contains(level) else {
@@ -139,14 +136,10 @@ public final class TiledImage: Sendable {
 
     private func checkedLocation(level: Int, column: Int, row: Int) throws(TileError) -> (Int, (column: Int, row: Int)) {
         let location = try locate(level: level, column: column, row: row)
-        let failure: TileError? = state.withLock { s in
-            if let failure = s.failure { return failure }
-            if location.1.row >= s.storedRowsComplete[level] {
-                return TileError(.notReady, "tile (\(column), \(row)) of level \(level) is not written yet")
-            }
-            return nil
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+        if location.1.row >= progress[level] {
+            throw TileError(.notReady, "tile (\(column), \(row)) of level \(level) is not written yet")
         }
-        if let failure { throw failure }
         return location
     }
 

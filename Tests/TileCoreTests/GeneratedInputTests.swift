@@ -106,6 +106,7 @@ struct GeneratedInputTests {
         let reference = try Reference.decode(data).image
         let builder = try TileBuilder()
         try builder.append(data[0..<(data.count * 2 / 3)])
+        try builder.waitUntilWritten()
         let image = try #require(builder.image)
         #expect(image.isTileReady(level: 0, column: 0, row: 0))
         #expect(!image.isTileReady(level: 0, column: 0, row: 3))

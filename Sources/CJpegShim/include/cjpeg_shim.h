@@ -154,20 +154,47 @@ typedef enum {
     CJS_WRITER_PWRITE = 1,
 } cjs_writer_kind;
 
+/** Flags for cjs_pyramid_create. */
+enum {
+    /**
+     * Scatter and shrink on a worker thread and write strips on an I/O thread, so decoding, tiling
+     * and writing overlap. Each level then has two strips (two tile rows), one filling, one writing.
+     */
+    CJS_PYRAMID_THREADED = 1,
+    /** Write strips with O_DIRECT where the file system allows it (bypasses the page cache). */
+    CJS_PYRAMID_DIRECT_IO = 2,
+};
+
 /**
  * Creates a pyramid writer over `count` levels (level 0 first; each is the 2x2 shrink of the one
  * before). `levels` is copied. Tiles are tile_size x tile_size x 4 bytes, contiguous; padding is
- * zero. The files are sized here (sparse: no disk is allocated before data arrives).
+ * zero. The files are sized here (sparse: no disk is allocated before data arrives). `flags` are
+ * CJS_PYRAMID_* values; threads and O_DIRECT apply to CJS_WRITER_PWRITE only. `progress`, if not
+ * NULL, has `count` entries and must outlive the pyramid: the writer stores each level's count of
+ * complete tile rows there atomically (release order), so readers on any thread can follow it with
+ * cjs_load_progress.
  */
 cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t tile_size,
-                              int32_t writer_kind, cjs_pyramid **out);
+                              int32_t writer_kind, int32_t flags, uint32_t *progress, cjs_pyramid **out);
+/** Stops the threads (unfinished work is dropped) and frees everything. */
 void cjs_pyramid_destroy(cjs_pyramid *p);
-/** Pushes `count` level-0 rows of RGBA pixels (width * 4 bytes each, `stride` bytes apart). */
+/**
+ * Lends the caller a buffer for up to *capacity level-0 rows, `*stride` bytes apart (blocks while
+ * the worker has every buffer). The buffer is the pyramid's; it is valid until the next submit.
+ */
+cjs_status cjs_pyramid_acquire_rows(cjs_pyramid *p, void **rows, size_t *stride, uint32_t *capacity);
+/** Hands back the buffer from acquire with `count` rows in it (0 is allowed) to be tiled. */
+cjs_status cjs_pyramid_submit_rows(cjs_pyramid *p, uint32_t count);
+/** Pushes `count` level-0 rows of RGBA pixels (width * 4 bytes each, `stride` bytes apart), copying. */
 cjs_status cjs_pyramid_push_rows(cjs_pyramid *p, const void *rows, size_t stride, uint32_t count);
+/** Waits until every submitted row is tiled and every completed strip written. */
+cjs_status cjs_pyramid_sync(cjs_pyramid *p);
 /** Completes every level (averages an odd last row with itself) and flushes what is left. */
 cjs_status cjs_pyramid_finish(cjs_pyramid *p);
-/** Tile rows of `level` written completely so far. */
+/** Tile rows of `level` written completely so far (thread-safe). */
 uint32_t cjs_pyramid_tile_rows_complete(const cjs_pyramid *p, uint32_t level);
+/** Loads a progress entry (acquire order). */
+uint32_t cjs_load_progress(const uint32_t *entry);
 /** The errno of the last CJS_ERR_IO. */
 int32_t cjs_pyramid_errno(const cjs_pyramid *p);
 
