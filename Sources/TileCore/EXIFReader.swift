@@ -23,6 +23,11 @@ public enum EXIFValue: Sendable, Hashable, CustomStringConvertible {
 public struct EXIFRational: Sendable, Hashable, CustomStringConvertible {
     public var numerator: Int
     public var denominator: Int
+    /// Creates a rational.
+    public init(numerator: Int, denominator: Int) {
+        self.numerator = numerator
+        self.denominator = denominator
+    }
     /// The value as a Double (`nil` when the denominator is 0).
     public var value: Double? { denominator == 0 ? nil : Double(numerator) / Double(denominator) }
     public var description: String { "\(numerator)/\(denominator)" }

@@ -19,6 +19,8 @@ struct HeaderSegments: Sendable {
     var reachedScan = false
     /// Why the walk stopped early, if it did.
     var problem: String?
+    /// Stray bytes skipped between segments.
+    var extraneousBytes = 0
     /// Bytes up to and including the SOS marker.
     var headerByteCount = 0
 
@@ -35,11 +37,13 @@ struct HeaderSegments: Sendable {
         }
         var i = 2
         while true {
-            // Markers may be padded with any number of 0xFF fill bytes.
-            guard i < bytes.count, bytes[i] == 0xFF else {
-                s.problem = i < bytes.count ? "a marker was expected at byte \(i)" : nil
-                return s
+            // As libjpeg does, skip stray bytes before a marker (a corrupt-data warning there).
+            while i < bytes.count && bytes[i] != 0xFF {
+                i += 1
+                s.extraneousBytes += 1
             }
+            guard i < bytes.count else { return s }
+            // Markers may be padded with any number of 0xFF fill bytes.
             while i < bytes.count && bytes[i] == 0xFF { i += 1 }
             guard i < bytes.count else { return s }
             let marker = bytes[i]

@@ -57,7 +57,8 @@ enum OrientationArgument: ExpressibleByArgument, Equatable {
 /// Reports a failure as one line on stderr naming the file, and exits non-zero.
 func fail(_ subject: String, _ error: any Error) -> ExitCode {
     let message = (error as? TileError)?.message ?? "\(error)"
-    FileHandle.standardError.write(Data("tiler: \(subject): \(message)\n".utf8))
+    let line = message.hasPrefix(subject) ? message : "\(subject): \(message)"
+    FileHandle.standardError.write(Data("tiler: \(line)\n".utf8))
     return ExitCode.failure
 }
 
