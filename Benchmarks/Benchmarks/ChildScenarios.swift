@@ -15,20 +15,38 @@ func runChild(_ name: String, arguments: Arguments) throws {
         guard cjs_reference_decode_file_discard(input, &result) == CJS_OK else {
             throw BenchmarkError("decode failed")
         }
-    case "build", "build-buffered", "build-1thread", "build-mmap":
-        // build: the defaults (pwrite strips, tiling and writing on threads of their own, O_DIRECT).
+    case "build", "build-lean", "build-buffered", "build-1thread", "build-mmap":
+        // build: the defaults (pwrite strips; tiling on a worker thread, writing on a write-behind
+        // thread with two tile rows per level; O_DIRECT).
+        // build-lean: one tile row per level, the worker writes its strips itself.
         // build-buffered: the same through the page cache; build-1thread: everything on the caller's
         // thread, through the page cache; build-mmap: the two-tile-row mmap window, one thread.
         var options = BuildOptions()
         options.writer = name == "build-mmap" ? .mappedWindow : .stripWrite
-        options.overlapsWriting = name == "build" || name == "build-buffered"
-        options.bypassesPageCache = name == "build"
+        options.overlapsWriting = name == "build" || name == "build-lean" || name == "build-buffered"
+        options.writesBehind = name != "build-lean"
+        options.bypassesPageCache = name == "build" || name == "build-lean"
         let image = try TileBuilder.build(contentsOfFile: input, options: options)
         guard image.isComplete else { throw BenchmarkError("incomplete pyramid") }
+    case "read-tile-1", "read-tile-6":
+        let (cold, warm) = try ReadScenarios.tileReads(input: input, orientation: name == "read-tile-6" ? .rotate90 : .identity)
+        try latencyReport(["warm": warm, "cold": cold], to: report)
+        return
+    case "info-read":
+        try latencyReport(["warm": try ReadScenarios.infoReads(input: input)], to: report)
+        return
     default:
         throw BenchmarkError("unknown scenario \(name)")
     }
-    let elapsed = clock.now - start
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    try "\(seconds)\n".write(toFile: report, atomically: false, encoding: .utf8)
+    try "\(seconds(clock.now - start))\n".write(toFile: report, atomically: false, encoding: .utf8)
+}
+
+/// Writes `p50 p99` lines per series: the primary (first line) is the warm median.
+func latencyReport(_ series: [String: [Double]], to path: String) throws {
+    var lines: [String] = []
+    for key in ["warm", "cold"] {
+        guard let values = series[key] else { continue }
+        lines.append("\(percentile(values, 0.5)) \(key)-p99=\(percentile(values, 0.99)) \(key)-p50=\(percentile(values, 0.5))")
+    }
+    try (lines.joined(separator: " ") + "\n").write(toFile: path, atomically: false, encoding: .utf8)
 }

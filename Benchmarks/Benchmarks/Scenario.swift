@@ -18,6 +18,8 @@ struct Scenario {
     var kind: Kind
     var input: String
     var missing: String?
+    /// Per-operation latencies (reported in microseconds, p50 and p99) rather than a whole job.
+    var isLatency = false
 
     var isAvailable: Bool { missing == nil }
 
@@ -26,9 +28,13 @@ struct Scenario {
         var list = [
             Scenario(name: "decode-floor", kind: .inProcess, input: input),
             Scenario(name: "build", kind: .inProcess, input: input),
+            Scenario(name: "build-lean", kind: .inProcess, input: input),
             Scenario(name: "build-buffered", kind: .inProcess, input: input),
             Scenario(name: "build-1thread", kind: .inProcess, input: input),
             Scenario(name: "build-mmap", kind: .inProcess, input: input),
+            Scenario(name: "read-tile-1", kind: .inProcess, input: input, isLatency: true),
+            Scenario(name: "read-tile-6", kind: .inProcess, input: input, isLatency: true),
+            Scenario(name: "info-read", kind: .inProcess, input: input, isLatency: true),
         ]
         list.append(tool("djpeg", ["-rgb", "-outfile", "/dev/null", input], name: "djpeg", input: input))
         list.append(
@@ -54,25 +60,34 @@ struct Scenario {
     func measure(runs: Int, megapixels: Double) throws -> ScenarioResult {
         var times: [Double] = []
         var peaks: [Double] = []
-        for _ in 0..<runs {
+        var extras: [String: [Double]] = [:]
+        for _ in 0..<(isLatency ? 1 : runs) {
             let run = try runOnce()
             times.append(run.seconds)
             peaks.append(run.peakMiB)
+            for (key, value) in run.extras { extras[key, default: []].append(value) }
         }
-        return ScenarioResult(name: name, seconds: times, peakMiB: peaks, megapixels: megapixels)
+        return ScenarioResult(
+            name: name, seconds: times, peakMiB: peaks, megapixels: megapixels, isLatency: isLatency, extras: extras)
     }
 
-    private func runOnce() throws -> (seconds: Double, peakMiB: Double) {
+    private func runOnce() throws -> (seconds: Double, peakMiB: Double, extras: [String: Double]) {
         switch kind {
         case .inProcess:
             let report = NSTemporaryDirectory() + "/tiledimagekit-bench-\(getpid())-\(name).txt"
             defer { unlink(report) }
             let child = try ChildProcess.run(
                 ChildProcess.selfExecutable, ["--child", name, "--input", input, "--report", report])
-            guard child.exitStatus == 0, let text = try? String(contentsOfFile: report, encoding: .utf8),
-                let seconds = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
-            else { throw BenchmarkError("scenario \(name) failed (exit \(child.exitStatus))") }
-            return (seconds, child.peakMiB)
+            let words = ((try? String(contentsOfFile: report, encoding: .utf8)) ?? "").split(whereSeparator: \.isWhitespace)
+            guard child.exitStatus == 0, let first = words.first, let seconds = Double(first) else {
+                throw BenchmarkError("scenario \(name) failed (exit \(child.exitStatus))")
+            }
+            var extras: [String: Double] = [:]
+            for word in words.dropFirst() {
+                let parts = word.split(separator: "=")
+                if parts.count == 2, let value = Double(parts[1]) { extras[String(parts[0])] = value }
+            }
+            return (seconds, child.peakMiB, extras)
         case .external(let executable, let arguments):
             let scratch = NSTemporaryDirectory() + "/tiledimagekit-bench-\(getpid())"
             try? FileManager.default.removeItem(atPath: scratch)
@@ -80,7 +95,7 @@ struct Scenario {
             defer { try? FileManager.default.removeItem(atPath: scratch) }
             let child = try ChildProcess.run(executable, arguments)
             guard child.exitStatus == 0 else { throw BenchmarkError("\(name) exited with \(child.exitStatus)") }
-            return (child.seconds, child.peakMiB)
+            return (child.seconds, child.peakMiB, [:])
         }
     }
 }

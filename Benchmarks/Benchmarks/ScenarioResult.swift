@@ -6,6 +6,8 @@ struct ScenarioResult {
     var seconds: [Double]
     var peakMiB: [Double]
     var megapixels: Double
+    var isLatency = false
+    var extras: [String: [Double]] = [:]
 
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
@@ -17,6 +19,14 @@ struct ScenarioResult {
     var medianPeakMiB: Double { Self.median(peakMiB) }
 
     func line(floor: ScenarioResult?) -> String {
+        if isLatency {
+            func us(_ key: String) -> String {
+                extras[key].map { String(format: "%.1f", Self.median($0) * 1e6) } ?? "-"
+            }
+            var text = "\(name.padding(toLength: 15, withPad: " ", startingAt: 0)) warm p50 \(us("warm-p50")) us, p99 \(us("warm-p99")) us"
+            if extras["cold-p50"] != nil { text += "; cold p50 \(us("cold-p50")) us, p99 \(us("cold-p99")) us" }
+            return text + String(format: "  peak RSS %.1f MiB", medianPeakMiB)
+        }
         let ratio = floor.map { String(format: "%.2fx floor", medianSeconds / $0.medianSeconds) } ?? "-"
         return String(
             format: "%@ %8.3f s  %6.1f MP/s  %@  peak RSS %7.1f MiB  (min %.3f, max %.3f)",
@@ -31,7 +41,8 @@ struct ScenarioResult {
                 "scenario": r.name, "medianSeconds": r.medianSeconds, "seconds": r.seconds,
                 "megapixelsPerSecond": r.megapixels / r.medianSeconds, "peakRSSMiB": r.medianPeakMiB,
             ]
-            if let floor { row["ratioToFloor"] = r.medianSeconds / floor }
+            if let floor, !r.isLatency { row["ratioToFloor"] = r.medianSeconds / floor }
+            for (key, values) in r.extras { row[key + "Microseconds"] = median(values) * 1e6 }
             return row
         }
         let object: [String: Any] = ["input": input, "megapixels": megapixels, "results": rows]

@@ -19,7 +19,7 @@ static void *worker_main(void *arg) {
         pthread_mutex_lock(&p->lock);
         if (failed && !p->failed) { p->failed = 1; }
         p->slot_filled[slot] = 0;
-        p->work_index = (slot + 1) % RING_SLOTS;
+        p->work_index = (slot + 1) % p->ring_slots;
         pthread_cond_broadcast(&p->changed);
     }
     pthread_mutex_unlock(&p->lock);
@@ -56,6 +56,7 @@ cjs_status cjs_pipeline_start(cjs_pyramid *p) {
     if (!p->jobs) return CJS_ERR_NOMEM;
     if (pthread_create(&p->worker, NULL, worker_main, p) != 0) return CJS_ERR_NOMEM;
     p->worker_running = 1;
+    if (!p->double_strips) return CJS_OK; /* the worker writes its strips itself */
     if (pthread_create(&p->writer, NULL, writer_main, p) != 0) return CJS_ERR_NOMEM;
     p->writer_running = 1;
     return CJS_OK;
@@ -121,7 +122,7 @@ cjs_status cjs_pyramid_submit_rows(cjs_pyramid *p, uint32_t count) {
     pthread_mutex_lock(&p->lock);
     p->slot_rows[p->fill_index] = count;
     p->slot_filled[p->fill_index] = 1;
-    p->fill_index = (p->fill_index + 1) % RING_SLOTS;
+    p->fill_index = (p->fill_index + 1) % p->ring_slots;
     pthread_cond_broadcast(&p->changed);
     int failed = p->failed;
     pthread_mutex_unlock(&p->lock);
@@ -129,7 +130,7 @@ cjs_status cjs_pyramid_submit_rows(cjs_pyramid *p, uint32_t count) {
 }
 
 static int ring_busy(const cjs_pyramid *p) {
-    for (int s = 0; s < RING_SLOTS; s++)
+    for (int s = 0; s < p->ring_slots; s++)
         if (p->slot_filled[s]) return 1;
     return 0;
 }

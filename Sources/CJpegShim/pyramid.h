@@ -34,7 +34,7 @@ typedef struct {
     int strip;
 } io_job;
 
-enum { RING_SLOTS = 4, RING_ROWS = 32 };
+enum { RING_SLOTS_MAX = 8, RING_ROWS = 32 };
 
 struct cjs_pyramid {
     level_writer *levels;
@@ -43,12 +43,14 @@ struct cjs_pyramid {
     size_t tile_bytes;
     int kind;
     int threaded;
+    int double_strips;     /* threaded with an I/O thread: two strips per level */
+    int ring_slots;
     int failed;
     int error_number;
     /* rows lent to the decoder: a ring of slots when threaded, one slot otherwise */
-    uint8_t *slots[RING_SLOTS];
-    uint32_t slot_rows[RING_SLOTS];
-    int slot_filled[RING_SLOTS];
+    uint8_t *slots[RING_SLOTS_MAX];
+    uint32_t slot_rows[RING_SLOTS_MAX];
+    int slot_filled[RING_SLOTS_MAX];
     int fill_index;
     int work_index;
     size_t slot_stride;

@@ -77,7 +77,7 @@ static cjs_status complete_tile_row(cjs_pyramid *p, uint32_t index, uint32_t til
             memset(w->strips[w->current] + c * p->tile_bytes + (size_t)rows_in_use * p->tile_size * 4, 0,
                    (size_t)(p->tile_size - rows_in_use) * p->tile_size * 4);
     }
-    if (p->threaded) return cjs_pipeline_hand_over(p, index, tile_row);
+    if (p->double_strips) return cjs_pipeline_hand_over(p, index, tile_row);
     cjs_status s = cjs_write_strip(p, w, w->current, tile_row);
     if (s == CJS_OK) cjs_mark_complete(p, index, tile_row + 1);
     return s;
@@ -148,7 +148,7 @@ static cjs_status init_level(cjs_pyramid *p, uint32_t i, const cjs_level *levels
     w->tile_row_bytes = (size_t)g->columns * p->tile_bytes;
     if (ftruncate(g->fd, (off_t)w->tile_row_bytes * (off_t)g->rows) != 0) return cjs_fail_io(p, errno);
     if (p->kind == CJS_WRITER_PWRITE) {
-        for (int s = 0; s < (p->threaded ? 2 : 1); s++) {
+        for (int s = 0; s < (p->double_strips ? 2 : 1); s++) {
             /* 4096-aligned and zeroed: O_DIRECT needs the alignment, padding needs the zeros. */
             if (posix_memalign((void **)&w->strips[s], 4096, w->tile_row_bytes) != 0) return CJS_ERR_NOMEM;
             memset(w->strips[s], 0, w->tile_row_bytes);
@@ -178,6 +178,10 @@ cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t 
     p->kind = writer_kind;
     p->progress = progress;
     p->threaded = writer_kind == CJS_WRITER_PWRITE && (flags & CJS_PYRAMID_THREADED);
+    p->double_strips = p->threaded && (flags & CJS_PYRAMID_DOUBLE_STRIPS);
+    /* Without an I/O thread the worker stalls while a strip is written: a deeper ring lets the
+     * decoder go on meanwhile (8 slots of 32 rows: about the time of one level-0 strip write). */
+    p->ring_slots = !p->threaded ? 1 : p->double_strips ? 4 : 8;
     /* The lock exists whenever threaded, before anything can fail, so destroy can always take it. */
     if (p->threaded && (pthread_mutex_init(&p->lock, NULL) != 0 || pthread_cond_init(&p->changed, NULL) != 0)) {
         free(p->levels);
@@ -190,7 +194,7 @@ cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t 
         status = init_level(p, i, levels, flags);
     }
     p->slot_stride = (size_t)levels[0].width * 4;
-    for (int s = 0; s < (p->threaded ? RING_SLOTS : 1) && status == CJS_OK; s++)
+    for (int s = 0; s < p->ring_slots && status == CJS_OK; s++)
         if (!(p->slots[s] = malloc(p->slot_stride * RING_ROWS))) status = CJS_ERR_NOMEM;
     if (status == CJS_OK && p->threaded) status = cjs_pipeline_start(p);
     if (status != CJS_OK) {
@@ -213,7 +217,7 @@ void cjs_pyramid_destroy(cjs_pyramid *p) {
         free(w->pending);
         free(w->shrunk);
     }
-    for (int s = 0; s < RING_SLOTS; s++) free(p->slots[s]);
+    for (int s = 0; s < RING_SLOTS_MAX; s++) free(p->slots[s]);
     free(p->levels);
     free(p);
 }

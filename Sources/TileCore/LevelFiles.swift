@@ -56,4 +56,10 @@ final class MappedFile: @unchecked Sendable {
     }
 
     deinit { munmap(UnsafeMutableRawPointer(mutating: base), byteCount) }
+
+    /// Drops this mapping's pages of one tile (the page cache keeps them), so reading many tiles does
+    /// not pile mapped pages up in the process's resident set.
+    func release(offset: Int, byteCount: Int) {
+        _ = madvise(UnsafeMutableRawPointer(mutating: base + offset), byteCount, MADV_DONTNEED)
+    }
 }

@@ -18,6 +18,7 @@ final class PyramidWriter {
         var handle: OpaquePointer?
         var flags: Int32 = 0
         if options.overlapsWriting { flags |= Int32(CJS_PYRAMID_THREADED) }
+        if options.writesBehind { flags |= Int32(CJS_PYRAMID_DOUBLE_STRIPS) }
         if options.bypassesPageCache { flags |= Int32(CJS_PYRAMID_DIRECT_IO) }
         let kindValue = kind == .mappedWindow ? CJS_WRITER_MMAP : CJS_WRITER_PWRITE
         let status = levels.withUnsafeBufferPointer {

@@ -23,15 +23,26 @@ enum TileTransform {
                 }
             }
         case .transpose, .rotate90, .transverse, .rotate270:
-            // Blocked, so that both the reads down columns and the writes along rows stay in cache.
+            // Output row j reads stored column x = j (or last - j), walking y up or down. Blocks of 16
+            // output rows are filled column by column, so each step reads 16 adjacent stored pixels.
+            let mirrorX = orientation == .transverse || orientation == .rotate270
+            let upward = orientation == .rotate90 || orientation == .transverse
             let block = 16
             for j0 in stride(from: 0, to: side, by: block) {
-                for i0 in stride(from: 0, to: side, by: block) {
-                    for j in j0..<min(j0 &+ block, side) {
-                        let dstRow = dst + j &* side
-                        for i in i0..<min(i0 &+ block, side) {
-                            let p = orientation.storedPosition(ofDisplay: i, j, width: side, height: side)
-                            dstRow[i] = src[p.y &* side &+ p.x]
+                let j1 = min(j0 &+ block, side)
+                for i in 0..<side {
+                    let y = upward ? last &- i : i
+                    let srcRow = src + y &* side
+                    var out = dst + (j0 &* side &+ i)
+                    if mirrorX {
+                        for j in j0..<j1 {
+                            out.pointee = srcRow[last &- j]
+                            out += side
+                        }
+                    } else {
+                        for j in j0..<j1 {
+                            out.pointee = srcRow[j]
+                            out += side
                         }
                     }
                 }

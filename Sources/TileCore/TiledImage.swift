@@ -74,6 +74,7 @@ public final class TiledImage: Sendable {
         if geometry.orientation != .identity {
             let view = try mapping(level: level)
             TileTransform.apply(geometry.orientation, from: view.base + offset, to: destination, side: geometry.tileSize)
+            view.release(offset: offset, byteCount: byteCount)
             return
         }
         let fd = files.descriptors[level]
@@ -110,11 +111,13 @@ public final class TiledImage: Sendable {
         let view = try mapping(level: level)
         let byteCount = geometry.tileByteCount
         if geometry.orientation == .identity {
+            defer { view.release(offset: offset, byteCount: byteCount) }
             return try body(UnsafeRawBufferPointer(start: view.base + offset, count: byteCount))
         }
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: byteCount, alignment: 16)
         defer { scratch.deallocate() }
         TileTransform.apply(geometry.orientation, from: view.base + offset, to: scratch.baseAddress!, side: geometry.tileSize)
+        view.release(offset: offset, byteCount: byteCount)
         return try body(UnsafeRawBufferPointer(scratch))
     }
 

@@ -157,12 +157,17 @@ typedef enum {
 /** Flags for cjs_pyramid_create. */
 enum {
     /**
-     * Scatter and shrink on a worker thread and write strips on an I/O thread, so decoding, tiling
-     * and writing overlap. Each level then has two strips (two tile rows), one filling, one writing.
+     * Scatter, shrink and write on a worker thread, so decoding overlaps tiling and writing.
      */
     CJS_PYRAMID_THREADED = 1,
     /** Write strips with O_DIRECT where the file system allows it (bypasses the page cache). */
     CJS_PYRAMID_DIRECT_IO = 2,
+    /**
+     * With CJS_PYRAMID_THREADED: a third thread writes strips while the worker fills each level's
+     * second strip (two tile rows per level). Without it, the worker writes each strip itself and
+     * a deeper ring of decoded rows absorbs the wait (one tile row per level).
+     */
+    CJS_PYRAMID_DOUBLE_STRIPS = 4,
 };
 
 /**
