@@ -31,6 +31,7 @@ let package = Package(
         ),
         .target(name: "TileCore", dependencies: ["CJpegShim"], swiftSettings: swiftSettings),
         .target(name: "TileActors", dependencies: ["TileCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "TileActorsTests", dependencies: ["TileActors", "TileCore"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "tiler",
             dependencies: [

@@ -87,16 +87,23 @@ struct GeneratedInputTests {
         #expect(largest <= 2 * chunk, "held \(largest) bytes of a \(data.count)-byte file")
     }
 
-    @Test("mmap window and pwrite strip writers give identical files")
+    static let writerConfigurations: [(String, @Sendable (inout BuildOptions) -> Void)] = [
+        ("mmap window", { $0.writer = .mappedWindow }),
+        ("pwrite, one thread", { $0.overlapsWriting = false; $0.bypassesPageCache = false }),
+        ("pwrite, worker thread, lean", { $0.writesBehind = false }),
+        ("pwrite, write-behind, buffered", { $0.bypassesPageCache = false }),
+    ]
+
+    @Test("mmap window and pwrite strip writers (threaded or not, direct or buffered) give identical files")
     func writersAgree() throws {
         for spec in [Synthetic.Spec(width: 777, height: 555), .init(width: 513, height: 260, grayscale: true)] {
             let data = try Synthetic.jpeg(spec)
-            var options = BuildOptions()
-            options.writer = .mappedWindow
-            let mapped = try TileBuilder.build(data: data, options: options).allTiles()
-            options.writer = .stripWrite
-            let written = try TileBuilder.build(data: data, options: options).allTiles()
-            #expect(mapped == written, "\(spec)")
+            let defaults = try TileBuilder.build(data: data).allTiles()
+            for (name, configure) in Self.writerConfigurations {
+                var options = BuildOptions()
+                configure(&options)
+                #expect(try TileBuilder.build(data: data, options: options).allTiles() == defaults, "\(spec): \(name)")
+            }
         }
     }
 

@@ -91,7 +91,7 @@ struct MetadataTests {
     func readsOnlyTheHeader() throws {
         let data = try Synthetic.jpeg(.init(width: 2000, height: 1500, subsampling: .s444, quality: 95))
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("info-\(UUID().uuidString).jpg").path
-        FileManager.default.createFile(atPath: path, contents: data)
+        #expect(FileManager.default.createFile(atPath: path, contents: data))
         defer { try? FileManager.default.removeItem(atPath: path) }
         var bytesRead = 0
         let info = try ImageInfo.read(contentsOfFile: path, bytesRead: &bytesRead)

@@ -1,0 +1,168 @@
+import Foundation
+public import TileCore
+
+/// Keeps the disk used by tile stores under a budget, and written data from piling up in memory.
+///
+/// Every store registers its bytes (``ImageBuilder`` does it for the builds it runs). Two thresholds:
+/// - dirty bytes: past ``dirtyByteThreshold`` of data written since the last flush, the written tile
+///   files are flushed (`fdatasync`, then `posix_fadvise(DONTNEED)` on complete rows), and writers that
+///   report more bytes wait until that flush has actually finished;
+/// - total bytes: past ``totalByteBudget``, the least recently used complete persistent stores that
+///   nobody has open (neither through ``open(_:)`` nor by holding the image its build returned) are
+///   removed from disk, each with an ``Event/evicted(path:byteCount:)``.
+public actor DiskCacheBudget {
+    /// What the budget did.
+    public enum Event: Sendable, Hashable {
+        /// Written data of `storeCount` stores was synced and dropped from the page cache.
+        case flushed(byteCount: Int, storeCount: Int)
+        /// A persistent store was removed from disk to stay under the total budget.
+        case evicted(path: String, byteCount: Int)
+    }
+
+    /// A registered store.
+    public struct StoreID: Hashable, Sendable {
+        fileprivate let value: Int
+    }
+
+    private struct Entry {
+        weak var image: TiledImage?
+        var path: String?
+        var byteCount: Int
+        var flushedByteCount: Int
+        var isComplete: Bool
+        var openCount: Int
+        var lastUse: UInt64
+    }
+
+    /// Data written and not yet flushed that triggers a flush.
+    public let dirtyByteThreshold: Int
+    /// Bytes of all registered stores past which unopened complete persistent stores are evicted.
+    public let totalByteBudget: Int
+    /// What the budget does, as it does it. One consumer.
+    public nonisolated let events: AsyncStream<Event>
+    private let eventsContinuation: AsyncStream<Event>.Continuation
+    private var entries: [Int: Entry] = [:]
+    private var nextID = 0
+    private var useCounter: UInt64 = 0
+    private var flushInProgress: Task<Void, Never>?
+
+    /// Creates a budget.
+    /// - Parameters:
+    ///   - dirtyByteThreshold: default 256 MiB.
+    ///   - totalByteBudget: default a quarter of the free space of the ephemeral folder (`$TMPDIR`,
+    ///     else `/tmp`) when the budget is created, at least 1 GiB.
+    public init(dirtyByteThreshold: Int = 256 << 20, totalByteBudget: Int? = nil) {
+        self.dirtyByteThreshold = max(1, dirtyByteThreshold)
+        self.totalByteBudget = totalByteBudget ?? Self.defaultTotalBudget()
+        (events, eventsContinuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+    }
+
+    deinit { eventsContinuation.finish() }
+
+    static func defaultTotalBudget() -> Int {
+        let folder = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
+        let free = (try? FileManager.default.attributesOfFileSystem(forPath: folder)[.systemFreeSize] as? Int) ?? nil
+        return max(1 << 30, (free ?? 4 << 30) / 4)
+    }
+
+    /// Bytes of every registered store.
+    public var totalBytes: Int {
+        entries.values.reduce(0) { $0 + ($1.image == nil && $1.path == nil ? 0 : $1.byteCount) }
+    }
+
+    /// Bytes written since they were last flushed.
+    public var dirtyBytes: Int { entries.values.reduce(0) { $0 + max(0, $1.byteCount - $1.flushedByteCount) } }
+
+    /// Registers a store being built (or already built).
+    /// - Parameters:
+    ///   - image: its image; an ephemeral store is dropped from the accounts when its image is released.
+    ///   - path: the folder of a persistent store, which eviction may remove once it is complete.
+    public func register(image: TiledImage, path: String?) -> StoreID {
+        let id = nextID
+        nextID += 1
+        useCounter += 1
+        entries[id] = Entry(
+            image: image, path: path, byteCount: image.bytesWritten, flushedByteCount: 0,
+            isComplete: image.isComplete, openCount: 0, lastUse: useCounter)
+        return StoreID(value: id)
+    }
+
+    /// Reports the bytes a store has written so far. Waits while a flush runs, and when the written
+    /// data passes the dirty threshold, flushes and waits for that flush to finish.
+    public func didWrite(_ id: StoreID) async {
+        if let running = flushInProgress { await running.value }
+        guard var entry = entries[id.value], let image = entry.image else { return }
+        entry.byteCount = image.bytesWritten
+        entry.isComplete = image.isComplete
+        entries[id.value] = entry
+        if dirtyBytes > dirtyByteThreshold { await flush() }
+        evictIfNeeded()
+    }
+
+    /// Removes a store from the accounts (a failed or cancelled build; its files are gone).
+    public func unregister(_ id: StoreID) { entries[id.value] = nil }
+
+    /// Opens a registered persistent store, marking it in use: an open store is never evicted.
+    /// - Throws: what ``TiledImage/open(store:)`` throws.
+    public func open(_ id: StoreID) throws(TileError) -> TiledImage {
+        guard var entry = entries[id.value], let path = entry.path else {
+            throw TileError(.invalidStore, "the store is not registered with this budget (or was evicted)")
+        }
+        let image = try TiledImage.open(store: path)
+        useCounter += 1
+        entry.openCount += 1
+        entry.lastUse = useCounter
+        entries[id.value] = entry
+        return image
+    }
+
+    /// Says a store opened with ``open(_:)`` is no longer used.
+    public func close(_ id: StoreID) {
+        guard var entry = entries[id.value] else { return }
+        entry.openCount = max(0, entry.openCount - 1)
+        entries[id.value] = entry
+        evictIfNeeded()
+    }
+
+    /// Whether a store is still registered (not evicted, not unregistered).
+    public func isRegistered(_ id: StoreID) -> Bool { entries[id.value] != nil }
+
+    /// Flushes every store with data written since its last flush; concurrent callers share one flush.
+    public func flush() async {
+        if let running = flushInProgress {
+            await running.value
+            return
+        }
+        let dirty = entries.compactMap { id, e -> (Int, TiledImage, Int)? in
+            guard let image = e.image, e.byteCount > e.flushedByteCount else { return nil }
+            return (id, image, e.byteCount)
+        }
+        guard !dirty.isEmpty else { return }
+        let task = Task.detached(priority: .utility) {
+            for (_, image, _) in dirty { try? image.flushWrittenData() }
+        }
+        flushInProgress = task
+        await task.value
+        flushInProgress = nil
+        var bytes = 0
+        for (id, _, written) in dirty where entries[id] != nil {
+            bytes += written - entries[id]!.flushedByteCount
+            entries[id]!.flushedByteCount = written
+        }
+        eventsContinuation.yield(.flushed(byteCount: bytes, storeCount: dirty.count))
+    }
+
+    private func evictIfNeeded() {
+        entries = entries.filter { $0.value.image != nil || $0.value.path != nil }
+        while totalBytes > totalByteBudget {
+            // In use: opened through the budget, or its image (from the build) still alive somewhere.
+            let candidates = entries.filter {
+                $0.value.isComplete && $0.value.path != nil && $0.value.openCount == 0 && $0.value.image == nil
+            }
+            guard let victim = candidates.min(by: { $0.value.lastUse < $1.value.lastUse }) else { return }
+            entries[victim.key] = nil
+            try? TiledImage.removeStore(at: victim.value.path!)
+            eventsContinuation.yield(.evicted(path: victim.value.path!, byteCount: victim.value.byteCount))
+        }
+    }
+}

@@ -1,0 +1,192 @@
+import Dispatch
+public import Foundation
+public import TileCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One image being tiled: an actor that owns a ``TileBuilder`` and feeds it the bytes as they come.
+///
+/// Decoding runs on the actor's own serial queue, never on the cooperative thread pool, and a large
+/// chunk is decoded in slices with a cancellation check between them. Progress is published on
+/// ``progress``.
+public actor ImageBuilder {
+    /// Where a build stands.
+    public enum State: Sendable, Hashable {
+        case waitingForHeader, decoding, complete, failed(TileError), cancelled
+    }
+
+    /// A progress report, sent after every slice of work.
+    public struct Progress: Sendable, Hashable {
+        public var bytesReceived: Int
+        /// The total the source announced, when it did (e.g. an HTTP Content-Length).
+        public var expectedBytes: Int?
+        public var rowsDecoded: Int
+        /// Stored image height, once the header is read.
+        public var height: Int?
+        /// Complete tile rows per level (stored orientation), once the header is read.
+        public var levelTileRowsComplete: [Int]
+        public var state: State
+    }
+
+    /// Bytes decoded per slice: between slices the actor checks for cancellation and reports progress.
+    public static let sliceByteCount = 256 * 1024
+
+    private let executor: DispatchSerialExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Every progress report, in order. One consumer; finished when the build ends.
+    public nonisolated let progress: AsyncStream<Progress>
+    private let progressContinuation: AsyncStream<Progress>.Continuation
+    private let builder: TileBuilder
+    private let budget: DiskCacheBudget?
+    private var budgetID: DiskCacheBudget.StoreID?
+    private var state = State.waitingForHeader
+    /// The total the source announced, if any (shown in progress reports).
+    public var expectedBytes: Int?
+    /// CPU time this builder's decoding has used (its thread's CPU clock), not time spent waiting.
+    public private(set) var decodeCPUTime: Duration = .zero
+
+    /// Creates a builder.
+    /// - Parameters:
+    ///   - options: see ``BuildOptions``.
+    ///   - budget: the disk budget to account this build's bytes in, if any.
+    /// - Throws: ``TileError/Code/io`` when the decoder cannot be allocated.
+    public init(options: BuildOptions = BuildOptions(), budget: DiskCacheBudget? = nil) throws(TileError) {
+        executor = DispatchSerialExecutor(label: "TiledImageKit.ImageBuilder")
+        builder = try TileBuilder(options: options)
+        self.budget = budget
+        (progress, progressContinuation) = AsyncStream.makeStream(of: Progress.self, bufferingPolicy: .unbounded)
+    }
+
+    deinit { progressContinuation.finish() }
+
+    /// The pyramid, once the header has been read (tiles become readable row by row).
+    public var image: TiledImage? { builder.image }
+    /// The header's metadata, once read.
+    public var info: ImageInfo? { builder.info }
+    /// Where the build stands.
+    public var currentState: State { state }
+
+    /// Feeds the next bytes and decodes what they allow, a slice at a time.
+    /// - Throws: ``TileError`` (``TileError/Code/cancelled`` when the task or the build was cancelled).
+    public func append<Bytes: ContiguousBytes & Sendable>(_ bytes: Bytes) async throws(TileError) {
+        try checkRunning()
+        let slices: [Data] = bytes.withUnsafeBytes { raw in
+            stride(from: 0, to: raw.count, by: Self.sliceByteCount).map {
+                Data(raw[$0..<min($0 + Self.sliceByteCount, raw.count)])
+            }
+        }
+        for slice in slices {
+            if Task.isCancelled { cancel(); throw TileError(.cancelled, "the task was cancelled") }
+            try timed { () throws(TileError) in try builder.append(slice) }
+            await afterWork()
+        }
+    }
+
+    /// Ends the input, completes the pyramid and returns it.
+    public func finish() async throws(TileError) -> TiledImage {
+        try checkRunning()
+        if Task.isCancelled { cancel(); throw TileError(.cancelled, "the task was cancelled") }
+        let image = try timed { () throws(TileError) in try builder.finish() }
+        state = .complete
+        await afterWork()
+        progressContinuation.finish()
+        return image
+    }
+
+    /// Stops the build; its files are removed and its memory released.
+    public func cancel() {
+        switch state {
+        case .complete, .failed, .cancelled: return
+        default: break
+        }
+        builder.cancel()
+        state = .cancelled
+        if let budgetID, let budget { Task { await budget.unregister(budgetID) } }
+        report()
+        progressContinuation.finish()
+    }
+
+    /// Consumes a sequence of byte chunks, then finishes. Cancelling the calling task cancels the build.
+    public func build<Chunks: AsyncSequence>(from chunks: Chunks) async throws -> TiledImage
+    where Chunks.Element: ContiguousBytes & Sendable {
+        do {
+            for try await chunk in chunks { try await append(chunk) }
+        } catch let error as TileError {
+            throw error
+        } catch {
+            fail(TileError(.io, "the byte source failed: \(error)"))
+            throw TileError(.io, "the byte source failed: \(error)")
+        }
+        return try await finish()
+    }
+
+    /// Ends the build with a source's error: its files are removed, the error is reported.
+    public func fail(_ error: TileError) {
+        switch state {
+        case .waitingForHeader, .decoding: finishFailed(error)
+        case .complete, .failed, .cancelled: return
+        }
+    }
+
+    private func finishFailed(_ error: TileError) {
+        builder.cancel()
+        state = .failed(error)
+        if let budgetID, let budget { Task { await budget.unregister(budgetID) } }
+        report()
+        progressContinuation.finish()
+    }
+
+    private func checkRunning() throws(TileError) {
+        switch state {
+        case .failed(let error): throw error
+        case .cancelled: throw TileError(.cancelled, "the build was cancelled")
+        case .complete: throw TileError(.invalidArgument, "the build is complete")
+        default: return
+        }
+    }
+
+    /// Runs `work` and adds this thread's CPU time to ``decodeCPUTime``; a failure ends the build.
+    private func timed<T>(_ work: () throws(TileError) -> T) throws(TileError) -> T {
+        let start = threadCPUTime()
+        defer { decodeCPUTime += threadCPUTime() - start }
+        do { return try work() } catch {
+            state = error.code == .cancelled ? .cancelled : .failed(error)
+            if let budgetID, let budget { Task { await budget.unregister(budgetID) } }
+            report()
+            progressContinuation.finish()
+            throw error
+        }
+    }
+
+    private func afterWork() async {
+        if case .waitingForHeader = state, builder.image != nil { state = .decoding }
+        if let budget, let image = builder.image {
+            if budgetID == nil { budgetID = await budget.register(image: image, path: image.storePath) }
+            await budget.didWrite(budgetID!)
+        }
+        report()
+    }
+
+    private func report() {
+        let image = builder.image
+        progressContinuation.yield(
+            Progress(
+                bytesReceived: builder.bytesReceived, expectedBytes: expectedBytes, rowsDecoded: builder.rowsDecoded,
+                height: builder.header?.height,
+                levelTileRowsComplete: image.map { i in (0..<i.levelCount).map { i.storedTileRowsComplete(level: $0) } } ?? [],
+                state: state))
+    }
+
+    /// Sets the total the source announced (shown in progress reports).
+    public func setExpectedBytes(_ count: Int?) { expectedBytes = count }
+}
+
+/// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`).
+func threadCPUTime() -> Duration {
+    var t = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+    return .seconds(t.tv_sec) + .nanoseconds(t.tv_nsec)
+}

@@ -1,0 +1,43 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension TiledImage {
+    /// Bytes of complete tile rows written to the level files so far.
+    public var bytesWritten: Int {
+        geometry.levels.indices.reduce(0) { sum, index in
+            sum + progress[index] * geometry.levels[index].storedColumns * geometry.tileByteCount
+        }
+    }
+
+    /// Complete tile rows of a level, in stored order (rows of the file, top to bottom).
+    public func storedTileRowsComplete(level: Int) -> Int { progress[level] }
+
+    /// Bytes the level files take when complete.
+    public var totalByteCount: Int { geometry.levels.indices.reduce(0) { $0 + geometry.fileByteCount(level: $1) } }
+
+    /// Pushes written tile data to the disk (`fdatasync`) and drops its pages from the page cache
+    /// (`posix_fadvise(POSIX_FADV_DONTNEED)` over the complete tile rows), so written data does not
+    /// pile up in memory. Blocks for as long as the disk takes.
+    /// - Throws: ``TileError/Code/io`` when the sync fails (the data may not be on the disk).
+    public func flushWrittenData() throws(TileError) {
+        for (index, fd) in files.descriptors.enumerated() {
+            guard fdatasync(fd) == 0 else { throw SystemCall.error("cannot sync level \(index)", path: storePath) }
+            let rows = progress[index]
+            let length = rows * geometry.levels[index].storedColumns * geometry.tileByteCount
+            if length > 0 { _ = posix_fadvise(fd, 0, off_t(length), Int32(POSIX_FADV_DONTNEED)) }
+        }
+    }
+
+    /// Removes a store folder written by a persistent build (its manifest and level files).
+    /// Images already open on it keep working until released; nothing else is touched.
+    /// - Throws: ``TileError/Code/invalidStore`` when the folder is not a store.
+    public static func removeStore(at path: String) throws(TileError) {
+        guard access("\(path)/\(StoreManifest.fileName)", F_OK) == 0 else {
+            throw TileError(.invalidStore, "\(path) is not a tile store")
+        }
+        removeStoreFolder(path)
+    }
+}

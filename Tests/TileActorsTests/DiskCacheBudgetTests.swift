@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+import TileActors
+import TileCore
+
+@Suite("DiskCacheBudget")
+struct DiskCacheBudgetTests {
+    @Test("past a tiny dirty threshold, flushes happen and writers wait for them")
+    func flushesAndWaits() async throws {
+        let budget = DiskCacheBudget(dirtyByteThreshold: 1, totalByteBudget: 1 << 40)
+        let data = try Inputs.jpeg(width: 700, height: 600)
+        var options = BuildOptions()
+        options.bypassesPageCache = false
+        let builder = try ImageBuilder(options: options, budget: budget)
+        var offset = 0
+        while offset < data.count {
+            let end = min(offset + 10_000, data.count)
+            try await builder.append(data[offset..<end])
+            // The writer waited: whatever it had written is flushed by the time append returns.
+            #expect(await budget.dirtyBytes <= 1)
+            offset = end
+        }
+        _ = try await builder.finish()
+        var flushes = 0
+        for await event in budget.events {
+            if case .flushed = event { flushes += 1 }
+            if flushes >= 2 { break }
+        }
+        #expect(flushes >= 2)
+    }
+
+    @Test("past a tiny total budget, the least recently used unopened store is evicted, an open one never")
+    func evictsLeastRecentlyUsedUnopened() async throws {
+        let folder = try Inputs.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var paths: [String] = []
+        for name in ["a", "b", "c"] {
+            var options = BuildOptions()
+            let path = folder.appendingPathComponent("\(name).tiles").path
+            options.storage = .persistent(path: path)
+            _ = try TileBuilder.build(data: try Inputs.jpeg(width: 300, height: 200), options: options)
+            paths.append(path)
+        }
+        let tight = DiskCacheBudget(dirtyByteThreshold: 1 << 40, totalByteBudget: 1)
+        var ids: [DiskCacheBudget.StoreID] = []
+        // Registered in order a, b, c; the images passed here are released at once, so only the
+        // explicit open below holds a store.
+        for path in paths { ids.append(await tight.register(image: try TiledImage.open(store: path), path: path)) }
+        // "a" is the oldest but open: "b" is the least recently used unopened store, then "c".
+        let openA = try await tight.open(ids[0])
+        await tight.close(ids[2])  // an accounting call: the budget acts on it
+        #expect(FileManager.default.fileExists(atPath: paths[0]))
+        #expect(!FileManager.default.fileExists(atPath: paths[1]))
+        #expect(!FileManager.default.fileExists(atPath: paths[2]))
+        var evicted: [String] = []
+        for await event in tight.events {
+            if case .evicted(let path, _) = event { evicted.append(path) }
+            if evicted.count == 2 { break }
+        }
+        #expect(evicted == [paths[1], paths[2]])
+        #expect(await tight.isRegistered(ids[0]))
+        _ = try openA.readTile(level: 0, column: 0, row: 0)
+    }
+}

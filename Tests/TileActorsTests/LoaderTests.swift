@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+import TileActors
+import TileCore
+
+@Suite("ImageBuilder and ImageLoader")
+struct LoaderTests {
+    static func inputs() throws -> [(String, Data)] {
+        var list = try (0..<4).map { ("generated-\($0)", try Inputs.jpeg(width: 300 + 97 * $0, height: 260 + 31 * $0, seed: $0)) }
+        for name in ["testorig.jpg", "Portrait_6.jpg", "video-001.q50.422.jpeg", "restarts.jpg"] {
+            if let data = FileManager.default.contents(atPath: Inputs.corpusFolder.appendingPathComponent(name).path) {
+                list.append((name, data))
+            }
+        }
+        return list
+    }
+
+    @Test("a batch at concurrency 1, 2 and 4 gives tiles identical to sequential single builds", arguments: [1, 2, 4])
+    func batchMatchesSequentialBuilds(concurrency: Int) async throws {
+        let inputs = try Self.inputs()
+        let expected = try inputs.map { try TileBuilder.build(data: $0.1).allTiles() }
+        let sources: [any ImageSource] = inputs.map { ChunkSequenceSource(name: $0.0, chunks: Chunks(data: $0.1, size: 4096)) }
+        let report = await ImageLoader(maximumConcurrency: concurrency).load(sources)
+        #expect(report.images.count == inputs.count)
+        for (i, result) in report.images.enumerated() {
+            #expect(result.name == inputs[i].0)
+            #expect(try result.result.get().allTiles() == expected[i], "\(result.name)")
+            #expect(result.decodeTime > .zero)
+        }
+        #expect(report.wallTime > .zero)
+    }
+
+    @Test("a failing image fails alone with its typed error")
+    func failingImageFailsAlone() async throws {
+        let good = try Inputs.jpeg(width: 200, height: 150)
+        let sources: [any ImageSource] = [
+            ChunkSequenceSource(name: "good", chunks: Chunks(data: good, size: 1000)),
+            ChunkSequenceSource(name: "truncated", chunks: Chunks(data: good.prefix(good.count / 2), size: 1000)),
+            ChunkSequenceSource(name: "garbage", chunks: Chunks(data: Data(repeating: 7, count: 5000), size: 1000)),
+            FileImageSource(path: "/nonexistent/photo.jpg"),
+        ]
+        let report = await ImageLoader(maximumConcurrency: 2).load(sources)
+        #expect((try? report.images[0].result.get()) != nil)
+        func code(_ i: Int) -> TileError.Code? { if case .failure(let e) = report.images[i].result { e.code } else { nil } }
+        #expect(code(1) == .truncated)
+        #expect(code(2) == .corrupt)
+        #expect(code(3) == .io)
+        #expect(report.failures.count == 3)
+    }
+
+    @Test("cancelling mid-stream leaves no file behind")
+    func cancellationRemovesFiles() async throws {
+        let folder = try Inputs.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let data = try Inputs.jpeg(width: 900, height: 700)
+        var options = BuildOptions()
+        options.storage = .persistent(path: folder.appendingPathComponent("a.tiles").path)
+        let builder = try ImageBuilder(options: options)
+        try await builder.append(data.prefix(data.count / 2))
+        #expect(await builder.image != nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).count == 1)  // the staging folder
+        await builder.cancel()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        await #expect(throws: TileError.self) { try await builder.append(data.suffix(10)) }
+    }
+
+    @Test("cancelling the task of build(from:) stops it and removes its files")
+    func taskCancellation() async throws {
+        let folder = try Inputs.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let data = try Inputs.jpeg(width: 900, height: 700)
+        var options = BuildOptions()
+        options.storage = .persistent(path: folder.appendingPathComponent("b.tiles").path)
+        let builder = try ImageBuilder(options: options)
+        let gate = Gate()
+        let stalling = StallingChunks(data: data, stallAfter: 3, gate: gate)
+        let task = Task { try await builder.build(from: stalling) }
+        while await builder.image == nil { await Task.yield() }
+        task.cancel()
+        await gate.open()
+        await #expect(throws: (any Error).self) { try await task.value }
+        #expect(await builder.currentState == .cancelled)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+    }
+
+    @Test("progress reports bytes, rows and tile rows, ending complete")
+    func progressStream() async throws {
+        let data = try Inputs.jpeg(width: 600, height: 600)
+        let builder = try ImageBuilder()
+        let image = try await builder.build(from: Chunks(data: data, size: 8192))
+        var last: ImageBuilder.Progress?
+        var decodingSeen = false
+        for await p in builder.progress {
+            if p.state == .decoding { decodingSeen = true }
+            last = p
+        }
+        #expect(decodingSeen)
+        #expect(last?.state == .complete)
+        #expect(last?.bytesReceived == data.count)
+        #expect(last?.rowsDecoded == 600)
+        #expect(last?.levelTileRowsComplete == (0..<image.levelCount).map { image.level($0).rows })
+    }
+}
+
+/// Chunks that stop after `stallAfter` chunks until a gate opens, then go on.
+struct StallingChunks: AsyncSequence, Sendable {
+    let data: Data
+    let stallAfter: Int
+    let gate: Gate
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var inner: Chunks.AsyncIterator
+        let stallAfter: Int
+        let gate: Gate
+        var count = 0
+        mutating func next() async -> Data? {
+            count += 1
+            if count == stallAfter { await gate.wait() }
+            return await inner.next()
+        }
+    }
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(inner: Chunks(data: data, size: 4096).makeAsyncIterator(), stallAfter: stallAfter, gate: gate)
+    }
+}
