@@ -68,6 +68,9 @@ public actor ImageBuilder {
     public var info: ImageInfo? { builder.info }
     /// Where the build stands.
     public var currentState: State { state }
+    /// Corrupt-data warnings so far, and the last one's text.
+    public var warningCount: Int { builder.warningCount }
+    public var lastWarning: String? { builder.lastWarning }
 
     /// Feeds the next bytes and decodes what they allow, a slice at a time.
     /// - Throws: ``TileError`` (``TileError/Code/cancelled`` when the task or the build was cancelled).

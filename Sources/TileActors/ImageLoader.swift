@@ -18,6 +18,9 @@ public actor ImageLoader {
         public var decodeTime: Duration
         /// From this image's start to its end.
         public var wallTime: Duration
+        /// Corrupt-data warnings, and the last one's text.
+        public var warningCount = 0
+        public var lastWarning: String?
     }
 
     /// The outcome of a batch.
@@ -110,6 +113,6 @@ public actor ImageLoader {
         }
         return ImageResult(
             index: index, name: source.name, result: result, decodeTime: await builder.decodeCPUTime,
-            wallTime: clock.now - start)
+            wallTime: clock.now - start, warningCount: await builder.warningCount, lastWarning: await builder.lastWarning)
     }
 }

@@ -1,38 +1,63 @@
 import ArgumentParser
+import Foundation
+import TileActors
 import TileCore
 
-struct BuildCommand: ParsableCommand {
+struct BuildCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "build", abstract: "Build the tile pyramid of a JPEG and print its summary.")
+        commandName: "build",
+        abstract: "Build the tile pyramids of one or more JPEGs and print their summaries.",
+        discussion: """
+            With one input, --out names the store folder itself. With several, --out is a folder that
+            receives one store per input, named <input file name>.tiles. Without --out, pyramids are
+            ephemeral (in $TMPDIR) and vanish when the command ends.
+            """)
 
-    @Argument(help: "The JPEG file.")
-    var input: String
+    @Argument(help: "The JPEG files.")
+    var inputs: [String]
 
-    @Option(help: "Write a persistent store folder here instead of ephemeral files.")
+    @Option(help: "Write persistent stores (see below) instead of ephemeral files.")
     var out: String?
+
+    @Option(help: "Images built at once.")
+    var jobs = 4
 
     @OptionGroup var decode: DecodeOptions
 
-    func run() throws {
-        var options = decode.buildOptions()
-        if let out { options.storage = .persistent(path: out) }
-        let clock = ContinuousClock()
-        let start = clock.now
-        do {
-            let builder = try TileBuilder(options: options)
-            let image = try feed(input, into: builder)
-            printSummary(image, buildTime: clock.now - start, warnings: builder.warningCount, lastWarning: builder.lastWarning)
-        } catch {
-            throw fail(input, error)
+    func run() async throws {
+        let options = decode.buildOptions()
+        let inputs = self.inputs
+        let out = self.out
+        if let out, inputs.count > 1 {
+            try? FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         }
+        let sources: [any ImageSource] = inputs.map { FileImageSource(path: $0) }
+        let report = await ImageLoader(maximumConcurrency: jobs).load(sources) { index in
+            var o = options
+            if let out {
+                let name = (inputs[index] as NSString).lastPathComponent
+                o.storage = .persistent(path: inputs.count == 1 ? out : "\(out)/\(name).tiles")
+            }
+            return o
+        }
+        var failed = false
+        for result in report.images {
+            switch result.result {
+            case .success(let image):
+                if inputs.count == 1 { printSummary(image, buildTime: result.wallTime, warnings: result.warningCount, lastWarning: result.lastWarning) }
+                let megabytes = Double(image.totalByteCount) / 1_048_576
+                print(String(
+                    format: "%@: %dx%d, %d levels, decode %.3f s, wall %.3f s, %.1f MiB", inputs[result.index],
+                    image.geometry.width, image.geometry.height, image.levelCount, seconds(result.decodeTime),
+                    seconds(result.wallTime), megabytes))
+            case .failure(let error):
+                failed = true
+                _ = fail(inputs[result.index], error)
+            }
+        }
+        print(String(
+            format: "batch: %d images, %d failed, %.3f s from first start to last finish, average decode %.3f s",
+            report.images.count, report.failures.count, seconds(report.wallTime), seconds(report.averageDecodeTime)))
+        if failed { throw ExitCode.failure }
     }
-}
-
-/// Streams a file into a builder 1 MiB at a time and finishes it.
-func feed(_ path: String, into builder: TileBuilder) throws -> TiledImage {
-    guard let handle = FileHandleReader(path: path) else {
-        throw TileError(.io, "cannot open the file")
-    }
-    while let chunk = try handle.next() { try builder.append(chunk) }
-    return try builder.finish()
 }

@@ -74,7 +74,7 @@ func seconds(_ duration: Duration) -> Double {
 }
 
 /// Prints the levels, sizes and tile counts of a pyramid.
-func printSummary(_ image: TiledImage, buildTime: Duration?, warnings: Int, lastWarning: String?) {
+func printSummary(_ image: TiledImage, buildTime: Duration?, warnings: Int?, lastWarning: String?) {
     let g = image.geometry
     print("pyramid: \(g.width)x\(g.height) (stored \(g.storedWidth)x\(g.storedHeight), orientation \(g.orientation.rawValue)), \(image.levelCount) levels, \(g.tileSize)px tiles")
     var tiles = 0
@@ -91,5 +91,5 @@ func printSummary(_ image: TiledImage, buildTime: Duration?, warnings: Int, last
         let megapixels = Double(g.storedWidth * g.storedHeight) / 1e6
         print(String(format: "time: %.3f s, %.1f MP/s, peak RSS %.1f MiB", s, megapixels / s, peakResidentMiB()))
     }
-    print("warnings: \(warnings)\(lastWarning.map { " (last: \($0))" } ?? "")")
+    if let warnings { print("warnings: \(warnings)\(lastWarning.map { " (last: \($0))" } ?? "")") }
 }

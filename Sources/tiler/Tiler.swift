@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct Tiler: ParsableCommand {
+struct Tiler: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tiler",
         abstract: "Turn huge JPEGs into zoomable tile pyramids with bounded memory.",
