@@ -42,7 +42,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["TileCore", "CJpegShim"],
+            dependencies: ["TileCore", "TileActors", "CJpegShim"],
             path: "Benchmarks/Benchmarks",
             swiftSettings: swiftSettings
         ),

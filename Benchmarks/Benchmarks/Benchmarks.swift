@@ -6,16 +6,16 @@ import TileCore
 import Glibc
 #endif
 
-/// `swift run -c release Benchmarks [--input PATH] [--runs N] [--scenario NAME] [--json]`
+/// `swift run -c release Benchmarks [--input PATH] [--loader-input PATH] [--runs N] [--scenario NAME] [--json]`
 ///
 /// Every scenario runs in a child process (so its peak RSS is its own), `runs` times; the table shows
 /// medians, side by side with the reference tools when they are on PATH, as ratios to the decode floor.
 @main
 struct Benchmarks {
-    static func main() throws {
+    static func main() async throws {
         let arguments = Arguments(CommandLine.arguments.dropFirst())
         if let child = arguments.value("--child") {
-            try runChild(child, arguments: arguments)
+            try await runChild(child, arguments: arguments)
             return
         }
         let input = try arguments.value("--input") ?? defaultInput()
@@ -28,7 +28,8 @@ struct Benchmarks {
             print("input: \(input) (\(info.width)x\(info.height), \(String(format: "%.0f", megapixels)) MP, \(info.coding.rawValue)); \(runs) runs per scenario, medians")
         }
         var results: [ScenarioResult] = []
-        for scenario in Scenario.all(input: input) where selected == nil || scenario.name == selected {
+        let loaderInput = arguments.value("--loader-input") ?? defaultLoaderInput(input)
+        for scenario in Scenario.all(input: input, loaderInput: loaderInput) where selected == nil || scenario.name == selected {
             guard scenario.isAvailable else {
                 if !json { print("  \(scenario.name): skipped (\(scenario.missing ?? "not available"))") }
                 continue
@@ -38,6 +39,12 @@ struct Benchmarks {
             if !json { print("  " + result.line(floor: results.first { $0.name == "decode-floor" })) }
         }
         if json { print(try ScenarioResult.json(results, input: input, megapixels: megapixels)) }
+    }
+
+    /// The 8-image loader scenarios use the 24 MP photo when present, else the main input.
+    static func defaultLoaderInput(_ input: String) -> String {
+        let shared = FileManager.default.currentDirectoryPath + "/../shared/bench/photo24.jpg"
+        return FileManager.default.fileExists(atPath: shared) ? shared : input
     }
 
     static func defaultInput() throws -> String {

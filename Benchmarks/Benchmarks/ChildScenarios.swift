@@ -1,9 +1,10 @@
 import CJpegShim
 import Foundation
+import TileActors
 import TileCore
 
 /// The in-process scenarios, run once in a child process; the elapsed seconds go to `--report`.
-func runChild(_ name: String, arguments: Arguments) throws {
+func runChild(_ name: String, arguments: Arguments) async throws {
     guard let input = arguments.value("--input"), let report = arguments.value("--report") else {
         throw BenchmarkError("--child needs --input and --report")
     }
@@ -32,6 +33,11 @@ func runChild(_ name: String, arguments: Arguments) throws {
         let (cold, warm) = try ReadScenarios.tileReads(input: input, orientation: name == "read-tile-6" ? .rotate90 : .identity)
         try latencyReport(["warm": warm, "cold": cold], to: report)
         return
+    case "load-8-c1", "load-8-c2":
+        // 8 copies of one photo through ImageLoader; the harness measures the whole process's peak RSS.
+        let sources: [any ImageSource] = (0..<8).map { _ in FileImageSource(path: input) }
+        let report = await ImageLoader(maximumConcurrency: name == "load-8-c1" ? 1 : 2).load(sources)
+        guard report.failures.isEmpty else { throw BenchmarkError("a load failed") }
     case "info-read":
         try latencyReport(["warm": try ReadScenarios.infoReads(input: input)], to: report)
         return

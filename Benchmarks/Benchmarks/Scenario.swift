@@ -23,7 +23,7 @@ struct Scenario {
 
     var isAvailable: Bool { missing == nil }
 
-    static func all(input: String) -> [Scenario] {
+    static func all(input: String, loaderInput: String) -> [Scenario] {
         let scratch = NSTemporaryDirectory() + "/tiledimagekit-bench-\(getpid())"
         var list = [
             Scenario(name: "decode-floor", kind: .inProcess, input: input),
@@ -35,6 +35,8 @@ struct Scenario {
             Scenario(name: "read-tile-1", kind: .inProcess, input: input, isLatency: true),
             Scenario(name: "read-tile-6", kind: .inProcess, input: input, isLatency: true),
             Scenario(name: "info-read", kind: .inProcess, input: input, isLatency: true),
+            Scenario(name: "load-8-c1", kind: .inProcess, input: loaderInput),
+            Scenario(name: "load-8-c2", kind: .inProcess, input: loaderInput),
         ]
         list.append(tool("djpeg", ["-rgb", "-outfile", "/dev/null", input], name: "djpeg", input: input))
         list.append(

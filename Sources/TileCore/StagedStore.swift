@@ -26,6 +26,7 @@ struct StagedStore {
     private static func createPersistent(path: String, levelCount: Int) throws(TileError) -> StagedStore {
         let url = URL(fileURLWithPath: path)
         let parent = url.deletingLastPathComponent().path
+        removeLeftovers(of: url.lastPathComponent, in: parent)
         let staging = "\(parent)/.\(url.lastPathComponent).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         guard mkdir(staging, 0o700) == 0 else { throw SystemCall.error("cannot create the store folder", path: staging) }
         var fds: [Int32] = []
@@ -43,6 +44,26 @@ struct StagedStore {
         return StagedStore(files: LevelFiles(descriptors: fds), stagingPath: staging, finalPath: url.path)
     }
 
+    /// Removes what builds of this store that died (killed, crashed) left in its folder: staging
+    /// folders and replaced stores whose process no longer runs.
+    static func removeLeftovers(of name: String, in parent: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: parent) else { return }
+        for entry in names {
+            let pid: String
+            if entry.hasPrefix(".\(name).partial-") {
+                pid = String(entry.dropFirst(".\(name).partial-".count).prefix { $0 != "-" })
+            } else if entry.hasPrefix("\(name).replaced-") {
+                pid = String(entry.dropFirst("\(name).replaced-".count).prefix { $0 != "-" })
+            } else {
+                continue
+            }
+            guard let number = Int32(pid), kill(number, 0) != 0, errno == ESRCH else { continue }
+            var info = stat()
+            guard lstat("\(parent)/\(entry)", &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
+            removeStoreFolder("\(parent)/\(entry)")
+        }
+    }
+
     /// Makes the store visible at its final path: data synced, manifest written, one rename.
     func publish(_ manifest: StoreManifest) throws(TileError) {
         guard let stagingPath, let finalPath else { return }
@@ -51,7 +72,12 @@ struct StagedStore {
         }
         try writeFileSynced("\(stagingPath)/\(StoreManifest.fileName)", try manifest.encoded())
         var displaced: String?
-        if access(finalPath, F_OK) == 0 {
+        var existing = stat()
+        if lstat(finalPath, &existing) == 0 {
+            // Only a store folder is replaced; a symlink or file planted at the path is refused, never
+            // followed.
+            guard existing.st_mode & S_IFMT == S_IFDIR, access("\(finalPath)/\(StoreManifest.fileName)", F_OK) == 0
+            else { throw TileError(.invalidStore, "\(finalPath) exists and is not a tile store: not replaced") }
             let aside = "\(finalPath).replaced-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             guard rename(finalPath, aside) == 0 else { throw SystemCall.error("cannot replace", path: finalPath) }
             displaced = aside

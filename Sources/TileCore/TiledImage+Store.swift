@@ -5,7 +5,10 @@ extension TiledImage {
     /// - Parameter path: the store folder a build with ``TileStorage/persistent(path:)`` published.
     /// - Throws: ``TileError/Code/invalidStore`` when the folder is not a complete store of this format
     ///   (a half-written store never has a manifest at its final path), ``TileError/Code/io``.
+    ///   Leftovers of builds of this store that died (staging folders) are removed first.
     public static func open(store path: String) throws(TileError) -> TiledImage {
+        let url = URL(fileURLWithPath: path)
+        StagedStore.removeLeftovers(of: url.lastPathComponent, in: url.deletingLastPathComponent().path)
         let manifestPath = "\(path)/\(StoreManifest.fileName)"
         guard let data = FileManager.default.contents(atPath: manifestPath) else {
             throw TileError(.invalidStore, "\(path) is not a tile store (no readable \(StoreManifest.fileName))")
