@@ -1,0 +1,93 @@
+/*
+ * libFuzzer target for the C shim, driven as the Swift side drives it: header, then feeds of varying
+ * sizes, scanlines through the pyramid writer into memory-backed files. The first input byte picks
+ * the chunk size and the writer (pwrite strips with or without threads, or the mmap window); the
+ * pixel limit is low so the fuzzer explores rather than allocates.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cjpeg_shim.h"
+
+enum { MAX_PIXELS = 1 << 20, TILE = 64, MAX_LEVELS = 16 };
+
+static int pump(cjs_decoder *d, cjs_pyramid *p, int *stage) {
+    for (;;) {
+        if (*stage == 0) {
+            cjs_status s = cjs_decoder_start(d);
+            if (s == CJS_NEED_DATA) return 0;
+            if (s != CJS_OK) return -1;
+            *stage = 1;
+        }
+        if (*stage == 1) {
+            void *rows;
+            size_t stride;
+            uint32_t capacity, got = 0;
+            if (cjs_pyramid_acquire_rows(p, &rows, &stride, &capacity) != CJS_OK) return -1;
+            cjs_status s = cjs_decoder_read_rows(d, rows, stride, capacity, &got);
+            if (cjs_pyramid_submit_rows(p, got) != CJS_OK) return -1;
+            if (s == CJS_NEED_DATA) return 0;
+            if (s == CJS_DONE) *stage = 2;
+            else if (s != CJS_OK) return -1;
+            continue;
+        }
+        cjs_status s = cjs_decoder_finish(d);
+        if (s == CJS_NEED_DATA) return 0;
+        return s == CJS_DONE ? 1 : -1;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 2) return 0;
+    const size_t chunks[] = {1, 7, 64, 512, 4096, 65536};
+    size_t chunk = chunks[data[0] % 6];
+    int kind = (data[0] >> 3) % 3;
+    data++;
+    size--;
+    cjs_decoder *d;
+    cjs_decoder_options options = {.warning_limit = 1000};
+    if (cjs_decoder_create(&options, &d) != CJS_OK) return 0;
+    cjs_pyramid *p = NULL;
+    cjs_level levels[MAX_LEVELS];
+    uint32_t progress[MAX_LEVELS];
+    int fds[MAX_LEVELS], count = 0, stage = 0;
+    size_t offset = 0;
+    for (;;) {
+        size_t n = size - offset < chunk ? size - offset : chunk;
+        if (n && cjs_decoder_feed(d, data + offset, n) != CJS_OK) break;
+        offset += n;
+        if (offset == size) cjs_decoder_end_input(d);
+        if (!p) {
+            cjs_header h;
+            cjs_status s = cjs_decoder_read_header(d, &h);
+            if (s == CJS_NEED_DATA) { if (offset == size) break; continue; }
+            if (s != CJS_OK || h.width == 0 || h.height == 0 || (uint64_t)h.width * h.height > MAX_PIXELS) break;
+            uint32_t w = h.width, hh = h.height;
+            for (count = 0; count < MAX_LEVELS; count++) {
+                uint32_t columns = (w + TILE - 1) / TILE, rows = (hh + TILE - 1) / TILE;
+                fds[count] = memfd_create("level", 0);
+                levels[count] = (cjs_level){fds[count], w, hh, (columns * TILE - w) * (count & 1), 0, columns, rows};
+                if (w <= TILE && hh <= TILE) { count++; break; }
+                w = (w + 1) / 2;
+                hh = (hh + 1) / 2;
+            }
+            int flags = kind == 1 ? CJS_PYRAMID_THREADED | CJS_PYRAMID_DOUBLE_STRIPS : 0;
+            if (cjs_pyramid_create(levels, count, TILE, kind == 2 ? CJS_WRITER_MMAP : CJS_WRITER_PWRITE, flags,
+                                   progress, &p) != CJS_OK) break;
+        }
+        int r = pump(d, p, &stage);
+        if (r != 0) {
+            if (r == 1) cjs_pyramid_finish(p);
+            break;
+        }
+        if (offset == size) break;
+    }
+    cjs_pyramid_destroy(p);
+    for (int i = 0; i < count; i++) close(fds[i]);
+    cjs_decoder_destroy(d);
+    return 0;
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds and runs the fuzz targets for SECONDS each (default 60); exit 0 only when none crashed.
+# Usage: scripts/fuzz.sh [SECONDS]   Results go to .build-fuzz/ and the table in RELIABILITY.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+out=.build-fuzz
+mkdir -p "$out"
+if ! dpkg -s libjpeg62-turbo-dev libjpeg-turbo-progs >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg62-turbo-dev libjpeg-turbo-progs >/dev/null
+fi
+clang=$(command -v clang || echo /opt/swift/usr/bin/clang)
+shim=(Sources/CJpegShim/{decoder,errors,window,pipeline,rows,encoder,reference}.c)
+"$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
+  -I Sources/CJpegShim/include -I Sources/CJpegShim Fuzz/decoder_fuzz.c "${shim[@]}" -ljpeg -lpthread \
+  -o "$out/decoder_fuzz" || exit 1
+swiftc -sanitize=fuzzer,address -parse-as-library -O Fuzz/metadata_fuzz.swift \
+  Sources/TileCore/{HeaderSegments,EXIFReader,ImageInfo,TileError,SystemCall,ImageOrientation,JPEGHeader}.swift \
+  -o "$out/metadata_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
+
+# Seeds: small JPEGs made here with cjpeg (baseline, progressive, restarts, grey), plus the corpus.
+seeds="$out/seeds"
+mkdir -p "$seeds"
+python3 - "$seeds" <<'PY'
+import sys
+w, h = 37, 29
+rgb = bytes(((x * 7 + y * 3) & 255) for y in range(h) for x in range(w) for _ in range(3))
+open(sys.argv[1] + "/seed.ppm", "wb").write(b"P6\n%d %d\n255\n" % (w, h) + rgb)
+PY
+cjpeg -quality 50 "$seeds/seed.ppm" >"$seeds/baseline.jpg"
+cjpeg -quality 50 -progressive "$seeds/seed.ppm" >"$seeds/progressive.jpg"
+cjpeg -quality 50 -restart 1 -sample 1x1 "$seeds/seed.ppm" >"$seeds/restart444.jpg"
+cjpeg -quality 50 -grayscale "$seeds/seed.ppm" >"$seeds/grey.jpg"
+cjpeg -quality 50 -arithmetic "$seeds/seed.ppm" >"$seeds/arithmetic.jpg"
+rm "$seeds/seed.ppm"
+if [ -d ../shared/fixtures/jpeg ]; then
+  find ../shared/fixtures/jpeg -name '*.jp*g' -size -200k -exec cp {} "$seeds/" \;
+fi
+
+status=0
+summary=()
+for target in decoder_fuzz metadata_fuzz; do
+  corpus="$out/corpus-$target"
+  mkdir -p "$corpus" "$out/crashes"
+  log="$out/$target.log"
+  "$out/$target" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+    -artifact_prefix="$out/crashes/$target-" "$corpus" "$seeds" >"$log" 2>&1
+  rc=$?
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+  crashes=$(ls "$out/crashes" | grep -c "^$target-" || true)
+  echo "$target: exit $rc, $runs executions, coverage $cov edges, $crashes crash files"
+  summary+=("| \`$target\` | ${seconds} s | $runs | $cov | $crashes | $([ $rc -eq 0 ] && echo pass || echo FAIL) |")
+  [ $rc -eq 0 ] || { status=1; tail -30 "$log"; }
+done
+
+# Keep RELIABILITY.md's fuzz table current.
+if [ -f RELIABILITY.md ]; then
+  python3 - "${summary[@]}" <<'PY'
+import sys, re
+rows = "\n".join(sys.argv[1:])
+text = open("RELIABILITY.md").read()
+table = "| target | time | executions | coverage (edges) | crashes | result |\n|---|---|---|---|---|---|\n" + rows + "\n"
+text = re.sub(r"<!-- fuzz:begin -->.*<!-- fuzz:end -->", "<!-- fuzz:begin -->\n" + table + "<!-- fuzz:end -->", text, flags=re.S)
+open("RELIABILITY.md", "w").write(text)
+PY
+fi
+exit $status
