@@ -181,6 +181,21 @@ static int must_wait_for_all_input(const cjs_decoder *d) {
     return d->cinfo.arith_code && !d->end_of_input;
 }
 
+cjs_status cjs_decoder_set_scale(cjs_decoder *d, uint32_t denominator, uint32_t *out_width, uint32_t *out_height) {
+    if (d->failed || d->stage != STAGE_HEADER_READ) return CJS_ERR_STATE;
+    if (denominator != 1 && denominator != 2 && denominator != 4 && denominator != 8) return CJS_ERR_ARGUMENT;
+    if (setjmp(d->err.jump)) { /* jpeg_calc_output_dimensions */
+        d->failed = 1;
+        return CJS_ERR_LIBJPEG;
+    }
+    d->cinfo.scale_num = 1;
+    d->cinfo.scale_denom = denominator;
+    jpeg_calc_output_dimensions(&d->cinfo);
+    *out_width = d->cinfo.output_width;
+    *out_height = d->cinfo.output_height;
+    return CJS_OK;
+}
+
 cjs_status cjs_decoder_start(cjs_decoder *d) {
     if (d->failed || d->stage < STAGE_HEADER_READ) return CJS_ERR_STATE;
     if (d->stage > STAGE_HEADER_READ) return CJS_OK;

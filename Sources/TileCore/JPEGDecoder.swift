@@ -49,6 +49,15 @@ final class JPEGDecoder {
             isProgressive: h.is_progressive != 0, isArithmetic: h.is_arithmetic != 0)
     }
 
+    /// Asks for DCT-domain scaling by 1/`denominator` (`jpeg_calc_output_dimensions`); returns the
+    /// output size. Call after the header, before ``start()``.
+    func setScale(denominator: Int) throws(TileError) -> (width: Int, height: Int) {
+        var width: UInt32 = 0
+        var height: UInt32 = 0
+        try check(cjs_decoder_set_scale(handle, UInt32(denominator), &width, &height), "set scale")
+        return (Int(width), Int(height))
+    }
+
     /// Calls `jpeg_start_decompress`; `.needData` while libjpeg suspends.
     func start() throws(TileError) -> Step {
         let status = cjs_decoder_start(handle)

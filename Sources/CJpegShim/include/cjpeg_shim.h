@@ -94,6 +94,13 @@ cjs_status cjs_decoder_feed(cjs_decoder *d, const void *bytes, size_t length);
 /** Says that no more bytes will come: a stream that ends before its image does is truncated. */
 cjs_status cjs_decoder_end_input(cjs_decoder *d);
 
+/**
+ * Asks libjpeg for DCT-domain scaling by 1/denominator (1, 2, 4 or 8): most coefficients are never
+ * inverse-transformed. Call after the header, before start. *out_width, *out_height get the output
+ * size (jpeg_calc_output_dimensions).
+ */
+cjs_status cjs_decoder_set_scale(cjs_decoder *d, uint32_t denominator, uint32_t *out_width, uint32_t *out_height);
+
 /** Reads the header (jpeg_read_header). CJS_NEED_DATA until enough bytes are in; then CJS_OK. */
 cjs_status cjs_decoder_read_header(cjs_decoder *d, cjs_header *out);
 /**
