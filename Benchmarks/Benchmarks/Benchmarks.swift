@@ -35,9 +35,13 @@ struct Benchmarks {
                 continue
             }
             // The loader scenarios build 8 copies of their own input.
-            let scenarioMegapixels = scenario.name.hasPrefix("load-")
-                ? try ImageInfo.read(contentsOfFile: loaderInput).pixelMegapixels * 8 : megapixels
-            let result = try scenario.measure(runs: runs, megapixels: scenarioMegapixels)
+            let loaderMegapixels = try ImageInfo.read(contentsOfFile: loaderInput).pixelMegapixels
+            let scenarioMegapixels =
+                scenario.name.hasPrefix("load-") ? loaderMegapixels * 8
+                : scenario.name.hasPrefix("thumbnailer-") ? loaderMegapixels * 100
+                : scenario.input == loaderInput && loaderInput != input ? loaderMegapixels : megapixels
+            let scenarioRuns = scenario.name.hasPrefix("thumbnailer-") ? 1 : runs
+            let result = try scenario.measure(runs: scenarioRuns, megapixels: scenarioMegapixels)
             results.append(result)
             if !json { print("  " + result.line(floor: results.first { $0.name == "decode-floor" })) }
         }

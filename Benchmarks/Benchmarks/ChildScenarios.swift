@@ -38,6 +38,26 @@ func runChild(_ name: String, arguments: Arguments) async throws {
         let sources: [any ImageSource] = (0..<8).map { _ in FileImageSource(path: input) }
         let report = await ImageLoader(maximumConcurrency: name == "load-8-c1" ? 1 : 2).load(sources)
         guard report.failures.isEmpty else { throw BenchmarkError("a load failed") }
+    case "thumb-1500":
+        let out = NSTemporaryDirectory() + "/tiledimagekit-bench-thumb-\(getpid()).jpg"
+        defer { unlink(out) }
+        _ = try ImageResizer.resize(contentsOfFile: input, to: [.init(maxEdge: 1500, path: out)])
+    case "thumbnailer-100-q1", "thumbnailer-100-q2":
+        // 100 photos (the same file), a 1500 px copy and a 256 px thumbnail each, through the queue.
+        let folder = NSTemporaryDirectory() + "/tiledimagekit-bench-thumbs-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let thumbnailer = Thumbnailer(queue: HeavyWorkQueue(maximumConcurrency: name.hasSuffix("q1") ? 1 : 2))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<100 {
+                group.addTask {
+                    _ = try await thumbnailer.makeCopies(
+                        of: input, targets: [.init(maxEdge: 1500, path: "\(folder)/\(i)-1500.jpg"),
+                                             .init(maxEdge: 256, path: "\(folder)/\(i)-256.jpg")])
+                }
+            }
+            try await group.waitForAll()
+        }
     case "info-read":
         try latencyReport(["warm": try ReadScenarios.infoReads(input: input)], to: report)
         return

@@ -37,12 +37,21 @@ struct Scenario {
             Scenario(name: "info-read", kind: .inProcess, input: input, isLatency: true),
             Scenario(name: "load-8-c1", kind: .inProcess, input: loaderInput),
             Scenario(name: "load-8-c2", kind: .inProcess, input: loaderInput),
+            Scenario(name: "thumb-1500", kind: .inProcess, input: loaderInput),
+            Scenario(name: "thumbnailer-100-q1", kind: .inProcess, input: loaderInput),
+            Scenario(name: "thumbnailer-100-q2", kind: .inProcess, input: loaderInput),
         ]
         list.append(tool("djpeg", ["-rgb", "-outfile", "/dev/null", input], name: "djpeg", input: input))
         list.append(
             tool(
                 "vips", ["dzsave", input, scratch + "/dz", "--tile-size", "256", "--overlap", "0", "--suffix", ".jpg[Q=80]"],
                 name: "vips-dzsave", input: input))
+        list.append(
+            tool("vipsthumbnail", [loaderInput, "-s", "1500", "-o", scratch + "/vt.jpg[Q=80]"], name: "vipsthumbnail", input: loaderInput))
+        list.append(
+            tool(
+                "convert", ["-define", "jpeg:size=3000x3000", loaderInput, "-resize", "1500x1500", "-quality", "80", scratch + "/im.jpg"],
+                name: "convert", input: loaderInput))
         return list
     }
 

@@ -23,14 +23,14 @@ struct ScenarioResult {
             func us(_ key: String) -> String {
                 extras[key].map { String(format: "%.1f", Self.median($0) * 1e6) } ?? "-"
             }
-            var text = "\(name.padding(toLength: 15, withPad: " ", startingAt: 0)) warm p50 \(us("warm-p50")) us, p99 \(us("warm-p99")) us"
+            var text = "\(name.padding(toLength: 19, withPad: " ", startingAt: 0)) warm p50 \(us("warm-p50")) us, p99 \(us("warm-p99")) us"
             if extras["cold-p50"] != nil { text += "; cold p50 \(us("cold-p50")) us, p99 \(us("cold-p99")) us" }
             return text + String(format: "  peak RSS %.1f MiB", medianPeakMiB)
         }
         let ratio = floor.map { String(format: "%.2fx floor", medianSeconds / $0.medianSeconds) } ?? "-"
         return String(
             format: "%@ %8.3f s  %6.1f MP/s  %@  peak RSS %7.1f MiB  (min %.3f, max %.3f)",
-            name.padding(toLength: 15, withPad: " ", startingAt: 0) as NSString, medianSeconds, megapixels / medianSeconds, ratio as NSString, medianPeakMiB,
+            name.padding(toLength: 19, withPad: " ", startingAt: 0) as NSString, medianSeconds, megapixels / medianSeconds, ratio as NSString, medianPeakMiB,
             seconds.min() ?? 0, seconds.max() ?? 0)
     }
 

@@ -119,3 +119,13 @@ func thrownCode<T>(_ body: () throws -> T) -> TileError.Code? {
         return nil
     }
 }
+
+/// The TileError `body` throws (nil when it throws nothing or another error).
+func thrownError<T>(_ body: () throws -> T) -> TileError? {
+    do {
+        _ = try body()
+        return nil
+    } catch {
+        return error as? TileError
+    }
+}

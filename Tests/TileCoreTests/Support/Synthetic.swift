@@ -37,6 +37,21 @@ enum Synthetic {
         return out
     }
 
+    /// A smooth picture (gradients and soft rings, no noise): for comparisons that lossy steps blur.
+    static func smooth(width: Int, height: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 255, count: width * height * 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = (y * width + x) * 4
+                let d = Double((x - width / 2) * (x - width / 2) + (y - height / 3) * (y - height / 3)).squareRoot()
+                out[i] = UInt8(x * 255 / max(width - 1, 1))
+                out[i + 1] = UInt8(y * 255 / max(height - 1, 1))
+                out[i + 2] = UInt8(127.5 + 127.5 * (d / 40).truncatingRemainder(dividingBy: 6.283).sinValue)
+            }
+        }
+        return out
+    }
+
     static func jpeg(_ spec: Spec, seed: UInt32 = 1) throws -> Data {
         var options = JPEGEncoder.Options()
         options.quality = spec.quality
@@ -63,4 +78,8 @@ enum Synthetic {
         }
         return try builder.finish()
     }
+}
+
+extension Double {
+    var sinValue: Double { Foundation.sin(self) }
 }

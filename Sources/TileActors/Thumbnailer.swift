@@ -1,0 +1,69 @@
+public import TileCore
+
+/// Makes resized copies and thumbnails off the caller's thread, one job at a time by default (each can
+/// be memory-heavy), through a ``HeavyWorkQueue``; and keeps a small memory cache of decoded
+/// thumbnails for display, released explicitly with ``unload(_:)`` or by eviction.
+public actor Thumbnailer {
+    private struct CacheKey: Hashable {
+        var path: String
+        var maxEdge: Int
+    }
+
+    /// The queue every job goes through.
+    public let queue: HeavyWorkQueue
+    /// Most bytes of decoded pixels kept in the cache (least recently used first out).
+    public let cacheByteLimit: Int
+    private var cache: [CacheKey: (pixels: RGBAPixels, lastUse: UInt64)] = [:]
+    private var useCounter: UInt64 = 0
+
+    /// - Parameters:
+    ///   - queue: the heavy-work queue (default: a new one running one job at a time).
+    ///   - cacheByteLimit: default 64 MiB.
+    public init(queue: HeavyWorkQueue = HeavyWorkQueue(maximumConcurrency: 1), cacheByteLimit: Int = 64 << 20) {
+        self.queue = queue
+        self.cacheByteLimit = cacheByteLimit
+    }
+
+    /// Writes the targets of one photo (one decode); see ``ImageResizer/resize(contentsOfFile:to:options:)``.
+    /// - Throws: `CancellationError` when the caller is cancelled before the job starts (nothing is
+    ///   written), else the resizer's ``TileError``.
+    public func makeCopies(
+        of path: String, targets: [ImageResizer.Target], options: ImageResizer.Options = ImageResizer.Options()
+    ) async throws -> [ImageResizer.Result] {
+        try await queue.run { try ImageResizer.resize(contentsOfFile: path, to: targets, options: options) }
+    }
+
+    /// The upright decoded pixels of a thumbnail of `path` (longest edge `maxEdge`), from the cache or
+    /// made off the caller's thread and cached.
+    public func pixels(of path: String, maxEdge: Int) async throws -> RGBAPixels {
+        let key = CacheKey(path: path, maxEdge: maxEdge)
+        useCounter += 1
+        if let hit = cache[key] {
+            cache[key] = (hit.pixels, useCounter)
+            return hit.pixels
+        }
+        var settings = ImageResizer.Options()
+        settings.returnsPixels = true
+        let options = settings
+        let results = try await queue.run {
+            try ImageResizer.resize(contentsOfFile: path, to: [.init(maxEdge: maxEdge, path: nil)], options: options)
+        }
+        guard let pixels = results.first?.pixels else { throw TileError(.invalidArgument, "no pixels for \(path)") }
+        useCounter += 1
+        cache[key] = (pixels, useCounter)
+        evict()
+        return pixels
+    }
+
+    /// Drops every cached thumbnail of `path` (the image is no longer shown).
+    public func unload(_ path: String) { cache = cache.filter { $0.key.path != path } }
+
+    /// Bytes of decoded pixels held in the cache.
+    public var cachedByteCount: Int { cache.values.reduce(0) { $0 + $1.pixels.bytes.count } }
+
+    private func evict() {
+        while cachedByteCount > cacheByteLimit, let oldest = cache.min(by: { $0.value.lastUse < $1.value.lastUse }) {
+            cache[oldest.key] = nil
+        }
+    }
+}
