@@ -13,10 +13,13 @@ let package = Package(
     products: [
         .library(name: "TileCore", targets: ["TileCore"]),
         .library(name: "TileActors", targets: ["TileActors"]),
+        .library(name: "TileNetwork", targets: ["TileNetwork"]),
         .executable(name: "tiler", targets: ["tiler"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .systemLibrary(
@@ -32,10 +35,30 @@ let package = Package(
         .target(name: "TileCore", dependencies: ["CJpegShim"], swiftSettings: swiftSettings),
         .target(name: "TileActors", dependencies: ["TileCore"], swiftSettings: swiftSettings),
         .testTarget(name: "TileActorsTests", dependencies: ["TileActors", "TileCore"], swiftSettings: swiftSettings),
+        .target(
+            name: "TileNetwork",
+            dependencies: [
+                "TileActors", "TileCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TileNetworkTests",
+            dependencies: [
+                "TileNetwork", "TileActors", "TileCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "tiler",
             dependencies: [
-                "TileCore", "TileActors",
+                "TileCore", "TileActors", "TileNetwork",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

@@ -51,8 +51,10 @@ public actor ImageLoader {
     /// - Parameters:
     ///   - sources: the images, started in this order.
     ///   - options: the build options of the image at each index (e.g. its own persistent store).
+    ///   - onProgress: called with an image's index and each of its progress reports, if given.
     public func load(
-        _ sources: [any ImageSource], options: @Sendable (Int) -> BuildOptions = { _ in BuildOptions() }
+        _ sources: [any ImageSource], options: @Sendable (Int) -> BuildOptions = { _ in BuildOptions() },
+        onProgress: (@Sendable (Int, ImageBuilder.Progress) -> Void)? = nil
     ) async -> BatchReport {
         let clock = ContinuousClock()
         let start = clock.now
@@ -65,7 +67,7 @@ public actor ImageLoader {
                 next += 1
                 let source = sources[index]
                 let buildOptions = options(index)
-                group.addTask { await self.loadOne(source, index: index, options: buildOptions) }
+                group.addTask { await self.loadOne(source, index: index, options: buildOptions, onProgress: onProgress) }
             }
             for _ in 0..<min(maximumConcurrency, sources.count) { startNext() }
             for await result in group {
@@ -86,7 +88,10 @@ public actor ImageLoader {
         await builders[index]?.cancel()
     }
 
-    private func loadOne(_ source: any ImageSource, index: Int, options: BuildOptions) async -> ImageResult {
+    private func loadOne(
+        _ source: any ImageSource, index: Int, options: BuildOptions,
+        onProgress: (@Sendable (Int, ImageBuilder.Progress) -> Void)?
+    ) async -> ImageResult {
         let clock = ContinuousClock()
         let start = clock.now
         let builder: ImageBuilder
@@ -96,6 +101,10 @@ public actor ImageLoader {
         builders[index] = builder
         if cancelled.contains(index) { await builder.cancel() }
         defer { builders[index] = nil }
+        let watcher = onProgress.map { report in
+            Task { for await p in builder.progress { report(index, p) } }
+        }
+        defer { watcher?.cancel() }
         let result: Result<TiledImage, TileError>
         do {
             try await source.feed(into: builder)
@@ -103,6 +112,9 @@ public actor ImageLoader {
         } catch let error as TileError {
             await builder.fail(error)
             result = .failure(error)
+        } catch let error as any TileErrorConvertible {
+            await builder.fail(error.tileError)
+            result = .failure(error.tileError)
         } catch is CancellationError {
             await builder.cancel()
             result = .failure(TileError(.cancelled, "the load was cancelled"))

@@ -1,0 +1,90 @@
+public import AsyncHTTPClient
+import Foundation
+public import NIOCore
+import NIOHTTP1
+public import TileActors
+import TileCore
+
+/// A JPEG served over HTTP(S): the response body is streamed into an ``ImageBuilder`` chunk by chunk as
+/// it arrives (with backpressure), never buffered whole, so decoding and tiling run during the download.
+///
+/// Redirects are followed up to the client's limit; a status outside 200...299 fails with
+/// ``NetworkError/Code/httpStatus``; a body shorter than its Content-Length, or a connection that drops
+/// mid-body, fails with ``NetworkError/Code/truncated`` (bytes received included). Cancelling the task
+/// closes the connection.
+public struct HTTPImageSource: ImageSource {
+    public let url: String
+    public var name: String { url }
+    private let client: HTTPClient
+    private let timeout: TimeAmount
+
+    /// - Parameters:
+    ///   - url: an http or https URL.
+    ///   - client: the HTTP client (default ``HTTPImageSource/sharedClient``); its configuration holds
+    ///     the connect and idle-read timeouts and the redirect limit.
+    ///   - timeout: the longest the whole transfer may take (default 10 minutes).
+    public init(url: String, client: HTTPClient = HTTPImageSource.sharedClient, timeout: TimeAmount = .minutes(10)) {
+        self.url = url
+        self.client = client
+        self.timeout = timeout
+    }
+
+    /// A client made with ``makeClient(connectTimeout:readTimeout:maximumRedirects:)``'s defaults.
+    public static let sharedClient = makeClient()
+
+    /// Makes an HTTP client for image sources.
+    /// - Parameters:
+    ///   - connectTimeout: default 10 s.
+    ///   - readTimeout: the longest wait for the next bytes, default 30 s.
+    ///   - maximumRedirects: default 5 (cycles refused).
+    public static func makeClient(
+        connectTimeout: TimeAmount = .seconds(10), readTimeout: TimeAmount = .seconds(30), maximumRedirects: Int = 5
+    ) -> HTTPClient {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .follow(max: maximumRedirects, allowCycles: false),
+            timeout: .init(connect: connectTimeout, read: readTimeout))
+        configuration.decompression = .disabled
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    public func feed(into builder: ImageBuilder) async throws {
+        let request = HTTPClientRequest(url: url)
+        let response: HTTPClientResponse
+        do { response = try await client.execute(request, timeout: timeout) } catch {
+            throw Self.classify(error, url: url, received: 0, expected: nil, duringBody: false)
+        }
+        guard (200...299).contains(Int(response.status.code)) else {
+            throw NetworkError(code: .httpStatus, url: url, status: Int(response.status.code), bytesReceived: 0)
+        }
+        let expected = response.headers.first(name: "content-length").flatMap { Int($0) }
+        await builder.setExpectedBytes(expected)
+        var received = 0
+        do {
+            for try await buffer in response.body {
+                received += buffer.readableBytes
+                try await builder.append(Array(buffer: buffer))
+            }
+        } catch let error as TileError {
+            throw error
+        } catch {
+            throw Self.classify(error, url: url, received: received, expected: expected, duringBody: true)
+        }
+        if let expected, received < expected {
+            throw NetworkError(code: .truncated, url: url, bytesReceived: received, expectedBytes: expected)
+        }
+    }
+
+    static func classify(_ error: any Error, url: String, received: Int, expected: Int?, duringBody: Bool) -> any Error {
+        if error is CancellationError { return error }
+        if let client = error as? HTTPClientError {
+            if client == .cancelled { return CancellationError() }
+            if client == .readTimeout || client == .connectTimeout || client == .deadlineExceeded {
+                return NetworkError(code: .timeout, url: url, bytesReceived: received, expectedBytes: expected, cause: "\(client)")
+            }
+        }
+        if duringBody {
+            return NetworkError(code: .truncated, url: url, bytesReceived: received, expectedBytes: expected, cause: "\(error)")
+        }
+        return NetworkError(code: .connection, url: url, bytesReceived: received, expectedBytes: expected, cause: "\(error)")
+    }
+}

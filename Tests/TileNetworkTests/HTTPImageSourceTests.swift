@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+import TileActors
+import TileCore
+import TileNetwork
+
+@Suite("HTTP image source (loopback)", .serialized)
+struct HTTPImageSourceTests {
+    static func jpeg() throws -> Data {
+        var pixels = [UInt8](repeating: 255, count: 640 * 480 * 4)
+        for i in stride(from: 0, to: pixels.count, by: 4) {
+            pixels[i] = UInt8((i / 4) % 640 * 255 / 639)
+            pixels[i + 1] = UInt8((i / 4) / 640 * 255 / 479)
+            pixels[i + 2] = UInt8((i / 7) & 255)
+        }
+        return try JPEGEncoder.encode(pixels: pixels, width: 640, height: 480)
+    }
+
+    static func networkError(_ body: () async throws -> Void) async -> NetworkError? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return error as? NetworkError
+        }
+    }
+
+    @Test("the tiles of a download equal a build of the same bytes; redirects are followed")
+    func downloadMatchesFileBuild() async throws {
+        let data = try Self.jpeg()
+        let server = try await TestHTTPServer(data: data, chunkSize: 4096)
+        defer { Task { await server.stop() } }
+        let expected = try TileBuilder.build(data: data).allTiles()
+        for path in ["/image", "/redirect"] {
+            let builder = try ImageBuilder()
+            try await HTTPImageSource(url: server.url(path)).feed(into: builder)
+            #expect(try await builder.finish().allTiles() == expected, "\(path)")
+        }
+        await server.stop()
+    }
+
+    @Test("decoding is under way while the body is still arriving")
+    func decodesDuringDownload() async throws {
+        let data = try Self.jpeg()
+        let server = try await TestHTTPServer(data: data, chunkSize: 2048, delay: .zero)
+        let builder = try ImageBuilder()
+        let download = Task { try await HTTPImageSource(url: server.url("/gated")).feed(into: builder) }
+        var rowsBeforeLastChunk = 0
+        for await progress in builder.progress where progress.rowsDecoded > 0 {
+            rowsBeforeLastChunk = progress.rowsDecoded
+            break
+        }
+        #expect(!server.gate.isOpen)  // the last chunk has not been sent yet
+        server.gate.open()
+        try await download.value
+        _ = try await builder.finish()
+        #expect(rowsBeforeLastChunk > 0)
+        await server.stop()
+    }
+
+    @Test("404 and 500 fail with their status codes")
+    func statusCodes() async throws {
+        let server = try await TestHTTPServer(data: try Self.jpeg())
+        for (path, status) in [("/404", 404), ("/500", 500)] {
+            let builder = try ImageBuilder()
+            let error = await Self.networkError { try await HTTPImageSource(url: server.url(path)).feed(into: builder) }
+            #expect(error?.code == .httpStatus && error?.status == status)
+        }
+        await server.stop()
+    }
+
+    @Test("a body shorter than its Content-Length, or a dropped connection, is truncated and leaves no file",
+          arguments: ["/short-length", "/drop"])
+    func truncatedBodies(path: String) async throws {
+        let data = try Self.jpeg()
+        let server = try await TestHTTPServer(data: data, chunkSize: 4096)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("net-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var options = BuildOptions()
+        options.storage = .persistent(path: folder.appendingPathComponent("x.tiles").path)
+        let fixed = options
+        let report = await ImageLoader().load([HTTPImageSource(url: server.url(path))]) { _ in fixed }
+        guard case .failure(let error) = report.images[0].result else {
+            Issue.record("a truncated body built an image")
+            return
+        }
+        #expect(error.code == .truncated)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        await server.stop()
+    }
+
+    @Test("cancelling mid-download stops the transfer and removes the files")
+    func cancellation() async throws {
+        let data = try Self.jpeg()
+        let server = try await TestHTTPServer(data: data, chunkSize: 512, delay: .milliseconds(5))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("net-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var options = BuildOptions()
+        options.storage = .persistent(path: folder.appendingPathComponent("x.tiles").path)
+        let builder = try ImageBuilder(options: options)
+        let task = Task { try await HTTPImageSource(url: server.url("/image")).feed(into: builder) }
+        for await progress in builder.progress where progress.bytesReceived > 4096 { break }
+        task.cancel()
+        _ = try? await task.value
+        await builder.cancel()
+        let servedAtCancel = server.bytesServed
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(server.bytesServed - servedAtCancel < data.count / 2)  // the transfer stopped
+        #expect(server.bytesServed < data.count)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        await server.stop()
+    }
+}
+
+extension TiledImage {
+    func allTiles() throws -> [[UInt8]] {
+        var tiles: [[UInt8]] = []
+        for level in 0..<levelCount {
+            for row in 0..<self.level(level).rows {
+                for column in 0..<self.level(level).columns { tiles.append(try readTile(level: level, column: column, row: row)) }
+            }
+        }
+        return tiles
+    }
+}

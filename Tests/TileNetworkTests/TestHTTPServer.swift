@@ -1,0 +1,124 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A small HTTP server on 127.0.0.1 for the tests: it serves bytes in chunks with a delay between them,
+/// and misbehaves on purpose on some paths. Every loop is bounded; it stops when the test stops it.
+final class TestHTTPServer: Sendable {
+    /// Holds the last chunk of `/gated` back until opened (bounded: 10 s).
+    final class Gate: Sendable {
+        private let state = Mutex(false)
+        func open() { state.withLock { $0 = true } }
+        var isOpen: Bool { state.withLock { $0 } }
+    }
+
+    let data: Data
+    let chunkSize: Int
+    let delay: Duration
+    let gate = Gate()
+    private let served = Mutex(0)
+    private let channel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
+    private let acceptTask = Mutex<Task<Void, Never>?>(nil)
+    let port: Int
+
+    /// Body bytes written so far, over all requests.
+    var bytesServed: Int { served.withLock { $0 } }
+
+    init(data: Data, chunkSize: Int = 16 * 1024, delay: Duration = .milliseconds(1)) async throws {
+        self.data = data
+        self.chunkSize = chunkSize
+        self.delay = delay
+        channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: "127.0.0.1", port: 0) { child in
+                child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.configureHTTPServerPipeline()
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                        wrappingChannelSynchronously: child)
+                }
+            }
+        port = channel.channel.localAddress?.port ?? 0
+        let channel = self.channel
+        let task = Task { [self] () -> Void in
+            _ = try? await channel.executeThenClose { connections in
+                await withDiscardingTaskGroup { group in
+                    do {
+                        for try await connection in connections {
+                            group.addTask { try? await self.handle(connection) }
+                        }
+                    } catch {}
+                }
+            }
+        }
+        acceptTask.withLock { $0 = task }
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    func stop() async {
+        acceptTask.withLock { $0?.cancel() }
+        try? await channel.channel.close()
+    }
+
+    private func handle(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async throws {
+        try await connection.executeThenClose { inbound, outbound in
+            for try await part in inbound {
+                guard case .head(let head) = part else { continue }
+                let keepGoing = try await respond(to: head.uri, outbound)
+                if !keepGoing { return }
+            }
+        }
+    }
+
+    /// Answers one request; returns false when the connection must close now.
+    private func respond(to uri: String, _ out: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws -> Bool {
+        func head(_ status: HTTPResponseStatus, _ headers: [(String, String)]) async throws {
+            try await out.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: HTTPHeaders(headers))))
+        }
+        switch uri {
+        case "/404", "/500":
+            try await head(uri == "/404" ? .notFound : .internalServerError, [("content-length", "0")])
+            try await out.write(.end(nil))
+            return true
+        case "/redirect":
+            try await head(.found, [("location", "/image"), ("content-length", "0")])
+            try await out.write(.end(nil))
+            return true
+        case "/short-length":  // announces the whole file, sends half, closes
+            try await head(.ok, [("content-length", "\(data.count)")])
+            try await send(data.prefix(data.count / 2), out)
+            return false
+        case "/drop":  // chunked, no length: half the file, then the connection drops
+            try await head(.ok, [("transfer-encoding", "chunked")])
+            try await send(data.prefix(data.count / 2), out)
+            return false
+        case "/gated":  // everything but the last chunk, then waits for the gate
+            try await head(.ok, [("content-length", "\(data.count)")])
+            let split = data.count - min(chunkSize, data.count)
+            try await send(data.prefix(split), out)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !gate.isOpen && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+            try await send(data.suffix(from: data.startIndex + split), out)
+            try await out.write(.end(nil))
+            return true
+        default:  // "/image"
+            try await head(.ok, [("content-length", "\(data.count)")])
+            try await send(data, out)
+            try await out.write(.end(nil))
+            return true
+        }
+    }
+
+    private func send(_ bytes: Data, _ out: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws {
+        var offset = bytes.startIndex
+        while offset < bytes.endIndex {
+            let end = min(offset + chunkSize, bytes.endIndex)
+            try await out.write(.body(.byteBuffer(ByteBuffer(bytes: bytes[offset..<end]))))
+            served.withLock { $0 += end - offset }
+            offset = end
+            if delay > .zero { try await Task.sleep(for: delay) }
+        }
+    }
+}
