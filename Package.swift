@@ -65,7 +65,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "Benchmarks",
-            dependencies: ["TileCore", "TileActors", "CJpegShim"],
+            dependencies: [
+                "TileCore", "TileActors", "TileNetwork", "CJpegShim",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             path: "Benchmarks/Benchmarks",
             swiftSettings: swiftSettings
         ),

@@ -6,7 +6,7 @@ import TileCore
 import Glibc
 #endif
 
-/// `swift run -c release Benchmarks [--input PATH] [--loader-input PATH] [--runs N] [--scenario NAME] [--json]`
+/// `swift run -c release Benchmarks [--input PATH] [--loader-input PATH] [--rate-mbps R] [--runs N] [--scenario NAME] [--json]`
 ///
 /// Every scenario runs in a child process (so its peak RSS is its own), `runs` times; the table shows
 /// medians, side by side with the reference tools when they are on PATH, as ratios to the decode floor.
@@ -29,7 +29,13 @@ struct Benchmarks {
         }
         var results: [ScenarioResult] = []
         let loaderInput = arguments.value("--loader-input") ?? defaultLoaderInput(input)
-        for scenario in Scenario.all(input: input, loaderInput: loaderInput) where selected == nil || scenario.name == selected {
+        // The download scenarios fetch the input from this process at a fixed rate (default 20 MB/s).
+        let rate = Double(arguments.value("--rate-mbps") ?? "") ?? 20
+        let server = try await RateLimitedServer(file: input, bytesPerSecond: rate * 1e6)
+        defer { Task { await server.stop() } }
+        let networkURL = "http://127.0.0.1:\(server.port)/image.jpg"
+        if !json { print("download scenarios: served on loopback at \(rate) MB/s") }
+        for scenario in Scenario.all(input: input, loaderInput: loaderInput, networkURL: networkURL) where selected == nil || scenario.name == selected {
             guard scenario.isAvailable else {
                 if !json { print("  \(scenario.name): skipped (\(scenario.missing ?? "not available"))") }
                 continue

@@ -1,7 +1,10 @@
+import AsyncHTTPClient
 import CJpegShim
+import NIOCore
 import Foundation
 import TileActors
 import TileCore
+import TileNetwork
 
 /// The in-process scenarios, run once in a child process; the elapsed seconds go to `--report`.
 func runChild(_ name: String, arguments: Arguments) async throws {
@@ -58,6 +61,19 @@ func runChild(_ name: String, arguments: Arguments) async throws {
             }
             try await group.waitForAll()
         }
+    case "net-download-only", "net-download-then-build":
+        // The whole body into memory (AsyncHTTPClient), then (for the second) a build of it.
+        guard let url = arguments.value("--url") else { throw BenchmarkError("--url missing") }
+        let response = try await HTTPImageSource.sharedClient.execute(HTTPClientRequest(url: url), timeout: .minutes(5))
+        var body = try await response.body.collect(upTo: 1 << 31)
+        let bytes = body.readBytes(length: body.readableBytes) ?? []
+        if name == "net-download-then-build" { _ = try TileBuilder.build(data: bytes) }
+    case "net-stream-build":
+        // Build while downloading: HTTPImageSource streams the body into an ImageBuilder.
+        guard let url = arguments.value("--url") else { throw BenchmarkError("--url missing") }
+        let builder = try ImageBuilder()
+        try await HTTPImageSource(url: url).feed(into: builder)
+        _ = try await builder.finish()
     case "info-read":
         try latencyReport(["warm": try ReadScenarios.infoReads(input: input)], to: report)
         return

@@ -20,10 +20,12 @@ struct Scenario {
     var missing: String?
     /// Per-operation latencies (reported in microseconds, p50 and p99) rather than a whole job.
     var isLatency = false
+    /// Extra arguments for the child (e.g. the URL of the rate-limited server).
+    var childArguments: [String] = []
 
     var isAvailable: Bool { missing == nil }
 
-    static func all(input: String, loaderInput: String) -> [Scenario] {
+    static func all(input: String, loaderInput: String, networkURL: String) -> [Scenario] {
         let scratch = NSTemporaryDirectory() + "/tiledimagekit-bench-\(getpid())"
         var list = [
             Scenario(name: "decode-floor", kind: .inProcess, input: input),
@@ -37,6 +39,9 @@ struct Scenario {
             Scenario(name: "info-read", kind: .inProcess, input: input, isLatency: true),
             Scenario(name: "load-8-c1", kind: .inProcess, input: loaderInput),
             Scenario(name: "load-8-c2", kind: .inProcess, input: loaderInput),
+            Scenario(name: "net-download-only", kind: .inProcess, input: input, childArguments: ["--url", networkURL]),
+            Scenario(name: "net-download-then-build", kind: .inProcess, input: input, childArguments: ["--url", networkURL]),
+            Scenario(name: "net-stream-build", kind: .inProcess, input: input, childArguments: ["--url", networkURL]),
             Scenario(name: "thumb-1500", kind: .inProcess, input: loaderInput),
             Scenario(name: "thumbnailer-100-q1", kind: .inProcess, input: loaderInput),
             Scenario(name: "thumbnailer-100-q2", kind: .inProcess, input: loaderInput),
@@ -88,7 +93,7 @@ struct Scenario {
             let report = NSTemporaryDirectory() + "/tiledimagekit-bench-\(getpid())-\(name).txt"
             defer { unlink(report) }
             let child = try ChildProcess.run(
-                ChildProcess.selfExecutable, ["--child", name, "--input", input, "--report", report])
+                ChildProcess.selfExecutable, ["--child", name, "--input", input, "--report", report] + childArguments)
             let words = ((try? String(contentsOfFile: report, encoding: .utf8)) ?? "").split(whereSeparator: \.isWhitespace)
             guard child.exitStatus == 0, let first = words.first, let seconds = Double(first) else {
                 throw BenchmarkError("scenario \(name) failed (exit \(child.exitStatus))")
