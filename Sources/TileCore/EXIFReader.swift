@@ -42,10 +42,12 @@ struct EXIFReader {
     private(set) var tags: [String: EXIFValue] = [:]
     /// The Orientation tag (0x0112) of IFD0, whatever its value.
     private(set) var orientation: Int?
+    /// Where the Orientation tag's SHORT value sits in the block, so a copy can be set upright.
+    private(set) var orientationValueOffset: Int?
     private(set) var problem: String?
 
     private let bytes: [UInt8]
-    private var littleEndian = true
+    private(set) var littleEndian = true
     private var visited: Set<Int> = []
 
     init(_ bytes: [UInt8]) {
@@ -88,6 +90,7 @@ struct EXIFReader {
             guard let value = readValue(type: type, count: n, entry: at) else { continue }
             if tag == 0x0112, isIFD0, case .integers(let v) = value, let first = v.first {
                 orientation = first
+                if type == 3 && n == 1 { orientationValueOffset = at + 8 }
             }
             tags[Self.names[tag] ?? "Tag0x" + String(tag, radix: 16, uppercase: true)] = value
         }
@@ -128,6 +131,15 @@ struct EXIFReader {
             })
         default: return .bytes(Array(bytes[start..<(start + total)]))
         }
+    }
+
+    /// A copy of `block` with its IFD0 Orientation set to 1 (upright), when it has one.
+    static func uprightCopy(of block: [UInt8]) -> [UInt8] {
+        let reader = EXIFReader(block)
+        guard let offset = reader.orientationValueOffset, offset + 2 <= block.count else { return block }
+        var copy = block
+        (copy[offset], copy[offset + 1]) = reader.littleEndian ? (1, 0) : (0, 1)
+        return copy
     }
 
     static let names: [Int: String] = [

@@ -35,6 +35,8 @@ public struct ImageInfo: Sendable, Hashable {
     public var exifProblem: String?
     /// Bytes of the file up to and including the first SOS marker.
     public var headerByteCount: Int
+    /// The EXIF block (the TIFF structure after `Exif\0\0`), as stored.
+    public var exifBlock: [UInt8]?
 
     /// JFIF pixel density.
     public struct Density: Sendable, Hashable {
@@ -70,6 +72,7 @@ public struct ImageInfo: Sendable, Hashable {
         colorSpace = Self.colorSpace(frame, jfif: s.jfifDensity != nil, adobe: s.adobeTransform)
         subsampling = Self.subsampling(frame)
         exif = [:]
+        exifBlock = s.exif
         if let block = s.exif {
             let reader = EXIFReader(block)
             exif = reader.tags

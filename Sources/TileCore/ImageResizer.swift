@@ -26,8 +26,12 @@ public enum ImageResizer {
         public var progressive = false
         /// Default: the EXIF tag's orientation; the output is upright and carries no orientation tag.
         public var orientation: OrientationOption = .fromExif
-        /// Keep the source's ICC profile (default `true`). Other metadata is dropped.
+        /// Keep the source's ICC profile (default `true`).
         public var keepsICCProfile = true
+        /// Keep the source's EXIF block (default `false`: other metadata is dropped). The copy's
+        /// Orientation is set to 1, since the pixels are written upright; its other tags (pixel
+        /// dimensions, thumbnail) are copied as they are.
+        public var keepsEXIF = false
         /// An image already within a target is copied through byte for byte (default); `true`
         /// re-encodes it upright instead.
         public var reencodesSmallImages = false

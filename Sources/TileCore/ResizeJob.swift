@@ -114,6 +114,9 @@ struct ResizeJob {
         encoding.progressive = options.progressive
         encoding.optimizeCoding = true
         let encoder = try JPEGEncoder(width: pixels.width, height: pixels.height, options: encoding)
+        if options.keepsEXIF, let block = info.exifBlock, block.count <= 65_527 {
+            try encoder.writeMarker(0xE1, Array("Exif\0\0".utf8) + EXIFReader.uprightCopy(of: block))
+        }
         if options.keepsICCProfile, let icc = info.iccProfile { try encoder.writeICCProfile(icc) }
         var failure: TileError?
         pixels.bytes.withUnsafeBytes { raw in

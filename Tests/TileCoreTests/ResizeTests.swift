@@ -107,6 +107,24 @@ struct ResizeTests {
         }
     }
 
+    @Test("EXIF is dropped by default; kept on request with its orientation set to 1", arguments: [false, true])
+    func exifOnRequest(bigEndian: Bool) throws {
+        let data = try MetadataTests.jpeg(withEXIF: MetadataTests.exifBlock(bigEndian: bigEndian, orientation: 6))
+        let out = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: out) }
+        let dropped = out.appendingPathComponent("dropped.jpg").path, kept = out.appendingPathComponent("kept.jpg").path
+        var options = ImageResizer.Options()
+        options.reencodesSmallImages = true
+        _ = try ImageResizer.resize(data: data, to: [.init(maxEdge: 8, path: dropped)], options: options)
+        options.keepsEXIF = true
+        let result = try #require(try ImageResizer.resize(data: data, to: [.init(maxEdge: 8, path: kept)], options: options).first)
+        #expect((result.width, result.height) == (4, 8))  // 16x8 stored, orientation 6: upright 8x16
+        #expect(try ImageInfo.read(contentsOfFile: dropped).exif.isEmpty)
+        let info = try ImageInfo.read(contentsOfFile: kept)
+        #expect(info.exifOrientation == 1)
+        #expect(info.exif["Make"] == .string("Canon"))
+    }
+
     @Test("an image within the limit is copied through unchanged")
     func copiedThrough() throws {
         let data = try Synthetic.jpeg(.init(width: 120, height: 90))
