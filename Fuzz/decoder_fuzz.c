@@ -1,8 +1,9 @@
 /*
  * libFuzzer target for the C shim, driven as the Swift side drives it: header, then feeds of varying
- * sizes, scanlines through the pyramid writer into memory-backed files. The first input byte picks
- * the chunk size and the writer (pwrite strips with or without threads, or the mmap window); the
- * pixel limit is low so the fuzzer explores rather than allocates.
+ * sizes, scanlines through the pyramid writer into memory-backed files. The last input byte picks
+ * the chunk size and the writer (pwrite strips with or without threads, or the mmap window) and stays
+ * in the stream (bytes after EOI are ignored), so plain JPEG seeds decode as they are; the pixel
+ * limit is low so the fuzzer explores rather than allocates.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -44,10 +45,9 @@ static int pump(cjs_decoder *d, cjs_pyramid *p, int *stage) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     const size_t chunks[] = {1, 7, 64, 512, 4096, 65536};
-    size_t chunk = chunks[data[0] % 6];
-    int kind = (data[0] >> 3) % 3;
-    data++;
-    size--;
+    uint8_t config = data[size - 1];
+    size_t chunk = chunks[config % 6];
+    int kind = (config >> 3) % 3;
     cjs_decoder *d;
     cjs_decoder_options options = {.warning_limit = 1000};
     if (cjs_decoder_create(&options, &d) != CJS_OK) return 0;

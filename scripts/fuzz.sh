@@ -13,7 +13,7 @@ clang=$(command -v clang || echo /opt/swift/usr/bin/clang)
 shim=(Sources/CJpegShim/{decoder,errors,window,pipeline,rows,encoder,reference}.c)
 "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
   -I Sources/CJpegShim/include -I Sources/CJpegShim Fuzz/decoder_fuzz.c "${shim[@]}" -ljpeg -lpthread \
-  -o "$out/decoder_fuzz" || exit 1
+  -o "$out/decoder_fuzz" 2>"$out/clang.log" || { cat "$out/clang.log"; exit 1; }
 swiftc -sanitize=fuzzer,address -parse-as-library -O Fuzz/metadata_fuzz.swift \
   Sources/TileCore/{HeaderSegments,EXIFReader,ImageInfo,TileError,SystemCall,ImageOrientation,JPEGHeader}.swift \
   -o "$out/metadata_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
