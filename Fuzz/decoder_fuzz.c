@@ -14,7 +14,9 @@
 
 #include "cjpeg_shim.h"
 
-enum { MAX_PIXELS = 1 << 20, TILE = 64, MAX_LEVELS = 16 };
+/* Strips are a tile row wide whatever the height, so width is limited too (a 65500x1 header would
+ * otherwise cost a 16 MB strip per level): the point is to explore, not to allocate. */
+enum { MAX_PIXELS = 1 << 20, MAX_WIDTH = 2048, TILE = 64, MAX_LEVELS = 16 };
 
 static int pump(cjs_decoder *d, cjs_pyramid *p, int *stage) {
     for (;;) {
@@ -65,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             cjs_header h;
             cjs_status s = cjs_decoder_read_header(d, &h);
             if (s == CJS_NEED_DATA) { if (offset == size) break; continue; }
-            if (s != CJS_OK || h.width == 0 || h.height == 0 || (uint64_t)h.width * h.height > MAX_PIXELS) break;
+            if (s != CJS_OK || h.width == 0 || h.height == 0 || (uint64_t)h.width * h.height > MAX_PIXELS || h.width > MAX_WIDTH) break;
             uint32_t w = h.width, hh = h.height;
             for (count = 0; count < MAX_LEVELS; count++) {
                 uint32_t columns = (w + TILE - 1) / TILE, rows = (hh + TILE - 1) / TILE;
