@@ -76,16 +76,26 @@ public actor ImageBuilder {
     /// - Throws: ``TileError`` (``TileError/Code/cancelled`` when the task or the build was cancelled).
     public func append<Bytes: ContiguousBytes & Sendable>(_ bytes: Bytes) async throws(TileError) {
         try checkRunning()
-        let slices: [Data] = bytes.withUnsafeBytes { raw in
-            stride(from: 0, to: raw.count, by: Self.sliceByteCount).map {
-                Data(raw[$0..<min($0 + Self.sliceByteCount, raw.count)])
-            }
-        }
-        for slice in slices {
+        let count = bytes.withUnsafeBytes { $0.count }
+        var offset = 0
+        while offset < count {
             if Task.isCancelled { cancel(); throw TileError(.cancelled, "the task was cancelled") }
-            try timed { () throws(TileError) in try builder.append(slice) }
+            let range = offset..<min(offset + Self.sliceByteCount, count)
+            try timed { () throws(TileError) in try appendSlice(of: bytes, range) }
+            offset = range.upperBound
             await afterWork()
         }
+    }
+
+    /// Feeds one slice of `bytes` to the builder in place: the decoder's own copy is the only one.
+    private func appendSlice<Bytes: ContiguousBytes>(of bytes: Bytes, _ range: Range<Int>) throws(TileError) {
+        var failure: TileError?
+        bytes.withUnsafeBytes { raw in
+            do throws(TileError) { try builder.append(UnsafeRawBufferPointer(rebasing: raw[range])) } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
     }
 
     /// Ends the input, completes the pyramid and returns it.
