@@ -77,8 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 w = (w + 1) / 2;
                 hh = (hh + 1) / 2;
             }
-            int flags = kind == 1 ? CJS_PYRAMID_THREADED | CJS_PYRAMID_DOUBLE_STRIPS : 0;
-            if (cjs_pyramid_create(levels, count, TILE, kind == 2 ? CJS_WRITER_MMAP : CJS_WRITER_PWRITE, flags,
+            int flags = kind == 1 ? CJS_PYRAMID_THREADED | CJS_PYRAMID_WRITE_BEHIND : 0;
+            if (cjs_pyramid_create(levels, count, TILE, 0, kind == 2 ? CJS_WRITER_MMAP : CJS_WRITER_PWRITE, flags,
                                    progress, &p) != CJS_OK) break;
         }
         int r = pump(d, p, &stage);

@@ -1,5 +1,9 @@
-/* pipeline.c: the ring of decoded rows, the worker thread (scatter, shrink) and the I/O thread. */
+/* pipeline.c: the ring of decoded rows, the worker thread (scatter, shrink, band writes) and the
+ * reaper thread (completions of the asynchronous writes). */
+#include <errno.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "pyramid.h"
 
@@ -26,24 +30,40 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-/* The writer: writes each queued strip, in order, and marks its tile row complete. */
-static void *writer_main(void *arg) {
+/* The reaper: takes the completions of the asynchronous band writes. */
+static void *reaper_main(void *arg) {
     cjs_pyramid *p = arg;
+    struct io_event events[64];
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (!p->stopping && p->job_count == 0) pthread_cond_wait(&p->changed, &p->lock);
-        if (p->stopping) break;
-        io_job job = p->jobs[p->job_head];
-        p->job_head = (p->job_head + 1) % p->job_capacity;
-        p->job_count--;
-        int failed = p->failed;
+        while (!p->stopping && p->io_in_flight == 0) pthread_cond_wait(&p->changed, &p->lock);
+        if (p->io_in_flight == 0) break; /* stopping, and nothing left in flight */
         pthread_mutex_unlock(&p->lock);
-        level_writer *w = &p->levels[job.level];
-        cjs_status s = failed ? CJS_ERR_IO : cjs_write_strip(p, w, job.strip, job.tile_row);
+        long n = syscall(SYS_io_getevents, p->aio, 1L, 64L, events, NULL);
+        int error = n < 0 && errno != EINTR ? errno : 0;
+        /* O_DIRECT refused by the file system after all: that block again, through the page cache. */
+        for (long i = 0; i < n; i++) {
+            if ((int64_t)events[i].res != -EINVAL) continue;
+            const struct iocb *cb = (const struct iocb *)(uintptr_t)events[i].obj;
+            level_writer *w = &p->levels[events[i].data >> 8];
+            ssize_t written = pwrite(w->geometry.fd, (const void *)(uintptr_t)cb->aio_buf, cb->aio_nbytes, (off_t)cb->aio_offset);
+            events[i].res = written < 0 ? -errno : written;
+        }
         pthread_mutex_lock(&p->lock);
-        if (s == CJS_OK) cjs_mark_complete(p, job.level, job.tile_row + 1);
-        w->strip_busy[job.strip] = 0;
-        p->io_in_flight--;
+        for (long i = 0; i < n; i++) {
+            int64_t res = (int64_t)events[i].res;
+            const struct iocb *cb = (const struct iocb *)(uintptr_t)events[i].obj;
+            int failure = res < 0 ? (int)-res : (uint64_t)res != cb->aio_nbytes ? EIO : 0;
+            p->io_in_flight--;
+            cjs_chunk_written(p, (uint32_t)(events[i].data >> 8), (int)(events[i].data & 0xff), failure);
+        }
+        if (error) {
+            /* The context is unusable: fail the build; destroy's io_destroy waits for what is left. */
+            if (!p->failed) p->error_number = error;
+            p->failed = 1;
+            pthread_cond_broadcast(&p->changed);
+            break;
+        }
         pthread_cond_broadcast(&p->changed);
     }
     pthread_mutex_unlock(&p->lock);
@@ -51,14 +71,23 @@ static void *writer_main(void *arg) {
 }
 
 cjs_status cjs_pipeline_start(cjs_pyramid *p) {
-    p->job_capacity = 2 * p->count + 2;
-    p->jobs = calloc(p->job_capacity, sizeof *p->jobs);
-    if (!p->jobs) return CJS_ERR_NOMEM;
     if (pthread_create(&p->worker, NULL, worker_main, p) != 0) return CJS_ERR_NOMEM;
     p->worker_running = 1;
-    if (!p->double_strips) return CJS_OK; /* the worker writes its strips itself */
-    if (pthread_create(&p->writer, NULL, writer_main, p) != 0) return CJS_ERR_NOMEM;
-    p->writer_running = 1;
+    if (!p->has_aio) return CJS_OK; /* the worker writes its bands itself */
+    /* Room for every block of every band buffer in flight at once. */
+    long events = 0;
+    for (uint32_t i = 0; i < p->count; i++) events += (long)p->levels[i].geometry.columns * p->band_count;
+    p->aio = 0;
+    if (syscall(SYS_io_setup, events, &p->aio) != 0) {
+        p->has_aio = 0; /* no AIO here (limits, seccomp): synchronous writes on the worker */
+        return CJS_OK;
+    }
+    if (pthread_create(&p->reaper, NULL, reaper_main, p) != 0) {
+        syscall(SYS_io_destroy, p->aio);
+        p->has_aio = 0;
+        return CJS_OK;
+    }
+    p->reaper_running = 1;
     return CJS_OK;
 }
 
@@ -69,28 +98,12 @@ void cjs_pipeline_stop(cjs_pyramid *p) {
     pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->lock);
     if (p->worker_running) pthread_join(p->worker, NULL);
-    if (p->writer_running) pthread_join(p->writer, NULL);
-    p->worker_running = p->writer_running = 0;
+    if (p->reaper_running) pthread_join(p->reaper, NULL); /* returns once nothing is in flight */
+    if (p->has_aio) syscall(SYS_io_destroy, p->aio);   /* waits for anything still in flight */
+    p->worker_running = p->reaper_running = 0;
+    p->has_aio = 0;
     pthread_cond_destroy(&p->changed);
     pthread_mutex_destroy(&p->lock);
-    free(p->jobs);
-    p->jobs = NULL;
-}
-
-cjs_status cjs_pipeline_hand_over(cjs_pyramid *p, uint32_t level, uint32_t tile_row) {
-    level_writer *w = &p->levels[level];
-    pthread_mutex_lock(&p->lock);
-    uint32_t tail = (p->job_head + p->job_count) % p->job_capacity;
-    p->jobs[tail] = (io_job){level, tile_row, w->current};
-    p->job_count++;
-    p->io_in_flight++;
-    w->strip_busy[w->current] = 1;
-    w->current ^= 1;
-    pthread_cond_broadcast(&p->changed);
-    while (w->strip_busy[w->current] && !p->failed && !p->stopping) pthread_cond_wait(&p->changed, &p->lock);
-    int failed = p->failed || p->stopping;
-    pthread_mutex_unlock(&p->lock);
-    return failed ? CJS_ERR_IO : CJS_OK;
 }
 
 cjs_status cjs_pyramid_acquire_rows(cjs_pyramid *p, void **rows, size_t *stride, uint32_t *capacity) {

@@ -46,9 +46,8 @@ void cjs_shrink_rows(const uint8_t *above, const uint8_t *below, uint32_t width,
     }
 }
 
-void cjs_scatter_row(const uint8_t *row, uint32_t width, uint32_t x_offset, uint32_t tile_size,
-                     uint8_t *tile_row_base, uint32_t y_in_tile) {
-    const size_t tile_bytes = (size_t)tile_size * tile_size * 4;
+void cjs_scatter_row(const uint8_t *row, uint32_t width, uint32_t x_offset, uint32_t tile_size, size_t tile_stride,
+                     uint8_t *base, uint32_t y) {
     uint32_t x = 0;
     uint32_t padded_x = x_offset;
     while (x < width) {
@@ -56,7 +55,7 @@ void cjs_scatter_row(const uint8_t *row, uint32_t width, uint32_t x_offset, uint
         uint32_t x_in_tile = padded_x % tile_size;
         uint32_t span = tile_size - x_in_tile;
         if (span > width - x) span = width - x;
-        uint8_t *dst = tile_row_base + column * tile_bytes + ((size_t)y_in_tile * tile_size + x_in_tile) * 4;
+        uint8_t *dst = base + column * tile_stride + ((size_t)y * tile_size + x_in_tile) * 4;
         memcpy(dst, row + (size_t)x * 4, (size_t)span * 4);
         x += span;
         padded_x += span;

@@ -1,4 +1,4 @@
-/* window.c: per-level writers (two-tile-row mmap window, or pwrite strips) and the shrink chain. */
+/* window.c: per-level writers (two-tile-row mmap window, or bands: see bands.c) and the shrink chain. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,7 +22,7 @@ cjs_status cjs_fail_io(cjs_pyramid *p, int error_number) {
 }
 
 static void unmap_window(level_writer *w) {
-    if (w->window) munmap(w->window, w->tile_row_bytes * w->window_count);
+    if (w->window) munmap(w->window - w->window_delta, w->tile_row_bytes * w->window_count + w->window_delta);
     w->window = NULL;
 }
 
@@ -35,57 +35,29 @@ static cjs_status map_window(cjs_pyramid *p, level_writer *w, uint32_t first) {
     size_t length = w->tile_row_bytes * count;
     int rc = posix_fallocate(w->geometry.fd, offset, (off_t)length);
     if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) return cjs_fail_io(p, rc);
-    void *m = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, w->geometry.fd, offset);
+    /* mmap wants a page-aligned offset: tile rows of tiles whose bytes are not a page multiple start
+     * inside a page, so map from the page below. */
+    size_t delta = (size_t)(offset % (off_t)sysconf(_SC_PAGESIZE));
+    void *m = mmap(NULL, length + delta, PROT_READ | PROT_WRITE, MAP_SHARED, w->geometry.fd, offset - (off_t)delta);
     if (m == MAP_FAILED) return cjs_fail_io(p, errno);
-    w->window = m;
+    w->window = (uint8_t *)m + delta;
+    w->window_delta = delta;
     w->window_first = first;
     w->window_count = count;
     return CJS_OK;
 }
 
-cjs_status cjs_write_strip(cjs_pyramid *p, level_writer *w, int strip, uint32_t tile_row) {
-    size_t done = 0;
-    off_t offset = (off_t)tile_row * (off_t)w->tile_row_bytes;
-    int fd = w->direct_fd >= 0 ? w->direct_fd : w->geometry.fd;
-    while (done < w->tile_row_bytes) {
-        ssize_t n = pwrite(fd, w->strips[strip] + done, w->tile_row_bytes - done, offset + (off_t)done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            if (fd == w->direct_fd && errno == EINVAL) { /* O_DIRECT refused after all: buffered */
-                fd = w->geometry.fd;
-                continue;
-            }
-            return cjs_fail_io(p, errno);
-        }
-        if (n == 0) return cjs_fail_io(p, EIO);
-        done += (size_t)n;
-    }
-    return CJS_OK;
+void cjs_lock(cjs_pyramid *p) {
+    if (p->threaded) pthread_mutex_lock(&p->lock);
 }
 
-/* A tile row is complete: write it out (pwrite) or let the window move past it (mmap). */
-static cjs_status complete_tile_row(cjs_pyramid *p, uint32_t index, uint32_t tile_row, uint32_t rows_in_use) {
-    level_writer *w = &p->levels[index];
-    if (p->kind == CJS_WRITER_MMAP) {
-        unmap_window(w); /* the window is mapped again at the next row */
-        cjs_mark_complete(p, index, tile_row + 1);
-        return CJS_OK;
-    }
-    /* The last tile row may hold stale rows of an earlier one below the image: zero them. */
-    if (rows_in_use < p->tile_size) {
-        for (uint32_t c = 0; c < w->geometry.columns; c++)
-            memset(w->strips[w->current] + c * p->tile_bytes + (size_t)rows_in_use * p->tile_size * 4, 0,
-                   (size_t)(p->tile_size - rows_in_use) * p->tile_size * 4);
-    }
-    if (p->double_strips) return cjs_pipeline_hand_over(p, index, tile_row);
-    cjs_status s = cjs_write_strip(p, w, w->current, tile_row);
-    if (s == CJS_OK) cjs_mark_complete(p, index, tile_row + 1);
-    return s;
+void cjs_unlock(cjs_pyramid *p) {
+    if (p->threaded) pthread_mutex_unlock(&p->lock);
 }
 
-static uint8_t *tile_row_base(cjs_pyramid *p, level_writer *w, uint32_t tile_row, cjs_status *status) {
+/* The mmap window's base for `tile_row`, mapping the next two tile rows when it moves on. */
+static uint8_t *window_base(cjs_pyramid *p, level_writer *w, uint32_t tile_row, cjs_status *status) {
     *status = CJS_OK;
-    if (p->kind == CJS_WRITER_PWRITE) return w->strips[w->current];
     if (!w->window || tile_row >= w->window_first + w->window_count) {
         *status = map_window(p, w, tile_row);
         if (*status != CJS_OK) return NULL;
@@ -113,20 +85,25 @@ static cjs_status shrink_into_next(cjs_pyramid *p, uint32_t index, const uint8_t
 cjs_status cjs_level_push_row(cjs_pyramid *p, uint32_t index, const uint8_t *row) {
     level_writer *w = &p->levels[index];
     if (w->rows_pushed >= w->geometry.height) return CJS_ERR_ARGUMENT;
-    uint32_t padded_y = w->geometry.y_offset + w->rows_pushed;
-    uint32_t tile_row = padded_y / p->tile_size;
-    uint32_t y_in_tile = padded_y % p->tile_size;
-    cjs_status s;
-    uint8_t *base = tile_row_base(p, w, tile_row, &s);
-    if (!base) return s;
-    cjs_scatter_row(row, w->geometry.width, w->geometry.x_offset, p->tile_size, base, y_in_tile);
     w->rows_pushed++;
     int last = w->rows_pushed == w->geometry.height;
-    if (index + 1 < p->count) {
-        s = shrink_into_next(p, index, row, last);
-        if (s != CJS_OK) return s;
+    cjs_status s = CJS_OK;
+    if (p->kind == CJS_WRITER_PWRITE) {
+        s = cjs_band_push_row(p, index, row, last);
+    } else {
+        uint32_t padded_y = w->geometry.y_offset + w->rows_pushed - 1;
+        uint32_t tile_row = padded_y / p->tile_size;
+        uint32_t y_in_tile = padded_y % p->tile_size;
+        uint8_t *base = window_base(p, w, tile_row, &s);
+        if (!base) return s;
+        cjs_scatter_row(row, w->geometry.width, w->geometry.x_offset, p->tile_size, p->tile_bytes, base, y_in_tile);
+        if (y_in_tile == p->tile_size - 1 || last) {
+            unmap_window(w); /* the window is mapped again at the next row */
+            cjs_mark_complete(p, index, tile_row + 1);
+        }
     }
-    if (y_in_tile == p->tile_size - 1 || last) return complete_tile_row(p, index, tile_row, y_in_tile + 1);
+    if (s != CJS_OK) return s;
+    if (index + 1 < p->count) return shrink_into_next(p, index, row, last);
     return CJS_OK;
 }
 
@@ -148,11 +125,8 @@ static cjs_status init_level(cjs_pyramid *p, uint32_t i, const cjs_level *levels
     w->tile_row_bytes = (size_t)g->columns * p->tile_bytes;
     if (ftruncate(g->fd, (off_t)w->tile_row_bytes * (off_t)g->rows) != 0) return cjs_fail_io(p, errno);
     if (p->kind == CJS_WRITER_PWRITE) {
-        for (int s = 0; s < (p->double_strips ? 2 : 1); s++) {
-            /* 4096-aligned and zeroed: O_DIRECT needs the alignment, padding needs the zeros. */
-            if (posix_memalign((void **)&w->strips[s], 4096, w->tile_row_bytes) != 0) return CJS_ERR_NOMEM;
-            memset(w->strips[s], 0, w->tile_row_bytes);
-        }
+        cjs_status s = cjs_bands_init(p, i);
+        if (s != CJS_OK) return s;
         if (flags & CJS_PYRAMID_DIRECT_IO) w->direct_fd = open_direct(g->fd);
     }
     if (i + 1 < p->count) {
@@ -163,9 +137,10 @@ static cjs_status init_level(cjs_pyramid *p, uint32_t i, const cjs_level *levels
     return CJS_OK;
 }
 
-cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t tile_size,
+cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t tile_size, uint32_t band_rows,
                               int32_t writer_kind, int32_t flags, uint32_t *progress, cjs_pyramid **out) {
     if (!out || !levels || count == 0 || tile_size == 0 || tile_size > 4096) return CJS_ERR_ARGUMENT;
+    if (band_rows > tile_size || (band_rows && tile_size % band_rows)) return CJS_ERR_ARGUMENT;
     if (writer_kind != CJS_WRITER_MMAP && writer_kind != CJS_WRITER_PWRITE) return CJS_ERR_ARGUMENT;
     *out = NULL;
     cjs_pyramid *p = calloc(1, sizeof *p);
@@ -178,10 +153,15 @@ cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t 
     p->kind = writer_kind;
     p->progress = progress;
     p->threaded = writer_kind == CJS_WRITER_PWRITE && (flags & CJS_PYRAMID_THREADED);
-    p->double_strips = p->threaded && (flags & CJS_PYRAMID_DOUBLE_STRIPS);
-    /* Without an I/O thread the worker stalls while a strip is written: a deeper ring lets the
-     * decoder go on meanwhile (8 slots of 32 rows: about the time of one level-0 strip write). */
-    p->ring_slots = !p->threaded ? 1 : p->double_strips ? 4 : 8;
+    /* Bands of 64 rows by default (64 KiB blocks for 256-pixel tiles, aligned for O_DIRECT); whole
+     * tile rows for tiles whose size 64 does not divide. Writing behind: three bands a level (one
+     * filling, two in flight), two when bands are whole tile rows; otherwise one, written before the
+     * next is filled. */
+    p->band_rows = band_rows ? band_rows : tile_size % BAND_ROWS == 0 ? BAND_ROWS : tile_size;
+    p->chunk_bytes = (size_t)p->band_rows * tile_size * 4;
+    p->has_aio = p->threaded && (flags & CJS_PYRAMID_WRITE_BEHIND);
+    p->band_count = !p->has_aio ? 1 : p->band_rows == tile_size ? 2 : 3;
+    p->ring_slots = !p->threaded ? 1 : 4;
     /* The lock exists whenever threaded, before anything can fail, so destroy can always take it. */
     if (p->threaded && (pthread_mutex_init(&p->lock, NULL) != 0 || pthread_cond_init(&p->changed, NULL) != 0)) {
         free(p->levels);
@@ -212,8 +192,7 @@ void cjs_pyramid_destroy(cjs_pyramid *p) {
         level_writer *w = &p->levels[i];
         unmap_window(w);
         if (w->direct_fd >= 0) close(w->direct_fd);
-        free(w->strips[0]);
-        free(w->strips[1]);
+        cjs_bands_free(w);
         free(w->pending);
         free(w->shrunk);
     }

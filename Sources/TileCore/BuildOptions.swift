@@ -13,13 +13,22 @@ public struct BuildOptions: Sendable, Hashable {
     /// Tile and write on a thread of the writer's own while the caller's thread decodes, so decoding
     /// overlaps tiling and writing (``TileWriterKind/stripWrite`` only). Default `true`.
     public var overlapsWriting: Bool = true
-    /// With ``overlapsWriting``: a further thread writes each level's completed tile row while the
-    /// next one fills, so each level keeps two tile rows in memory (the design's two-row window)
-    /// instead of one. Default `true`: on the 18000x18000 benchmark it is 1.4x faster for 27 MiB more.
+    /// With ``overlapsWriting``: each level's full band (64 rows: one 64 KiB block per tile) is written
+    /// asynchronously (Linux AIO) while the next band fills, with up to two bands a level in flight;
+    /// without it the worker writes each band before filling the next. Either way a level holds a few
+    /// bands, not tile rows: about 58 MiB peak for an 18000x18000 image (see BENCHMARKS.md).
+    /// Default `true`.
     public var writesBehind: Bool = true
-    /// Write tile rows with `O_DIRECT` where the file system allows it (not tmpfs), bypassing the page
-    /// cache: filling fresh page-cache pages is the single largest cost of a build on ext4 here (see
-    /// BENCHMARKS.md). The first read of a tile then comes from the disk. Default `true`.
+    /// Rows of each tile written as one block (``TileWriterKind/stripWrite``): a divisor of
+    /// ``tileSize``; `nil` (the default) for 64 (64 KiB blocks of 256-pixel tiles) or the tile size
+    /// where 64 does not divide it. Each level holds three bands of this many rows (two when a band is
+    /// a whole tile row). Whole tile rows (`tileSize`) write 256 KiB blocks, which some devices take
+    /// faster, for about twice the memory (see BENCHMARKS.md).
+    public var writeBlockRows: Int? = nil
+    /// Write with `O_DIRECT` where the file system allows it (not tmpfs), bypassing the page cache:
+    /// filling fresh page-cache pages is the single largest cost of a build on ext4 here (see
+    /// BENCHMARKS.md). The level files' space is reserved up front, so a full disk fails the build
+    /// at its start. The first read of a tile then comes from the disk. Default `true`.
     public var bypassesPageCache: Bool = true
     /// Largest image accepted, in pixels, checked against the header before any file is sized.
     /// Default 2^30.

@@ -9,6 +9,9 @@ final class PyramidWriter {
 
     init(geometry: TileGeometry, files: LevelFiles, progress: TileRowCounters, options: BuildOptions) throws(TileError) {
         let kind = options.writer
+        if let rows = options.writeBlockRows, rows <= 0 || rows > geometry.tileSize || geometry.tileSize % rows != 0 {
+            throw TileError(.invalidArgument, "writeBlockRows \(rows) does not divide the tile size \(geometry.tileSize)")
+        }
         let levels = geometry.levels.enumerated().map { index, level in
             cjs_level(
                 fd: files.descriptors[index], width: UInt32(level.storedWidth), height: UInt32(level.storedHeight),
@@ -18,12 +21,13 @@ final class PyramidWriter {
         var handle: OpaquePointer?
         var flags: Int32 = 0
         if options.overlapsWriting { flags |= Int32(CJS_PYRAMID_THREADED) }
-        if options.writesBehind { flags |= Int32(CJS_PYRAMID_DOUBLE_STRIPS) }
+        if options.writesBehind { flags |= Int32(CJS_PYRAMID_WRITE_BEHIND) }
         if options.bypassesPageCache { flags |= Int32(CJS_PYRAMID_DIRECT_IO) }
         let kindValue = kind == .mappedWindow ? CJS_WRITER_MMAP : CJS_WRITER_PWRITE
         let status = levels.withUnsafeBufferPointer {
             cjs_pyramid_create(
-                $0.baseAddress, UInt32($0.count), UInt32(geometry.tileSize), Int32(kindValue.rawValue), flags, progress.entries, &handle)
+                $0.baseAddress, UInt32($0.count), UInt32(geometry.tileSize), UInt32(options.writeBlockRows ?? 0),
+                Int32(kindValue.rawValue), flags, progress.entries, &handle)
         }
         guard status == CJS_OK, let handle else {
             throw TileError(.io, "cannot create the level files' writers (status \(status.rawValue))", errno: 0)

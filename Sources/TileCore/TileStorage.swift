@@ -11,7 +11,8 @@ public enum TileStorage: Sendable, Hashable {
 
 /// How level 0 rows reach the level files.
 public enum TileWriterKind: Sendable, Hashable {
-    /// A strip of one tile row per level in memory, written with one `pwrite` when complete.
+    /// Bands of 64 rows per level in memory, each written as one contiguous block per tile when full
+    /// (asynchronously with ``BuildOptions/writesBehind``).
     case stripWrite
     /// A shared mapping of two tile rows of each level's file; rows are scattered into it.
     case mappedWindow

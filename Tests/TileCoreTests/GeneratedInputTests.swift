@@ -107,6 +107,41 @@ struct GeneratedInputTests {
         }
     }
 
+    @Test(
+        "tile sizes whose blocks are not 64-row bands, and images placed against the bottom-right edge, write every level right",
+        arguments: [32, 100, 128, 256])
+    func bandWriterAcrossTileSizes(tileSize: Int) throws {
+        // 100 px tiles have blocks O_DIRECT refuses (not 4096-aligned), so the writer falls back to
+        // the page cache; 128 px tiles are two bands a tile row; orientation 3 places the image
+        // against the right and bottom edges, so bands start and end inside tiles.
+        let data = try Synthetic.jpeg(.init(width: 613, height: 389))
+        let stored = try Reference.decode(data).image
+        for (name, configure) in [("defaults", { @Sendable (_: inout BuildOptions) in })] + Self.writerConfigurations {
+            for orientation in [ImageOrientation.identity, .rotate180] {
+                var options = BuildOptions()
+                options.tileSize = tileSize
+                options.orientation = .fixed(orientation)
+                configure(&options)
+                let image = try TileBuilder.build(data: data, options: options)
+                // Lower levels are box filters of the stored image, then oriented (the stated rule).
+                var shrunk = stored
+                for level in 0..<image.levelCount {
+                    if level > 0 { shrunk = Reference.shrink(shrunk) }
+                    let expected = Reference.orient(shrunk, orientation.rawValue)
+                    #expect(try image.pixels(level: level) == expected, "\(name), tile \(tileSize), \(orientation), level \(level)")
+                }
+                let l = image.level(0)
+                let corner = try image.readTile(level: 0, column: l.columns - 1, row: l.rows - 1)
+                let inside = (l.width - (l.columns - 1) * tileSize, l.height - (l.rows - 1) * tileSize)
+                #expect(
+                    corner.enumerated().allSatisfy { index, byte in
+                        let pixel = index / 4
+                        return pixel % tileSize < inside.0 && pixel / tileSize < inside.1 || byte == 0
+                    }, "\(name), tile \(tileSize), \(orientation): padding not zero")
+            }
+        }
+    }
+
     @Test("tiles become readable tile row by tile row while bytes are still arriving")
     func tilesReadableDuringBuild() throws {
         let data = try Synthetic.jpeg(.init(width: 600, height: 800))

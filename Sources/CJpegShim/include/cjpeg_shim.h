@@ -3,7 +3,7 @@
  *
  * Thin, hand-written C over libjpeg-turbo's libjpeg API (Debian's libjpeg62-turbo):
  *  - cjs_decoder: a push decoder over a suspending source manager (bytes in, RGBX rows out),
- *  - cjs_pyramid: the level writers (two-tile-row mmap window or pwrite strips) and the 2x2 shrink,
+ *  - cjs_pyramid: the level writers (two-tile-row mmap window, or bands written with pwrite/AIO) and the 2x2 shrink,
  *  - cjs_encoder: an in-memory encoder used by tests, the demo and resized copies,
  *  - cjs_reference_*: plain whole-image decodes with libjpeg's ordinary API (tests and benchmarks).
  *
@@ -157,7 +157,7 @@ typedef struct {
 typedef enum {
     /** A shared mapping of two tile rows of each level's file, rows scattered into it. */
     CJS_WRITER_MMAP = 0,
-    /** A strip buffer of one tile row per level, written with one pwrite when complete. */
+    /** Bands of 64 rows per level, each written as one block per tile when full (pwrite or AIO). */
     CJS_WRITER_PWRITE = 1,
 } cjs_writer_kind;
 
@@ -167,14 +167,15 @@ enum {
      * Scatter, shrink and write on a worker thread, so decoding overlaps tiling and writing.
      */
     CJS_PYRAMID_THREADED = 1,
-    /** Write strips with O_DIRECT where the file system allows it (bypasses the page cache). */
+    /** Write with O_DIRECT where the file system allows it (bypasses the page cache); the level
+     *  files' space is then reserved up front (posix_fallocate). */
     CJS_PYRAMID_DIRECT_IO = 2,
     /**
-     * With CJS_PYRAMID_THREADED: a third thread writes strips while the worker fills each level's
-     * second strip (two tile rows per level). Without it, the worker writes each strip itself and
-     * a deeper ring of decoded rows absorbs the wait (one tile row per level).
+     * With CJS_PYRAMID_THREADED: the worker submits each full band's writes asynchronously (Linux
+     * AIO) and fills the next band while they run (three bands per level); a reaper thread takes
+     * the completions. Without it, the worker writes each band itself before filling the next.
      */
-    CJS_PYRAMID_DOUBLE_STRIPS = 4,
+    CJS_PYRAMID_WRITE_BEHIND = 4,
 };
 
 /**
@@ -184,9 +185,11 @@ enum {
  * CJS_PYRAMID_* values; threads and O_DIRECT apply to CJS_WRITER_PWRITE only. `progress`, if not
  * NULL, has `count` entries and must outlive the pyramid: the writer stores each level's count of
  * complete tile rows there atomically (release order), so readers on any thread can follow it with
- * cjs_load_progress.
+ * cjs_load_progress. `band_rows` (pwrite writer): rows per band, a divisor of tile_size (0: 64, or
+ * the tile size if 64 does not divide it); each level holds three bands (two when a band is a whole
+ * tile row) and writes each tile's part of a band as one block.
  */
-cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t tile_size,
+cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t tile_size, uint32_t band_rows,
                               int32_t writer_kind, int32_t flags, uint32_t *progress, cjs_pyramid **out);
 /** Stops the threads (unfinished work is dropped) and frees everything. */
 void cjs_pyramid_destroy(cjs_pyramid *p);
