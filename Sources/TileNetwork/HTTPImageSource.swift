@@ -1,6 +1,7 @@
 public import AsyncHTTPClient
 import Foundation
 public import NIOCore
+import NIOFoundationCompat
 import NIOHTTP1
 public import TileActors
 import TileCore
@@ -17,6 +18,10 @@ public struct HTTPImageSource: ImageSource {
     public var name: String { url }
     private let client: HTTPClient
     private let timeout: TimeAmount
+    /// Called as each part of the body arrives, before it is decoded, with the bytes received so far
+    /// and the total the server announced (Content-Length), if any: download progress, apart from the
+    /// builder's decode progress. Called on the feeding task; keep it short.
+    public var onBodyPart: (@Sendable (_ bytesReceived: Int, _ expectedBytes: Int?) -> Void)?
 
     /// - Parameters:
     ///   - url: an http or https URL.
@@ -62,7 +67,8 @@ public struct HTTPImageSource: ImageSource {
         do {
             for try await buffer in response.body {
                 received += buffer.readableBytes
-                try await builder.append(Array(buffer: buffer))
+                onBodyPart?(received, expected)
+                try await builder.append(buffer.readableBytesView)
             }
         } catch let error as TileError {
             throw error
