@@ -14,6 +14,10 @@ import Glibc
 struct Benchmarks {
     static func main() async throws {
         let arguments = Arguments(CommandLine.arguments.dropFirst())
+        if arguments.flag("--help") || arguments.flag("-h") {
+            print(usage)
+            return
+        }
         if let child = arguments.value("--child") {
             try await runChild(child, arguments: arguments)
             return
@@ -53,6 +57,12 @@ struct Benchmarks {
         }
         if json { print(try ScenarioResult.json(results, input: input, megapixels: megapixels)) }
     }
+
+    static let usage = """
+        usage: Benchmarks [--input JPEG] [--loader-input JPEG] [--rate-mbps R] [--runs N] [--scenario NAME] [--json]
+        Runs each scenario in a child process, N times (default 5), and prints medians, ratios to the
+        decode floor and each child's own peak RSS. Scenarios are listed in BENCHMARKS.md.
+        """
 
     /// The 8-image loader scenarios use the 24 MP photo when present, else the main input.
     static func defaultLoaderInput(_ input: String) -> String {

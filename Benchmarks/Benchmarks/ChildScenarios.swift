@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import CJpegShim
 import NIOCore
 import Foundation
+import Synchronization
 import TileActors
 import TileCore
 import TileNetwork
@@ -19,19 +20,27 @@ func runChild(_ name: String, arguments: Arguments) async throws {
         guard cjs_reference_decode_file_discard(input, &result) == CJS_OK else {
             throw BenchmarkError("decode failed")
         }
-    case "build", "build-lean", "build-buffered", "build-1thread", "build-mmap":
-        // build: the defaults (pwrite strips; tiling on a worker thread, writing on a write-behind
-        // thread with two tile rows per level; O_DIRECT).
-        // build-lean: one tile row per level, the worker writes its strips itself.
-        // build-buffered: the same through the page cache; build-1thread: everything on the caller's
-        // thread, through the page cache; build-mmap: the two-tile-row mmap window, one thread.
+    case "build", "build-lean", "build-buffered", "build-1thread", "build-mmap", "build-whole-tiles":
+        // build: the defaults (bands of 64 rows, tiled on a worker thread, written with O_DIRECT AIO
+        // while the next band fills, three bands a level).
+        // build-whole-tiles: the same with bands of whole tile rows (256 KiB blocks, two a level).
+        // build-lean: one band a level, the worker writes it itself (synchronously).
+        // build-buffered: the defaults through the page cache; build-1thread: everything on the
+        // caller's thread, through the page cache; build-mmap: the two-tile-row mmap window, one thread.
         var options = BuildOptions()
         options.writer = name == "build-mmap" ? .mappedWindow : .stripWrite
-        options.overlapsWriting = name == "build" || name == "build-lean" || name == "build-buffered"
+        if name == "build-whole-tiles" { options.writeBlockRows = options.tileSize }
+        options.overlapsWriting = name != "build-1thread" && name != "build-mmap"
         options.writesBehind = name != "build-lean"
-        options.bypassesPageCache = name == "build" || name == "build-lean"
-        let image = try TileBuilder.build(contentsOfFile: input, options: options)
-        guard image.isComplete else { throw BenchmarkError("incomplete pyramid") }
+        options.bypassesPageCache = name == "build" || name == "build-lean" || name == "build-whole-tiles"
+        var image: TiledImage? = try TileBuilder.build(contentsOfFile: input, options: options)
+        guard image?.isComplete == true else { throw BenchmarkError("incomplete pyramid") }
+        // The pyramid is complete here; closing it (the kernel frees the unlinked files' blocks) is
+        // timed on its own.
+        let complete = clock.now
+        image = nil
+        try writeReport(seconds(complete - start), extras: ["release": seconds(clock.now - complete)])
+        return
     case "read-tile-1", "read-tile-6":
         let (cold, warm) = try ReadScenarios.tileReads(input: input, orientation: name == "read-tile-6" ? .rotate90 : .identity)
         try latencyReport(["warm": warm, "cold": cold], to: report)
@@ -72,15 +81,49 @@ func runChild(_ name: String, arguments: Arguments) async throws {
         // Build while downloading: HTTPImageSource streams the body into an ImageBuilder.
         guard let url = arguments.value("--url") else { throw BenchmarkError("--url missing") }
         let builder = try ImageBuilder()
-        try await HTTPImageSource(url: url).feed(into: builder)
-        _ = try await builder.finish()
+        // The last byte's arrival: when the source hands over the body's final part, before decoding it.
+        let lastByte = Mutex<ContinuousClock.Instant?>(nil)
+        var source = HTTPImageSource(url: url)
+        source.onBodyPart = { received, expected in
+            if received == expected { lastByte.withLock { $0 = ContinuousClock.now } }
+        }
+        try await source.feed(into: builder)
+        var image: TiledImage? = try await builder.finish()
+        let complete = clock.now
+        image = nil
+        try writeReport(
+            seconds(complete - start),
+            extras: [
+                "afterLastByte": seconds(complete - (lastByte.withLock { $0 } ?? complete)),
+                "release": seconds(clock.now - complete),
+            ])
+        _ = image
+        return
     case "info-read":
         try latencyReport(["warm": try ReadScenarios.infoReads(input: input)], to: report)
         return
     default:
         throw BenchmarkError("unknown scenario \(name)")
     }
-    try "\(seconds(clock.now - start))\n".write(toFile: report, atomically: false, encoding: .utf8)
+    try "\(seconds(clock.now - start)) rss=\(ownPeakMiB())\n".write(toFile: report, atomically: false, encoding: .utf8)
+
+    /// Writes the elapsed seconds, this process's own peak RSS and `extras` (seconds) to the report.
+    func writeReport(_ elapsed: Double, extras: [String: Double]) throws {
+        let words = extras.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        try ([String(elapsed), "rss=\(ownPeakMiB())"] + words).joined(separator: " ")
+            .appending("\n").write(toFile: report, atomically: false, encoding: .utf8)
+    }
+}
+
+/// This process's own peak resident set (`VmHWM`), in MiB. `wait4`'s `ru_maxrss` is not used for the
+/// in-process scenarios: Linux carries the spawning parent's high-water mark into a child spawned
+/// with `posix_spawn` (vfork), so it can never read lower than the harness itself.
+func ownPeakMiB() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+        let kib = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+    else { return .nan }
+    return kib / 1024
 }
 
 /// Writes `p50 p99` lines per series: the primary (first line) is the warm median.
@@ -90,5 +133,5 @@ func latencyReport(_ series: [String: [Double]], to path: String) throws {
         guard let values = series[key] else { continue }
         lines.append("\(percentile(values, 0.5)) \(key)-p99=\(percentile(values, 0.99)) \(key)-p50=\(percentile(values, 0.5))")
     }
-    try (lines.joined(separator: " ") + "\n").write(toFile: path, atomically: false, encoding: .utf8)
+    try (lines.joined(separator: " ") + " rss=\(ownPeakMiB())\n").write(toFile: path, atomically: false, encoding: .utf8)
 }

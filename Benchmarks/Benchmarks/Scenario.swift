@@ -30,6 +30,7 @@ struct Scenario {
         var list = [
             Scenario(name: "decode-floor", kind: .inProcess, input: input),
             Scenario(name: "build", kind: .inProcess, input: input),
+            Scenario(name: "build-whole-tiles", kind: .inProcess, input: input),
             Scenario(name: "build-lean", kind: .inProcess, input: input),
             Scenario(name: "build-buffered", kind: .inProcess, input: input),
             Scenario(name: "build-1thread", kind: .inProcess, input: input),
@@ -103,7 +104,8 @@ struct Scenario {
                 let parts = word.split(separator: "=")
                 if parts.count == 2, let value = Double(parts[1]) { extras[String(parts[0])] = value }
             }
-            return (seconds, child.peakMiB, extras)
+            // The child's own high-water mark (see ownPeakMiB); wait4's figure only as a fallback.
+            return (seconds, extras.removeValue(forKey: "rss") ?? child.peakMiB, extras)
         case .external(let executable, let arguments):
             let scratch = NSTemporaryDirectory() + "/tiledimagekit-bench-\(getpid())"
             try? FileManager.default.removeItem(atPath: scratch)

@@ -27,11 +27,12 @@ struct ScenarioResult {
             if extras["cold-p50"] != nil { text += "; cold p50 \(us("cold-p50")) us, p99 \(us("cold-p99")) us" }
             return text + String(format: "  peak RSS %.1f MiB", medianPeakMiB)
         }
+        let notes = extras.keys.sorted().map { String(format: "  %@ %.3f s", $0, Self.median(extras[$0]!)) }.joined()
         let ratio = floor.map { String(format: "%.2fx floor", medianSeconds / $0.medianSeconds) } ?? "-"
         return String(
             format: "%@ %8.3f s  %6.1f MP/s  %@  peak RSS %7.1f MiB  (min %.3f, max %.3f)",
             name.padding(toLength: 19, withPad: " ", startingAt: 0) as NSString, medianSeconds, megapixels / medianSeconds, ratio as NSString, medianPeakMiB,
-            seconds.min() ?? 0, seconds.max() ?? 0)
+            seconds.min() ?? 0, seconds.max() ?? 0) + notes
     }
 
     static func json(_ results: [ScenarioResult], input: String, megapixels: Double) throws -> String {
@@ -42,7 +43,9 @@ struct ScenarioResult {
                 "megapixelsPerSecond": r.megapixels / r.medianSeconds, "peakRSSMiB": r.medianPeakMiB,
             ]
             if let floor, !r.isLatency { row["ratioToFloor"] = r.medianSeconds / floor }
-            for (key, values) in r.extras { row[key + "Microseconds"] = median(values) * 1e6 }
+            for (key, values) in r.extras {
+                if r.isLatency { row[key + "Microseconds"] = median(values) * 1e6 } else { row[key + "Seconds"] = median(values) }
+            }
             return row
         }
         let object: [String: Any] = ["input": input, "megapixels": megapixels, "results": rows]
