@@ -88,16 +88,11 @@ func runChild(_ name: String, arguments: Arguments) async throws {
             if received == expected { lastByte.withLock { $0 = ContinuousClock.now } }
         }
         try await source.feed(into: builder)
-        var image: TiledImage? = try await builder.finish()
+        let image = try await builder.finish()
         let complete = clock.now
-        image = nil
         try writeReport(
-            seconds(complete - start),
-            extras: [
-                "afterLastByte": seconds(complete - (lastByte.withLock { $0 } ?? complete)),
-                "release": seconds(clock.now - complete),
-            ])
-        _ = image
+            seconds(complete - start), extras: ["afterLastByte": seconds(complete - (lastByte.withLock { $0 } ?? complete))])
+        withExtendedLifetime(image) {}
         return
     case "info-read":
         try latencyReport(["warm": try ReadScenarios.infoReads(input: input)], to: report)

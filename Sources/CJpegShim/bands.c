@@ -109,8 +109,10 @@ static cjs_status acquire_band(cjs_pyramid *p, level_writer *w, uint32_t band) {
     return CJS_ERR_IO;
 }
 
-/* Writes the filled band: the rows below `rows_in_use` are zeroed first (stale rows of an earlier
- * band in a reused buffer; below the image they are padding). */
+/* Writes the filled band. A band cut short by the image's end writes only its rows (rounded up to
+ * whole 4096-byte blocks under O_DIRECT, the rows past them zeroed first: a reused buffer holds an
+ * earlier band's rows); the file's rows below are padding the writer never touches, and read as
+ * zeros. */
 static cjs_status write_band(cjs_pyramid *p, uint32_t index, uint32_t rows_in_use) {
     level_writer *w = &p->levels[index];
     int b = w->filling;
@@ -118,10 +120,17 @@ static cjs_status write_band(cjs_pyramid *p, uint32_t index, uint32_t rows_in_us
     w->filling = -1;
     uint32_t columns = w->geometry.columns;
     size_t row_bytes = (size_t)p->tile_size * 4;
-    if (rows_in_use < p->band_rows)
+    uint32_t rows_written = p->band_rows;
+    if (rows_in_use < p->band_rows) {
+        uint32_t quantum = 1; /* rows per 4096-byte multiple */
+        while ((quantum * row_bytes) % 4096 != 0 && quantum < p->band_rows) quantum++;
+        rows_written = (rows_in_use + quantum - 1) / quantum * quantum;
+        if (rows_written > p->band_rows) rows_written = p->band_rows;
         for (uint32_t c = 0; c < columns; c++)
             memset(buffer->data + c * p->chunk_bytes + rows_in_use * row_bytes, 0,
-                   (p->band_rows - rows_in_use) * row_bytes);
+                   (rows_written - rows_in_use) * row_bytes);
+    }
+    size_t length = rows_written * row_bytes;
     uint32_t band_rows_before = buffer->band * p->band_rows;
     uint32_t tile_row = band_rows_before / p->tile_size;
     off_t base = (off_t)tile_row * (off_t)w->tile_row_bytes + (off_t)(band_rows_before % p->tile_size) * (off_t)row_bytes;
@@ -129,11 +138,11 @@ static cjs_status write_band(cjs_pyramid *p, uint32_t index, uint32_t rows_in_us
     for (uint32_t c = 0; c < columns; c++) {
         struct iocb *cb = &buffer->iocbs[c];
         memset(cb, 0, sizeof *cb);
-        cb->aio_data = ((uint64_t)index << 8) | (uint64_t)b;
+        cb->aio_data = (uint64_t)index << 48 | (uint64_t)b << 40 | (uint64_t)length; /* see the reaper */
         cb->aio_lio_opcode = IOCB_CMD_PWRITE;
         cb->aio_fildes = (uint32_t)fd;
         cb->aio_buf = (uint64_t)(uintptr_t)(buffer->data + c * p->chunk_bytes);
-        cb->aio_nbytes = p->chunk_bytes;
+        cb->aio_nbytes = length;
         cb->aio_offset = (int64_t)(base + (off_t)c * (off_t)p->tile_bytes);
     }
     cjs_lock(p);
@@ -156,7 +165,7 @@ static cjs_status write_band(cjs_pyramid *p, uint32_t index, uint32_t rows_in_us
     /* Without AIO (or what it refused): synchronous writes, completed here. */
     for (uint32_t c = submitted; c < columns; c++) {
         struct iocb *cb = &buffer->iocbs[c];
-        int error = cjs_write_block(w, buffer->data + c * p->chunk_bytes, p->chunk_bytes, (off_t)cb->aio_offset);
+        int error = cjs_write_block(w, buffer->data + c * p->chunk_bytes, length, (off_t)cb->aio_offset);
         cjs_lock(p);
         cjs_chunk_written(p, index, b, error);
         int failed = p->failed;

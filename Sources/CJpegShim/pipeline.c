@@ -41,21 +41,14 @@ static void *reaper_main(void *arg) {
         pthread_mutex_unlock(&p->lock);
         long n = syscall(SYS_io_getevents, p->aio, 1L, 64L, events, NULL);
         int error = n < 0 && errno != EINTR ? errno : 0;
-        /* O_DIRECT refused by the file system after all: that block again, through the page cache. */
-        for (long i = 0; i < n; i++) {
-            if ((int64_t)events[i].res != -EINVAL) continue;
-            const struct iocb *cb = (const struct iocb *)(uintptr_t)events[i].obj;
-            level_writer *w = &p->levels[events[i].data >> 8];
-            ssize_t written = pwrite(w->geometry.fd, (const void *)(uintptr_t)cb->aio_buf, cb->aio_nbytes, (off_t)cb->aio_offset);
-            events[i].res = written < 0 ? -errno : written;
-        }
         pthread_mutex_lock(&p->lock);
         for (long i = 0; i < n; i++) {
             int64_t res = (int64_t)events[i].res;
-            const struct iocb *cb = (const struct iocb *)(uintptr_t)events[i].obj;
-            int failure = res < 0 ? (int)-res : (uint64_t)res != cb->aio_nbytes ? EIO : 0;
+            /* data: level << 48 | band buffer << 40 | bytes (see write_band) */
+            uint64_t data = events[i].data;
+            int failure = res < 0 ? (int)-res : (uint64_t)res != (data & 0xffffffffffull) ? EIO : 0;
             p->io_in_flight--;
-            cjs_chunk_written(p, (uint32_t)(events[i].data >> 8), (int)(events[i].data & 0xff), failure);
+            cjs_chunk_written(p, (uint32_t)(data >> 48), (int)((data >> 40) & 0xff), failure);
         }
         if (error) {
             /* The context is unusable: fail the build; destroy's io_destroy waits for what is left. */
@@ -68,6 +61,26 @@ static void *reaper_main(void *arg) {
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
+}
+
+static void *destroy_context_main(void *arg) {
+    syscall(SYS_io_destroy, (aio_context_t)(uintptr_t)arg);
+    return NULL;
+}
+
+/* io_destroy waits for an RCU grace period (30 ms seen here), which would land on the build's last
+ * step: with nothing in flight it runs on a detached thread. With writes still in flight (a failed
+ * build) it waits here, so the buffers they read are not freed under them. */
+static void destroy_context(aio_context_t context, int idle) {
+    pthread_t thread;
+    pthread_attr_t attributes;
+    if (idle && pthread_attr_init(&attributes) == 0) {
+        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&thread, &attributes, destroy_context_main, (void *)(uintptr_t)context);
+        pthread_attr_destroy(&attributes);
+        if (rc == 0) return;
+    }
+    syscall(SYS_io_destroy, context);
 }
 
 cjs_status cjs_pipeline_start(cjs_pyramid *p) {
@@ -99,7 +112,7 @@ void cjs_pipeline_stop(cjs_pyramid *p) {
     pthread_mutex_unlock(&p->lock);
     if (p->worker_running) pthread_join(p->worker, NULL);
     if (p->reaper_running) pthread_join(p->reaper, NULL); /* returns once nothing is in flight */
-    if (p->has_aio) syscall(SYS_io_destroy, p->aio);   /* waits for anything still in flight */
+    if (p->has_aio) destroy_context(p->aio, p->io_in_flight == 0);
     p->worker_running = p->reaper_running = 0;
     p->has_aio = 0;
     pthread_cond_destroy(&p->changed);

@@ -127,7 +127,10 @@ static cjs_status init_level(cjs_pyramid *p, uint32_t i, const cjs_level *levels
     if (p->kind == CJS_WRITER_PWRITE) {
         cjs_status s = cjs_bands_init(p, i);
         if (s != CJS_OK) return s;
-        if (flags & CJS_PYRAMID_DIRECT_IO) w->direct_fd = open_direct(g->fd);
+        /* O_DIRECT only where every block and its offset are 4096-aligned (tiles of 256 and 64-row
+         * bands: 64 KiB); elsewhere the page cache. */
+        if ((flags & CJS_PYRAMID_DIRECT_IO) && p->chunk_bytes % 4096 == 0 && p->tile_bytes % 4096 == 0)
+            w->direct_fd = open_direct(g->fd);
     }
     if (i + 1 < p->count) {
         w->pending = malloc((size_t)g->width * 4);
