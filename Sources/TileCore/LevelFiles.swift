@@ -53,9 +53,24 @@ final class MappedFile: @unchecked Sendable {
         }
         base = UnsafeRawPointer(m)
         self.byteCount = byteCount
+        // Faults read 2 MiB folios (where transparent huge pages are enabled for madvise): fewer
+        // faults for transformed reads, and large page-cache folios for later preads.
+        #if os(Linux)
+        _ = madvise(m, byteCount, MADV_HUGEPAGE)
+        #endif
     }
 
     deinit { munmap(UnsafeMutableRawPointer(mutating: base), byteCount) }
+
+    /// Reads a range into the page cache through this mapping (`MADV_POPULATE_READ`: an I/O error is
+    /// an error return, not a SIGBUS), then drops the mapping's pages again. Best effort.
+    func populate(offset: Int, byteCount: Int) {
+        let start = UnsafeMutableRawPointer(mutating: base + offset)
+        if madvise(start, byteCount, Self.populateRead) == 0 { release(offset: offset, byteCount: byteCount) }
+    }
+
+    /// `MADV_POPULATE_READ` (Linux 5.14), which older C headers lack.
+    private static let populateRead: Int32 = 22
 
     /// Drops this mapping's pages of one tile (the page cache keeps them), so reading many tiles does
     /// not pile mapped pages up in the process's resident set.
