@@ -41,6 +41,13 @@ func runChild(_ name: String, arguments: Arguments) async throws {
         image = nil
         try writeReport(seconds(complete - start), extras: ["release": seconds(clock.now - complete)])
         return
+    case "write-only":
+        // The build's writes alone: the same level files, writer and options (64-row bands, AIO,
+        // O_DIRECT), fed a constant row for every level-0 row, with no decode: the device's share.
+        try writeOnly(input: input)
+        let complete = clock.now
+        try writeReport(seconds(complete - start), extras: [:])
+        return
     case "read-tile-1", "read-tile-6":
         let (cold, warm) = try ReadScenarios.tileReads(input: input, orientation: name == "read-tile-6" ? .rotate90 : .identity)
         try latencyReport(["warm": warm, "cold": cold], to: report)
@@ -76,7 +83,14 @@ func runChild(_ name: String, arguments: Arguments) async throws {
         let response = try await HTTPImageSource.sharedClient.execute(HTTPClientRequest(url: url), timeout: .minutes(5))
         var body = try await response.body.collect(upTo: 1 << 31)
         let bytes = body.readBytes(length: body.readableBytes) ?? []
-        if name == "net-download-then-build" { _ = try TileBuilder.build(data: bytes) }
+        if name == "net-download-then-build" {
+            let lastByte = clock.now
+            let image = try TileBuilder.build(data: bytes)
+            let complete = clock.now
+            try writeReport(seconds(complete - start), extras: ["afterLastByte": seconds(complete - lastByte)])
+            withExtendedLifetime(image) {}
+            return
+        }
     case "net-stream-build":
         // Build while downloading: HTTPImageSource streams the body into an ImageBuilder.
         guard let url = arguments.value("--url") else { throw BenchmarkError("--url missing") }
@@ -129,4 +143,39 @@ func latencyReport(_ series: [String: [Double]], to path: String) throws {
         lines.append("\(percentile(values, 0.5)) \(key)-p99=\(percentile(values, 0.99)) \(key)-p50=\(percentile(values, 0.5))")
     }
     try (lines.joined(separator: " ") + " rss=\(ownPeakMiB())\n").write(toFile: path, atomically: false, encoding: .utf8)
+}
+
+/// See the `write-only` scenario.
+func writeOnly(input: String) throws {
+    let info = try ImageInfo.read(contentsOfFile: input)
+    let geometry = try TileGeometry(storedWidth: info.width, storedHeight: info.height)
+    var descriptors: [Int32] = []
+    defer { descriptors.forEach { close($0) } }
+    let levels = geometry.levels.map { level -> cjs_level in
+        var template = Array("\(NSTemporaryDirectory())/tiledimagekit-bench-write-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        descriptors.append(fd)
+        return cjs_level(
+            fd: fd, width: UInt32(level.width), height: UInt32(level.height), x_offset: 0, y_offset: 0,
+            columns: UInt32(level.columns), rows: UInt32(level.rows))
+    }
+    guard !descriptors.contains(-1) else { throw BenchmarkError("cannot create the level files") }
+    var handle: OpaquePointer?
+    let flags = Int32(CJS_PYRAMID_THREADED) | Int32(CJS_PYRAMID_DIRECT_IO) | Int32(CJS_PYRAMID_WRITE_BEHIND)
+    guard cjs_pyramid_create(levels, UInt32(levels.count), UInt32(geometry.tileSize), 0, Int32(CJS_WRITER_PWRITE.rawValue),
+        flags, nil, &handle) == CJS_OK, let pyramid = handle
+    else { throw BenchmarkError("cannot create the pyramid writer") }
+    defer { cjs_pyramid_destroy(pyramid) }
+    let batch = 16
+    let rows = [UInt8](repeating: 128, count: info.width * 4 * batch)
+    var pushed = 0
+    while pushed < info.height {
+        let count = min(batch, info.height - pushed)
+        guard cjs_pyramid_push_rows(pyramid, rows, info.width * 4, UInt32(count)) == CJS_OK else {
+            throw BenchmarkError("write failed")
+        }
+        pushed += count
+    }
+    guard cjs_pyramid_finish(pyramid) == CJS_OK else { throw BenchmarkError("write failed") }
 }

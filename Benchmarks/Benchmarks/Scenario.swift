@@ -29,6 +29,7 @@ struct Scenario {
         let scratch = NSTemporaryDirectory() + "/tiledimagekit-bench-\(getpid())"
         var list = [
             Scenario(name: "decode-floor", kind: .inProcess, input: input),
+            Scenario(name: "write-only", kind: .inProcess, input: input),
             Scenario(name: "build", kind: .inProcess, input: input),
             Scenario(name: "build-whole-tiles", kind: .inProcess, input: input),
             Scenario(name: "build-lean", kind: .inProcess, input: input),
