@@ -92,6 +92,7 @@ struct GeneratedInputTests {
         ("pwrite, one thread", { $0.overlapsWriting = false; $0.bypassesPageCache = false }),
         ("pwrite, worker thread, lean", { $0.writesBehind = false }),
         ("pwrite, write-behind, buffered", { $0.bypassesPageCache = false }),
+        ("pwrite, whole-tile blocks", { $0.writeBlockRows = $0.tileSize }),
     ]
 
     @Test("mmap window and pwrite strip writers (threaded or not, direct or buffered) give identical files")
@@ -139,6 +140,16 @@ struct GeneratedInputTests {
                         return pixel % tileSize < inside.0 && pixel / tileSize < inside.1 || byte == 0
                     }, "\(name), tile \(tileSize), \(orientation): padding not zero")
             }
+        }
+    }
+
+    @Test("a write block that does not divide the tile size is refused before anything is written")
+    func writeBlockRowsMustDivideTheTileSize() throws {
+        let data = try Synthetic.jpeg(.init(width: 300, height: 200))
+        for rows in [0, 48, 257] {
+            var options = BuildOptions()
+            options.writeBlockRows = rows
+            #expect(thrownCode { try TileBuilder.build(data: data, options: options) } == .invalidArgument, "\(rows)")
         }
     }
 

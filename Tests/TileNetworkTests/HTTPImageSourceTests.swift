@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TileActors
 import TileCore
@@ -36,6 +37,24 @@ struct HTTPImageSourceTests {
             try await HTTPImageSource(url: server.url(path)).feed(into: builder)
             #expect(try await builder.finish().allTiles() == expected, "\(path)")
         }
+        await server.stop()
+    }
+
+    @Test("onBodyPart reports each part as it arrives, growing to the Content-Length, before the build ends")
+    func bodyPartsAreReported() async throws {
+        let data = try Self.jpeg()
+        let server = try await TestHTTPServer(data: data, chunkSize: 4096)
+        let reports = Mutex<[(Int, Int?)]>([])
+        var source = HTTPImageSource(url: server.url("/image"))
+        source.onBodyPart = { received, expected in reports.withLock { $0.append((received, expected)) } }
+        let builder = try ImageBuilder()
+        try await source.feed(into: builder)
+        _ = try await builder.finish()
+        let seen = reports.withLock { $0 }
+        #expect(seen.count > 1)
+        #expect(seen.allSatisfy { $0.1 == data.count })
+        #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.0 < $1.0 })
+        #expect(seen.last?.0 == data.count)
         await server.stop()
     }
 
