@@ -3,7 +3,6 @@
  * Linux AIO when the pyramid writes behind, else synchronously. Memory per level is band_count
  * bands, O(width), instead of whole tile rows. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -188,8 +187,7 @@ cjs_status cjs_band_push_row(cjs_pyramid *p, uint32_t index, const uint8_t *row,
          * the row's writes, rather than in the middle of them. */
         if (band % (p->tile_size / p->band_rows) == 0 || band == w->geometry.y_offset / p->band_rows) {
             off_t start = (off_t)(band * p->band_rows / p->tile_size) * (off_t)w->tile_row_bytes;
-            int rc = posix_fallocate(w->geometry.fd, start, (off_t)w->tile_row_bytes);
-            if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) return cjs_fail_io(p, rc);
+            if (cjs_reserve(p, w, start, (off_t)w->tile_row_bytes) != CJS_OK) return CJS_ERR_IO;
         }
     }
     cjs_scatter_row(row, w->geometry.width, w->geometry.x_offset, p->tile_size, p->chunk_bytes,

@@ -87,6 +87,8 @@ struct cjs_pyramid {
 void cjs_mark_complete(cjs_pyramid *p, uint32_t level, uint32_t tile_rows);
 cjs_status cjs_level_push_row(cjs_pyramid *p, uint32_t index, const uint8_t *row);
 cjs_status cjs_fail_io(cjs_pyramid *p, int error_number);
+/* Reserves a level file's blocks (posix_fallocate), so a full disk fails there, not mid-write. */
+cjs_status cjs_reserve(cjs_pyramid *p, level_writer *w, off_t offset, off_t length);
 void cjs_lock(cjs_pyramid *p);
 void cjs_unlock(cjs_pyramid *p);
 

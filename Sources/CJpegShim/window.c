@@ -33,8 +33,7 @@ static cjs_status map_window(cjs_pyramid *p, level_writer *w, uint32_t first) {
     uint32_t count = w->geometry.rows - first < 2 ? w->geometry.rows - first : 2;
     off_t offset = (off_t)first * (off_t)w->tile_row_bytes;
     size_t length = w->tile_row_bytes * count;
-    int rc = posix_fallocate(w->geometry.fd, offset, (off_t)length);
-    if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) return cjs_fail_io(p, rc);
+    if (cjs_reserve(p, w, offset, (off_t)length) != CJS_OK) return CJS_ERR_IO;
     /* mmap wants a page-aligned offset: tile rows of tiles whose bytes are not a page multiple start
      * inside a page, so map from the page below. */
     size_t delta = (size_t)(offset % (off_t)sysconf(_SC_PAGESIZE));
@@ -45,6 +44,12 @@ static cjs_status map_window(cjs_pyramid *p, level_writer *w, uint32_t first) {
     w->window_first = first;
     w->window_count = count;
     return CJS_OK;
+}
+
+cjs_status cjs_reserve(cjs_pyramid *p, level_writer *w, off_t offset, off_t length) {
+    int rc = posix_fallocate(w->geometry.fd, offset, length);
+    if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) return cjs_fail_io(p, rc);
+    return CJS_OK; /* file systems without fallocate report a full disk at the write instead */
 }
 
 void cjs_lock(cjs_pyramid *p) {

@@ -27,8 +27,7 @@ public struct BuildOptions: Sendable, Hashable {
     public var writeBlockRows: Int? = nil
     /// Write with `O_DIRECT` where the file system allows it (not tmpfs), bypassing the page cache:
     /// filling fresh page-cache pages is the single largest cost of a build on ext4 here (see
-    /// BENCHMARKS.md). The level files' space is reserved up front, so a full disk fails the build
-    /// at its start. The first read of a tile then comes from the disk. Default `true`.
+    /// BENCHMARKS.md). The first read of a tile then comes from the disk. Default `true`.
     public var bypassesPageCache: Bool = true
     /// Largest image accepted, in pixels, checked against the header before any file is sized.
     /// Default 2^30.
