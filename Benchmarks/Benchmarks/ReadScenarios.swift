@@ -9,7 +9,7 @@ enum ReadScenarios {
         var options = BuildOptions()
         options.orientation = .fixed(orientation)
         let image = try TileBuilder.build(contentsOfFile: input, options: options)
-        let level = image.level(0)
+        let level = image.geometry.levels[0]
         var generator = SplitMix(seed: 42)
         let tiles = (0..<count).map { _ in
             (Int(generator.next() % UInt64(level.columns)), Int(generator.next() % UInt64(level.rows)))

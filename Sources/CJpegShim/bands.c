@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,9 +21,13 @@ cjs_status cjs_bands_init(cjs_pyramid *p, uint32_t index) {
     w->last_band = (w->geometry.y_offset + w->geometry.height - 1) / p->band_rows;
     for (int b = 0; b < p->band_count; b++) {
         band_buffer *buffer = &w->bands[b];
-        /* 4096-aligned and zeroed: O_DIRECT needs the alignment, padding needs the zeros. */
-        if (posix_memalign((void **)&buffer->data, 4096, bytes) != 0) return CJS_ERR_NOMEM;
-        memset(buffer->data, 0, bytes);
+        /* Anonymous pages are 4096-aligned (O_DIRECT needs it) and read as zeros (padding needs
+         * it) without being touched: a band costs memory only once rows land in it, so a header
+         * that claims a huge size and whose data then ends costs next to nothing. */
+        void *data = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (data == MAP_FAILED) return CJS_ERR_NOMEM;
+        buffer->data = data;
+        buffer->byte_count = bytes;
         buffer->iocbs = calloc(columns, sizeof *buffer->iocbs);
         buffer->list = calloc(columns, sizeof *buffer->list);
         if (!buffer->iocbs || !buffer->list) return CJS_ERR_NOMEM;
@@ -33,7 +38,7 @@ cjs_status cjs_bands_init(cjs_pyramid *p, uint32_t index) {
 
 void cjs_bands_free(level_writer *w) {
     for (int b = 0; b < BANDS_MAX; b++) {
-        free(w->bands[b].data);
+        if (w->bands[b].data) munmap(w->bands[b].data, w->bands[b].byte_count);
         free(w->bands[b].iocbs);
         free(w->bands[b].list);
         w->bands[b].data = NULL;

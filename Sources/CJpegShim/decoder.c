@@ -10,12 +10,14 @@ struct cjs_decoder {
     struct jpeg_decompress_struct cinfo;
     cjs_error_mgr err;
     struct jpeg_source_mgr src;
+    struct jpeg_progress_mgr progress; /* only to count scans (max_scans) */
+    uint32_t max_scans;
+    unsigned long long bytes_after_end;
     unsigned char *buffer;   /* holds the bytes libjpeg has not consumed yet, then new ones */
     size_t capacity;
     size_t skip_pending;     /* bytes libjpeg asked to skip that have not arrived yet */
     unsigned long long total_fed;
     int end_of_input;
-    int truncated;
     int failed;
     int cmyk;                /* decode as CMYK, convert to RGB ourselves */
     enum stage stage;
@@ -35,8 +37,7 @@ static boolean source_fill(j_decompress_ptr cinfo) {
     cjs_decoder *d = (cjs_decoder *)cinfo->client_data;
     if (!d->end_of_input) return FALSE;
     if (d->total_fed == 0) ERREXIT(cinfo, JERR_INPUT_EMPTY);
-    d->truncated = 1;
-    WARNMS(cinfo, JWRN_JPEG_EOF);
+    WARNMS(cinfo, JWRN_JPEG_EOF); /* longjmps unless truncation is allowed (errors.c) */
     d->src.next_input_byte = fake_eoi;
     d->src.bytes_in_buffer = 2;
     return TRUE;
@@ -56,12 +57,29 @@ static void source_skip(j_decompress_ptr cinfo, long count) {
     }
 }
 
+/*
+ * libjpeg calls the progress monitor before each step of input (jpeg_start_decompress absorbs a
+ * multi-scan image one consume_input call at a time), so a scan past the limit is refused as soon as
+ * its SOS has been read, as djpeg -maxscans does.
+ */
+static void progress_monitor(j_common_ptr cinfo) {
+    cjs_decoder *d = (cjs_decoder *)cinfo->client_data;
+    int scan = ((j_decompress_ptr)cinfo)->input_scan_number;
+    if (d->max_scans && scan > 0 && (uint32_t)scan > d->max_scans) {
+        char message[JMSG_LENGTH_MAX];
+        snprintf(message, sizeof message, "scan %d exceeds the limit of %u scans", scan, d->max_scans);
+        cjs_error_too_many_scans(cinfo, message);
+    }
+}
+
 cjs_status cjs_decoder_create(const cjs_decoder_options *options, cjs_decoder **out) {
     if (!out) return CJS_ERR_ARGUMENT;
     *out = NULL;
     cjs_decoder *d = calloc(1, sizeof *d);
     if (!d) return CJS_ERR_NOMEM;
     cjs_error_init(&d->err, options ? options->warning_limit : 0);
+    d->err.refuses_truncation = options ? !options->allow_truncated : 0;
+    d->max_scans = options ? options->max_scans : 0;
     d->cinfo.err = &d->err.pub;
     if (setjmp(d->err.jump)) { /* jpeg_create_decompress */
         free(d);
@@ -77,6 +95,8 @@ cjs_status cjs_decoder_create(const cjs_decoder_options *options, cjs_decoder **
     d->src.next_input_byte = NULL;
     d->src.bytes_in_buffer = 0;
     d->cinfo.src = &d->src;
+    d->progress.progress_monitor = progress_monitor;
+    d->cinfo.progress = &d->progress;
     d->stage = STAGE_HEADER;
     *out = d;
     return CJS_OK;
@@ -95,6 +115,10 @@ cjs_status cjs_decoder_feed(cjs_decoder *d, const void *bytes, size_t length) {
     if (!bytes) return CJS_ERR_ARGUMENT;
     const unsigned char *in = bytes;
     d->total_fed += length;
+    if (d->stage == STAGE_DONE) { /* past the end-of-image marker: counted, never buffered */
+        d->bytes_after_end += length;
+        return CJS_OK;
+    }
     if (d->skip_pending) {
         size_t n = d->skip_pending < length ? d->skip_pending : length;
         d->skip_pending -= n;
@@ -105,7 +129,9 @@ cjs_status cjs_decoder_feed(cjs_decoder *d, const void *bytes, size_t length) {
     /* Keep only what libjpeg has not consumed: it may back up to the start of an MCU or marker. */
     size_t keep = d->src.bytes_in_buffer;
     if (keep + length > d->capacity) {
+        /* Geometric growth: a stream libjpeg holds whole (arithmetic coding) is copied O(n) times in all. */
         size_t capacity = keep + length;
+        if (capacity < d->capacity * 2) capacity = d->capacity * 2;
         unsigned char *grown = malloc(capacity);
         if (!grown) return CJS_ERR_NOMEM;
         if (keep) memcpy(grown, d->src.next_input_byte, keep);
@@ -261,7 +287,8 @@ uint32_t cjs_decoder_rows_read(const cjs_decoder *d) {
 }
 size_t cjs_decoder_bytes_buffered(const cjs_decoder *d) { return d->src.bytes_in_buffer; }
 uint32_t cjs_decoder_warning_count(const cjs_decoder *d) { return d->err.warnings; }
-int32_t cjs_decoder_is_truncated(const cjs_decoder *d) { return d->truncated; }
+int32_t cjs_decoder_is_truncated(const cjs_decoder *d) { return d->err.saw_truncation; }
+uint64_t cjs_decoder_bytes_after_end(const cjs_decoder *d) { return d->bytes_after_end; }
 const char *cjs_decoder_message(const cjs_decoder *d) { return d->err.message; }
 int32_t cjs_decoder_message_code(const cjs_decoder *d) { return d->err.message_code; }
 int32_t cjs_decoder_failure_kind(const cjs_decoder *d) {

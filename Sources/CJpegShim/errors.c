@@ -10,6 +10,20 @@ static void error_exit(j_common_ptr cinfo) {
     longjmp(err->jump, 1);
 }
 
+/*
+ * Whether a warning says that scan data ended early: the stream ended (JWRN_JPEG_EOF), or the entropy
+ * decoder met a marker inside a scan (JWRN_HIT_MARKER) that is not a restart marker. A restart marker
+ * met early ends one damaged restart interval, and decoding resumes after it; any other marker (EOI,
+ * the next SOS) means the rest of the scan is missing: truncation with a marker appended.
+ */
+static int is_truncation(j_common_ptr cinfo) {
+    int code = cinfo->err->msg_code;
+    if (code == JWRN_JPEG_EOF) return 1;
+    if (code != JWRN_HIT_MARKER || !cinfo->is_decompressor) return 0;
+    int marker = ((j_decompress_ptr)cinfo)->unread_marker;
+    return !(marker >= JPEG_RST0 && marker <= JPEG_RST0 + 7);
+}
+
 /* Warnings (msg_level < 0) are counted and kept, never printed; past the limit they become an error. */
 static void emit_message(j_common_ptr cinfo, int msg_level) {
     cjs_error_mgr *err = (cjs_error_mgr *)cinfo->err;
@@ -18,6 +32,13 @@ static void emit_message(j_common_ptr cinfo, int msg_level) {
     cinfo->err->num_warnings++;
     (*cinfo->err->format_message)(cinfo, err->message);
     err->message_code = cinfo->err->msg_code;
+    if (is_truncation(cinfo)) {
+        err->saw_truncation = 1;
+        if (err->refuses_truncation) {
+            err->truncation_refused = 1;
+            longjmp(err->jump, 1);
+        }
+    }
     if (err->warnings > err->warning_limit) {
         err->too_many_warnings = 1;
         longjmp(err->jump, 1);
@@ -36,9 +57,23 @@ void cjs_error_init(cjs_error_mgr *err, unsigned warning_limit) {
     err->warnings = 0;
     err->warning_limit = warning_limit ? warning_limit : UINT_MAX;
     err->too_many_warnings = 0;
+    err->refuses_truncation = 0;
+    err->saw_truncation = 0;
+    err->truncation_refused = 0;
+    err->too_many_scans = 0;
+}
+
+void cjs_error_too_many_scans(j_common_ptr cinfo, const char *message) {
+    cjs_error_mgr *err = (cjs_error_mgr *)cinfo->err;
+    snprintf(err->message, sizeof err->message, "%s", message);
+    err->message_code = 0;
+    err->too_many_scans = 1;
+    longjmp(err->jump, 1);
 }
 
 int cjs_error_failure_kind(const cjs_error_mgr *err) {
+    if (err->too_many_scans) return CJS_FAILURE_TOO_MANY_SCANS;
+    if (err->truncation_refused) return CJS_FAILURE_TRUNCATED;
     if (err->too_many_warnings) return CJS_FAILURE_TOO_MANY_WARNINGS;
     switch (err->message_code) {
     case JERR_BAD_PRECISION:

@@ -17,10 +17,19 @@ typedef struct {
     unsigned warnings;
     unsigned warning_limit;
     int too_many_warnings;
+    /** Fail at the first sign of truncated scan data instead of warning (decoders only). */
+    int refuses_truncation;
+    /** Set when a warning meant truncated scan data (also when it was accepted). */
+    int saw_truncation;
+    /** The failure was a refused truncation, or too many scans. */
+    int truncation_refused;
+    int too_many_scans;
 } cjs_error_mgr;
 
 /** Installs the error manager: errors longjmp to `jump`, warnings are counted, nothing prints. */
 void cjs_error_init(cjs_error_mgr *err, unsigned warning_limit);
+/** Fails the decode now as CJS_FAILURE_TOO_MANY_SCANS, with `message`. */
+void cjs_error_too_many_scans(j_common_ptr cinfo, const char *message);
 /** Maps the last error's libjpeg code to a cjs_failure_kind. */
 int cjs_error_failure_kind(const cjs_error_mgr *err);
 

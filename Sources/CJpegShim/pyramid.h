@@ -23,6 +23,7 @@ typedef struct {
     uint32_t band;          /* the band (padded row / band_rows) it holds */
     uint32_t pending;       /* writes still in flight */
     int in_use;             /* being filled or written */
+    size_t byte_count;      /* the mapping's length */
 } band_buffer;
 
 typedef struct {

@@ -72,10 +72,22 @@ public actor ImageBuilder {
     public var warningCount: Int { builder.warningCount }
     public var lastWarning: String? { builder.lastWarning }
 
-    /// Feeds the next bytes and decodes what they allow, a slice at a time.
+    /// Whether the end-of-image marker has been decoded: the pyramid is complete, and later bytes are
+    /// only counted (``bytesAfterImage``), so a source can stop reading (a download can close its
+    /// connection) here. ``finish()`` still ends the build.
+    public var hasReachedEndOfImage: Bool { builder.isComplete }
+    /// Bytes appended after the end of the image, counted and dropped.
+    public var bytesAfterImage: Int { builder.bytesAfterImage }
+
+    /// Feeds the next bytes and decodes what they allow, a slice at a time. After the end of the image
+    /// (``hasReachedEndOfImage``) bytes are counted and dropped at once.
     /// - Throws: ``TileError`` (``TileError/Code/cancelled`` when the task or the build was cancelled).
     public func append<Bytes: ContiguousBytes & Sendable>(_ bytes: Bytes) async throws(TileError) {
         try checkRunning()
+        if builder.isComplete {
+            try appendSlice(of: bytes, 0..<bytes.withUnsafeBytes { $0.count })
+            return
+        }
         let count = bytes.withUnsafeBytes { $0.count }
         var offset = 0
         while offset < count {
@@ -126,7 +138,10 @@ public actor ImageBuilder {
     public func build<Chunks: AsyncSequence>(from chunks: Chunks) async throws -> TiledImage
     where Chunks.Element: ContiguousBytes & Sendable {
         do {
-            for try await chunk in chunks { try await append(chunk) }
+            for try await chunk in chunks {
+                try await append(chunk)
+                if builder.isComplete { break }
+            }
         } catch let error as TileError {
             throw error
         } catch {

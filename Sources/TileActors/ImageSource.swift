@@ -15,31 +15,30 @@ public protocol ImageSource: Sendable {
 public struct FileImageSource: ImageSource {
     public let path: String
     public let chunkSize: Int
-    public var name: String { (path as NSString).lastPathComponent }
+    public var name: String { path == "-" ? "stdin" : (path as NSString).lastPathComponent }
 
     /// - Parameters:
-    ///   - path: the file.
+    ///   - path: the file; `-` for standard input.
     ///   - chunkSize: bytes per read, default 1 MiB.
     public init(path: String, chunkSize: Int = 1 << 20) {
         self.path = path
         self.chunkSize = max(1, chunkSize)
     }
 
+    /// Reads the file chunk by chunk into `builder`, up to the end of the image.
+    /// - Throws: ``TileError/Code/io`` naming the file and the cause, and the builder's errors.
     public func feed(into builder: ImageBuilder) async throws {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw TileError(.io, "cannot open \(path)", errno: ENOENT)
-        }
-        defer { try? handle.close() }
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
-        await builder.setExpectedBytes(size)
+        let file = try InputFile(path: path)
+        await builder.setExpectedBytes(file.byteCount)
+        var chunk = Data(count: chunkSize)
         while true {
             try Task.checkCancellation()
-            let chunk: Data
-            do { chunk = try handle.read(upToCount: chunkSize) ?? Data() } catch {
-                throw TileError(.io, "cannot read \(path): \(error)")
-            }
-            if chunk.isEmpty { return }
+            chunk.count = chunkSize
+            let n = try chunk.withUnsafeMutableBytes { raw throws(TileError) in try file.read(into: raw) }
+            if n == 0 { return }
+            chunk.count = n
             try await builder.append(chunk)
+            if await builder.hasReachedEndOfImage { return }
         }
     }
 }
@@ -56,6 +55,9 @@ where Chunks.Element: ContiguousBytes & Sendable {
     }
 
     public func feed(into builder: ImageBuilder) async throws {
-        for try await chunk in chunks { try await builder.append(chunk) }
+        for try await chunk in chunks {
+            try await builder.append(chunk)
+            if await builder.hasReachedEndOfImage { return }
+        }
     }
 }

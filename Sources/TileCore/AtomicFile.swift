@@ -9,7 +9,7 @@ enum AtomicFile {
     static func write(_ data: Data, to path: String) throws(TileError) {
         let temporary = "\(path).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw SystemCall.error("cannot create", path: temporary) }
+        guard fd >= 0 else { throw SystemCall.error("cannot create", path: path) }
         let written = data.withUnsafeBytes { raw -> Bool in
             var done = 0
             while done < raw.count {

@@ -32,14 +32,22 @@ public struct BuildOptions: Sendable, Hashable {
     /// Largest image accepted, in pixels, checked against the header before any file is sized.
     /// Default 2^30.
     public var maximumPixelCount: Int = 1 << 30
-    /// Accept a stream that ends before its image does: libjpeg fills the missing rows and a warning
-    /// is counted. Default `false`: such a stream fails as ``TileError/Code/truncated``.
+    /// Accept scan data that ends early: a stream that ends before its image does, or a scan cut short
+    /// by a marker other than a restart marker (a cut file with an end-of-image marker appended).
+    /// libjpeg fills the missing rows and a warning is counted, as `djpeg` does. Default `false`: such
+    /// a stream fails as ``TileError/Code/truncated`` at the first sign, before anything more is
+    /// decoded or written (a 824-byte file claiming 65500x16392 pixels fails at once instead of
+    /// writing 5.5 GiB of grey tiles).
     public var allowTruncated: Bool = false
-    /// Corrupt-data warnings tolerated before the build fails as ``TileError/Code/corrupt``; `nil` (the
-    /// default) for no limit. libjpeg recovers from damaged data by resynchronising, and one damaged
-    /// camera file in the corpus gives 17,268 warnings yet decodes as djpeg does; set a limit to refuse
-    /// such files early.
-    public var warningLimit: Int? = nil
+    /// Corrupt-data warnings tolerated before the build fails as ``TileError/Code/tooManyWarnings``;
+    /// `nil` for no limit. Default 100 (as libvips). libjpeg recovers from damaged data by
+    /// resynchronising, at some cost per warning: one damaged camera file in the corpus gives 17,268
+    /// warnings (with ``allowTruncated``) and decodes as djpeg does only without a limit.
+    public var warningLimit: Int? = 100
+    /// Scans tolerated before the build fails as ``TileError/Code/tooManyScans`` (as `djpeg
+    /// -maxscans`); `nil` for no limit. Default 500: real encoders write 1 to about 12 scans; a stream
+    /// of thousands of empty refinement scans costs a pass over the whole image each.
+    public var maximumScanCount: Int? = 500
 
     /// The defaults.
     public init() {}

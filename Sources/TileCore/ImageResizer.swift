@@ -38,6 +38,10 @@ public enum ImageResizer {
         /// Keep the decoded pixels of each target in its ``Result`` (default `false`).
         public var returnsPixels = false
         public var maximumPixelCount = 1 << 30
+        /// Corrupt-data warnings tolerated (as ``BuildOptions/warningLimit``); `nil` for no limit.
+        public var warningLimit: Int? = 100
+        /// Scans tolerated (as ``BuildOptions/maximumScanCount``); `nil` for no limit.
+        public var maximumScanCount: Int? = 500
         public init() {}
     }
 
@@ -76,11 +80,24 @@ public enum ImageResizer {
     /// Resizes the JPEG file at `path` to every target in one decode.
     /// - Throws: ``TileError`` (corrupt or truncated input, `.io` with the path and errno when an output
     ///   cannot be written); no output file is left behind on failure.
+    ///
+    /// The input is opened once: a regular file is read for its header, then from the start again
+    /// through the same descriptor; a FIFO or standard input (`-`) is read once into memory.
+    /// - Throws: also ``TileError/Code/invalidArgument`` when a target's path is the input itself
+    ///   (the same file, also through a link), before anything is written.
     public static func resize(contentsOfFile path: String, to targets: [Target], options: Options = Options())
         throws(TileError) -> [Result]
     {
-        let info = try ImageInfo.read(contentsOfFile: path)
-        return try ResizeJob(source: .file(path), info: info, targets: targets, options: options).run()
+        let file = try InputFile(path: path)
+        for target in targets {
+            if let output = target.path, file.isSameFile(as: output) {
+                throw TileError(.invalidArgument, "\(output) is the input file; it would be overwritten")
+            }
+        }
+        guard file.isRegularFile else { return try resize(data: try file.readAll(), to: targets, options: options) }
+        let info = try ImageInfo.read(file)
+        try file.rewind()
+        return try ResizeJob(source: .file(file), info: info, targets: targets, options: options).run()
     }
 
     /// Resizes an in-memory JPEG to every target in one decode.

@@ -8,8 +8,16 @@ final class JPEGDecoder {
 
     private let handle: OpaquePointer
 
-    init(warningLimit: Int?) throws(TileError) {
-        var options = cjs_decoder_options(warning_limit: warningLimit.map { UInt32(clamping: max($0, 1)) } ?? 0)
+    /// - Parameters:
+    ///   - warningLimit: corrupt-data warnings tolerated (`nil`: no limit).
+    ///   - maximumScanCount: scans tolerated (`nil`: no limit).
+    ///   - allowsTruncation: whether scan data that ends early is accepted (libjpeg fills in the rest)
+    ///     rather than refused at the first sign.
+    init(warningLimit: Int?, maximumScanCount: Int?, allowsTruncation: Bool) throws(TileError) {
+        var options = cjs_decoder_options(
+            warning_limit: warningLimit.map { UInt32(clamping: max($0, 1)) } ?? 0,
+            max_scans: maximumScanCount.map { UInt32(clamping: max($0, 1)) } ?? 0,
+            allow_truncated: allowsTruncation ? 1 : 0)
         var handle: OpaquePointer?
         guard cjs_decoder_create(&options, &handle) == CJS_OK, let handle else {
             throw TileError(.io, "cannot allocate a JPEG decoder", errno: 12)
@@ -23,6 +31,7 @@ final class JPEGDecoder {
     var bytesBuffered: Int { cjs_decoder_bytes_buffered(handle) }
     var warningCount: Int { Int(cjs_decoder_warning_count(handle)) }
     var isTruncated: Bool { cjs_decoder_is_truncated(handle) != 0 }
+    var bytesAfterEnd: Int { Int(cjs_decoder_bytes_after_end(handle)) }
     var lastMessage: String { String(cString: cjs_decoder_message(handle)) }
 
     /// Copies the bytes in (`cjs_decoder_feed`).
@@ -109,8 +118,13 @@ final class JPEGDecoder {
         case CJS_FAILURE_TOO_LARGE: return TileError(.tooLarge, message, libjpegMessageCode: code)
         case CJS_FAILURE_EMPTY: return TileError(.truncated, "empty input: \(message)", libjpegMessageCode: code)
         case CJS_FAILURE_NOMEM: return TileError(.io, message, errno: 12, libjpegMessageCode: code)
+        case CJS_FAILURE_TRUNCATED:
+            return TileError(.truncated, "scan data ends early (\(message))", libjpegMessageCode: code)
+        case CJS_FAILURE_TOO_MANY_SCANS: return TileError(.tooManyScans, message)
         case CJS_FAILURE_TOO_MANY_WARNINGS:
-            return TileError(.corrupt, "too many corrupt-data warnings; last: \(message)", libjpegMessageCode: code)
+            return TileError(
+                .tooManyWarnings, "more than \(warningCount - 1) corrupt-data warnings; last: \(message)",
+                libjpegMessageCode: code)
         default: return TileError(.corrupt, message, libjpegMessageCode: code)
         }
     }

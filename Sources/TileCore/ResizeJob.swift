@@ -2,7 +2,7 @@ import Foundation
 
 /// One run of ``ImageResizer``: decode once (DCT-scaled), resample per target, orient, encode, publish.
 struct ResizeJob {
-    enum Source { case file(String), data(Data) }
+    enum Source { case file(InputFile), data(Data) }
 
     let source: Source
     let info: ImageInfo
@@ -49,7 +49,8 @@ struct ResizeJob {
     private func decode(denominator: Int, storedSizes: [(Int, Int)]) throws(TileError)
         -> ((width: Int, height: Int), [AreaResampler])
     {
-        let decoder = try JPEGDecoder(warningLimit: nil)
+        let decoder = try JPEGDecoder(
+            warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount, allowsTruncation: false)
         var reader = try SourceReader(source)
         var header: JPEGHeader?
         while header == nil {
@@ -132,25 +133,23 @@ struct ResizeJob {
         switch source {
         case .data(let data): try AtomicFile.write(data, to: path)
         case .file(let file):
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw SystemCall.error("cannot read", path: file)
-            }
-            try AtomicFile.write(data, to: path)
+            try file.rewind()
+            try AtomicFile.write(Data(try file.readAll()), to: path)
         }
     }
 }
 
 /// Reads a source a chunk at a time.
 private struct SourceReader {
-    private var handle: FileHandle?
+    private var file: InputFile?
     private var data: Data?
 
     init(_ source: ResizeJob.Source) throws(TileError) {
         switch source {
         case .data(let d): data = d
-        case .file(let path):
-            guard let h = FileHandle(forReadingAtPath: path) else { throw SystemCall.error("cannot open", path: path) }
-            handle = h
+        case .file(let f):
+            try f.rewind()
+            file = f
         }
     }
 
@@ -159,10 +158,10 @@ private struct SourceReader {
             data = nil
             return d.isEmpty ? nil : d
         }
-        guard let handle else { return nil }
-        do {
-            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
-            return chunk.isEmpty ? nil : chunk
-        } catch { throw TileError(.io, "cannot read: \(error)") }
+        guard let file else { return nil }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        let n = try file.read(into: buffer)
+        return n > 0 ? Data(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) : nil
     }
 }

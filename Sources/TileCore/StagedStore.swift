@@ -28,7 +28,7 @@ struct StagedStore {
         let parent = url.deletingLastPathComponent().path
         removeLeftovers(of: url.lastPathComponent, in: parent)
         let staging = "\(parent)/.\(url.lastPathComponent).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        guard mkdir(staging, 0o700) == 0 else { throw SystemCall.error("cannot create the store folder", path: staging) }
+        guard mkdir(staging, 0o700) == 0 else { throw SystemCall.error("cannot create the store", path: url.path) }
         var fds: [Int32] = []
         for index in 0..<levelCount {
             let filePath = "\(staging)/\(StoreManifest.levelFileName(index))"

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The small JSON document that describes a persistent store.
 struct StoreManifest: Codable, Equatable {
@@ -32,9 +35,94 @@ struct StoreManifest: Codable, Equatable {
         }
     }
 
+    /// The largest manifest read: a store of 21 levels takes about 2 KB.
+    static let maximumByteCount = 1 << 20
+
+    /// Reads and decodes the manifest of the store at `path` (a regular file only, never a FIFO).
+    static func read(store path: String) throws(TileError) -> StoreManifest {
+        let file = "\(path)/\(fileName)"
+        guard access(path, F_OK) == 0 else {
+            throw SystemCall.error("cannot open the store", path: path)
+        }
+        let fd: Int32
+        do { fd = try SystemCall.openRegularFile(file) } catch {
+            if error.errno == ENOENT { throw TileError(.invalidStore, "\(path) is not a tile store (it has no \(fileName))") }
+            throw error
+        }
+        defer { close(fd) }
+        var data = Data()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n = SystemCall.retrying { Glibc.read(fd, buffer.baseAddress!, buffer.count) }
+            guard n >= 0 else { throw SystemCall.error("cannot read", path: file) }
+            if n == 0 { break }
+            data.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            guard data.count <= maximumByteCount else {
+                throw TileError(.invalidStore, "\(file) is larger than \(maximumByteCount) bytes")
+            }
+        }
+        return try decode(data, path: path)
+    }
+
     static func decode(_ data: Data, path: String) throws(TileError) -> StoreManifest {
-        do { return try JSONDecoder().decode(StoreManifest.self, from: data) } catch {
-            throw TileError(.invalidStore, "\(path): the manifest is not readable: \(error)")
+        do { return try JSONDecoder().decode(StoreManifest.self, from: data) } catch let error as DecodingError {
+            // Foundation on Linux reports a number that does not fit its field (1800.5 for an Int) as
+            // invalid JSON: name the field if the JSON itself parses.
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty,
+                let object = try? JSONSerialization.jsonObject(with: data), let field = firstFraction(in: object, path: "")
+            {
+                throw TileError(.invalidStore, "\(path)/\(fileName): `\(field.path)` is not an integer (\(field.value))")
+            }
+            throw TileError(.invalidStore, "\(path)/\(fileName): \(describe(error))")
+        } catch {
+            throw TileError(.invalidStore, "\(path)/\(fileName) is not valid JSON")
+        }
+    }
+
+    /// One sentence for a decoding error, naming the field (not Swift's debug dump).
+    static func describe(_ error: DecodingError) -> String {
+        func field(_ path: [any CodingKey]) -> String {
+            path.isEmpty ? "the document" : "`" + path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+                .joined(separator: ".").replacingOccurrences(of: ".[", with: "[") + "`"
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "\(field(context.codingPath + [key])) is missing"
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            return "\(field(context.codingPath)) is not \(Self.name(of: type))"
+        case .dataCorrupted(let context):
+            // JSONDecoder reports a number that does not fit the field (1800.5 for an Int) this way.
+            if context.codingPath.isEmpty { return "not valid JSON" }
+            return "\(field(context.codingPath)) has a value that is not valid for it"
+        @unknown default:
+            return "not a valid manifest"
+        }
+    }
+
+    /// The first number in a parsed JSON value that is not a whole number, and where it is.
+    private static func firstFraction(in value: Any, path: String) -> (path: String, value: String)? {
+        if let dictionary = value as? [String: Any] {
+            for key in dictionary.keys.sorted() {
+                if let found = firstFraction(in: dictionary[key]!, path: path.isEmpty ? key : "\(path).\(key)") { return found }
+            }
+        } else if let array = value as? [Any] {
+            for (index, element) in array.enumerated() {
+                if let found = firstFraction(in: element, path: "\(path)[\(index)]") { return found }
+            }
+        } else if let number = value as? NSNumber, !(value is Bool) {
+            let double = number.doubleValue
+            if double != double.rounded() || abs(double) >= 9.2e18 { return (path, "\(number)") }
+        }
+        return nil
+    }
+
+    private static func name(of type: Any.Type) -> String {
+        switch type {
+        case is Int.Type: return "an integer"
+        case is String.Type: return "a string"
+        case is Bool.Type: return "true or false"
+        default: return "of the expected type"
         }
     }
 }

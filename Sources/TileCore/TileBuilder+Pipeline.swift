@@ -11,7 +11,7 @@ extension TileBuilder {
                 .tooLarge,
                 "\(header.width)x\(header.height) is over the limit of \(options.maximumPixelCount) pixels")
         }
-        let info = ImageInfo(header: header, segments: HeaderSegments.parse(headerBytes))
+        let info = ImageInfo(header: header, segments: headerReader.segments)
         let orientation = options.orientation.resolve(exif: info.exifOrientation)
         let geometry = try TileGeometry(
             storedWidth: header.width, storedHeight: header.height, orientation: orientation,

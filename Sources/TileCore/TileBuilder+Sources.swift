@@ -1,9 +1,10 @@
 public import Foundation
 
 extension TileBuilder {
-    /// Builds a pyramid from a file, streamed `chunkSize` bytes at a time (never read whole).
+    /// Builds a pyramid from a file, streamed `chunkSize` bytes at a time (never read whole), up to the
+    /// end-of-image marker.
     /// - Parameters:
-    ///   - path: the JPEG file.
+    ///   - path: the JPEG file; `-` reads standard input.
     ///   - options: see ``BuildOptions``.
     ///   - chunkSize: bytes per read, default 1 MiB.
     /// - Throws: ``TileError/Code/io`` naming the path when it cannot be read, and what
@@ -11,16 +12,14 @@ extension TileBuilder {
     public static func build(
         contentsOfFile path: String, options: BuildOptions = BuildOptions(), chunkSize: Int = 1 << 20
     ) throws(TileError) -> TiledImage {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SystemCall.error("cannot open", path: path) }
-        defer { close(fd) }
+        let file = try InputFile(path: path)
         let builder = try TileBuilder(options: options)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(chunkSize, 1), alignment: 16)
         defer { buffer.deallocate() }
-        while true {
-            let n = SystemCall.retrying { read(fd, buffer.baseAddress!, buffer.count) }
-            if n < 0 {
-                let error = SystemCall.error("cannot read", path: path)
+        // Bytes after the end-of-image marker are never read: the pyramid is complete there.
+        while !builder.isComplete {
+            let n: Int
+            do { n = try file.read(into: buffer) } catch {
                 builder.cancel()
                 throw error
             }

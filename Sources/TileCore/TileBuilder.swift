@@ -33,18 +33,23 @@ public final class TileBuilder {
     public private(set) var header: JPEGHeader?
     /// The header's metadata (EXIF, ICC, ...), once the header has been read.
     public private(set) var info: ImageInfo?
-    /// Compressed bytes received so far.
+    /// Compressed bytes received so far, up to the chunk that completed the image.
     public private(set) var bytesReceived = 0
+    /// Bytes appended after the pyramid was complete (after the end-of-image marker, in later
+    /// chunks): counted and dropped, never buffered or decoded.
+    public private(set) var bytesAfterImage = 0
     private var state = State.readingHeader
     private let decoder: JPEGDecoder
-    private(set) var headerBytes: [UInt8] = []
+    private(set) var headerReader = HeaderReader()
     private var fingerprint = Fingerprint()
 
     /// Creates a builder; nothing is allocated on disk until the header has been read.
     /// - Throws: ``TileError/Code/io`` when the decoder cannot be allocated.
     public init(options: BuildOptions = BuildOptions()) throws(TileError) {
         self.options = options
-        decoder = try JPEGDecoder(warningLimit: options.warningLimit)
+        decoder = try JPEGDecoder(
+            warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount,
+            allowsTruncation: options.allowTruncated)
     }
 
     deinit {
@@ -74,10 +79,17 @@ public final class TileBuilder {
 
     /// Pushes the next bytes of the JPEG and decodes what they allow.
     /// - Throws: ``TileError`` (corrupt, unsupported, too large, I/O); the build is then over.
+    ///
+    /// Once the end-of-image marker has been decoded the pyramid is complete (``isComplete``): later
+    /// bytes are only counted in ``bytesAfterImage``, so a source can stop reading there.
     public func append(_ bytes: UnsafeRawBufferPointer) throws(TileError) {
         try ensureRunning()
         guard !bytes.isEmpty else { return }
-        if case .readingHeader = state { headerBytes.append(contentsOf: bytes) }
+        if case .complete = state {
+            bytesAfterImage += bytes.count
+            return
+        }
+        if case .readingHeader = state { headerReader.feed(bytes) }
         if case .persistent = options.storage { fingerprint.add(bytes) }
         bytesReceived += bytes.count
         try guarded { () throws(TileError) in
@@ -189,7 +201,7 @@ public final class TileBuilder {
         self.header = header
         let parts = try makePipelineParts(header)
         info = parts.info
-        headerBytes = []
+        headerReader = HeaderReader()
         return Pipeline(image: parts.image, store: parts.store, writer: parts.writer)
     }
 
@@ -220,7 +232,7 @@ public final class TileBuilder {
         case .complete, .failed:
             return
         }
-        headerBytes = []
+        headerReader = HeaderReader()
         state = .failed(error)
     }
 }

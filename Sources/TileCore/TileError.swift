@@ -5,11 +5,13 @@ public struct TileError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case truncated, corrupt, unsupported, tooLarge, io, cancelled, notReady, invalidArgument, invalidStore
+            case tooManyScans, tooManyWarnings
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
-        /// The input ended before the image did (a download cut short, an empty file).
+        /// The input ended before the image did (a download cut short, an empty file), or a scan's data
+        /// ended early with a marker after it (a cut file with an end-of-image marker appended).
         public static let truncated = Code(.truncated)
         /// The bytes are not a valid JPEG, or libjpeg gave up on them; the message is libjpeg's.
         public static let corrupt = Code(.corrupt)
@@ -17,6 +19,10 @@ public struct TileError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let unsupported = Code(.unsupported)
         /// The image is larger than the configured pixel limit (or libjpeg's 65500-pixel side).
         public static let tooLarge = Code(.tooLarge)
+        /// The stream has more scans than ``BuildOptions/maximumScanCount`` allows (a scan flood).
+        public static let tooManyScans = Code(.tooManyScans)
+        /// The stream gave more corrupt-data warnings than ``BuildOptions/warningLimit`` allows.
+        public static let tooManyWarnings = Code(.tooManyWarnings)
         /// A system call failed; ``TileError/errno`` holds its errno.
         public static let io = Code(.io)
         /// The build was cancelled.

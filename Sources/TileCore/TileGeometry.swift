@@ -120,14 +120,30 @@ public struct TileGeometry: Sendable, Hashable {
     }
 
     /// Byte offset of display tile (column, row) in its level's file.
-    public func tileByteOffset(level: Int, column: Int, row: Int) -> Int {
-        let l = levels[level]
+    /// - Throws: ``TileError/Code/invalidArgument`` for a level or tile outside the pyramid.
+    public func tileByteOffset(level: Int, column: Int, row: Int) throws(TileError) -> Int {
+        let l = try checkedLevel(level)
+        guard (0..<l.columns).contains(column), (0..<l.rows).contains(row) else {
+            throw TileError(.invalidArgument, "tile (\(column), \(row)) is outside level \(level)'s \(l.columns)x\(l.rows) grid")
+        }
         let stored = storedTile(level: l, column: column, row: row)
         return (stored.row * l.storedColumns + stored.column) * tileByteCount
     }
 
     /// Bytes of a level's file.
-    public func fileByteCount(level: Int) -> Int { levels[level].tileCount * tileByteCount }
+    /// - Throws: ``TileError/Code/invalidArgument`` for a level outside the pyramid.
+    public func fileByteCount(level: Int) throws(TileError) -> Int { byteCount(ofLevel: try checkedLevel(level).index) }
+
+    /// Bytes of the file of a level known to exist.
+    func byteCount(ofLevel level: Int) -> Int { levels[level].tileCount * tileByteCount }
+
+    /// Level `index`, or ``TileError/Code/invalidArgument`` naming the levels there are.
+    func checkedLevel(_ index: Int) throws(TileError) -> PyramidLevel {
+        guard levels.indices.contains(index) else {
+            throw TileError(.invalidArgument, "level \(index) does not exist (the pyramid has levels 0...\(levels.count - 1))")
+        }
+        return levels[index]
+    }
 }
 
 /// `ceil(value / 2^shift)` for positive values.

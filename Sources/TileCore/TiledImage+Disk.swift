@@ -13,10 +13,13 @@ extension TiledImage {
     }
 
     /// Complete tile rows of a level, in stored order (rows of the file, top to bottom).
-    public func storedTileRowsComplete(level: Int) -> Int { progress[level] }
+    /// 0 for a level that does not exist.
+    public func storedTileRowsComplete(level: Int) -> Int {
+        geometry.levels.indices.contains(level) ? progress[level] : 0
+    }
 
     /// Bytes the level files take when complete.
-    public var totalByteCount: Int { geometry.levels.indices.reduce(0) { $0 + geometry.fileByteCount(level: $1) } }
+    public var totalByteCount: Int { geometry.levels.indices.reduce(0) { $0 + geometry.byteCount(ofLevel: $1) } }
 
     /// Pushes written tile data to the disk (`fdatasync`) and drops its pages from the page cache
     /// (`posix_fadvise(POSIX_FADV_DONTNEED)` over the complete tile rows), so written data does not

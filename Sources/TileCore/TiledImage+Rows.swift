@@ -6,10 +6,7 @@ extension TiledImage {
     ///   - body: gets the row's index and bytes (valid only during the call).
     /// - Throws: what ``readTile(level:column:row:into:)`` throws, or what `body` throws.
     public func forEachRow(level: Int, _ body: (Int, UnsafeRawBufferPointer) throws -> Void) throws {
-        guard geometry.levels.indices.contains(level) else {
-            throw TileError(.invalidArgument, "level \(level) is not within 0..<\(levelCount)")
-        }
-        let l = geometry.levels[level]
+        let l = try geometry.checkedLevel(level)
         let side = geometry.tileSize
         let tileBytes = geometry.tileByteCount
         let tiles = UnsafeMutableRawBufferPointer.allocate(byteCount: tileBytes * l.columns, alignment: 16)

@@ -9,35 +9,36 @@ extension TiledImage {
     public static func open(store path: String) throws(TileError) -> TiledImage {
         let url = URL(fileURLWithPath: path)
         StagedStore.removeLeftovers(of: url.lastPathComponent, in: url.deletingLastPathComponent().path)
-        let manifestPath = "\(path)/\(StoreManifest.fileName)"
-        guard let data = FileManager.default.contents(atPath: manifestPath) else {
-            throw TileError(.invalidStore, "\(path) is not a tile store (no readable \(StoreManifest.fileName))")
+        let manifest = try StoreManifest.read(store: path)
+        guard manifest.formatVersion == StoreManifest.currentFormatVersion else {
+            throw TileError(.invalidStore, "\(path): store format \(manifest.formatVersion) is not supported")
         }
-        let manifest = try StoreManifest.decode(data, path: path)
-        guard manifest.formatVersion == StoreManifest.currentFormatVersion,
-            let orientation = ImageOrientation(rawValue: manifest.orientation)
-        else { throw TileError(.invalidStore, "\(path): store format \(manifest.formatVersion) is not supported") }
-        let geometry = try TileGeometry(
-            storedWidth: manifest.storedWidth, storedHeight: manifest.storedHeight, orientation: orientation,
-            tileSize: manifest.tileSize, levels: .count(manifest.levels.count))
+        guard let orientation = ImageOrientation(rawValue: manifest.orientation) else {
+            throw TileError(.invalidStore, "\(path): the manifest's orientation \(manifest.orientation) is not within 1...8")
+        }
+        let geometry: TileGeometry
+        do {
+            geometry = try TileGeometry(
+                storedWidth: manifest.storedWidth, storedHeight: manifest.storedHeight, orientation: orientation,
+                tileSize: manifest.tileSize, levels: .count(manifest.levels.count))
+        } catch { throw TileError(.invalidStore, "\(path): the manifest's \(error.message)") }
         guard geometry.levels.map({ StoreManifest.Level(storedWidth: $0.storedWidth, storedHeight: $0.storedHeight) })
             == manifest.levels
         else { throw TileError(.invalidStore, "\(path): the manifest's levels do not match its size") }
         var fds: [Int32] = []
         for index in geometry.levels.indices {
             let file = "\(path)/\(StoreManifest.levelFileName(index))"
-            let fd = Glibc.open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            var info = stat()
-            guard fd >= 0, fstat(fd, &info) == 0 else {
-                let error = SystemCall.error("cannot open", path: file)
+            let fd: Int32
+            do { fd = try SystemCall.openRegularFile(file) } catch {
                 fds.forEach { close($0) }
-                if fd >= 0 { close(fd) }
                 throw error
             }
             fds.append(fd)
-            guard Int(info.st_size) == geometry.fileByteCount(level: index) else {
+            var info = stat()
+            _ = fstat(fd, &info)
+            guard Int(info.st_size) == geometry.byteCount(ofLevel: index) else {
                 fds.forEach { close($0) }
-                throw TileError(.invalidStore, "\(file) has \(info.st_size) bytes, not \(geometry.fileByteCount(level: index))")
+                throw TileError(.invalidStore, "\(file) has \(info.st_size) bytes, not \(geometry.byteCount(ofLevel: index))")
             }
         }
         return TiledImage(geometry: geometry, files: LevelFiles(descriptors: fds), storePath: path, complete: true)

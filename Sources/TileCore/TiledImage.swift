@@ -43,16 +43,17 @@ public final class TiledImage: Sendable {
     public var levelCount: Int { geometry.levels.count }
 
     /// Level `index` (display orientation).
-    public func level(_ index: Int) -> PyramidLevel { geometry.levels[index] }
+    /// - Throws: ``TileError/Code/invalidArgument`` when the level does not exist (0 ..< ``levelCount``).
+    public func level(_ index: Int) throws(TileError) -> PyramidLevel { try geometry.checkedLevel(index) }
 
     /// Whether every tile of every level has been written.
     public var isComplete: Bool {
         geometry.levels.indices.allSatisfy(isLevelComplete)
     }
 
-    /// Whether every tile of `level` has been written.
+    /// Whether every tile of `level` has been written (`false` for a level that does not exist).
     public func isLevelComplete(_ level: Int) -> Bool {
-        progress[level] == geometry.levels[level].storedRows
+        geometry.levels.indices.contains(level) && progress[level] == geometry.levels[level].storedRows
     }
 
     /// Whether the tile can be read now.
@@ -143,10 +144,7 @@ public final class TiledImage: Sendable {
     func markFailed(_ error: TileError) { state.withLock { $0.failure = error } }
 
     private func locate(level: Int, column: Int, row: Int) throws(TileError) -> (Int, (column: Int, row: Int)) {
-        guard geometry.levels.indices.contains(level) else {
-            throw TileError(.invalidArgument, "level \(level) is not within 0..<\(levelCount)")
-        }
-        let l = geometry.levels[level]
+        let l = try geometry.checkedLevel(level)
         guard (0..<l.columns).contains(column), (0..<l.rows).contains(row) else {
             throw TileError(.invalidArgument, "tile (\(column), \(row)) is outside level \(level)'s \(l.columns)x\(l.rows) grid")
         }
@@ -168,7 +166,7 @@ public final class TiledImage: Sendable {
             if let existing = s.mappings[level] { return .success(existing) }
             do throws(TileError) {
                 let mapped = try MappedFile(
-                    fd: files.descriptors[level], byteCount: geometry.fileByteCount(level: level), path: storePath ?? "level")
+                    fd: files.descriptors[level], byteCount: geometry.byteCount(ofLevel: level), path: storePath ?? "level")
                 s.mappings[level] = mapped
                 return .success(mapped)
             } catch { return .failure(error) }

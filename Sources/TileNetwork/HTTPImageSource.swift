@@ -69,6 +69,8 @@ public struct HTTPImageSource: ImageSource {
                 received += buffer.readableBytes
                 onBodyPart?(received, expected)
                 try await builder.append(buffer.readableBytesView)
+                // The image is complete at its end-of-image marker: stop the transfer there.
+                if await builder.hasReachedEndOfImage { return }
             }
         } catch let error as TileError {
             throw error

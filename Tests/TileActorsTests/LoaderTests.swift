@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import Testing
 import TileActors
@@ -98,7 +99,7 @@ struct LoaderTests {
         #expect(last?.state == .complete)
         #expect(last?.bytesReceived == data.count)
         #expect(last?.rowsDecoded == 600)
-        #expect(last?.levelTileRowsComplete == (0..<image.levelCount).map { image.level($0).rows })
+        #expect(last?.levelTileRowsComplete == image.geometry.levels.map(\.rows))
     }
 }
 
@@ -121,4 +122,34 @@ struct StallingChunks: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(inner: Chunks(data: data, size: 4096).makeAsyncIterator(), stallAfter: stallAfter, gate: gate)
     }
+}
+
+@Suite("Sources stop at the end of the image")
+struct EndOfImageTests {
+    @Test("a chunk sequence with 1000 chunks after the image is read only up to the marker")
+    func chunkSourceStops() async throws {
+        let jpeg = try JPEGEncoder.encode(pixels: [UInt8](repeating: 128, count: 32 * 32 * 4), width: 32, height: 32)
+        let pulled = Counter()
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(jpeg)
+            for _ in 0..<1000 { continuation.yield(Data(count: 64 * 1024)) }
+            continuation.finish()
+        }
+        let counted = chunks.map { @Sendable chunk -> Data in
+            pulled.increment()
+            return chunk
+        }
+        let builder = try ImageBuilder()
+        try await ChunkSequenceSource(name: "trail", chunks: counted).feed(into: builder)
+        #expect(await builder.hasReachedEndOfImage)
+        #expect(pulled.value <= 2, "\(pulled.value) chunks pulled")
+        _ = try await builder.finish()
+    }
+}
+
+/// A count shared with a sendable closure.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }

@@ -32,8 +32,8 @@ extension TiledImage {
     func allTiles() throws -> [[UInt8]] {
         var tiles: [[UInt8]] = []
         for level in 0..<levelCount {
-            for row in 0..<self.level(level).rows {
-                for column in 0..<self.level(level).columns {
+            for row in 0..<self.geometry.levels[level].rows {
+                for column in 0..<self.geometry.levels[level].columns {
                     tiles.append(try readTile(level: level, column: column, row: row))
                 }
             }

@@ -24,7 +24,7 @@ struct GeneratedInputTests {
         var options = BuildOptions()
         options.orientation = .none
         let image = try TileBuilder.build(data: data, options: options)
-        #expect(image.level(0).width == spec.width && image.level(0).height == spec.height)
+        #expect(try image.level(0).width == spec.width && image.level(0).height == spec.height)
         #expect(try image.pixels(level: 0) == reference)
     }
 
@@ -39,7 +39,7 @@ struct GeneratedInputTests {
             expected = Reference.shrink(expected)
             #expect(try image.pixels(level: level) == expected, "level \(level)")
         }
-        let last = image.level(image.levelCount - 1)
+        let last = try image.level(image.levelCount - 1)
         #expect(last.width == 1 && last.height == 1)
     }
 
@@ -131,7 +131,7 @@ struct GeneratedInputTests {
                     let expected = Reference.orient(shrunk, orientation.rawValue)
                     #expect(try image.pixels(level: level) == expected, "\(name), tile \(tileSize), \(orientation), level \(level)")
                 }
-                let l = image.level(0)
+                let l = try image.level(0)
                 let corner = try image.readTile(level: 0, column: l.columns - 1, row: l.rows - 1)
                 let inside = (l.width - (l.columns - 1) * tileSize, l.height - (l.rows - 1) * tileSize)
                 #expect(

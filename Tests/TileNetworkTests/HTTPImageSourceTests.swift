@@ -40,6 +40,19 @@ struct HTTPImageSourceTests {
         await server.stop()
     }
 
+    @Test("a download stops at the end-of-image marker: 32 MiB of bytes after the image are not fetched")
+    func downloadStopsAtTheEndOfTheImage() async throws {
+        let jpeg = try Self.jpeg()
+        let server = try await TestHTTPServer(data: jpeg + Data(count: 32 << 20), chunkSize: 64 * 1024)
+        defer { Task { await server.stop() } }
+        let builder = try ImageBuilder()
+        try await HTTPImageSource(url: server.url("/image")).feed(into: builder)
+        #expect(await builder.hasReachedEndOfImage)
+        #expect(try await builder.finish().allTiles() == TileBuilder.build(data: jpeg).allTiles())
+        #expect(server.bytesServed < 16 << 20, "\(server.bytesServed) bytes served")
+        await server.stop()
+    }
+
     @Test("onBodyPart reports each part as it arrives, growing to the Content-Length, before the build ends")
     func bodyPartsAreReported() async throws {
         let data = try Self.jpeg()
@@ -137,8 +150,8 @@ extension TiledImage {
     func allTiles() throws -> [[UInt8]] {
         var tiles: [[UInt8]] = []
         for level in 0..<levelCount {
-            for row in 0..<self.level(level).rows {
-                for column in 0..<self.level(level).columns { tiles.append(try readTile(level: level, column: column, row: row)) }
+            for row in 0..<self.geometry.levels[level].rows {
+                for column in 0..<self.geometry.levels[level].columns { tiles.append(try readTile(level: level, column: column, row: row)) }
             }
         }
         return tiles

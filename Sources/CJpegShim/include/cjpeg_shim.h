@@ -48,6 +48,11 @@ typedef enum {
     CJS_FAILURE_EMPTY = 4,
     CJS_FAILURE_TOO_MANY_WARNINGS = 5,
     CJS_FAILURE_NOMEM = 6,
+    /** Scan data ended early (the stream ended, or a marker other than a restart marker came
+        inside a scan) and the decoder was not told to accept truncation. */
+    CJS_FAILURE_TRUNCATED = 7,
+    /** The stream has more scans than cjs_decoder_options.max_scans. */
+    CJS_FAILURE_TOO_MANY_SCANS = 8,
 } cjs_failure_kind;
 
 typedef enum {
@@ -67,6 +72,13 @@ typedef struct cjs_decoder cjs_decoder;
 typedef struct {
     /** Warnings (corrupt data) allowed before the decode fails; 0 means no limit. */
     uint32_t warning_limit;
+    /** Scans allowed (libjpeg-turbo's djpeg -maxscans); 0 means no limit. */
+    uint32_t max_scans;
+    /**
+     * 1: scan data that ends early is a warning and libjpeg fills in the rest, as djpeg does.
+     * 0: it fails the decode at the first sign (CJS_FAILURE_TRUNCATED), before anything more is decoded.
+     */
+    int32_t allow_truncated;
 } cjs_decoder_options;
 
 typedef struct {
@@ -88,7 +100,9 @@ void cjs_decoder_destroy(cjs_decoder *d);
 /**
  * Appends `length` bytes. The bytes are copied; `bytes` need only live for the call.
  * Bytes libjpeg has consumed are dropped first (the buffer is compacted on every feed), so the
- * decoder holds only what it has not used yet.
+ * decoder holds only what it has not used yet; the buffer grows geometrically, so feeding is linear
+ * in the input's size. Once the end-of-image marker has been read (cjs_decoder_finish returned
+ * CJS_DONE), bytes are counted (cjs_decoder_bytes_after_end) and dropped.
  */
 cjs_status cjs_decoder_feed(cjs_decoder *d, const void *bytes, size_t length);
 /** Says that no more bytes will come: a stream that ends before its image does is truncated. */
@@ -125,7 +139,9 @@ uint32_t cjs_decoder_rows_read(const cjs_decoder *d);
 size_t cjs_decoder_bytes_buffered(const cjs_decoder *d);
 /** Corrupt-data warnings seen so far (including the premature end of the stream). */
 uint32_t cjs_decoder_warning_count(const cjs_decoder *d);
-/** 1 when the stream ended before the image did (libjpeg filled in the rest). */
+/** Bytes fed after the end of the image, counted and dropped. */
+uint64_t cjs_decoder_bytes_after_end(const cjs_decoder *d);
+/** 1 when scan data ended early and libjpeg filled in the rest (only with allow_truncated). */
 int32_t cjs_decoder_is_truncated(const cjs_decoder *d);
 /** The last error or warning message; owned by the decoder, valid until the next call. */
 const char *cjs_decoder_message(const cjs_decoder *d);

@@ -87,7 +87,7 @@ enum Reference {
 extension TiledImage {
     /// A whole level as one image, in display orientation (padding cut off).
     func pixels(level: Int) throws -> RGBAImage {
-        let l = self.level(level)
+        let l = try self.level(level)
         var pixels = [UInt8]()
         pixels.reserveCapacity(l.width * l.height * 4)
         try forEachRow(level: level) { _, row in pixels.append(contentsOf: row) }
@@ -98,8 +98,8 @@ extension TiledImage {
     func allTiles() throws -> [[UInt8]] {
         var tiles: [[UInt8]] = []
         for level in 0..<levelCount {
-            for row in 0..<self.level(level).rows {
-                for column in 0..<self.level(level).columns {
+            for row in 0..<self.geometry.levels[level].rows {
+                for column in 0..<self.geometry.levels[level].columns {
                     tiles.append(try readTile(level: level, column: column, row: row))
                 }
             }
