@@ -78,6 +78,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "TilerTests",
+            dependencies: ["tiler", "TileCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "TileCoreTests",
             dependencies: ["TileCore", "CJpegShim"],
             swiftSettings: swiftSettings

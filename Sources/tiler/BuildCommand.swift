@@ -13,9 +13,7 @@ struct BuildCommand: AsyncParsableCommand {
         commandName: "build",
         abstract: "Build the tile pyramids of one or more JPEGs and print their summaries.",
         discussion: """
-            With one input, --out names the store folder itself. With several, --out is a folder that
-            receives one store per input, named <input file name>.tiles. Without --out, pyramids are
-            ephemeral (in $TMPDIR) and vanish when the command ends.
+            As with cp and mv: when --out is an existing folder that is not a store, each input's store goes inside it as <input file name>.tiles; otherwise --out names the store itself (with several inputs, a folder that is created to receive them). Two inputs that would get the same store name are refused before anything is built. Without --out, pyramids are ephemeral (in $TMPDIR) and vanish when the command ends. An input of - reads standard input.
             """)
 
     @Argument(help: "The JPEG files, or http(s) URLs (downloaded and tiled as the bytes arrive).")
@@ -24,17 +22,45 @@ struct BuildCommand: AsyncParsableCommand {
     @Option(help: "Write persistent stores (see below) instead of ephemeral files.")
     var out: String?
 
-    @Option(help: "Images built at once.")
+    @Option(help: "Images built at once, at least 1.")
     var jobs = 4
 
     @OptionGroup var decode: DecodeOptions
 
+    func validate() throws {
+        guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1, not \(jobs).") }
+        if inputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input (-) can be read only once.") }
+        _ = try Self.storePaths(inputs: inputs, out: out)
+    }
+
+    /// Where each input's store goes (nil: ephemeral), following cp and mv: an existing folder that is
+    /// not a store receives `<name>.tiles`; otherwise `--out` names the store (one input) or a folder
+    /// to create (several).
+    static func storePaths(inputs: [String], out: String?) throws -> [String?] {
+        guard let out else { return inputs.map { _ in nil } }
+        let isStore = access("\(out)/manifest.json", F_OK) == 0
+        if inputs.count == 1 && (!isDirectory(out) || isStore) { return [out] }
+        let folder = out.hasSuffix("/") && out.count > 1 ? String(out.dropLast()) : out
+        let paths = inputs.map { "\(folder)/\(inputName($0)).tiles" }
+        var seen: [String: String] = [:]
+        for (input, path) in zip(inputs, paths) {
+            if let other = seen[path] {
+                throw ValidationError(
+                    escapingControlCharacters("\(other) and \(input) would both be stored as \(path); build them into different folders."))
+            }
+            seen[path] = input
+        }
+        return paths
+    }
+
     func run() async throws {
         let options = decode.buildOptions()
         let inputs = self.inputs
-        let out = self.out
-        if let out, inputs.count > 1 {
-            try? FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let stores = try Self.storePaths(inputs: inputs, out: out)
+        if let out, inputs.count > 1, !isDirectory(out) {
+            do { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) } catch {
+                throw fail(out, TileError(.io, "cannot create the folder: \((error as NSError).localizedDescription)"))
+            }
         }
         let sources: [any ImageSource] = inputs.map { input -> any ImageSource in
             if input.hasPrefix("http://") || input.hasPrefix("https://") { return HTTPImageSource(url: input) }
@@ -44,10 +70,7 @@ struct BuildCommand: AsyncParsableCommand {
         let progress: (@Sendable (Int, ImageBuilder.Progress) -> Void)? = isatty(2) == 1 ? printProgress : nil
         let report = await ImageLoader(maximumConcurrency: jobs).load(sources, options: { index in
             var o = options
-            if let out {
-                let name = (inputs[index] as NSString).lastPathComponent
-                o.storage = .persistent(path: inputs.count == 1 ? out : "\(out)/\(name).tiles")
-            }
+            if let store = stores[index] { o.storage = .persistent(path: store) }
             return o
         }, onProgress: progress)
         if progress != nil { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
@@ -58,9 +81,10 @@ struct BuildCommand: AsyncParsableCommand {
                 if inputs.count == 1 { printSummary(image, buildTime: result.wallTime, warnings: result.warningCount, lastWarning: result.lastWarning) }
                 let megabytes = Double(image.totalByteCount) / 1_048_576
                 print(String(
-                    format: "%@: %dx%d, %d levels, decode %.3f s, wall %.3f s, %.1f MiB", inputs[result.index],
+                    format: "%@: %dx%d, %d levels, decode %.3f s, wall %.3f s, %.1f MiB%@",
+                    escapingControlCharacters(inputs[result.index]),
                     image.geometry.width, image.geometry.height, image.levelCount, seconds(result.decodeTime),
-                    seconds(result.wallTime), megabytes))
+                    seconds(result.wallTime), megabytes, stores[result.index].map { " -> \(escapingControlCharacters($0))" } ?? ""))
             case .failure(let error):
                 failed = true
                 _ = fail(inputs[result.index], error)

@@ -14,11 +14,17 @@ struct DecodeOptions: ParsableArguments {
     @Flag(help: "Accept a file that ends before its image does (libjpeg fills the missing rows).")
     var allowTruncated = false
 
-    @Option(help: "Tile side in pixels.")
+    @Option(help: "Tile side in pixels, 16...4096.")
     var tileSize = 256
 
     @Option(help: "Level writer: pwrite (strips) or mmap (two-tile-row window).")
     var writer: WriterArgument = .pwrite
+
+    func validate() throws {
+        guard (16...4096).contains(tileSize) else {
+            throw ValidationError("--tile-size must be within 16...4096, not \(tileSize).")
+        }
+    }
 
     func buildOptions() -> BuildOptions {
         var options = BuildOptions()
@@ -54,12 +60,67 @@ enum OrientationArgument: ExpressibleByArgument, Equatable {
     }
 }
 
-/// Reports a failure as one line on stderr naming the file, and exits non-zero.
+/// Reports a failure as one line on stderr naming the file and the cause, and exits non-zero.
+/// Control characters in names and messages are escaped, so the report stays one line.
 func fail(_ subject: String, _ error: any Error) -> ExitCode {
-    let message = (error as? TileError)?.message ?? "\(error)"
-    let line = message.hasPrefix(subject) ? message : "\(subject): \(message)"
-    FileHandle.standardError.write(Data("tiler: \(line)\n".utf8))
+    FileHandle.standardError.write(Data("tiler: \(failureLine(subject, error))\n".utf8))
     return ExitCode.failure
+}
+
+/// The text of ``fail(_:_:)``: `subject: message`, escaped, with a hint where an option helps.
+func failureLine(_ subject: String, _ error: any Error) -> String {
+    var message: String
+    switch error {
+    case let error as TileError:
+        message = error.message
+        if error.code == .truncated && !message.hasPrefix("empty") { message += " (--allow-truncated accepts it)" }
+    case let error as CocoaError:
+        message = error.localizedDescription
+    default:
+        message = "\(error)"
+    }
+    let line = message.contains(subject) ? message : "\(subject): \(message)"
+    return escapingControlCharacters(line)
+}
+
+/// `text` with newlines, tabs and other control characters written as escapes (`\n`, `\u{1B}`).
+func escapingControlCharacters(_ text: String) -> String {
+    var result = ""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\n": result += "\\n"
+        case "\r": result += "\\r"
+        case "\t": result += "\\t"
+        case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value):
+            result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        default: result.unicodeScalars.append(scalar)
+        }
+    }
+    return result
+}
+
+/// Whether two paths name the same existing file (same device and inode, through links).
+func isSameFile(_ a: String, _ b: String) -> Bool {
+    var first = stat()
+    var second = stat()
+    guard stat(a, &first) == 0, stat(b, &second) == 0 else { return false }
+    return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+}
+
+/// Whether `path` is an existing folder.
+func isDirectory(_ path: String) -> Bool {
+    var info = stat()
+    return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+}
+
+/// The name an input goes by in store and output names: its last path component, `stdin` for `-`.
+func inputName(_ input: String) -> String {
+    if input == "-" { return "stdin" }
+    if let url = URL(string: input), url.scheme == "http" || url.scheme == "https" {
+        let last = url.lastPathComponent
+        return last.isEmpty || last == "/" ? (url.host ?? "download") : last
+    }
+    return (input as NSString).lastPathComponent
 }
 
 /// Peak resident memory of this process, in MiB.
@@ -80,9 +141,9 @@ func printSummary(_ image: TiledImage, buildTime: Duration?, warnings: Int?, las
     var tiles = 0
     var bytes = 0
     for index in 0..<image.levelCount {
-        let l = image.level(index)
+        let l = g.levels[index]
         tiles += l.tileCount
-        bytes += g.fileByteCount(level: index)
+        bytes += l.tileCount * g.tileByteCount
         print("  level \(index): \(l.width)x\(l.height), \(l.columns)x\(l.rows) tiles")
     }
     print("tiles: \(tiles), \(String(format: "%.1f", Double(bytes) / 1_048_576)) MiB on disk\(image.storePath.map { " at \($0)" } ?? " (ephemeral)")")

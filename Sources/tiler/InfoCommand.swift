@@ -6,7 +6,7 @@ struct InfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info", abstract: "Print a JPEG's properties, read from its header without decoding.")
 
-    @Argument(help: "The JPEG file.")
+    @Argument(help: "The JPEG file (- for standard input).")
     var input: String
 
     @Flag(help: "Print JSON with stable keys.")
@@ -26,14 +26,14 @@ struct InfoCommand: ParsableCommand {
     }
 
     private func printInfo(_ info: ImageInfo) {
-        print("\(input): \(info.width)x\(info.height), \(info.components) components, \(info.colorSpace.rawValue), \(info.bitsPerSample)-bit")
+        print("\(escapingControlCharacters(input == "-" ? "stdin" : input)): \(info.width)x\(info.height), \(info.components) components, \(info.colorSpace.rawValue), \(info.bitsPerSample)-bit")
         print("coding: \(info.coding.rawValue)\(info.isArithmetic ? ", arithmetic" : ""), subsampling \(info.subsampling), restart interval \(info.restartInterval)")
         print("orientation: \(info.exifOrientation.map(String.init) ?? "none") -> displayed \(info.orientedWidth)x\(info.orientedHeight)")
         if let icc = info.iccProfile { print("ICC profile: \(icc.count) bytes") }
         if let adobe = info.adobeTransform { print("Adobe transform: \(adobe)") }
         if let d = info.density { print("density: \(d.x)x\(d.y) (unit \(d.unit))") }
         if let problem = info.exifProblem { print("EXIF: unreadable in part: \(problem)") }
-        for key in info.exif.keys.sorted() { print("  \(key): \(info.exif[key]!)") }
+        for key in info.exif.keys.sorted() { print(escapingControlCharacters("  \(key): \(info.exif[key]!)")) }
         if let geometry = try? TileGeometry(
             storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
         {

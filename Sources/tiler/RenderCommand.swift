@@ -2,14 +2,18 @@ import ArgumentParser
 import Foundation
 import TileCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 struct RenderCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "render", abstract: "Write one whole level as a binary PPM (P6), upright.")
 
-    @Argument(help: "A JPEG file, or a store folder written by `tiler build --out`.")
+    @Argument(help: "A JPEG file (- for standard input), or a store folder written by `tiler build --out`.")
     var input: String
 
-    @Option(help: "The level: 0 is full resolution.")
+    @Option(help: "The level: 0 is full resolution, as numbered by `tiler build` and `tiler info`.")
     var level = 0
 
     @Option(help: "The PPM file to write.")
@@ -17,34 +21,69 @@ struct RenderCommand: ParsableCommand {
 
     @OptionGroup var decode: DecodeOptions
 
+    func validate() throws {
+        guard level >= 0 else { throw ValidationError("--level must be 0 or more, not \(level).") }
+    }
+
     func run() throws {
         do {
+            if isSameFile(input, out) {
+                throw TileError(.invalidArgument, "\(out) is the input; it would be overwritten")
+            }
             let image: TiledImage
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory.boolValue {
+            if input != "-" && isDirectory(input) {
                 image = try TiledImage.open(store: input)
             } else {
-                var options = decode.buildOptions()
-                options.levels = .count(level + 1)
-                image = try TileBuilder.build(contentsOfFile: input, options: options)
+                image = try buildLevels(upTo: level)
             }
-            guard level < image.levelCount else {
-                throw TileError(.invalidArgument, "level \(level) does not exist (the pyramid has \(image.levelCount))")
-            }
+            guard level < image.levelCount else { throw Self.noSuchLevel(level, count: image.levelCount) }
             try writePPM(image, level: level, to: out)
         } catch {
             throw fail(input, error)
         }
     }
+
+    static func noSuchLevel(_ level: Int, count: Int) -> TileError {
+        TileError(.invalidArgument, "level \(level) does not exist (the pyramid has \(count) level\(count == 1 ? "" : "s"), 0...\(count - 1))")
+    }
+
+    /// Builds only the levels down to `level`, after checking, once the header is read, that the
+    /// pyramid `tiler build` makes has that level (so both count levels alike).
+    private func buildLevels(upTo level: Int) throws -> TiledImage {
+        var options = decode.buildOptions()
+        options.levels = .count(level + 1)
+        let file = try InputFile(path: input)
+        let builder = try TileBuilder(options: options)
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var checked = false
+        while !builder.isComplete {
+            let n = try buffer.withUnsafeMutableBytes { try file.read(into: $0) }
+            if n == 0 { break }
+            try buffer.withUnsafeBytes { try builder.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            if !checked, let g = builder.image?.geometry {
+                checked = true
+                let count = try TileGeometry(
+                    storedWidth: g.storedWidth, storedHeight: g.storedHeight, orientation: g.orientation,
+                    tileSize: g.tileSize
+                ).levels.count
+                if level >= count {
+                    builder.cancel()
+                    throw Self.noSuchLevel(level, count: count)
+                }
+            }
+        }
+        return try builder.finish()
+    }
 }
 
-/// Writes a level as P6 through a temporary file renamed into place.
+/// Writes a level as P6 to a temporary file beside `path` (created exclusively), synced, then renamed
+/// into place: a failure leaves nothing behind and never a half-written file at `path`.
 func writePPM(_ image: TiledImage, level: Int, to path: String) throws {
-    let l = image.level(level)
-    let temporary = path + ".partial-\(ProcessInfo.processInfo.processIdentifier)"
-    guard FileManager.default.createFile(atPath: temporary, contents: nil),
-        let handle = FileHandle(forWritingAtPath: temporary)
-    else { throw TileError(.io, "cannot create \(temporary)") }
+    let l = try image.level(level)
+    let temporary = "\(path).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { throw TileError(.io, "cannot create \(path): \(String(cString: strerror(errno)))", errno: errno) }
+    let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     do {
         try handle.write(contentsOf: Data("P6\n\(l.width) \(l.height)\n255\n".utf8))
         var rgb = Data(count: l.width * 3)
@@ -58,11 +97,15 @@ func writePPM(_ image: TiledImage, level: Int, to path: String) throws {
             }
             try handle.write(contentsOf: rgb)
         }
-        try handle.close()
-        guard rename(temporary, path) == 0 else { throw TileError(.io, "cannot rename \(temporary) to \(path)") }
-    } catch {
-        try? handle.close()
+        try handle.synchronize()
+        guard rename(temporary, path) == 0 else {
+            throw TileError(.io, "cannot write \(path): \(String(cString: strerror(errno)))", errno: errno)
+        }
+    } catch let error as TileError {
         unlink(temporary)
         throw error
+    } catch {
+        unlink(temporary)
+        throw TileError(.io, "cannot write \(path): \((error as NSError).localizedDescription)")
     }
 }

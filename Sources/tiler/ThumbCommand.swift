@@ -11,19 +11,19 @@ struct ThumbCommand: ParsableCommand {
             <name>-<edge>.jpg for every size.
             """)
 
-    @Argument(help: "The JPEG file.")
+    @Argument(help: "The JPEG file (- for standard input).")
     var input: String
 
-    @Option(help: "Longest edge of the resized copy.")
+    @Option(help: "Longest edge of the resized copy, 1...65500.")
     var maxEdge: Int
 
-    @Option(help: "Further sizes (longest edges), comma-separated, e.g. 256,128.")
-    var sizes: String?
+    @Option(help: "Further sizes (longest edges), comma-separated, e.g. 256,128.", transform: parseEdges)
+    var sizes: [Int]?
 
     @Option(help: "The output file, or a folder with --sizes.")
     var out: String
 
-    @Option(help: "JPEG quality.")
+    @Option(help: "JPEG quality, 1...100.")
     var quality = 80
 
     @Flag(help: "Write progressive JPEGs.")
@@ -32,15 +32,23 @@ struct ThumbCommand: ParsableCommand {
     @Option(help: "Display orientation: auto (the EXIF tag), none (as stored), or 1...8.")
     var orientation: OrientationArgument = .auto
 
+    func validate() throws {
+        guard (1...65500).contains(maxEdge) else {
+            throw ValidationError("--max-edge must be within 1...65500, not \(maxEdge).")
+        }
+        guard (1...100).contains(quality) else { throw ValidationError("--quality must be within 1...100, not \(quality).") }
+        if let sizes, let repeated = ([maxEdge] + sizes).firstRepeated {
+            throw ValidationError("the size \(repeated) is asked for twice (--max-edge and --sizes name each size once).")
+        }
+    }
+
     func run() throws {
-        let extra = (sizes ?? "").split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        let extra = sizes ?? []
         let edges = [maxEdge] + extra
-        guard edges.allSatisfy({ $0 > 0 }) else { throw fail(input, TileError(.invalidArgument, "sizes must be positive")) }
-        let base = ((input as NSString).lastPathComponent as NSString).deletingPathExtension
+        let base = (inputName(input) as NSString).deletingPathExtension
         let targets = edges.map { edge in
             ImageResizer.Target(maxEdge: edge, path: extra.isEmpty ? out : "\(out)/\(base)-\(edge).jpg")
         }
-        if !extra.isEmpty { try? FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
         var options = ImageResizer.Options()
         options.quality = quality
         options.progressive = progressive
@@ -48,15 +56,42 @@ struct ThumbCommand: ParsableCommand {
         let clock = ContinuousClock()
         let start = clock.now
         do {
+            if !extra.isEmpty && !isDirectory(out) {
+                do { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) } catch {
+                    throw TileError(.io, "cannot create the folder \(out): \((error as NSError).localizedDescription)")
+                }
+            }
             let results = try ImageResizer.resize(contentsOfFile: input, to: targets, options: options)
             let elapsed = seconds(clock.now - start)
             for r in results {
                 let how = r.wasCopied ? "copied unchanged" : "decoded at \(r.decodedWidth)x\(r.decodedHeight)"
-                print("\(r.target.path ?? "-"): \(r.width)x\(r.height) (\(how))")
+                print(escapingControlCharacters("\(r.target.path ?? "-"): \(r.width)x\(r.height) (\(how))"))
             }
             print(String(format: "time: %.3f s", elapsed))
         } catch {
             throw fail(input, error)
         }
+    }
+}
+
+/// Parses `--sizes`: comma-separated longest edges, each a whole number within 1...65500.
+func parseEdges(_ argument: String) throws -> [Int] {
+    let parts = argument.split(separator: ",", omittingEmptySubsequences: false)
+        .map { $0.trimmingCharacters(in: .whitespaces) }
+    var edges: [Int] = []
+    for part in parts {
+        guard let edge = Int(part), (1...65500).contains(edge) else {
+            throw ValidationError("'\(part)' is not a size within 1...65500 (expected e.g. 256,128).")
+        }
+        edges.append(edge)
+    }
+    return edges
+}
+
+extension Array where Element: Hashable {
+    /// The first element that occurs twice, if any.
+    var firstRepeated: Element? {
+        var seen = Set<Element>()
+        return first { !seen.insert($0).inserted }
     }
 }
