@@ -3,7 +3,10 @@
  * sizes, scanlines through the pyramid writer into memory-backed files. The last input byte picks
  * the chunk size and the writer (pwrite strips with or without threads, or the mmap window) and stays
  * in the stream (bytes after EOI are ignored), so plain JPEG seeds decode as they are; the pixel
- * limit is low so the fuzzer explores rather than allocates.
+ * limit is low so the fuzzer explores rather than allocates. It also picks whether truncated scan
+ * data is accepted; scans are limited to 100 (scan floods among the seeds hit the limit). Once the
+ * image is complete, the whole input is fed again as trailing bytes: the decoder must drop them
+ * (its buffer may not grow).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -51,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t chunk = chunks[config % 6];
     int kind = (config >> 3) % 3;
     cjs_decoder *d;
-    cjs_decoder_options options = {.warning_limit = 1000};
+    cjs_decoder_options options = {.warning_limit = 1000, .max_scans = 100, .allow_truncated = (config >> 5) & 1};
     if (cjs_decoder_create(&options, &d) != CJS_OK) return 0;
     cjs_pyramid *p = NULL;
     cjs_level levels[MAX_LEVELS];
@@ -83,7 +86,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         int r = pump(d, p, &stage);
         if (r != 0) {
-            if (r == 1) cjs_pyramid_finish(p);
+            if (r == 1) {
+                cjs_pyramid_finish(p);
+                size_t held = cjs_decoder_bytes_buffered(d);
+                for (int i = 0; offset < size && i < 4; i++) /* not after end_input: that is a state error */
+                    if (cjs_decoder_feed(d, data, size) != CJS_OK || cjs_decoder_bytes_buffered(d) != held) abort();
+            }
             break;
         }
         if (offset == size) break;

@@ -33,6 +33,16 @@ cjpeg -quality 50 -restart 1 -sample 1x1 "$seeds/seed.ppm" >"$seeds/restart444.j
 cjpeg -quality 50 -grayscale "$seeds/seed.ppm" >"$seeds/grey.jpg"
 cjpeg -quality 50 -arithmetic "$seeds/seed.ppm" >"$seeds/arithmetic.jpg"
 rm "$seeds/seed.ppm"
+# Hostile seeds: bytes after the image, and a scan flood (empty AC refinement scans, as in issue 15).
+python3 - "$seeds" <<'PY'
+import sys
+d = sys.argv[1]
+base = open(d + "/baseline.jpg", "rb").read()
+open(d + "/trailing.jpg", "wb").write(base + bytes(65536))
+p = open(d + "/progressive.jpg", "rb").read()
+i = p.rfind(b"\xff\xda")
+open(d + "/scanflood.jpg", "wb").write(p[:i] + bytes.fromhex("ffda0008010100013f10") * 300 + b"\xff\xd9")
+PY
 if [ -d ../shared/fixtures/jpeg ]; then
   find ../shared/fixtures/jpeg -name '*.jp*g' -size -200k -exec cp {} "$seeds/" \;
 fi
