@@ -14,8 +14,8 @@ shim=(Sources/CJpegShim/{decoder,errors,window,bands,pipeline,rows,encoder,refer
 "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
   -I Sources/CJpegShim/include -I Sources/CJpegShim Fuzz/decoder_fuzz.c "${shim[@]}" -ljpeg -lpthread \
   -o "$out/decoder_fuzz" 2>"$out/clang.log" || { cat "$out/clang.log"; exit 1; }
-swiftc -sanitize=fuzzer,address -parse-as-library -O Fuzz/metadata_fuzz.swift \
-  Sources/TileCore/{HeaderSegments,EXIFReader,ImageInfo,TileError,SystemCall,ImageOrientation,JPEGHeader}.swift \
+swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/metadata_fuzz.swift \
+  Sources/TileCore/{HeaderSegments,EXIFReader,ImageInfo,InputFile,TileError,SystemCall,ImageOrientation,JPEGHeader}.swift \
   -o "$out/metadata_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
 
 # Seeds: small JPEGs made here with cjpeg (baseline, progressive, restarts, grey), plus the corpus.
