@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -32,8 +33,14 @@ let package = Package(
             dependencies: ["CLibJPEG"],
             cSettings: [.define("_GNU_SOURCE")]
         ),
+        // libjpeg's ordinary whole-image decode, for tests and benchmarks to compare with: not shipped.
+        .target(name: "CJpegReference", dependencies: ["CLibJPEG"]),
         .target(name: "TileCore", dependencies: ["CJpegShim"], swiftSettings: swiftSettings),
-        .target(name: "TileActors", dependencies: ["TileCore"], swiftSettings: swiftSettings),
+        .target(
+            name: "TileActors",
+            dependencies: ["TileCore", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "TileActorsTests", dependencies: ["TileActors", "TileCore"], swiftSettings: swiftSettings),
         .target(
             name: "TileNetwork",
@@ -41,6 +48,7 @@ let package = Package(
                 "TileActors", "TileCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 // ByteBufferView as ContiguousBytes: body parts go to the decoder without a copy.
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
@@ -68,7 +76,7 @@ let package = Package(
         .executableTarget(
             name: "Benchmarks",
             dependencies: [
-                "TileCore", "TileActors", "TileNetwork", "CJpegShim",
+                "TileCore", "TileActors", "TileNetwork", "CJpegShim", "CJpegReference",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -84,7 +92,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TileCoreTests",
-            dependencies: ["TileCore", "CJpegShim"],
+            dependencies: ["TileCore", "CJpegShim", "CJpegReference"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,7 +1,8 @@
 /*
  * libFuzzer target for the C shim, driven as the Swift side drives it: header, then feeds of varying
  * sizes, scanlines through the pyramid writer into memory-backed files. The last input byte picks
- * the chunk size and the writer (pwrite strips with or without threads, or the mmap window) and stays
+ * the chunk size and the writer (the band writer on the caller or writing behind with AIO, or the
+ * window writer) and stays
  * in the stream (bytes after EOI are ignored), so plain JPEG seeds decode as they are; the pixel
  * limit is low so the fuzzer explores rather than allocates. It also picks whether truncated scan
  * data is accepted; scans are limited to 100 (scan floods among the seeds hit the limit). Once the
@@ -80,9 +81,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 w = (w + 1) / 2;
                 hh = (hh + 1) / 2;
             }
-            int flags = kind == 1 ? CJS_PYRAMID_THREADED | CJS_PYRAMID_WRITE_BEHIND : 0;
-            if (cjs_pyramid_create(levels, count, TILE, 0, kind == 2 ? CJS_WRITER_MMAP : CJS_WRITER_PWRITE, flags,
-                                   progress, &p) != CJS_OK) break;
+            cjs_writer_config writer = {
+                .kind = kind == 2 ? CJS_WRITER_WINDOW : CJS_WRITER_BANDS,
+                .band_threading = kind == 1 ? CJS_BANDS_WRITE_BEHIND : CJS_BANDS_ON_CALLER,
+            };
+            int32_t error_number;
+            if (cjs_pyramid_create(levels, count, TILE, &writer, progress, &p, &error_number) != CJS_OK) break;
         }
         int r = pump(d, p, &stage);
         if (r != 0) {

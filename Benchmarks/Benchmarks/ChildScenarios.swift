@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import CJpegShim
+import CJpegReference
 import NIOCore
 import Foundation
 import Synchronization
@@ -17,22 +18,25 @@ func runChild(_ name: String, arguments: Arguments) async throws {
     switch name {
     case "decode-floor":
         var result = cjs_reference_result()
-        guard cjs_reference_decode_file_discard(input, &result) == CJS_OK else {
+        guard cjs_reference_decode_file_discard(input, &result) == 0 else {
             throw BenchmarkError("decode failed")
         }
-    case "build", "build-lean", "build-buffered", "build-1thread", "build-mmap", "build-whole-tiles":
-        // build: the defaults (bands of 64 rows, tiled on a worker thread, written with O_DIRECT AIO
-        // while the next band fills, three bands a level).
+    case "build", "build-lean", "build-buffered", "build-1thread", "build-window", "build-whole-tiles":
+        // build: the defaults (the band writer: bands of 64 rows, tiled on a worker thread, written
+        // with O_DIRECT AIO while the next band fills, three bands a level).
         // build-whole-tiles: the same with bands of whole tile rows (256 KiB blocks, two a level).
         // build-lean: one band a level, the worker writes it itself (synchronously).
         // build-buffered: the defaults through the page cache; build-1thread: everything on the
-        // caller's thread, through the page cache; build-mmap: the two-tile-row mmap window, one thread.
+        // caller's thread, through the page cache; build-window: the two-tile-row mmap window.
         var options = BuildOptions()
-        options.writer = name == "build-mmap" ? .mappedWindow : .stripWrite
-        if name == "build-whole-tiles" { options.writeBlockRows = options.tileSize }
-        options.overlapsWriting = name != "build-1thread" && name != "build-mmap"
-        options.writesBehind = name != "build-lean"
-        options.bypassesPageCache = name == "build" || name == "build-lean" || name == "build-whole-tiles"
+        switch name {
+        case "build-window": options.writer = .window
+        case "build-whole-tiles": options.writer = .bands(.init(rowsPerBlock: options.tileSize))
+        case "build-lean": options.writer = .bands(.init(threading: .onWorker))
+        case "build-buffered": options.writer = .bands(.init(bypassesPageCache: false))
+        case "build-1thread": options.writer = .bands(.init(threading: .onCaller, bypassesPageCache: false))
+        default: options.writer = .bands()
+        }
         var image: TiledImage? = try TileBuilder.build(contentsOfFile: input, options: options)
         guard image?.isComplete == true else { throw BenchmarkError("incomplete pyramid") }
         // The pyramid is complete here; closing it (the kernel frees the unlinked files' blocks) is
@@ -162,19 +166,28 @@ func writeOnly(input: String) throws {
     }
     guard !descriptors.contains(-1) else { throw BenchmarkError("cannot create the level files") }
     var handle: OpaquePointer?
-    let flags = Int32(CJS_PYRAMID_THREADED) | Int32(CJS_PYRAMID_DIRECT_IO) | Int32(CJS_PYRAMID_WRITE_BEHIND)
-    guard cjs_pyramid_create(levels, UInt32(levels.count), UInt32(geometry.tileSize), 0, Int32(CJS_WRITER_PWRITE.rawValue),
-        flags, nil, &handle) == CJS_OK, let pyramid = handle
-    else { throw BenchmarkError("cannot create the pyramid writer") }
+    var config = cjs_writer_config(
+        kind: Int32(CJS_WRITER_BANDS.rawValue), band_rows: 0, band_threading: Int32(CJS_BANDS_WRITE_BEHIND.rawValue),
+        bypass_page_cache: 1)
+    var number: Int32 = 0
+    guard cjs_pyramid_create(levels, UInt32(levels.count), UInt32(geometry.tileSize), &config, nil, &handle, &number)
+        == CJS_OK, let pyramid = handle
+    else { throw BenchmarkError("cannot create the pyramid writer (errno \(number))") }
     defer { cjs_pyramid_destroy(pyramid) }
-    let batch = 16
-    let rows = [UInt8](repeating: 128, count: info.width * 4 * batch)
     var pushed = 0
+    var filled = Set<UnsafeMutableRawPointer>()
     while pushed < info.height {
-        let count = min(batch, info.height - pushed)
-        guard cjs_pyramid_push_rows(pyramid, rows, info.width * 4, UInt32(count)) == CJS_OK else {
+        var slot: UnsafeMutableRawPointer?
+        var stride = 0
+        var capacity: UInt32 = 0
+        guard cjs_pyramid_acquire_rows(pyramid, &slot, &stride, &capacity) == CJS_OK, let slot else {
             throw BenchmarkError("write failed")
         }
+        let count = min(Int(capacity), info.height - pushed)
+        // The row slots are the pyramid's; each is filled with grey once (the rows' content is not
+        // the point here, their bytes are).
+        if filled.insert(slot).inserted { slot.initializeMemory(as: UInt8.self, repeating: 128, count: stride * Int(capacity)) }
+        guard cjs_pyramid_submit_rows(pyramid, UInt32(count)) == CJS_OK else { throw BenchmarkError("write failed") }
         pushed += count
     }
     guard cjs_pyramid_finish(pyramid) == CJS_OK else { throw BenchmarkError("write failed") }

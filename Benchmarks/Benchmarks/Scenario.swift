@@ -35,7 +35,7 @@ struct Scenario {
             Scenario(name: "build-lean", kind: .inProcess, input: input),
             Scenario(name: "build-buffered", kind: .inProcess, input: input),
             Scenario(name: "build-1thread", kind: .inProcess, input: input),
-            Scenario(name: "build-mmap", kind: .inProcess, input: input),
+            Scenario(name: "build-window", kind: .inProcess, input: input),
             Scenario(name: "read-tile-1", kind: .inProcess, input: input, isLatency: true),
             Scenario(name: "read-tile-6", kind: .inProcess, input: input, isLatency: true),
             Scenario(name: "info-read", kind: .inProcess, input: input, isLatency: true),

@@ -8,27 +8,9 @@ public struct BuildOptions: Sendable, Hashable {
     public var orientation: OrientationOption = .fromExif
     /// Ephemeral files (default) or a persistent store folder.
     public var storage: TileStorage = .ephemeral()
-    /// How rows reach the files. Default ``TileWriterKind/stripWrite`` (the faster here; see BENCHMARKS.md).
-    public var writer: TileWriterKind = .stripWrite
-    /// Tile and write on a thread of the writer's own while the caller's thread decodes, so decoding
-    /// overlaps tiling and writing (``TileWriterKind/stripWrite`` only). Default `true`.
-    public var overlapsWriting: Bool = true
-    /// With ``overlapsWriting``: each level's full band (64 rows: one 64 KiB block per tile) is written
-    /// asynchronously (Linux AIO) while the next band fills, with up to two bands a level in flight;
-    /// without it the worker writes each band before filling the next. Either way a level holds a few
-    /// bands, not tile rows: about 58 MiB peak for an 18000x18000 image (see BENCHMARKS.md).
-    /// Default `true`.
-    public var writesBehind: Bool = true
-    /// Rows of each tile written as one block (``TileWriterKind/stripWrite``): a divisor of
-    /// ``tileSize``; `nil` (the default) for 64 (64 KiB blocks of 256-pixel tiles) or the tile size
-    /// where 64 does not divide it. Each level holds three bands of this many rows (two when a band is
-    /// a whole tile row). Whole tile rows (`tileSize`) write 256 KiB blocks, which some devices take
-    /// faster, for about twice the memory (see BENCHMARKS.md).
-    public var writeBlockRows: Int? = nil
-    /// Write with `O_DIRECT` where the file system allows it (not tmpfs), bypassing the page cache:
-    /// filling fresh page-cache pages is the single largest cost of a build on ext4 here (see
-    /// BENCHMARKS.md). The first read of a tile then comes from the disk. Default `true`.
-    public var bypassesPageCache: Bool = true
+    /// How rows reach the level files. Default: the band writer, writing behind with `O_DIRECT`
+    /// (``LevelWriter/bands(_:)`` with ``BandWriting``'s defaults).
+    public var writer: LevelWriter = .bands()
     /// Largest image accepted, in pixels, checked against the header before any file is sized.
     /// Default 2^30.
     public var maximumPixelCount: Int = 1 << 30

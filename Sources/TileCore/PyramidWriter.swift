@@ -1,16 +1,41 @@
 internal import CJpegShim
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The one Swift owner of a `cjs_pyramid`: level writers and the 2x2 shrink chain, all in C.
+///
+/// It holds the level files too: the C side's threads write and submit asynchronous writes to their
+/// descriptors until `cjs_pyramid_destroy` has joined them, so the descriptors may be closed only
+/// after that. Stored properties are released after `deinit`'s body, so `files` (and `progress`, which
+/// the threads store into) outlive the threads whoever else lets go of them first.
 final class PyramidWriter {
     private let handle: OpaquePointer
     private let levelCount: Int
-    /// Held so the counters outlive the writer's threads, which store into them.
     private let progress: TileRowCounters
+    private let files: LevelFiles
 
-    init(geometry: TileGeometry, files: LevelFiles, progress: TileRowCounters, options: BuildOptions) throws(TileError) {
-        let kind = options.writer
-        if let rows = options.writeBlockRows, rows <= 0 || rows > geometry.tileSize || geometry.tileSize % rows != 0 {
-            throw TileError(.invalidArgument, "writeBlockRows \(rows) does not divide the tile size \(geometry.tileSize)")
+    /// Creates the pyramid over `files` (`cjs_pyramid_create`), which it keeps until its threads stop.
+    /// - Throws: ``TileError/Code/invalidArgument`` for a band size that does not divide the tile size,
+    ///   ``TileError/Code/io`` with the real errno when a level file cannot be sized (`EFBIG` under a
+    ///   file-size limit, `ENOSPC`, ...).
+    init(geometry: TileGeometry, files: LevelFiles, progress: TileRowCounters, writer: LevelWriter) throws(TileError) {
+        var config = cjs_writer_config()
+        switch writer {
+        case .window:
+            config.kind = Int32(CJS_WRITER_WINDOW.rawValue)
+        case .bands(let bands):
+            if let rows = bands.rowsPerBlock, rows <= 0 || rows > geometry.tileSize || geometry.tileSize % rows != 0 {
+                throw TileError(.invalidArgument, "rowsPerBlock \(rows) does not divide the tile size \(geometry.tileSize)")
+            }
+            config.kind = Int32(CJS_WRITER_BANDS.rawValue)
+            config.band_rows = UInt32(bands.rowsPerBlock ?? 0)
+            config.bypass_page_cache = bands.bypassesPageCache ? 1 : 0
+            switch bands.threading {
+            case .onCaller: config.band_threading = Int32(CJS_BANDS_ON_CALLER.rawValue)
+            case .onWorker: config.band_threading = Int32(CJS_BANDS_ON_WORKER.rawValue)
+            case .writeBehind: config.band_threading = Int32(CJS_BANDS_WRITE_BEHIND.rawValue)
+            }
         }
         let levels = geometry.levels.enumerated().map { index, level in
             cjs_level(
@@ -19,21 +44,21 @@ final class PyramidWriter {
                 columns: UInt32(level.storedColumns), rows: UInt32(level.storedRows))
         }
         var handle: OpaquePointer?
-        var flags: Int32 = 0
-        if options.overlapsWriting { flags |= Int32(CJS_PYRAMID_THREADED) }
-        if options.writesBehind { flags |= Int32(CJS_PYRAMID_WRITE_BEHIND) }
-        if options.bypassesPageCache { flags |= Int32(CJS_PYRAMID_DIRECT_IO) }
-        let kindValue = kind == .mappedWindow ? CJS_WRITER_MMAP : CJS_WRITER_PWRITE
+        var number: Int32 = 0
         let status = levels.withUnsafeBufferPointer {
             cjs_pyramid_create(
-                $0.baseAddress, UInt32($0.count), UInt32(geometry.tileSize), UInt32(options.writeBlockRows ?? 0),
-                Int32(kindValue.rawValue), flags, progress.entries, &handle)
+                $0.baseAddress, UInt32($0.count), UInt32(geometry.tileSize), &config, progress.entries, &handle, &number)
         }
         guard status == CJS_OK, let handle else {
-            throw TileError(.io, "cannot create the level files' writers (status \(status.rawValue))", errno: 0)
+            switch status {
+            case CJS_ERR_IO: throw SystemCall.error("cannot size the level files", path: nil, errno: number)
+            case CJS_ERR_NOMEM: throw TileError(.io, "out of memory for the level writers", errno: ENOMEM)
+            default: throw TileError(.invalidArgument, "the level writers refuse this geometry or configuration")
+            }
         }
         self.handle = handle
         self.progress = progress
+        self.files = files
         levelCount = levels.count
     }
 
@@ -67,7 +92,7 @@ final class PyramidWriter {
         case CJS_ERR_IO:
             let number = cjs_pyramid_errno(handle)
             throw SystemCall.error("cannot write tiles", path: nil, errno: number)
-        case CJS_ERR_NOMEM: throw TileError(.io, "out of memory writing tiles", errno: 12)
+        case CJS_ERR_NOMEM: throw TileError(.io, "out of memory writing tiles", errno: ENOMEM)
         default: throw TileError(.invalidArgument, "tile writer called in the wrong state (status \(status.rawValue))")
         }
     }

@@ -21,7 +21,7 @@ extension TileBuilder {
             let image = TiledImage(
                 geometry: geometry, files: store.files, storePath: store.finalPath, complete: false)
             let writer = try PyramidWriter(
-                geometry: geometry, files: store.files, progress: image.progress, options: options)
+                geometry: geometry, files: store.files, progress: image.progress, writer: options.writer)
             return (image, store, writer, info)
         } catch {
             store.discard()

@@ -8,12 +8,3 @@ public enum TileStorage: Sendable, Hashable {
     /// at `path` is replaced. Reopen it with ``TiledImage/open(store:)``.
     case persistent(path: String)
 }
-
-/// How level 0 rows reach the level files.
-public enum TileWriterKind: Sendable, Hashable {
-    /// Bands of 64 rows per level in memory, each written as one contiguous block per tile when full
-    /// (asynchronously with ``BuildOptions/writesBehind``).
-    case stripWrite
-    /// A shared mapping of two tile rows of each level's file; rows are scattered into it.
-    case mappedWindow
-}

@@ -17,8 +17,8 @@ struct DecodeOptions: ParsableArguments {
     @Option(help: "Tile side in pixels, 16...4096.")
     var tileSize = 256
 
-    @Option(help: "Level writer: pwrite (strips) or mmap (two-tile-row window).")
-    var writer: WriterArgument = .pwrite
+    @Option(help: "Level writer: bands (64-row bands written as one block per tile, the default) or window (a two-tile-row mmap window).")
+    var writer: WriterArgument = .bands
 
     func validate() throws {
         guard (16...4096).contains(tileSize) else {
@@ -31,12 +31,12 @@ struct DecodeOptions: ParsableArguments {
         options.orientation = orientation.option
         options.allowTruncated = allowTruncated
         options.tileSize = tileSize
-        options.writer = writer == .mmap ? .mappedWindow : .stripWrite
+        options.writer = writer == .window ? .window : .bands()
         return options
     }
 }
 
-enum WriterArgument: String, ExpressibleByArgument, CaseIterable { case pwrite, mmap }
+enum WriterArgument: String, ExpressibleByArgument, CaseIterable { case bands, window }
 
 enum OrientationArgument: ExpressibleByArgument, Equatable {
     case auto, none, fixed(ImageOrientation)

@@ -10,7 +10,7 @@ struct DiskCacheBudgetTests {
         let budget = DiskCacheBudget(dirtyByteThreshold: 1, totalByteBudget: 1 << 40)
         let data = try Inputs.jpeg(width: 700, height: 600)
         var options = BuildOptions()
-        options.bypassesPageCache = false
+        options.writer = .bands(.init(bypassesPageCache: false))
         let builder = try ImageBuilder(options: options, budget: budget)
         var offset = 0
         while offset < data.count {

@@ -1,5 +1,7 @@
 import Foundation
+import Synchronization
 import Testing
+import CJpegShim
 import TileCore
 
 #if canImport(Glibc)
@@ -38,7 +40,7 @@ struct FaultTests {
             let data = try Synthetic.jpeg(.init(width: 1500, height: 1200))
             let code = thrownCode { try TileBuilder.build(data: data, options: FaultTests.storeOptions("\(folder)/big.tiles")) }
             let left = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
-            if code != .io || left != ["other.tiles"] {
+            if code != .io || left != ["other.tiles"] || thrownError({ try TileBuilder.build(data: data, options: FaultTests.storeOptions("\(folder)/big.tiles")) })?.errno != EFBIG {
                 FileHandle.standardError.write(Data("fsize child: \(String(describing: code)), left \(left)\n".utf8))
                 _exit(1)
             }
@@ -90,6 +92,110 @@ struct FaultTests {
             var info = stat()
             stat("\(folder)/real.tiles/\(name)", &info)
             #expect(info.st_mode & 0o777 == 0o600, "\(name)")
+        }
+    }
+}
+
+@Suite("Descriptor ownership")
+struct DescriptorOwnershipTests {
+    @Test("concurrent builds where half fail mid-build: every surviving store equals a build made alone")
+    func failingBuildsDoNotWriteIntoOthers() throws {
+        let jpeg = try Synthetic.jpeg(.init(width: 1400, height: 1100, quality: 80))
+        let bytes = [UInt8](jpeg)
+        // Cut in the middle of the scan and closed with EOI: refused as truncated while the writer's
+        // threads still have rows and writes in flight.
+        let cut = Data(bytes[..<(bytes.count * 3 / 5)] + [0xFF, 0xD9])
+        let expected = try TileBuilder.build(data: jpeg).allTiles()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("owners-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        for round in 0..<4 {
+            let results = Mutex<[Int: Result<Void, any Error>]>([:])
+            DispatchQueue.concurrentPerform(iterations: 12) { index in
+                var options = BuildOptions()
+                options.storage = .persistent(path: "\(root)/r\(round)-\(index).tiles")
+                let outcome = Result<Void, any Error> {
+                    if index % 2 == 1 {
+                        #expect(thrownCode { try TileBuilder.build(data: cut, options: options) } == .truncated)
+                        return
+                    }
+                    let image = try TileBuilder.build(data: jpeg, options: options)
+                    // Reopened from disk: what the files hold, after every writer of every build is gone.
+                    _ = image
+                }
+                results.withLock { $0[index] = outcome }
+            }
+            for index in stride(from: 0, to: 12, by: 2) {
+                let path = "\(root)/r\(round)-\(index).tiles"
+                try results.withLock { try $0[index]!.get() }
+                #expect(try TiledImage.open(store: path).allTiles() == expected, "round \(round), build \(index)")
+            }
+        }
+    }
+}
+
+/// A write that fails in the middle of a build, injected at the C level: the level file's descriptor
+/// is replaced (dup2) by a read-only one half-way, so later writes fail with EBADF.
+@Suite("Write faults mid-build")
+struct MidBuildWriteFaultTests {
+    @Test("a write failing half-way through fails the pyramid with that errno, whichever thread writes",
+          arguments: [Int32(CJS_BANDS_ON_CALLER.rawValue), Int32(CJS_BANDS_ON_WORKER.rawValue), Int32(CJS_BANDS_WRITE_BEHIND.rawValue)])
+    func writeFailsHalfWay(threading: Int32) throws {
+        let geometry = try TileGeometry(storedWidth: 1200, storedHeight: 1000)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("midfault-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var fds: [Int32] = []
+        defer { fds.forEach { close($0) } }
+        let levels = geometry.levels.enumerated().map { index, level in
+            let fd = open("\(folder)/level-\(index)", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            fds.append(fd)
+            return cjs_level(
+                fd: fd, width: UInt32(level.width), height: UInt32(level.height), x_offset: 0, y_offset: 0,
+                columns: UInt32(level.columns), rows: UInt32(level.rows))
+        }
+        #expect(!fds.contains(-1))
+        var config = cjs_writer_config(kind: Int32(CJS_WRITER_BANDS.rawValue), band_rows: 0, band_threading: threading, bypass_page_cache: 0)
+        var handle: OpaquePointer?
+        var number: Int32 = -1
+        #expect(cjs_pyramid_create(levels, UInt32(levels.count), 256, &config, nil, &handle, &number) == CJS_OK)
+        #expect(number == 0)
+        let pyramid = try #require(handle)
+        defer { cjs_pyramid_destroy(pyramid) }
+        func push(_ rows: Int) -> cjs_status {
+            var pushed = 0
+            while pushed < rows {
+                var slot: UnsafeMutableRawPointer?
+                var stride = 0
+                var capacity: UInt32 = 0
+                let acquired = cjs_pyramid_acquire_rows(pyramid, &slot, &stride, &capacity)
+                guard acquired == CJS_OK, let slot else { return acquired }
+                let count = min(Int(capacity), rows - pushed)
+                slot.initializeMemory(as: UInt8.self, repeating: 200, count: stride * count)
+                let submitted = cjs_pyramid_submit_rows(pyramid, UInt32(count))
+                guard submitted == CJS_OK else { return submitted }
+                pushed += count
+            }
+            return cjs_pyramid_sync(pyramid)
+        }
+        #expect(push(512) == CJS_OK)
+        let readOnly = open("\(folder)/level-0", O_RDONLY | O_CLOEXEC)
+        #expect(dup2(readOnly, fds[0]) == fds[0])
+        close(readOnly)
+        var status = push(488)
+        if status == CJS_OK { status = cjs_pyramid_finish(pyramid) }
+        #expect(status == CJS_ERR_IO)
+        #expect(cjs_pyramid_errno(pyramid) == EBADF)
+    }
+
+    @Test("a level file that cannot be sized reports the real errno (EFBIG under a file-size limit), not 0")
+    func sizingFailureReportsItsErrno() async throws {
+        await #expect(processExitsWith: .exitCode(0)) {
+            signal(SIGXFSZ, SIG_IGN)
+            var limit = rlimit(rlim_cur: 1 << 20, rlim_max: 1 << 20)
+            setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+            let error = thrownError { try TileBuilder.build(data: try Synthetic.jpeg(.init(width: 1500, height: 1200))) }
+            _exit(error?.code == .io && error?.errno == EFBIG ? 0 : 1)
         }
     }
 }

@@ -88,14 +88,14 @@ struct GeneratedInputTests {
     }
 
     static let writerConfigurations: [(String, @Sendable (inout BuildOptions) -> Void)] = [
-        ("mmap window", { $0.writer = .mappedWindow }),
-        ("pwrite, one thread", { $0.overlapsWriting = false; $0.bypassesPageCache = false }),
-        ("pwrite, worker thread, lean", { $0.writesBehind = false }),
-        ("pwrite, write-behind, buffered", { $0.bypassesPageCache = false }),
-        ("pwrite, whole-tile blocks", { $0.writeBlockRows = $0.tileSize }),
+        ("window", { $0.writer = .window }),
+        ("bands on the caller, buffered", { $0.writer = .bands(.init(threading: .onCaller, bypassesPageCache: false)) }),
+        ("bands on a worker", { $0.writer = .bands(.init(threading: .onWorker)) }),
+        ("bands writing behind, buffered", { $0.writer = .bands(.init(bypassesPageCache: false)) }),
+        ("bands of whole tiles", { $0.writer = .bands(.init(rowsPerBlock: $0.tileSize)) }),
     ]
 
-    @Test("mmap window and pwrite strip writers (threaded or not, direct or buffered) give identical files")
+    @Test("the window writer and the band writer (on the caller or a worker, direct or buffered) give identical files")
     func writersAgree() throws {
         for spec in [Synthetic.Spec(width: 777, height: 555), .init(width: 513, height: 260, grayscale: true)] {
             let data = try Synthetic.jpeg(spec)
@@ -148,7 +148,7 @@ struct GeneratedInputTests {
         let data = try Synthetic.jpeg(.init(width: 300, height: 200))
         for rows in [0, 48, 257] {
             var options = BuildOptions()
-            options.writeBlockRows = rows
+            options.writer = .bands(.init(rowsPerBlock: rows))
             #expect(thrownCode { try TileBuilder.build(data: data, options: options) } == .invalidArgument, "\(rows)")
         }
     }

@@ -3,9 +3,10 @@
  *
  * Thin, hand-written C over libjpeg-turbo's libjpeg API (Debian's libjpeg62-turbo):
  *  - cjs_decoder: a push decoder over a suspending source manager (bytes in, RGBX rows out),
- *  - cjs_pyramid: the level writers (two-tile-row mmap window, or bands written with pwrite/AIO) and the 2x2 shrink,
- *  - cjs_encoder: an in-memory encoder used by tests, the demo and resized copies,
- *  - cjs_reference_*: plain whole-image decodes with libjpeg's ordinary API (tests and benchmarks).
+ *  - cjs_pyramid: levels, the 2x2 shrink chain and the worker thread, over one level writer per level
+ *    (the band writer, or the two-tile-row window writer),
+ *  - cjs_encoder: an in-memory encoder used by tests, the demo and resized copies.
+ * The reference decodes the tests compare with live in the CJpegReference target, not here.
  *
  * Conventions: every function returns a cjs_status, results come back through out-parameters,
  * byte buffers cross as void pointers plus a size_t length. Every function that calls libjpeg
@@ -151,13 +152,14 @@ int32_t cjs_decoder_message_code(const cjs_decoder *d);
 int32_t cjs_decoder_failure_kind(const cjs_decoder *d);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Pyramid writer: tiles, windows, shrink                                                      */
+/* Pyramid: levels, the 2x2 shrink chain, threads and progress, over one level writer per level  */
 
 typedef struct cjs_pyramid cjs_pyramid;
 
 /** One level of a pyramid, in stored (source) orientation. */
 typedef struct {
-    /** An open, writable file descriptor; the pyramid does not close it. */
+    /** An open, writable file descriptor. The pyramid neither closes it nor keeps it past destroy:
+        the caller closes it after cjs_pyramid_destroy has returned (the threads use it until then). */
     int32_t fd;
     /** The image's size at this level. */
     uint32_t width;
@@ -170,67 +172,77 @@ typedef struct {
     uint32_t rows;
 } cjs_level;
 
+/** The level writer strategies. */
 typedef enum {
-    /** A shared mapping of two tile rows of each level's file, rows scattered into it. */
-    CJS_WRITER_MMAP = 0,
-    /** Bands of 64 rows per level, each written as one block per tile when full (pwrite or AIO). */
-    CJS_WRITER_PWRITE = 1,
+    /** The band writer: rows are gathered in bands of band_rows rows per level; a full band is
+        written as one block per tile (Linux AIO with write-behind, else pwrite). The default. */
+    CJS_WRITER_BANDS = 1,
+    /** The window writer: a shared mapping of two tile rows of each level's file; rows are
+        scattered into it and the kernel writes the pages back. */
+    CJS_WRITER_WINDOW = 2,
 } cjs_writer_kind;
 
-/** Flags for cjs_pyramid_create. */
-enum {
-    /**
-     * Scatter, shrink and write on a worker thread, so decoding overlaps tiling and writing.
-     */
-    CJS_PYRAMID_THREADED = 1,
-    /** Write with O_DIRECT where the file system allows it (bypasses the page cache); the level
-     *  files' space is then reserved up front (posix_fallocate). */
-    CJS_PYRAMID_DIRECT_IO = 2,
-    /**
-     * With CJS_PYRAMID_THREADED: the worker submits each full band's writes asynchronously (Linux
-     * AIO) and fills the next band while they run (three bands per level); a reaper thread takes
-     * the completions. Without it, the worker writes each band itself before filling the next.
-     */
-    CJS_PYRAMID_WRITE_BEHIND = 4,
-};
+/** How the band writer runs (cjs_writer_config.band_threading). */
+typedef enum {
+    /** Tiles and writes on the caller's thread, in submit. */
+    CJS_BANDS_ON_CALLER = 0,
+    /** A worker thread tiles and writes while the caller decodes; each full band is written before
+        the next is filled (one band per level). */
+    CJS_BANDS_ON_WORKER = 1,
+    /** As CJS_BANDS_ON_WORKER, and a full band's writes are submitted asynchronously (Linux AIO)
+        while the next band fills (three bands per level, two when a band is a whole tile row); a
+        reaper thread takes the completions. Falls back to CJS_BANDS_ON_WORKER where AIO is refused. */
+    CJS_BANDS_WRITE_BEHIND = 2,
+} cjs_band_threading;
+
+/** The writer strategy and its parameters. */
+typedef struct {
+    /** A cjs_writer_kind. */
+    int32_t kind;
+    /** Band writer: rows per band, a divisor of the tile size (0: 64, or the tile size where 64
+        does not divide it). */
+    uint32_t band_rows;
+    /** Band writer: a cjs_band_threading. */
+    int32_t band_threading;
+    /** Band writer: 1 to write with O_DIRECT where blocks and offsets are 4096-aligned. */
+    int32_t bypass_page_cache;
+} cjs_writer_config;
 
 /**
- * Creates a pyramid writer over `count` levels (level 0 first; each is the 2x2 shrink of the one
- * before). `levels` is copied. Tiles are tile_size x tile_size x 4 bytes, contiguous; padding is
- * zero. The files are sized here (sparse: no disk is allocated before data arrives). `flags` are
- * CJS_PYRAMID_* values; threads and O_DIRECT apply to CJS_WRITER_PWRITE only. `progress`, if not
- * NULL, has `count` entries and must outlive the pyramid: the writer stores each level's count of
- * complete tile rows there atomically (release order), so readers on any thread can follow it with
- * cjs_load_progress. `band_rows` (pwrite writer): rows per band, a divisor of tile_size (0: 64, or
- * the tile size if 64 does not divide it); each level holds three bands (two when a band is a whole
- * tile row) and writes each tile's part of a band as one block.
+ * Creates a pyramid over `count` levels (level 0 first; each is the 2x2 shrink of the one before)
+ * with one writer of `writer`'s kind per level. `levels` and `writer` are copied. Tiles are
+ * tile_size x tile_size x 4 bytes, contiguous; padding is zero. The files are sized here (sparse:
+ * no disk is allocated before data arrives). `progress`, if not NULL, has `count` entries and must
+ * outlive the pyramid: each level's count of complete tile rows is stored there atomically
+ * (release order), so readers on any thread can follow it with cjs_load_progress.
+ * Returns CJS_OK; CJS_ERR_ARGUMENT for a bad geometry or configuration; CJS_ERR_NOMEM; CJS_ERR_IO
+ * with *out_error_number set to the errno (ftruncate's EFBIG under a file-size limit, ...).
+ * *out_error_number is 0 otherwise. On failure *out is NULL and nothing is left allocated.
  */
-cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t tile_size, uint32_t band_rows,
-                              int32_t writer_kind, int32_t flags, uint32_t *progress, cjs_pyramid **out);
-/** Stops the threads (unfinished work is dropped) and frees everything. */
+cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t tile_size,
+                              const cjs_writer_config *writer, uint32_t *progress, cjs_pyramid **out,
+                              int32_t *out_error_number);
+/** Stops and joins the threads (unfinished work is dropped, writes in flight are waited for) and
+    frees everything. The level files' descriptors may be closed once it has returned. */
 void cjs_pyramid_destroy(cjs_pyramid *p);
 /**
  * Lends the caller a buffer for up to *capacity level-0 rows, `*stride` bytes apart (blocks while
  * the worker has every buffer). The buffer is the pyramid's; it is valid until the next submit.
+ * CJS_ERR_IO once a write has failed (cjs_pyramid_errno says why).
  */
 cjs_status cjs_pyramid_acquire_rows(cjs_pyramid *p, void **rows, size_t *stride, uint32_t *capacity);
-/** Hands back the buffer from acquire with `count` rows in it (0 is allowed) to be tiled. */
+/** Hands back the buffer from acquire with `count` rows in it (0 is allowed) to be tiled.
+    CJS_ERR_ARGUMENT for more rows than lent; CJS_ERR_IO once a write has failed. */
 cjs_status cjs_pyramid_submit_rows(cjs_pyramid *p, uint32_t count);
-/** Pushes `count` level-0 rows of RGBA pixels (width * 4 bytes each, `stride` bytes apart), copying. */
-cjs_status cjs_pyramid_push_rows(cjs_pyramid *p, const void *rows, size_t stride, uint32_t count);
-/** Waits until every submitted row is tiled and every completed strip written. */
+/** Waits until every submitted row is tiled and every complete band written. CJS_OK or CJS_ERR_IO. */
 cjs_status cjs_pyramid_sync(cjs_pyramid *p);
-/** Completes every level (averages an odd last row with itself) and flushes what is left. */
+/** Waits as sync does, then checks that every level has all its rows: CJS_OK, CJS_ERR_IO, or
+    CJS_ERR_STATE when rows are missing. */
 cjs_status cjs_pyramid_finish(cjs_pyramid *p);
-/** Tile rows of `level` written completely so far (thread-safe). */
-uint32_t cjs_pyramid_tile_rows_complete(const cjs_pyramid *p, uint32_t level);
 /** Loads a progress entry (acquire order). */
 uint32_t cjs_load_progress(const uint32_t *entry);
-/** The errno of the last CJS_ERR_IO. */
-int32_t cjs_pyramid_errno(const cjs_pyramid *p);
-
-/** The 2x2 box shrink of one pair of RGBA rows (`below` may equal `above`): the hot loop. */
-void cjs_shrink_rows(const uint8_t *above, const uint8_t *below, uint32_t width, uint8_t *out);
+/** The errno of the first failed write (valid after CJS_ERR_IO). Thread-safe. */
+int32_t cjs_pyramid_errno(cjs_pyramid *p);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Encoder (in memory)                                                                          */
@@ -264,27 +276,6 @@ cjs_status cjs_encoder_write_rows(cjs_encoder *e, const void *rows, size_t strid
 cjs_status cjs_encoder_finish(cjs_encoder *e, const void **out, size_t *length);
 const char *cjs_encoder_message(const cjs_encoder *e);
 
-/* ------------------------------------------------------------------------------------------ */
-/* Reference decodes with libjpeg's ordinary (non-suspending) API                               */
-
-typedef struct {
-    uint32_t width;
-    uint32_t height;
-    uint32_t warnings;
-    int32_t failed;
-    char message[200];
-} cjs_reference_result;
-
-/**
- * Decodes a whole in-memory JPEG (jpeg_mem_src) to RGBA, alpha 255, default settings. CMYK and
- * YCCK are decoded as CMYK and turned into R = C*K/255 (rounded), as djpeg's PPM writer does.
- * *out is malloc'd (free it with cjs_free); NULL on failure (see result->message).
- */
-cjs_status cjs_reference_decode(const void *data, size_t length, void **out,
-                                cjs_reference_result *result);
-/** Decodes a file (jpeg_stdio_src) to RGBA a strip at a time and discards it: the decode floor. */
-cjs_status cjs_reference_decode_file_discard(const char *path, cjs_reference_result *result);
-void cjs_free(void *pointer);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-import CJpegShim
+import CJpegReference
 import Foundation
 import TileCore
 
@@ -27,14 +27,22 @@ enum Reference {
         var result = cjs_reference_result()
         var out: UnsafeMutableRawPointer?
         let status = data.withUnsafeBytes { cjs_reference_decode($0.baseAddress, $0.count, &out, &result) }
-        guard status == CJS_OK, let out else {
+        guard status == 0, let out else {
             let message = withUnsafeBytes(of: result.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             throw DecodeFailure(message: message)
         }
-        defer { cjs_free(out) }
+        defer { cjs_reference_free(out) }
         let count = Int(result.width) * Int(result.height) * 4
         let pixels = [UInt8](UnsafeRawBufferPointer(start: out, count: count))
         return (RGBAImage(width: Int(result.width), height: Int(result.height), pixels: pixels), Int(result.warnings))
+    }
+
+    /// Whether libjpeg's ordinary decode accepts `data`.
+    static func decodes(_ data: Data) -> Bool {
+        do {
+            _ = try decode(data)
+            return true
+        } catch { return false }
     }
 
     /// The 2x2 box average, written plainly: odd sizes round up, the last column/row is averaged with

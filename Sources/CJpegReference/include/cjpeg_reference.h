@@ -1,0 +1,31 @@
+/*
+ * cjpeg_reference.h: plain whole-image decodes with libjpeg's ordinary, non-suspending API, for the
+ * tests and the benchmarks to compare the shim with. Not part of the shipped library.
+ */
+#ifndef CJPEG_REFERENCE_H
+#define CJPEG_REFERENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    uint32_t warnings;
+    int32_t failed;
+    char message[200];
+} cjs_reference_result;
+
+/**
+ * Decodes a whole JPEG in memory (jpeg_mem_src, one pass) to RGBA rows, width * 4 bytes each, CMYK
+ * and YCCK converted as the shim does. Returns 0, or -1 with result->message. *out is malloc'd
+ * (free it with cjs_reference_free); NULL on failure.
+ */
+int32_t cjs_reference_decode(const void *data, size_t length, void **out, cjs_reference_result *result);
+/** Decodes a file (jpeg_stdio_src) a strip at a time and drops the pixels: djpeg's cost, for
+ *  benchmarks. Returns 0, or -1 with result->message. */
+int32_t cjs_reference_decode_file_discard(const char *path, cjs_reference_result *result);
+/** Frees what cjs_reference_decode returned. */
+void cjs_reference_free(void *pointer);
+
+#endif
