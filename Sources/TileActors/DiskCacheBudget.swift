@@ -1,4 +1,5 @@
 import Foundation
+public import Logging
 public import TileCore
 
 /// Keeps the disk used by tile stores under a budget, and written data from piling up in memory.
@@ -10,6 +11,11 @@ public import TileCore
 /// - total bytes: past ``totalByteBudget``, the least recently used complete persistent stores that
 ///   nobody has open (neither through ``open(_:)`` nor by holding the image its build returned) are
 ///   removed from disk, each with an ``Event/evicted(path:byteCount:)``.
+///
+/// Syncing and deleting run on threads of their own, never on the actor or the cooperative pool: a
+/// store of gigabytes takes the kernel a while to delete. Failures are reported as
+/// ``Event/failed(operation:path:error:)`` and logged (swift-log; the library never configures a
+/// logging backend).
 public actor DiskCacheBudget {
     /// What the budget did.
     public enum Event: Sendable, Hashable {
@@ -17,6 +23,9 @@ public actor DiskCacheBudget {
         case flushed(byteCount: Int, storeCount: Int)
         /// A persistent store was removed from disk to stay under the total budget.
         case evicted(path: String, byteCount: Int)
+        /// A flush (`"flush"`) or an eviction (`"evict"`) failed; the store stays registered (a flush)
+        /// or may be left on disk in part (an eviction).
+        case failed(operation: String, path: String?, error: TileError)
     }
 
     /// A registered store.
@@ -44,14 +53,20 @@ public actor DiskCacheBudget {
     private var entries: [Int: Entry] = [:]
     private var nextID = 0
     private var useCounter: UInt64 = 0
-    private var flushInProgress: Task<Void, Never>?
+    private var flushInProgress: Task<[(Int, TileError)], Never>?
+    private let logger: Logger
 
     /// Creates a budget.
     /// - Parameters:
     ///   - dirtyByteThreshold: default 256 MiB.
     ///   - totalByteBudget: default a quarter of the free space of the ephemeral folder (`$TMPDIR`,
     ///     else `/tmp`) when the budget is created, at least 1 GiB.
-    public init(dirtyByteThreshold: Int = 256 << 20, totalByteBudget: Int? = nil) {
+    ///   - logger: where failures are logged (default label `TiledImageKit.DiskCacheBudget`).
+    public init(
+        dirtyByteThreshold: Int = 256 << 20, totalByteBudget: Int? = nil,
+        logger: Logger = Logger(label: "TiledImageKit.DiskCacheBudget")
+    ) {
+        self.logger = logger
         self.dirtyByteThreshold = max(1, dirtyByteThreshold)
         self.totalByteBudget = totalByteBudget ?? Self.defaultTotalBudget()
         (events, eventsContinuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
@@ -69,6 +84,9 @@ public actor DiskCacheBudget {
     public var totalBytes: Int {
         entries.values.reduce(0) { $0 + ($1.image == nil && $1.path == nil ? 0 : $1.byteCount) }
     }
+
+    /// Stores registered (being built, or built and not evicted or unregistered).
+    public var storeCount: Int { entries.count }
 
     /// Bytes written since they were last flushed.
     public var dirtyBytes: Int { entries.values.reduce(0) { $0 + max(0, $1.byteCount - $1.flushedByteCount) } }
@@ -96,7 +114,7 @@ public actor DiskCacheBudget {
         entry.isComplete = image.isComplete
         entries[id.value] = entry
         if dirtyBytes > dirtyByteThreshold { await flush() }
-        evictIfNeeded()
+        await evictIfNeeded()
     }
 
     /// Removes a store from the accounts (a failed or cancelled build; its files are gone).
@@ -116,21 +134,23 @@ public actor DiskCacheBudget {
         return image
     }
 
-    /// Says a store opened with ``open(_:)`` is no longer used.
-    public func close(_ id: StoreID) {
+    /// Says a store opened with ``open(_:)`` is no longer used; evicts what the budget then allows.
+    public func close(_ id: StoreID) async {
         guard var entry = entries[id.value] else { return }
         entry.openCount = max(0, entry.openCount - 1)
         entries[id.value] = entry
-        evictIfNeeded()
+        await evictIfNeeded()
     }
 
     /// Whether a store is still registered (not evicted, not unregistered).
     public func isRegistered(_ id: StoreID) -> Bool { entries[id.value] != nil }
 
     /// Flushes every store with data written since its last flush; concurrent callers share one flush.
+    /// The syncs run on a thread of their own; a store whose sync fails is reported and logged, and
+    /// stays dirty.
     public func flush() async {
         if let running = flushInProgress {
-            await running.value
+            _ = await running.value
             return
         }
         let dirty = entries.compactMap { id, e -> (Int, TiledImage, Int)? in
@@ -138,21 +158,34 @@ public actor DiskCacheBudget {
             return (id, image, e.byteCount)
         }
         guard !dirty.isEmpty else { return }
-        let task = Task.detached(priority: .utility) {
-            for (_, image, _) in dirty { try? image.flushWrittenData() }
+        let images = dirty.map { ($0.0, $0.1) }
+        let task = Task {
+            await BlockingWork.run { () -> [(Int, TileError)] in
+                var failures: [(Int, TileError)] = []
+                for (id, image) in images {
+                    do throws(TileError) { try image.flushWrittenData() } catch { failures.append((id, error)) }
+                }
+                return failures
+            }
         }
         flushInProgress = task
-        await task.value
+        let failures = await task.value
         flushInProgress = nil
         var bytes = 0
-        for (id, _, written) in dirty where entries[id] != nil {
+        var stores = 0
+        for (id, image, written) in dirty where entries[id] != nil {
+            if let failure = failures.first(where: { $0.0 == id })?.1 {
+                report("flush", path: image.storePath, failure)
+                continue
+            }
             bytes += written - entries[id]!.flushedByteCount
             entries[id]!.flushedByteCount = written
+            stores += 1
         }
-        eventsContinuation.yield(.flushed(byteCount: bytes, storeCount: dirty.count))
+        if stores > 0 { eventsContinuation.yield(.flushed(byteCount: bytes, storeCount: stores)) }
     }
 
-    private func evictIfNeeded() {
+    private func evictIfNeeded() async {
         entries = entries.filter { $0.value.image != nil || $0.value.path != nil }
         while totalBytes > totalByteBudget {
             // In use: opened through the budget, or its image (from the build) still alive somewhere.
@@ -160,9 +193,24 @@ public actor DiskCacheBudget {
                 $0.value.isComplete && $0.value.path != nil && $0.value.openCount == 0 && $0.value.image == nil
             }
             guard let victim = candidates.min(by: { $0.value.lastUse < $1.value.lastUse }) else { return }
+            // Out of the accounts first: the actor may run other calls while the files are deleted.
             entries[victim.key] = nil
-            try? TiledImage.removeStore(at: victim.value.path!)
-            eventsContinuation.yield(.evicted(path: victim.value.path!, byteCount: victim.value.byteCount))
+            let path = victim.value.path!
+            let outcome = await BlockingWork.run { () -> TileError? in
+                do throws(TileError) { try TiledImage.removeStore(at: path) } catch { return error }
+                return nil
+            }
+            if let outcome {
+                report("evict", path: path, outcome)
+            } else {
+                eventsContinuation.yield(.evicted(path: path, byteCount: victim.value.byteCount))
+            }
         }
+    }
+
+    private func report(_ operation: String, path: String?, _ error: TileError) {
+        logger.error(
+            "\(operation) failed", metadata: ["path": .string(path ?? "(ephemeral)"), "error": .string(error.description)])
+        eventsContinuation.yield(.failed(operation: operation, path: path, error: error))
     }
 }

@@ -38,7 +38,8 @@ public actor HeavyWorkQueue {
     /// The current counts.
     public var currentCounts: Counts { Counts(pending: waiters.count, active: active) }
 
-    /// Waits for a turn, then runs `job` in the caller's task.
+    /// Waits for a turn, then runs `job` in the caller's task. For blocking work use
+    /// ``runBlocking(_:)``: `job` here runs on the caller's executor.
     /// - Returns: what `job` returns.
     /// - Throws: `CancellationError` when the caller is cancelled before the job starts (the job then
     ///   never runs), else what `job` throws.
@@ -47,6 +48,18 @@ public actor HeavyWorkQueue {
         defer { release() }
         try Task.checkCancellation()  // cancelled just as its turn came: it still never starts
         return try await job()
+    }
+
+    /// Waits for a turn, then runs the blocking `job` (a decode, an encode, an fsync) on a thread of
+    /// its own, never on Swift's cooperative pool; the caller's task is suspended meanwhile.
+    /// - Returns: what `job` returns.
+    /// - Throws: `CancellationError` when the caller is cancelled before the job starts (the job then
+    ///   never runs), else what `job` throws. A job that has started runs to its end.
+    public func runBlocking<T: Sendable>(_ job: @escaping @Sendable () throws -> T) async throws -> T {
+        try await acquire()
+        defer { release() }
+        try Task.checkCancellation()
+        return try await BlockingWork.run(job)
     }
 
     private func acquire() async throws {

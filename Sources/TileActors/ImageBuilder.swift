@@ -43,6 +43,8 @@ public actor ImageBuilder {
     private let budget: DiskCacheBudget?
     private var budgetID: DiskCacheBudget.StoreID?
     private var state = State.waitingForHeader
+    /// An append or finish is running (they suspend between slices; overlapping calls are refused).
+    private var isBusy = false
     /// The total the source announced, if any (shown in progress reports).
     public var expectedBytes: Int?
     /// CPU time this builder's decoding has used (its thread's CPU clock), not time spent waiting.
@@ -81,9 +83,14 @@ public actor ImageBuilder {
 
     /// Feeds the next bytes and decodes what they allow, a slice at a time. After the end of the image
     /// (``hasReachedEndOfImage``) bytes are counted and dropped at once.
-    /// - Throws: ``TileError`` (``TileError/Code/cancelled`` when the task or the build was cancelled).
+    ///
+    /// Calls are not re-entrant: an `append` or ``finish()`` made while another is still running (the
+    /// actor interleaves calls at each slice) is refused, so slices of two chunks never mix.
+    /// - Throws: ``TileError`` (``TileError/Code/cancelled`` when the task or the build was cancelled;
+    ///   ``TileError/Code/invalidArgument`` for an overlapping call, which leaves the build as it was).
     public func append<Bytes: ContiguousBytes & Sendable>(_ bytes: Bytes) async throws(TileError) {
-        try checkRunning()
+        try begin("append")
+        defer { isBusy = false }
         if builder.isComplete {
             try appendSlice(of: bytes, 0..<bytes.withUnsafeBytes { $0.count })
             return
@@ -91,9 +98,9 @@ public actor ImageBuilder {
         let count = bytes.withUnsafeBytes { $0.count }
         var offset = 0
         while offset < count {
-            if Task.isCancelled { cancel(); throw TileError(.cancelled, "the task was cancelled") }
+            if Task.isCancelled { throw await end(.cancelled, TileError(.cancelled, "the task was cancelled")) }
             let range = offset..<min(offset + Self.sliceByteCount, count)
-            try timed { () throws(TileError) in try appendSlice(of: bytes, range) }
+            try await timed { () throws(TileError) in try appendSlice(of: bytes, range) }
             offset = range.upperBound
             await afterWork()
         }
@@ -111,30 +118,24 @@ public actor ImageBuilder {
     }
 
     /// Ends the input, completes the pyramid and returns it.
+    /// - Throws: ``TileError`` as ``append(_:)`` does.
     public func finish() async throws(TileError) -> TiledImage {
-        try checkRunning()
-        if Task.isCancelled { cancel(); throw TileError(.cancelled, "the task was cancelled") }
-        let image = try timed { () throws(TileError) in try builder.finish() }
-        state = .complete
+        try begin("finish")
+        defer { isBusy = false }
+        if Task.isCancelled { throw await end(.cancelled, TileError(.cancelled, "the task was cancelled")) }
+        let image = try await timed { () throws(TileError) in try builder.finish() }
         await afterWork()
-        progressContinuation.finish()
+        await end(.complete, nil)
         return image
     }
 
     /// Stops the build; its files are removed and its memory released.
-    public func cancel() {
-        switch state {
-        case .complete, .failed, .cancelled: return
-        default: break
-        }
-        builder.cancel()
-        state = .cancelled
-        if let budgetID, let budget { Task { await budget.unregister(budgetID) } }
-        report()
-        progressContinuation.finish()
+    public func cancel() async {
+        await end(.cancelled, nil)
     }
 
-    /// Consumes a sequence of byte chunks, then finishes. Cancelling the calling task cancels the build.
+    /// Consumes a sequence of byte chunks, then finishes. Cancelling the calling task cancels the build
+    /// (reported as ``TileError/Code/cancelled``).
     public func build<Chunks: AsyncSequence>(from chunks: Chunks) async throws -> TiledImage
     where Chunks.Element: ContiguousBytes & Sendable {
         do {
@@ -144,48 +145,72 @@ public actor ImageBuilder {
             }
         } catch let error as TileError {
             throw error
+        } catch is CancellationError {
+            throw await end(.cancelled, TileError(.cancelled, "the task was cancelled"))
         } catch {
-            fail(TileError(.io, "the byte source failed: \(error)"))
-            throw TileError(.io, "the byte source failed: \(error)")
+            throw await end(.failed, TileError(.io, "the byte source failed: \(error)"))
         }
         return try await finish()
     }
 
     /// Ends the build with a source's error: its files are removed, the error is reported.
-    public func fail(_ error: TileError) {
-        switch state {
-        case .waitingForHeader, .decoding: finishFailed(error)
-        case .complete, .failed, .cancelled: return
-        }
+    public func fail(_ error: TileError) async {
+        await end(.failed, error)
     }
 
-    private func finishFailed(_ error: TileError) {
-        builder.cancel()
-        state = .failed(error)
-        if let budgetID, let budget { Task { await budget.unregister(budgetID) } }
-        report()
-        progressContinuation.finish()
-    }
+    /// Says no more progress will be reported (the consumer's loop ends); idempotent.
+    nonisolated func endProgressReports() { progressContinuation.finish() }
 
-    private func checkRunning() throws(TileError) {
+    private func begin(_ operation: String) throws(TileError) {
         switch state {
         case .failed(let error): throw error
         case .cancelled: throw TileError(.cancelled, "the build was cancelled")
         case .complete: throw TileError(.invalidArgument, "the build is complete")
-        default: return
+        case .waitingForHeader, .decoding: break
         }
+        guard !isBusy else {
+            throw TileError(.invalidArgument, "\(operation) was called while an earlier append or finish is still running")
+        }
+        isBusy = true
     }
 
-    /// Runs `work` and adds this thread's CPU time to ``decodeCPUTime``; a failure ends the build.
-    private func timed<T>(_ work: () throws(TileError) -> T) throws(TileError) -> T {
+    private enum Ending { case complete, failed, cancelled }
+
+    /// The one end of a build, whichever way it ends: the state, the builder's files, the budget's
+    /// accounts and the progress stream, in that order. Later calls do nothing.
+    /// - Returns: the error the build ended with (or `error` when it had already ended).
+    @discardableResult
+    private func end(_ ending: Ending, _ error: TileError?) async -> TileError {
+        let given = error ?? TileError(.cancelled, "the build was cancelled")
+        switch state {
+        case .complete, .failed, .cancelled: return given
+        case .waitingForHeader, .decoding: break
+        }
+        switch ending {
+        case .complete: state = .complete
+        case .cancelled:
+            builder.cancel()
+            state = .cancelled
+        case .failed:
+            builder.cancel()
+            state = .failed(given)
+        }
+        if ending != .complete, let budgetID, let budget { await budget.unregister(budgetID) }
+        report()
+        progressContinuation.finish()
+        return given
+    }
+
+    /// Runs `work` and adds this thread's CPU time to ``decodeCPUTime``; a failure ends the build
+    /// (``TileError/Code/cancelled`` as a cancellation).
+    private func timed<T>(_ work: () throws(TileError) -> T) async throws(TileError) -> T {
         let start = threadCPUTime()
-        defer { decodeCPUTime += threadCPUTime() - start }
-        do { return try work() } catch {
-            state = error.code == .cancelled ? .cancelled : .failed(error)
-            if let budgetID, let budget { Task { await budget.unregister(budgetID) } }
-            report()
-            progressContinuation.finish()
-            throw error
+        let result: Result<T, TileError>
+        do throws(TileError) { result = .success(try work()) } catch { result = .failure(error) }
+        decodeCPUTime += threadCPUTime() - start
+        switch result {
+        case .success(let value): return value
+        case .failure(let error): throw await end(error.code == .cancelled ? .cancelled : .failed, error)
         }
     }
 

@@ -58,6 +58,9 @@ public actor ImageLoader {
     ) async -> BatchReport {
         let clock = ContinuousClock()
         let start = clock.now
+        // Indices name images of this batch only: cancellations of an earlier batch do not carry over.
+        cancelled = []
+        defer { cancelled = [] }
         var results: [ImageResult?] = Array(repeating: nil, count: sources.count)
         await withTaskGroup(of: ImageResult.self) { group in
             var next = 0
@@ -101,10 +104,21 @@ public actor ImageLoader {
         builders[index] = builder
         if cancelled.contains(index) { await builder.cancel() }
         defer { builders[index] = nil }
-        let watcher = onProgress.map { report in
-            Task { for await p in builder.progress { report(index, p) } }
+        guard let onProgress else { return await build(builder, from: source, index: index, start: start) }
+        // The watcher is a child task: every report is delivered before this image's result is.
+        return await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await p in builder.progress { onProgress(index, p) } }
+            let result = await build(builder, from: source, index: index, start: start)
+            builder.endProgressReports()
+            await group.waitForAll()
+            return result
         }
-        defer { watcher?.cancel() }
+    }
+
+    private func build(_ builder: ImageBuilder, from source: any ImageSource, index: Int, start: ContinuousClock.Instant)
+        async -> ImageResult
+    {
+        let clock = ContinuousClock()
         let result: Result<TiledImage, TileError>
         do {
             try await source.feed(into: builder)

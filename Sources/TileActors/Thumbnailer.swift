@@ -1,7 +1,8 @@
 public import TileCore
 
 /// Makes resized copies and thumbnails off the caller's thread, one job at a time by default (each can
-/// be memory-heavy), through a ``HeavyWorkQueue``; and keeps a small memory cache of decoded
+/// be memory-heavy), through a ``HeavyWorkQueue`` whose jobs decode, encode and sync on threads of
+/// their own (never the cooperative pool); and keeps a small memory cache of decoded
 /// thumbnails for display, released explicitly with ``unload(_:)`` or by eviction.
 public actor Thumbnailer {
     private struct CacheKey: Hashable {
@@ -30,7 +31,7 @@ public actor Thumbnailer {
     public func makeCopies(
         of path: String, targets: [ImageResizer.Target], options: ImageResizer.Options = ImageResizer.Options()
     ) async throws -> [ImageResizer.Result] {
-        try await queue.run { try ImageResizer.resize(contentsOfFile: path, to: targets, options: options) }
+        try await queue.runBlocking { try ImageResizer.resize(contentsOfFile: path, to: targets, options: options) }
     }
 
     /// The upright decoded pixels of a thumbnail of `path` (longest edge `maxEdge`), from the cache or
@@ -45,7 +46,7 @@ public actor Thumbnailer {
         var settings = ImageResizer.Options()
         settings.returnsPixels = true
         let options = settings
-        let results = try await queue.run {
+        let results = try await queue.runBlocking {
             try ImageResizer.resize(contentsOfFile: path, to: [.init(maxEdge: maxEdge, path: nil)], options: options)
         }
         guard let pixels = results.first?.pixels else { throw TileError(.invalidArgument, "no pixels for \(path)") }

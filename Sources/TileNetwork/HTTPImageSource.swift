@@ -1,6 +1,7 @@
 public import AsyncHTTPClient
 import Foundation
 public import NIOCore
+import NIOPosix
 import NIOFoundationCompat
 import NIOHTTP1
 public import TileActors
@@ -42,13 +43,18 @@ public struct HTTPImageSource: ImageSource {
     ///   - connectTimeout: default 10 s.
     ///   - readTimeout: the longest wait for the next bytes, default 30 s.
     ///   - maximumRedirects: default 5 (cycles refused).
+    ///   - retriesConnecting: whether a connection that fails to establish (refused, unreachable) is
+    ///     tried again with backoff until the connect timeout. Default `false`: an image source makes
+    ///     one request, and a refused connection should fail at once, not after the timeout.
     public static func makeClient(
-        connectTimeout: TimeAmount = .seconds(10), readTimeout: TimeAmount = .seconds(30), maximumRedirects: Int = 5
+        connectTimeout: TimeAmount = .seconds(10), readTimeout: TimeAmount = .seconds(30), maximumRedirects: Int = 5,
+        retriesConnecting: Bool = false
     ) -> HTTPClient {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .follow(max: maximumRedirects, allowCycles: false),
             timeout: .init(connect: connectTimeout, read: readTimeout))
         configuration.decompression = .disabled
+        configuration.connectionPool.retryConnectionEstablishment = retriesConnecting
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
@@ -93,6 +99,16 @@ public struct HTTPImageSource: ImageSource {
         if duringBody {
             return NetworkError(code: .truncated, url: url, bytesReceived: received, expectedBytes: expected, cause: "\(error)")
         }
-        return NetworkError(code: .connection, url: url, bytesReceived: received, expectedBytes: expected, cause: "\(error)")
+        return NetworkError(code: .connection, url: url, bytesReceived: received, expectedBytes: expected, cause: describe(error))
+    }
+
+    /// The cause of a connection failure in words (`Connection refused`), not NIO's debug text.
+    static func describe(_ error: any Error) -> String {
+        if let failure = error as? NIOConnectionError {
+            if let first = failure.connectionErrors.first { return describe(first.error) }
+            if let dns = failure.dnsAAAAError ?? failure.dnsAError { return "cannot resolve \(failure.host): \(dns)" }
+        }
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)) }
+        return "\(error)"
     }
 }

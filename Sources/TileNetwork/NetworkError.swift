@@ -36,6 +36,7 @@ public struct NetworkError: Error, Sendable, Hashable, CustomStringConvertible, 
         case .truncated:
             let of = expectedBytes.map { " of \($0)" } ?? ""
             return "\(url): the body ended after \(bytesReceived)\(of) bytes\(cause.map { " (\($0))" } ?? "")"
+        case .connection: return "\(url): cannot connect\(cause.map { ": \($0)" } ?? "")"
         default: return "\(url): \(code)\(cause.map { ": \($0)" } ?? "")"
         }
     }

@@ -7,11 +7,19 @@ import Synchronization
 /// A small HTTP server on 127.0.0.1 for the tests: it serves bytes in chunks with a delay between them,
 /// and misbehaves on purpose on some paths. Every loop is bounded; it stops when the test stops it.
 final class TestHTTPServer: Sendable {
-    /// Holds the last chunk of `/gated` back until opened (bounded: 10 s).
+    /// Holds the last chunk of `/gated` back until opened (or until the server stops).
     final class Gate: Sendable {
         private let state = Mutex(false)
-        func open() { state.withLock { $0 = true } }
+        private let opened: AsyncStream<Void>
+        private let continuation: AsyncStream<Void>.Continuation
+        init() { (opened, continuation) = AsyncStream.makeStream() }
+        func open() {
+            state.withLock { $0 = true }
+            continuation.finish()
+        }
         var isOpen: Bool { state.withLock { $0 } }
+        /// Returns once the gate is open.
+        func wait() async { for await _ in opened {} }
     }
 
     let data: Data
@@ -30,6 +38,7 @@ final class TestHTTPServer: Sendable {
         self.data = data
         self.chunkSize = chunkSize
         self.delay = delay
+        (connectionsEnded, connectionsEndedContinuation) = AsyncStream.makeStream(of: Int.self)
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .bind(host: "127.0.0.1", port: 0) { child in
@@ -58,11 +67,18 @@ final class TestHTTPServer: Sendable {
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
     func stop() async {
+        gate.open()
         acceptTask.withLock { $0?.cancel() }
         try? await channel.channel.close()
     }
 
+    /// Yields the body bytes served so far each time a connection's handling ends (the response was
+    /// sent, or the client went away and a write failed).
+    let connectionsEnded: AsyncStream<Int>
+    private let connectionsEndedContinuation: AsyncStream<Int>.Continuation
+
     private func handle(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async throws {
+        defer { connectionsEndedContinuation.yield(bytesServed) }
         try await connection.executeThenClose { inbound, outbound in
             for try await part in inbound {
                 guard case .head(let head) = part else { continue }
@@ -98,8 +114,7 @@ final class TestHTTPServer: Sendable {
             try await head(.ok, [("content-length", "\(data.count)")])
             let split = data.count - min(chunkSize, data.count)
             try await send(data.prefix(split), out)
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !gate.isOpen && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+            await gate.wait()
             try await send(data.suffix(from: data.startIndex + split), out)
             try await out.write(.end(nil))
             return true

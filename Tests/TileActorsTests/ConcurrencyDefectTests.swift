@@ -1,0 +1,144 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+import TileActors
+import TileCore
+
+/// The concurrency defects of issue 11, each checked for what its fix promises.
+@Suite("Concurrency: blocking work, loader reuse, one end of a build")
+struct ConcurrencyDefectTests {
+    @Test("blocking jobs run on threads of their own: eight jobs that wait for each other all start")
+    func blockingJobsLeaveTheCooperativePool() async throws {
+        // Each job blocks its thread until all eight have started. On Swift's cooperative pool (as
+        // many threads as cores, 2 here) they could not all start; on threads of their own they do.
+        let queue = HeavyWorkQueue(maximumConcurrency: 8)
+        let started = DispatchGroup()
+        for _ in 0..<8 { started.enter() }
+        let allStarted = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    (try? await queue.runBlocking { () -> Bool in
+                        started.leave()
+                        return started.wait(timeout: .now() + 20) == .success
+                    }) ?? false
+                }
+            }
+            var results: [Bool] = []
+            for await result in group { results.append(result) }
+            return results
+        }
+        #expect(allStarted == Array(repeating: true, count: 8))
+    }
+
+    @Test("a loader used again does not pre-cancel the indices cancelled in its previous batch")
+    func loaderReuseForgetsCancellations() async throws {
+        let data = try Inputs.jpeg(width: 300, height: 200)
+        func sources() -> [any ImageSource] { (0..<3).map { _ in ChunkSequenceSource(name: "x", chunks: [data].async) } }
+        let loader = ImageLoader(maximumConcurrency: 3)
+        async let first = loader.load(sources())
+        await loader.cancel(1)  // during the first batch, or just after it: either way it names that batch
+        _ = await first
+        let second = await loader.load(sources())
+        #expect(second.failures.isEmpty, "\(second.failures.map(\.result))")
+    }
+
+    @Test("every progress report is delivered before load returns, the last one the complete state")
+    func progressEndsBeforeLoadReturns() async throws {
+        let data = try Inputs.jpeg(width: 600, height: 500)
+        let returned = Mutex(false)
+        let late = Mutex(0)
+        let last = Mutex<ImageBuilder.State?>(nil)
+        let sources: [any ImageSource] = [ChunkSequenceSource(name: "x", chunks: [data].async)]
+        _ = await ImageLoader().load(sources, onProgress: { _, progress in
+            if returned.withLock({ $0 }) { late.withLock { $0 += 1 } }
+            last.withLock { $0 = progress.state }
+        })
+        returned.withLock { $0 = true }
+        #expect(last.withLock { $0 } == .complete)
+        #expect(late.withLock { $0 } == 0)
+    }
+
+    @Test("a cancelled byte source is reported as cancellation, not as an I/O error")
+    func cancellationIsCancellation() async throws {
+        let builder = try ImageBuilder()
+        let chunks = AsyncThrowingStream<Data, any Error> { continuation in
+            continuation.finish(throwing: CancellationError())
+        }
+        let error = await #expect(throws: TileError.self) { try await builder.build(from: chunks) }
+        #expect(error?.code == .cancelled)
+        #expect(await builder.currentState == .cancelled)
+    }
+
+    @Test("a failed build leaves the budget's accounts when fail returns, not later")
+    func failureUnregistersAtOnce() async throws {
+        let budget = DiskCacheBudget(dirtyByteThreshold: 1 << 40, totalByteBudget: 1 << 40)
+        let data = try Inputs.jpeg(width: 600, height: 500)
+        let builder = try ImageBuilder(budget: budget)
+        try await builder.append(data.prefix(data.count / 2))
+        #expect(await budget.storeCount == 1)
+        await builder.fail(TileError(.io, "the source failed"))
+        #expect(await budget.storeCount == 0)
+        #expect(await builder.currentState == .failed(TileError(.io, "the source failed")))
+    }
+
+    @Test("an append made while another is still running is refused and leaves the build intact")
+    func overlappingAppendsAreRefused() async throws {
+        // The budget makes each slice suspend (it awaits the budget actor), so a second append can
+        // arrive mid-way; it must be refused rather than interleave its slices with the first's.
+        let budget = DiskCacheBudget(dirtyByteThreshold: 1 << 40, totalByteBudget: 1 << 40)
+        let data = try Inputs.jpeg(width: 1500, height: 1200)
+        let builder = try ImageBuilder(budget: budget)
+        let half = data.count / 2
+        async let first: Void = builder.append(data.prefix(half))
+        async let second: Void = builder.append(data.suffix(from: half))
+        var outcomes: [TileError.Code?] = []
+        do {
+            try await first
+            outcomes.append(nil)
+        } catch { outcomes.append((error as? TileError)?.code ?? .io) }
+        do {
+            try await second
+            outcomes.append(nil)
+        } catch { outcomes.append((error as? TileError)?.code ?? .io) }
+        // Either they did not overlap (both succeeded, in order or not: then the pixels decide), or
+        // exactly one was refused as an invalid call.
+        #expect(outcomes.filter { $0 == .invalidArgument }.count <= 1)
+        #expect(!outcomes.contains { $0 != nil && $0 != .invalidArgument })
+        if outcomes == [nil, .invalidArgument] {
+            try await builder.append(data.suffix(from: half))
+            #expect(try await builder.finish().allTiles() == TileBuilder.build(data: data).allTiles())
+        }
+    }
+
+    @Test("a failed eviction is reported as an event instead of being swallowed")
+    func failedEvictionIsReported() async throws {
+        let folder = try Inputs.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("a.tiles").path
+        var options = BuildOptions()
+        options.storage = .persistent(path: path)
+        _ = try TileBuilder.build(data: try Inputs.jpeg(width: 300, height: 200), options: options)
+        let budget = DiskCacheBudget(dirtyByteThreshold: 1 << 40, totalByteBudget: 1)
+        let id = await budget.register(image: try TiledImage.open(store: path), path: path)
+        // The store is damaged behind the budget's back: removing it as a store now fails.
+        try FileManager.default.removeItem(atPath: "\(path)/manifest.json")
+        await budget.close(id)
+        for await event in budget.events {
+            if case .failed(let operation, let failedPath, let error) = event {
+                #expect(operation == "evict" && failedPath == path && error.code == .invalidStore)
+                break
+            }
+        }
+    }
+}
+
+extension Array where Element: Sendable {
+    /// The elements as an async sequence, one chunk each.
+    var async: AsyncStream<Element> {
+        AsyncStream { continuation in
+            for element in self { continuation.yield(element) }
+            continuation.finish()
+        }
+    }
+}
