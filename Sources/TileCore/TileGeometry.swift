@@ -45,6 +45,16 @@ public struct TileGeometry: Sendable, Hashable {
     public let tileSize: Int
     /// The levels, level 0 first.
     public let levels: [PyramidLevel]
+    /// The orientation whose flips placed the image in its padded grid (the build's): the same as
+    /// ``orientation`` unless a store is reopened with another one.
+    let placement: ImageOrientation
+
+    /// Whether each display tile is one stored tile, transformed (the image sits where the display
+    /// orientation needs its padding: right and bottom). Else a display tile is assembled from the
+    /// up to four stored tiles it straddles.
+    var readsWholeTiles: Bool {
+        placement.flipsStoredX == orientation.flipsStoredX && placement.flipsStoredY == orientation.flipsStoredY
+    }
 
     /// Bytes of one tile: `tileSize * tileSize * 4`.
     public var tileByteCount: Int { tileSize * tileSize * 4 }
@@ -64,6 +74,16 @@ public struct TileGeometry: Sendable, Hashable {
         storedWidth: Int, storedHeight: Int, orientation: ImageOrientation = .identity, tileSize: Int = 256,
         levels policy: LevelPolicy = .downToOneTile
     ) throws(TileError) {
+        try self.init(
+            storedWidth: storedWidth, storedHeight: storedHeight, orientation: orientation, placement: orientation,
+            tileSize: tileSize, levels: policy)
+    }
+
+    /// As the public initializer, with the image placed in its padded grid as `placement` places it.
+    init(
+        storedWidth: Int, storedHeight: Int, orientation: ImageOrientation, placement: ImageOrientation, tileSize: Int,
+        levels policy: LevelPolicy
+    ) throws(TileError) {
         guard storedWidth > 0, storedHeight > 0, storedWidth <= 1 << 20, storedHeight <= 1 << 20 else {
             throw TileError(.invalidArgument, "image size \(storedWidth)x\(storedHeight) is out of range")
         }
@@ -73,9 +93,10 @@ public struct TileGeometry: Sendable, Hashable {
         self.storedWidth = storedWidth
         self.storedHeight = storedHeight
         self.orientation = orientation
+        self.placement = placement
         self.tileSize = tileSize
         let count = Self.levelCount(storedWidth, storedHeight, orientation, tileSize, policy)
-        levels = (0..<count).map { Self.level($0, storedWidth, storedHeight, orientation, tileSize) }
+        levels = (0..<count).map { Self.level($0, storedWidth, storedHeight, orientation, placement, tileSize) }
     }
 
     private static func levelCount(
@@ -98,7 +119,8 @@ public struct TileGeometry: Sendable, Hashable {
     }
 
     private static func level(
-        _ k: Int, _ width: Int, _ height: Int, _ orientation: ImageOrientation, _ tileSize: Int
+        _ k: Int, _ width: Int, _ height: Int, _ orientation: ImageOrientation, _ placement: ImageOrientation,
+        _ tileSize: Int
     ) -> PyramidLevel {
         let w = ceilShift(width, k)
         let h = ceilShift(height, k)
@@ -108,8 +130,8 @@ public struct TileGeometry: Sendable, Hashable {
         return PyramidLevel(
             index: k, width: swap ? h : w, height: swap ? w : h, columns: swap ? rows : columns,
             rows: swap ? columns : rows, storedWidth: w, storedHeight: h, storedColumns: columns, storedRows: rows,
-            storedXOffset: orientation.flipsStoredX ? columns * tileSize - w : 0,
-            storedYOffset: orientation.flipsStoredY ? rows * tileSize - h : 0)
+            storedXOffset: placement.flipsStoredX ? columns * tileSize - w : 0,
+            storedYOffset: placement.flipsStoredY ? rows * tileSize - h : 0)
     }
 
     /// The stored tile that holds display tile (column, row) of a level.

@@ -2,11 +2,21 @@ import Foundation
 
 extension TiledImage {
     /// Reopens a complete persistent store without decoding anything.
-    /// - Parameter path: the store folder a build with ``TileStorage/persistent(path:)`` published.
+    /// - Parameters:
+    ///   - path: the store folder a build with ``TileStorage/persistent(path:)`` published.
+    ///   - orientation: the display orientation, applied at read time as for a build: ``OrientationOption/fromExif``
+    ///     (the default) keeps the orientation the store was built with (its EXIF tag's, or the
+    ///     build's override); ``OrientationOption/none`` shows the pixels as stored;
+    ///     ``OrientationOption/fixed(_:)`` applies that one. The files are the same either way:
+    ///     a store keeps source order. Where the new orientation puts the padding elsewhere than the
+    ///     build's did (a flip along another axis), each tile is assembled from the up to four stored
+    ///     tiles it straddles: up to four reads instead of one.
     /// - Throws: ``TileError/Code/invalidStore`` when the folder is not a complete store of this format
     ///   (a half-written store never has a manifest at its final path), ``TileError/Code/io``.
     ///   Leftovers of builds of this store that died (staging folders) are removed first.
-    public static func open(store path: String) throws(TileError) -> TiledImage {
+    public static func open(store path: String, orientation option: OrientationOption = .fromExif) throws(TileError)
+        -> TiledImage
+    {
         let url = URL(fileURLWithPath: path)
         StagedStore.removeLeftovers(of: url.lastPathComponent, in: url.deletingLastPathComponent().path)
         let manifest = try StoreManifest.read(store: path)
@@ -19,7 +29,8 @@ extension TiledImage {
         let geometry: TileGeometry
         do {
             geometry = try TileGeometry(
-                storedWidth: manifest.storedWidth, storedHeight: manifest.storedHeight, orientation: orientation,
+                storedWidth: manifest.storedWidth, storedHeight: manifest.storedHeight,
+                orientation: option.resolve(exif: orientation.rawValue), placement: orientation,
                 tileSize: manifest.tileSize, levels: .count(manifest.levels.count))
         } catch { throw TileError(.invalidStore, "\(path): the manifest's \(error.message)") }
         guard geometry.levels.map({ StoreManifest.Level(storedWidth: $0.storedWidth, storedHeight: $0.storedHeight) })

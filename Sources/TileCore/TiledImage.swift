@@ -59,7 +59,8 @@ public final class TiledImage: Sendable {
     /// Whether the tile can be read now.
     public func isTileReady(level: Int, column: Int, row: Int) -> Bool {
         guard let (_, stored) = try? locate(level: level, column: column, row: row) else { return false }
-        return state.withLock { $0.failure == nil } && stored.row < progress[level]
+        guard state.withLock({ $0.failure == nil }) else { return false }
+        return geometry.readsWholeTiles ? stored.row < progress[level] : isLevelComplete(level)
     }
 
     /// Reads one tile with one `pread` (display orientation; a transformed tile is flipped in memory).
@@ -78,6 +79,9 @@ public final class TiledImage: Sendable {
         let byteCount = geometry.tileByteCount
         guard buffer.count >= byteCount, let destination = buffer.baseAddress else {
             throw TileError(.invalidArgument, "a tile needs \(byteCount) bytes, the buffer has \(buffer.count)")
+        }
+        guard geometry.readsWholeTiles else {
+            return try readAssembledTile(level: level, column: column, row: row, into: destination)
         }
         let (offset, _) = try checkedLocation(level: level, column: column, row: row)
         if geometry.orientation != .identity {
@@ -125,6 +129,12 @@ public final class TiledImage: Sendable {
     public func withTile<R>(level: Int, column: Int, row: Int, _ body: (UnsafeRawBufferPointer) throws -> R)
         throws -> R
     {
+        guard geometry.readsWholeTiles else {
+            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: geometry.tileByteCount, alignment: 16)
+            defer { scratch.deallocate() }
+            try readAssembledTile(level: level, column: column, row: row, into: scratch.baseAddress!)
+            return try body(UnsafeRawBufferPointer(scratch))
+        }
         let (offset, _) = try checkedLocation(level: level, column: column, row: row)
         let view = try mapping(level: level)
         let byteCount = geometry.tileByteCount
@@ -159,6 +169,55 @@ public final class TiledImage: Sendable {
             throw TileError(.notReady, "tile (\(column), \(row)) of level \(level) is not written yet")
         }
         return location
+    }
+
+    /// A display tile assembled pixel by pixel from the stored tiles it straddles (up to four, one
+    /// `pread` each): for a store reopened with an orientation whose padding lies elsewhere than the
+    /// build's (see ``TileGeometry/readsWholeTiles``). Only complete levels are read this way.
+    private func readAssembledTile(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawPointer)
+        throws(TileError)
+    {
+        _ = try locate(level: level, column: column, row: row)
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+        let l = geometry.levels[level]
+        guard isLevelComplete(level) else {
+            throw TileError(.notReady, "tile (\(column), \(row)) of level \(level) is not written yet")
+        }
+        let side = geometry.tileSize
+        let byteCount = geometry.tileByteCount
+        destination.initializeMemory(as: UInt8.self, repeating: 0, count: byteCount)
+        var stored: [Int: UnsafeMutableRawBufferPointer] = [:]
+        defer { stored.values.forEach { $0.deallocate() } }
+        let (x0, y0) = (column * side, row * side)
+        for y in y0..<min(y0 + side, l.height) {
+            for x in x0..<min(x0 + side, l.width) {
+                let p = geometry.orientation.storedPosition(ofDisplay: x, y, width: l.storedWidth, height: l.storedHeight)
+                let (px, py) = (p.x + l.storedXOffset, p.y + l.storedYOffset)
+                let index = (py / side) * l.storedColumns + px / side
+                let tile: UnsafeMutableRawBufferPointer
+                if let cached = stored[index] {
+                    tile = cached
+                } else {
+                    tile = UnsafeMutableRawBufferPointer.allocate(byteCount: byteCount, alignment: 16)
+                    stored[index] = tile
+                    try readStoredTile(level: level, offset: index * byteCount, into: tile.baseAddress!)
+                }
+                (destination + ((y - y0) * side + (x - x0)) * 4)
+                    .copyMemory(from: tile.baseAddress! + ((py % side) * side + px % side) * 4, byteCount: 4)
+            }
+        }
+    }
+
+    private func readStoredTile(level: Int, offset: Int, into destination: UnsafeMutableRawPointer) throws(TileError) {
+        let byteCount = geometry.tileByteCount
+        let fd = files.descriptors[level]
+        var done = 0
+        while done < byteCount {
+            let n = SystemCall.retrying { pread(fd, destination + done, byteCount - done, off_t(offset + done)) }
+            if n < 0 { throw SystemCall.error("cannot read a tile of level \(level)", path: storePath) }
+            if n == 0 { throw TileError(.io, "level \(level) file is shorter than its tiles", errno: EIO) }
+            done += n
+        }
     }
 
     private func mapping(level: Int) throws(TileError) -> MappedFile {

@@ -32,7 +32,7 @@ struct RenderCommand: ParsableCommand {
             }
             let image: TiledImage
             if input != "-" && isDirectory(input) {
-                image = try TiledImage.open(store: input)
+                image = try TiledImage.open(store: input, orientation: decode.orientation.option)
             } else {
                 image = try buildLevels(upTo: level)
             }

@@ -50,7 +50,10 @@ struct MetadataTests {
     @Test("malformed EXIF blocks give a result with the EXIF part reported unreadable, never a crash")
     func malformedEXIF() throws {
         var loop = Self.exifBlock(bigEndian: false)
-        loop[60...63] = [8, 0, 0, 0]  // the sub-IFD entry now points back at IFD0... via a nested pointer
+        // The Exif sub-IFD's second entry (at 56 + 2 + 12 = 70) becomes an Exif-IFD pointer back at
+        // IFD0 (offset 8): IFD0 -> sub-IFD -> IFD0, a loop through a nested pointer.
+        loop[70...71] = [0x69, 0x87]
+        loop[78...81] = [8, 0, 0, 0]
         var outOfRange = Self.exifBlock(bigEndian: false)
         outOfRange[4...7] = [0xF0, 0xFF, 0xFF, 0x7F]  // IFD0 offset far outside
         var hugeCount = Self.exifBlock(bigEndian: false)
@@ -61,6 +64,9 @@ struct MetadataTests {
             let info = try ImageInfo.read(data: try Self.jpeg(withEXIF: block))
             #expect(info.width == 16 && info.height == 8)
         }
+        let looped = try ImageInfo.read(data: try Self.jpeg(withEXIF: loop))
+        #expect(looped.exifProblem == "EXIF IFDs form a loop")
+        #expect(looped.exifOrientation == 6 && looped.exif["Make"] == .string("Canon"))
         let info = try ImageInfo.read(data: try Self.jpeg(withEXIF: outOfRange))
         #expect(info.exifProblem != nil)
         #expect(try ImageInfo.read(data: try Self.jpeg(withEXIF: hugeCount)).exifProblem != nil)

@@ -81,3 +81,30 @@ struct CorpusOrientationTests {
         #expect(try CorpusTests.rgbHash(image) == entry["oriented_rgb_sha256"])
     }
 }
+
+@Suite("Stores reopened with an orientation")
+struct StoreOrientationTests {
+    @Test("a store opened with .none shows the stored pixels, with .fixed any of the eight, by default its own",
+          arguments: [1, 6, 3, 7])
+    func orientationOverrideOnAStore(built: Int) throws {
+        let data = try Synthetic.jpeg(.init(width: 300, height: 170))
+        let stored = try Reference.decode(data).image
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orient-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var options = BuildOptions()
+        options.orientation = .fixed(try #require(ImageOrientation(rawValue: built)))
+        options.storage = .persistent(path: "\(folder)/s.tiles")
+        options.tileSize = 128
+        _ = try TileBuilder.build(data: data, options: options)
+        let path = "\(folder)/s.tiles"
+        #expect(try TiledImage.open(store: path).pixels(level: 0) == Reference.orient(stored, built))
+        #expect(try TiledImage.open(store: path, orientation: .none).pixels(level: 0) == stored)
+        for value in 1...8 {
+            let image = try TiledImage.open(store: path, orientation: .fixed(try #require(ImageOrientation(rawValue: value))))
+            #expect(try image.pixels(level: 0) == Reference.orient(stored, value), "built \(built), read \(value)")
+            // Lower levels: the stored shrink, oriented (the stated rule).
+            #expect(try image.pixels(level: 1) == Reference.orient(Reference.shrink(stored), value), "built \(built), read \(value)")
+        }
+    }
+}
