@@ -77,6 +77,7 @@ let package = Package(
             name: "Benchmarks",
             dependencies: [
                 "TileCore", "TileActors", "TileNetwork", "CJpegShim", "CJpegReference",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,4 +1,4 @@
-import CJpegShim
+import ArgumentParser
 import Foundation
 import TileCore
 
@@ -11,35 +11,63 @@ import Glibc
 /// Every scenario runs in a child process (so its peak RSS is its own), `runs` times; the table shows
 /// medians, side by side with the reference tools when they are on PATH, as ratios to the decode floor.
 @main
-struct Benchmarks {
-    static func main() async throws {
-        let arguments = Arguments(CommandLine.arguments.dropFirst())
-        if arguments.flag("--help") || arguments.flag("-h") {
-            print(usage)
+struct Benchmarks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "Benchmarks",
+        abstract: "Run each scenario in a child process, N times, and print medians, ratios to the decode floor and each child's own peak RSS.",
+        discussion: "Scenarios are listed in BENCHMARKS.md.")
+
+    @Option(help: "The JPEG to measure (default ../shared/bench/huge.jpg, else a generated 8192x6144 image).")
+    var input: String?
+
+    @Option(help: "The JPEG of the loader and thumbnail scenarios (default ../shared/bench/photo24.jpg, else --input).")
+    var loaderInput: String?
+
+    @Option(help: "The rate of the download scenarios' loopback server, in MB/s.")
+    var rateMbps: Double = 20
+
+    @Option(help: "Runs per scenario, at least 1.")
+    var runs = 5
+
+    @Option(help: "Run only this scenario.")
+    var scenario: String?
+
+    @Flag(help: "Print JSON instead of the table.")
+    var json = false
+
+    @Option(help: .hidden) var child: String?
+    @Option(help: .hidden) var report: String?
+    @Option(help: .hidden) var url: String?
+
+    func validate() throws {
+        guard runs >= 1 else { throw ValidationError("--runs must be at least 1, not \(runs).") }
+        guard rateMbps > 0 else { throw ValidationError("--rate-mbps must be positive.") }
+        if let scenario, !Scenario.all(input: "", loaderInput: "", networkURL: "").contains(where: { $0.name == scenario }) {
+            throw ValidationError("no scenario named '\(scenario)' (BENCHMARKS.md lists them).")
+        }
+    }
+
+    func run() async throws {
+        if let child {
+            guard let input, let report else { throw ValidationError("--child needs --input and --report.") }
+            try await runChild(child, input: input, report: report, url: url)
             return
         }
-        if let child = arguments.value("--child") {
-            try await runChild(child, arguments: arguments)
-            return
-        }
-        let input = try arguments.value("--input") ?? defaultInput()
-        let runs = Int(arguments.value("--runs") ?? "") ?? 5
-        let selected = arguments.value("--scenario")
-        let json = arguments.flag("--json")
+        let input = try self.input ?? Self.defaultInput()
         let info = try ImageInfo.read(contentsOfFile: input)
         let megapixels = Double(info.width * info.height) / 1e6
         if !json {
             print("input: \(input) (\(info.width)x\(info.height), \(String(format: "%.0f", megapixels)) MP, \(info.coding.rawValue)); \(runs) runs per scenario, medians")
         }
         var results: [ScenarioResult] = []
-        let loaderInput = arguments.value("--loader-input") ?? defaultLoaderInput(input)
+        let loaderInput = self.loaderInput ?? Self.defaultLoaderInput(input)
         // The download scenarios fetch the input from this process at a fixed rate (default 20 MB/s).
-        let rate = Double(arguments.value("--rate-mbps") ?? "") ?? 20
-        let server = try await RateLimitedServer(file: input, bytesPerSecond: rate * 1e6)
+        let server = try await RateLimitedServer(file: input, bytesPerSecond: rateMbps * 1e6)
         defer { Task { await server.stop() } }
         let networkURL = "http://127.0.0.1:\(server.port)/image.jpg"
-        if !json { print("download scenarios: served on loopback at \(rate) MB/s") }
-        for scenario in Scenario.all(input: input, loaderInput: loaderInput, networkURL: networkURL) where selected == nil || scenario.name == selected {
+        if !json { print("download scenarios: served on loopback at \(rateMbps) MB/s") }
+        for scenario in Scenario.all(input: input, loaderInput: loaderInput, networkURL: networkURL)
+        where self.scenario == nil || scenario.name == self.scenario {
             guard scenario.isAvailable else {
                 if !json { print("  \(scenario.name): skipped (\(scenario.missing ?? "not available"))") }
                 continue
@@ -58,12 +86,6 @@ struct Benchmarks {
         if json { print(try ScenarioResult.json(results, input: input, megapixels: megapixels)) }
     }
 
-    static let usage = """
-        usage: Benchmarks [--input JPEG] [--loader-input JPEG] [--rate-mbps R] [--runs N] [--scenario NAME] [--json]
-        Runs each scenario in a child process, N times (default 5), and prints medians, ratios to the
-        decode floor and each child's own peak RSS. Scenarios are listed in BENCHMARKS.md.
-        """
-
     /// The 8-image loader scenarios use the 24 MP photo when present, else the main input.
     static func defaultLoaderInput(_ input: String) -> String {
         let shared = FileManager.default.currentDirectoryPath + "/../shared/bench/photo24.jpg"
@@ -79,19 +101,6 @@ struct Benchmarks {
         }
         return path
     }
-}
-
-/// A tiny argument reader: `--name value` and `--flag`.
-struct Arguments {
-    let words: [String]
-    init(_ words: ArraySlice<String>) { self.words = Array(words) }
-
-    func value(_ name: String) -> String? {
-        guard let i = words.firstIndex(of: name), i + 1 < words.count else { return nil }
-        return words[i + 1]
-    }
-
-    func flag(_ name: String) -> Bool { words.contains(name) }
 }
 
 extension ImageInfo {

@@ -9,8 +9,8 @@ import TileCore
 import TileNetwork
 
 /// The in-process scenarios, run once in a child process; the elapsed seconds go to `--report`.
-func runChild(_ name: String, arguments: Arguments) async throws {
-    guard let input = arguments.value("--input"), let report = arguments.value("--report") else {
+func runChild(_ name: String, input: String, report: String, url: String?) async throws {
+    guard !input.isEmpty, !report.isEmpty else {
         throw BenchmarkError("--child needs --input and --report")
     }
     let clock = ContinuousClock()
@@ -83,7 +83,7 @@ func runChild(_ name: String, arguments: Arguments) async throws {
         }
     case "net-download-only", "net-download-then-build":
         // The whole body into memory (AsyncHTTPClient), then (for the second) a build of it.
-        guard let url = arguments.value("--url") else { throw BenchmarkError("--url missing") }
+        guard let url else { throw BenchmarkError("--url missing") }
         let response = try await HTTPImageSource.sharedClient.execute(HTTPClientRequest(url: url), timeout: .minutes(5))
         var body = try await response.body.collect(upTo: 1 << 31)
         let bytes = body.readBytes(length: body.readableBytes) ?? []
@@ -97,7 +97,7 @@ func runChild(_ name: String, arguments: Arguments) async throws {
         }
     case "net-stream-build":
         // Build while downloading: HTTPImageSource streams the body into an ImageBuilder.
-        guard let url = arguments.value("--url") else { throw BenchmarkError("--url missing") }
+        guard let url else { throw BenchmarkError("--url missing") }
         let builder = try ImageBuilder()
         // The last byte's arrival: when the source hands over the body's final part, before decoding it.
         let lastByte = Mutex<ContinuousClock.Instant?>(nil)

@@ -90,6 +90,15 @@ struct HTTPImageSourceTests {
         await server.stop()
     }
 
+    @Test("a refused connection fails at once as .connection with the cause in words")
+    func refusedConnection() async throws {
+        let builder = try ImageBuilder()
+        let error = await Self.networkError { try await HTTPImageSource(url: "http://127.0.0.1:1/x.jpg").feed(into: builder) }
+        #expect(error?.code == .connection)
+        #expect(error?.cause == "Connection refused")
+        #expect(error?.description == "http://127.0.0.1:1/x.jpg: cannot connect: Connection refused")
+    }
+
     @Test("404 and 500 fail with their status codes")
     func statusCodes() async throws {
         let server = try await TestHTTPServer(data: try Self.jpeg())
