@@ -9,7 +9,6 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "TiledImageKit",
-    platforms: [.macOS(.v15)],
     products: [
         .library(name: "TileCore", targets: ["TileCore"]),
         .library(name: "TileActors", targets: ["TileActors"]),
@@ -41,7 +40,12 @@ let package = Package(
             dependencies: ["TileCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "TileActorsTests", dependencies: ["TileActors", "TileCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "TileActorsTests", dependencies: ["TileActors", "TileCore", "TestSupport"], swiftSettings: swiftSettings),
+        // What the test targets share: generated inputs, plain references, the corpus manifest.
+        .target(
+            name: "TestSupport", dependencies: ["TileCore", "CJpegReference"], path: "Tests/TestSupport",
+            swiftSettings: swiftSettings),
         .target(
             name: "TileNetwork",
             dependencies: [
@@ -58,7 +62,7 @@ let package = Package(
         .testTarget(
             name: "TileNetworkTests",
             dependencies: [
-                "TileNetwork", "TileActors", "TileCore",
+                "TileNetwork", "TileActors", "TileCore", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -88,12 +92,12 @@ let package = Package(
         ),
         .testTarget(
             name: "TilerTests",
-            dependencies: ["tiler", "TileCore"],
+            dependencies: ["tiler", "TileCore", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "TileCoreTests",
-            dependencies: ["TileCore", "CJpegShim", "CJpegReference"],
+            dependencies: ["TileCore", "CJpegShim", "CJpegReference", "TestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -15,7 +15,7 @@ shim=(Sources/CJpegShim/{decoder,errors,pyramid,writer,band_writer,window_writer
   -I Sources/CJpegShim/include -I Sources/CJpegShim Fuzz/decoder_fuzz.c "${shim[@]}" -ljpeg -lpthread \
   -o "$out/decoder_fuzz" 2>"$out/clang.log" || { cat "$out/clang.log"; exit 1; }
 swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/metadata_fuzz.swift \
-  Sources/TileCore/{HeaderSegments,EXIFReader,ImageInfo,InputFile,TileError,SystemCall,ImageOrientation,JPEGHeader}.swift \
+  Sources/TileCore/{Decoding/{HeaderSegments,EXIFReader,ImageInfo,JPEGHeader},System/{InputFile,SystemCall},Geometry/ImageOrientation,TileError}.swift \
   -o "$out/metadata_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
 
 # Seeds: small JPEGs made here with cjpeg (baseline, progressive, restarts, grey), plus the corpus.

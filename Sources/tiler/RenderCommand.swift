@@ -76,36 +76,20 @@ struct RenderCommand: ParsableCommand {
     }
 }
 
-/// Writes a level as P6 to a temporary file beside `path` (created exclusively), synced, then renamed
-/// into place: a failure leaves nothing behind and never a half-written file at `path`.
+/// Writes a level as P6 through ``AtomicFile``: a temporary file beside `path`, created exclusively,
+/// synced and renamed into place, so a failure leaves nothing behind and never a half-written file.
 func writePPM(_ image: TiledImage, level: Int, to path: String) throws {
     let l = try image.level(level)
-    let temporary = "\(path).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw TileError(.io, "cannot create \(path): \(String(cString: strerror(errno)))", errno: errno) }
-    let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-    do {
-        try handle.write(contentsOf: Data("P6\n\(l.width) \(l.height)\n255\n".utf8))
-        var rgb = Data(count: l.width * 3)
-        try image.forEachRow(level: level) { _, row in
-            rgb.withUnsafeMutableBytes { (out: UnsafeMutableRawBufferPointer) in
-                for x in 0..<l.width {
-                    out[x * 3] = row[x * 4]
-                    out[x * 3 + 1] = row[x * 4 + 1]
-                    out[x * 3 + 2] = row[x * 4 + 2]
-                }
-            }
-            try handle.write(contentsOf: rgb)
+    let file = try AtomicFile(path: path)
+    try file.write(Data("P6\n\(l.width) \(l.height)\n255\n".utf8))
+    var rgb = [UInt8](repeating: 0, count: l.width * 3)
+    try image.forEachRow(level: level) { _, row in
+        for x in 0..<l.width {
+            rgb[x * 3] = row[x * 4]
+            rgb[x * 3 + 1] = row[x * 4 + 1]
+            rgb[x * 3 + 2] = row[x * 4 + 2]
         }
-        try handle.synchronize()
-        guard rename(temporary, path) == 0 else {
-            throw TileError(.io, "cannot write \(path): \(String(cString: strerror(errno)))", errno: errno)
-        }
-    } catch let error as TileError {
-        unlink(temporary)
-        throw error
-    } catch {
-        unlink(temporary)
-        throw TileError(.io, "cannot write \(path): \((error as NSError).localizedDescription)")
+        try file.write(rgb)
     }
+    try file.commit()
 }

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 import TileActors
+import TestSupport
 import TileCore
 
 /// The concurrency defects of issue 11, each checked for what its fix promises.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TileActors
+import TestSupport
 import TileCore
 
 @Suite("DiskCacheBudget")

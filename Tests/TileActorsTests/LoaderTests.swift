@@ -2,6 +2,7 @@ import Synchronization
 import Foundation
 import Testing
 import TileActors
+import TestSupport
 import TileCore
 
 @Suite("ImageBuilder and ImageLoader")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import TileCore
 
 /// Tests over the external corpus `../shared/fixtures/jpeg` (djpeg's hashes in manifest.csv).

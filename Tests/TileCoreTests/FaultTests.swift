@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import CJpegShim
+import TestSupport
 import TileCore
 
 #if canImport(Glibc)

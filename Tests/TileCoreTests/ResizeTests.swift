@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import TileCore
 
 /// A plainly written area filter: each output pixel is the mean of the input rectangle it covers,

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TileActors
+import TestSupport
 import TileCore
 import TileNetwork
 
@@ -156,17 +157,5 @@ struct HTTPImageSourceTests {
         #expect(servedAtEnd < data.count)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
         await server.stop()
-    }
-}
-
-extension TiledImage {
-    func allTiles() throws -> [[UInt8]] {
-        var tiles: [[UInt8]] = []
-        for level in 0..<levelCount {
-            for row in 0..<self.geometry.levels[level].rows {
-                for column in 0..<self.geometry.levels[level].columns { tiles.append(try readTile(level: level, column: column, row: row)) }
-            }
-        }
-        return tiles
     }
 }

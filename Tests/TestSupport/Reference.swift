@@ -1,17 +1,22 @@
 import CJpegReference
-import Foundation
-import TileCore
+public import Foundation
+public import TileCore
 
 /// An image as plain RGBA rows: the shape every reference in the tests works on.
-struct RGBAImage: Equatable {
-    var width: Int
-    var height: Int
-    var pixels: [UInt8]
+public struct RGBAImage: Equatable {
+    public init(width: Int, height: Int, pixels: [UInt8]) {
+        self.width = width
+        self.height = height
+        self.pixels = pixels
+    }
+    public var width: Int
+    public var height: Int
+    public var pixels: [UInt8]
 
-    subscript(x: Int, y: Int) -> ArraySlice<UInt8> { pixels[((y * width + x) * 4)..<((y * width + x) * 4 + 4)] }
+    public subscript(x: Int, y: Int) -> ArraySlice<UInt8> { pixels[((y * width + x) * 4)..<((y * width + x) * 4 + 4)] }
 
     /// The RGB bytes (alpha dropped), as djpeg's PPM holds them.
-    var rgb: [UInt8] {
+    public var rgb: [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(width * height * 3)
         for i in stride(from: 0, to: pixels.count, by: 4) { out.append(contentsOf: pixels[i..<(i + 3)]) }
@@ -19,11 +24,11 @@ struct RGBAImage: Equatable {
     }
 }
 
-enum Reference {
-    struct DecodeFailure: Error { var message: String }
+public enum Reference {
+    public struct DecodeFailure: Error { public var message: String }
 
     /// libjpeg's ordinary, non-suspending whole-image decode (jpeg_mem_src, one pass).
-    static func decode(_ data: Data) throws -> (image: RGBAImage, warnings: Int) {
+    public static func decode(_ data: Data) throws -> (image: RGBAImage, warnings: Int) {
         var result = cjs_reference_result()
         var out: UnsafeMutableRawPointer?
         let status = data.withUnsafeBytes { cjs_reference_decode($0.baseAddress, $0.count, &out, &result) }
@@ -38,7 +43,7 @@ enum Reference {
     }
 
     /// Whether libjpeg's ordinary decode accepts `data`.
-    static func decodes(_ data: Data) -> Bool {
+    public static func decodes(_ data: Data) -> Bool {
         do {
             _ = try decode(data)
             return true
@@ -47,7 +52,7 @@ enum Reference {
 
     /// The 2x2 box average, written plainly: odd sizes round up, the last column/row is averaged with
     /// itself, each channel is (a + b + c + d + 2) / 4.
-    static func shrink(_ image: RGBAImage) -> RGBAImage {
+    public static func shrink(_ image: RGBAImage) -> RGBAImage {
         let w = (image.width + 1) / 2, h = (image.height + 1) / 2
         var out = [UInt8](repeating: 0, count: w * h * 4)
         for y in 0..<h {
@@ -66,7 +71,7 @@ enum Reference {
 
     /// The EXIF orientation transform, as the corpus README tabulates it: output pixel (i, j) takes
     /// input pixel (x, y).
-    static func orient(_ image: RGBAImage, _ tag: Int) -> RGBAImage {
+    public static func orient(_ image: RGBAImage, _ tag: Int) -> RGBAImage {
         let W = image.width, H = image.height
         let swapped = tag >= 5
         let ow = swapped ? H : W, oh = swapped ? W : H
@@ -94,7 +99,7 @@ enum Reference {
 
 extension TiledImage {
     /// A whole level as one image, in display orientation (padding cut off).
-    func pixels(level: Int) throws -> RGBAImage {
+    public func pixels(level: Int) throws -> RGBAImage {
         let l = try self.level(level)
         var pixels = [UInt8]()
         pixels.reserveCapacity(l.width * l.height * 4)
@@ -103,7 +108,7 @@ extension TiledImage {
     }
 
     /// Every tile of every level, raw (padding included), for exact comparisons.
-    func allTiles() throws -> [[UInt8]] {
+    public func allTiles() throws -> [[UInt8]] {
         var tiles: [[UInt8]] = []
         for level in 0..<levelCount {
             for row in 0..<self.geometry.levels[level].rows {
@@ -117,7 +122,7 @@ extension TiledImage {
 }
 
 /// The code of the TileError `body` throws (nil when it throws nothing or another error).
-func thrownCode<T>(_ body: () throws -> T) -> TileError.Code? {
+public func thrownCode<T>(_ body: () throws -> T) -> TileError.Code? {
     do {
         _ = try body()
         return nil
@@ -129,7 +134,7 @@ func thrownCode<T>(_ body: () throws -> T) -> TileError.Code? {
 }
 
 /// The TileError `body` throws (nil when it throws nothing or another error).
-func thrownError<T>(_ body: () throws -> T) -> TileError? {
+public func thrownError<T>(_ body: () throws -> T) -> TileError? {
     do {
         _ = try body()
         return nil

@@ -70,7 +70,7 @@ struct StagedStore {
         for fd in files.descriptors where fdatasync(fd) != 0 {
             throw SystemCall.error("cannot sync a level file in", path: stagingPath)
         }
-        try writeFileSynced("\(stagingPath)/\(StoreManifest.fileName)", try manifest.encoded())
+        try SystemCall.createSynced("\(stagingPath)/\(StoreManifest.fileName)", try manifest.encoded())
         var displaced: String?
         var existing = stat()
         if lstat(finalPath, &existing) == 0 {
@@ -87,37 +87,13 @@ struct StagedStore {
             if let displaced { _ = rename(displaced, finalPath) }
             throw error
         }
-        syncDirectory(URL(fileURLWithPath: finalPath).deletingLastPathComponent().path)
+        SystemCall.syncFolder(containing: finalPath)
         if let displaced { removeStoreFolder(displaced) }
     }
 
     /// Removes the staging folder (persistent stores); ephemeral files vanish on close.
     func discard() {
         if let stagingPath { removeStoreFolder(stagingPath) }
-    }
-}
-
-private func writeFileSynced(_ path: String, _ data: Data) throws(TileError) {
-    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw SystemCall.error("cannot create", path: path) }
-    defer { close(fd) }
-    let written = data.withUnsafeBytes { raw -> Int in
-        var done = 0
-        while done < raw.count {
-            let n = SystemCall.retrying { write(fd, raw.baseAddress! + done, raw.count - done) }
-            if n <= 0 { return -1 }
-            done += n
-        }
-        return done
-    }
-    guard written == data.count, fsync(fd) == 0 else { throw SystemCall.error("cannot write", path: path) }
-}
-
-private func syncDirectory(_ path: String) {
-    let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    if fd >= 0 {
-        fsync(fd)
-        close(fd)
     }
 }
 

@@ -1,4 +1,7 @@
 internal import CJpegShim
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The one Swift owner of a `cjs_decoder`: a push decoder over libjpeg's suspending source.
 ///
@@ -20,7 +23,7 @@ final class JPEGDecoder {
             allow_truncated: allowsTruncation ? 1 : 0)
         var handle: OpaquePointer?
         guard cjs_decoder_create(&options, &handle) == CJS_OK, let handle else {
-            throw TileError(.io, "cannot allocate a JPEG decoder", errno: 12)
+            throw TileError(.io, "cannot allocate a JPEG decoder", errno: ENOMEM)
         }
         self.handle = handle
     }
@@ -105,7 +108,7 @@ final class JPEGDecoder {
         switch status {
         case CJS_OK, CJS_DONE, CJS_NEED_DATA: return
         case CJS_ERR_LIBJPEG: throw libjpegError()
-        case CJS_ERR_NOMEM: throw TileError(.io, "out of memory in \(operation)", errno: 12)
+        case CJS_ERR_NOMEM: throw TileError(.io, "out of memory in \(operation)", errno: ENOMEM)
         default: throw TileError(.invalidArgument, "JPEG decoder \(operation) called in the wrong state")
         }
     }
@@ -117,7 +120,7 @@ final class JPEGDecoder {
         case CJS_FAILURE_UNSUPPORTED: return TileError(.unsupported, message, libjpegMessageCode: code)
         case CJS_FAILURE_TOO_LARGE: return TileError(.tooLarge, message, libjpegMessageCode: code)
         case CJS_FAILURE_EMPTY: return TileError(.truncated, "empty input: \(message)", libjpegMessageCode: code)
-        case CJS_FAILURE_NOMEM: return TileError(.io, message, errno: 12, libjpegMessageCode: code)
+        case CJS_FAILURE_NOMEM: return TileError(.io, message, errno: ENOMEM, libjpegMessageCode: code)
         case CJS_FAILURE_TRUNCATED:
             return TileError(.truncated, "scan data ends early (\(message))", libjpegMessageCode: code)
         case CJS_FAILURE_TOO_MANY_SCANS: return TileError(.tooManyScans, message)

@@ -1,25 +1,38 @@
-import Foundation
-import TileCore
+public import Foundation
+public import TileCore
 
 /// Test inputs made here: a deterministic picture (gradients, edges and noise, so every DCT
 /// coefficient matters) encoded with libjpeg through the shim.
-enum Synthetic {
-    struct Spec: CustomStringConvertible, Sendable {
-        var width: Int
-        var height: Int
-        var grayscale = false
-        var subsampling = JPEGEncoder.Subsampling.s420
-        var progressive = false
-        var restartRows = 0
-        var quality = 90
+public enum Synthetic {
+    public struct Spec: CustomStringConvertible, Sendable {
+        public var width: Int
+        public var height: Int
+        public var grayscale = false
+        public var subsampling = JPEGEncoder.Subsampling.s420
+        public var progressive = false
+        public var restartRows = 0
+        public var quality = 90
 
-        var description: String {
+        public init(
+            width: Int, height: Int, grayscale: Bool = false, subsampling: JPEGEncoder.Subsampling = .s420,
+            progressive: Bool = false, restartRows: Int = 0, quality: Int = 90
+        ) {
+            self.width = width
+            self.height = height
+            self.grayscale = grayscale
+            self.subsampling = subsampling
+            self.progressive = progressive
+            self.restartRows = restartRows
+            self.quality = quality
+        }
+
+        public var description: String {
             let kind = grayscale ? "gray" : "\(subsampling)"
             return "\(width)x\(height) \(kind)\(progressive ? " progressive" : "")\(restartRows > 0 ? " rst\(restartRows)" : "")"
         }
     }
 
-    static func pixels(width: Int, height: Int, seed: UInt32 = 1) -> [UInt8] {
+    public static func pixels(width: Int, height: Int, seed: UInt32 = 1) -> [UInt8] {
         var out = [UInt8](repeating: 255, count: width * height * 4)
         var state = seed &* 2_654_435_761 | 1
         for y in 0..<height {
@@ -38,7 +51,7 @@ enum Synthetic {
     }
 
     /// A smooth picture (gradients and soft rings, no noise): for comparisons that lossy steps blur.
-    static func smooth(width: Int, height: Int) -> [UInt8] {
+    public static func smooth(width: Int, height: Int) -> [UInt8] {
         var out = [UInt8](repeating: 255, count: width * height * 4)
         for y in 0..<height {
             for x in 0..<width {
@@ -52,7 +65,7 @@ enum Synthetic {
         return out
     }
 
-    static func jpeg(_ spec: Spec, seed: UInt32 = 1) throws -> Data {
+    public static func jpeg(_ spec: Spec, seed: UInt32 = 1) throws -> Data {
         var options = JPEGEncoder.Options()
         options.quality = spec.quality
         options.subsampling = spec.subsampling
@@ -68,7 +81,7 @@ enum Synthetic {
     }
 
     /// Builds a pyramid feeding `data` in chunks of `chunk` bytes.
-    static func build(_ data: Data, chunk: Int, options: BuildOptions = BuildOptions()) throws -> TiledImage {
+    public static func build(_ data: Data, chunk: Int, options: BuildOptions = BuildOptions()) throws -> TiledImage {
         let builder = try TileBuilder(options: options)
         var offset = 0
         while offset < data.count {
@@ -81,5 +94,5 @@ enum Synthetic {
 }
 
 extension Double {
-    var sinValue: Double { Foundation.sin(self) }
+    public var sinValue: Double { Foundation.sin(self) }
 }

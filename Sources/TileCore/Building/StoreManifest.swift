@@ -44,25 +44,13 @@ struct StoreManifest: Codable, Equatable {
         guard access(path, F_OK) == 0 else {
             throw SystemCall.error("cannot open the store", path: path)
         }
-        let fd: Int32
-        do { fd = try SystemCall.openRegularFile(file) } catch {
+        let data: [UInt8]
+        do { data = try InputFile(regularFile: file).readAll(limit: maximumByteCount) } catch {
             if error.errno == ENOENT { throw TileError(.invalidStore, "\(path) is not a tile store (it has no \(fileName))") }
+            if error.code == .invalidArgument { throw TileError(.invalidStore, error.message) }
             throw error
         }
-        defer { close(fd) }
-        var data = Data()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let n = SystemCall.retrying { Glibc.read(fd, buffer.baseAddress!, buffer.count) }
-            guard n >= 0 else { throw SystemCall.error("cannot read", path: file) }
-            if n == 0 { break }
-            data.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            guard data.count <= maximumByteCount else {
-                throw TileError(.invalidStore, "\(file) is larger than \(maximumByteCount) bytes")
-            }
-        }
-        return try decode(data, path: path)
+        return try decode(Data(data), path: path)
     }
 
     static func decode(_ data: Data, path: String) throws(TileError) -> StoreManifest {

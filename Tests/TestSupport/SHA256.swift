@@ -1,5 +1,6 @@
 /// A plain SHA-256 (FIPS 180-4), used to compare pixels with the corpus manifest's hashes.
-struct SHA256 {
+public struct SHA256 {
+    public init() {}
     private var state: [UInt32] = [
         0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
     ]
@@ -17,7 +18,7 @@ struct SHA256 {
         0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
     ]
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         length += UInt64(bytes.count)
         var index = 0
         if !pending.isEmpty {
@@ -36,9 +37,9 @@ struct SHA256 {
         if index < bytes.count { pending.append(contentsOf: bytes[index...]) }
     }
 
-    mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
+    public mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
 
-    mutating func finalize() -> String {
+    public mutating func finalize() -> String {
         var tail: [UInt8] = [0x80]
         let bits = length * 8
         while (pending.count + tail.count) % 64 != 56 { tail.append(0) }
@@ -73,7 +74,7 @@ struct SHA256 {
         for (i, v) in [a, b, c, d, e, f, g, h].enumerated() { state[i] = state[i] &+ v }
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
+    public static func hex(_ bytes: [UInt8]) -> String {
         var hasher = SHA256()
         hasher.update(bytes)
         return hasher.finalize()

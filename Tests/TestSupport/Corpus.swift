@@ -1,31 +1,32 @@
-import Foundation
+public import Foundation
 
 /// The external fixture corpus in `../shared/fixtures/jpeg` (beside the package), when present.
-enum Corpus {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
+public enum Corpus {
+    /// The package's folder (this file is Tests/TestSupport/Corpus.swift).
+    public static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
-    static var sharedFolder: URL {
+    public static var sharedFolder: URL {
         if let path = ProcessInfo.processInfo.environment["TILEDIMAGEKIT_SHARED"] { return URL(fileURLWithPath: path) }
         return packageRoot.deletingLastPathComponent().appendingPathComponent("shared")
     }
 
-    static var folder: URL { sharedFolder.appendingPathComponent("fixtures/jpeg") }
+    public static var folder: URL { sharedFolder.appendingPathComponent("fixtures/jpeg") }
 
-    static var isPresent: Bool { FileManager.default.fileExists(atPath: folder.appendingPathComponent("manifest.csv").path) }
+    public static var isPresent: Bool { FileManager.default.fileExists(atPath: folder.appendingPathComponent("manifest.csv").path) }
 
-    static let skipMessage = "fixture corpus not found at ../shared/fixtures/jpeg: corpus tests skipped"
+    public static let skipMessage = "fixture corpus not found at ../shared/fixtures/jpeg: corpus tests skipped"
 
-    struct Entry: Sendable, CustomStringConvertible {
-        var fields: [String: String]
-        var file: String { fields["file"]! }
-        var path: String { Corpus.folder.appendingPathComponent(file).path }
-        subscript(_ key: String) -> String { fields[key] ?? "" }
-        var description: String { file }
+    public struct Entry: Sendable, CustomStringConvertible {
+        public var fields: [String: String]
+        public var file: String { fields["file"]! }
+        public var path: String { Corpus.folder.appendingPathComponent(file).path }
+        public subscript(_ key: String) -> String { fields[key] ?? "" }
+        public var description: String { file }
     }
 
     /// The manifest's rows (an empty list when the corpus is absent).
-    static let entries: [Entry] = {
+    public static let entries: [Entry] = {
         guard let text = try? String(contentsOf: folder.appendingPathComponent("manifest.csv"), encoding: .utf8) else {
             return []
         }
@@ -37,7 +38,7 @@ enum Corpus {
     }()
 
     /// RFC 4180 CSV: quoted fields may hold commas, quotes ("") and newlines.
-    static func parseCSV(_ text: String) -> [[String]] {
+    public static func parseCSV(_ text: String) -> [[String]] {
         var rows: [[String]] = [], row: [String] = [], field = ""
         var quoted = false
         var chars = Array(text).makeIterator()

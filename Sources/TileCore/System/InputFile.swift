@@ -52,10 +52,7 @@ package final class InputFile {
     /// Reads the next bytes into `buffer`; 0 at the end.
     /// - Throws: ``TileError/Code/io`` naming the input and the cause.
     package func read(into buffer: UnsafeMutableRawBufferPointer) throws(TileError) -> Int {
-        guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
-        let n = SystemCall.retrying { Glibc.read(fd, base, buffer.count) }
-        guard n >= 0 else { throw SystemCall.error("cannot read", path: name) }
-        return n
+        try SystemCall.read(fd, into: buffer, path: name)
     }
 
     /// Goes back to the start of a regular file.
@@ -71,8 +68,22 @@ package final class InputFile {
         return mine.st_dev == other.st_dev && mine.st_ino == other.st_ino
     }
 
+    /// Opens a regular file only, never blocking on a FIFO or device planted at the path and never
+    /// following a final symlink.
+    /// - Throws: ``TileError/Code/io`` (`ENOENT`, ...); ``TileError/Code/invalidStore`` when the path
+    ///   is not a regular file.
+    package init(regularFile path: String) throws(TileError) {
+        name = path
+        fd = try SystemCall.openRegularFile(path)
+        var info = stat()
+        _ = fstat(fd, &info)
+        isRegularFile = true
+        byteCount = Int(info.st_size)
+    }
+
     /// Reads everything that is left into memory.
-    func readAll() throws(TileError) -> [UInt8] {
+    /// - Parameter limit: the most bytes accepted; more is ``TileError/Code/invalidArgument``.
+    func readAll(limit: Int = .max) throws(TileError) -> [UInt8] {
         var bytes: [UInt8] = []
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { chunk.deallocate() }
@@ -80,6 +91,7 @@ package final class InputFile {
             let n = try read(into: chunk)
             if n == 0 { return bytes }
             bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
+            guard bytes.count <= limit else { throw TileError(.invalidArgument, "\(name) is larger than \(limit) bytes") }
         }
     }
 }

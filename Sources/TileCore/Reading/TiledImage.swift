@@ -99,14 +99,9 @@ public final class TiledImage: Sendable {
             try mapping(level: level).populate(offset: offset, byteCount: byteCount)
             state.withLock { $0.cachedTiles[level][tile / 64] |= 1 << (tile % 64) }
         }
-        let fd = files.descriptors[level]
-        var done = 0
-        while done < byteCount {
-            let n = SystemCall.retrying { pread(fd, destination + done, byteCount - done, off_t(offset + done)) }
-            if n < 0 { throw SystemCall.error("cannot read a tile of level \(level)", path: storePath) }
-            if n == 0 { throw TileError(.io, "level \(level) file is shorter than its tiles", errno: EIO) }
-            done += n
-        }
+        try SystemCall.readFully(
+            files.descriptors[level], into: destination, count: byteCount, offset: offset, what: "a tile of level \(level)",
+            path: storePath)
     }
 
     /// Reads one tile into a new array (see ``readTile(level:column:row:into:)``).
@@ -209,15 +204,9 @@ public final class TiledImage: Sendable {
     }
 
     private func readStoredTile(level: Int, offset: Int, into destination: UnsafeMutableRawPointer) throws(TileError) {
-        let byteCount = geometry.tileByteCount
-        let fd = files.descriptors[level]
-        var done = 0
-        while done < byteCount {
-            let n = SystemCall.retrying { pread(fd, destination + done, byteCount - done, off_t(offset + done)) }
-            if n < 0 { throw SystemCall.error("cannot read a tile of level \(level)", path: storePath) }
-            if n == 0 { throw TileError(.io, "level \(level) file is shorter than its tiles", errno: EIO) }
-            done += n
-        }
+        try SystemCall.readFully(
+            files.descriptors[level], into: destination, count: geometry.tileByteCount, offset: offset,
+            what: "a tile of level \(level)", path: storePath)
     }
 
     private func mapping(level: Int) throws(TileError) -> MappedFile {

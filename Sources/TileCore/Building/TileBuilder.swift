@@ -5,7 +5,9 @@ public import Foundation
 /// Each ``append(_:)-(UnsafeRawBufferPointer)`` decodes as many scanlines as the bytes allow and writes
 /// them into the level files straight away, so when the last byte arrives the pyramid is nearly done.
 /// Memory: the compressed bytes not yet consumed, libjpeg's state (for a progressive JPEG, its whole
-/// coefficient buffer), a small ring of decoded rows, and per level one or two tile rows. Never the image.
+/// coefficient buffer), a small ring of decoded rows, and per level a few bands of 64 rows (the band
+/// writer; about 58 MiB in all for an 18000x18000 image) or two tile rows (the window writer). Never
+/// the image.
 ///
 /// Not thread-safe: one owner calls it (`ImageBuilder` in TileActors is that owner for async code).
 /// On any error the builder's files are removed, the error is thrown, and every later call throws it
@@ -40,7 +42,7 @@ public final class TileBuilder {
     public private(set) var bytesAfterImage = 0
     private var state = State.readingHeader
     private let decoder: JPEGDecoder
-    private(set) var headerReader = HeaderReader()
+    private var headerReader = HeaderReader()
     private var fingerprint = Fingerprint()
 
     /// Creates a builder; nothing is allocated on disk until the header has been read.
@@ -219,6 +221,36 @@ public final class TileBuilder {
                     warningCount: decoder.warningCount, wasTruncated: decoder.isTruncated))
         }
         state = .complete(p.image)
+    }
+
+    /// Checks the header against the limits, then sizes the files: nothing touches the disk before.
+    private func makePipelineParts(_ header: JPEGHeader) throws(TileError)
+        -> (image: TiledImage, store: StagedStore, writer: PyramidWriter, info: ImageInfo)
+    {
+        guard header.width > 0, header.height > 0 else {
+            throw TileError(.corrupt, "the frame header declares an empty image (\(header.width)x\(header.height))")
+        }
+        guard header.width * header.height <= options.maximumPixelCount else {
+            throw TileError(
+                .tooLarge,
+                "\(header.width)x\(header.height) is over the limit of \(options.maximumPixelCount) pixels")
+        }
+        let info = ImageInfo(header: header, segments: headerReader.segments)
+        let orientation = options.orientation.resolve(exif: info.exifOrientation)
+        let geometry = try TileGeometry(
+            storedWidth: header.width, storedHeight: header.height, orientation: orientation,
+            tileSize: options.tileSize, levels: options.levels)
+        let store = try StagedStore.create(options.storage, levelCount: geometry.levels.count)
+        do {
+            let image = TiledImage(
+                geometry: geometry, files: store.files, storePath: store.finalPath, complete: false)
+            let writer = try PyramidWriter(
+                geometry: geometry, files: store.files, progress: image.progress, writer: options.writer)
+            return (image, store, writer, info)
+        } catch {
+            store.discard()
+            throw error
+        }
     }
 
     /// Ends a build that has not completed: its files are removed and its image reads fail.

@@ -1,0 +1,45 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The Linux-only calls of the Swift side live here: transparent huge pages for a mapping
+// (`MADV_HUGEPAGE`) and `MADV_POPULATE_READ` (Linux 5.14). The C side's are in aio.c (Linux AIO) and
+// band_writer.c (`O_DIRECT`). The package builds for Linux only (Package.swift claims no other platform).
+
+/// A read-only shared mapping of a whole level file; unmapped when released.
+final class MappedFile: @unchecked Sendable {
+    // @unchecked: the pointer and length never change, and the mapping is only read.
+    let base: UnsafeRawPointer
+    let byteCount: Int
+
+    init(fd: Int32, byteCount: Int, path: String) throws(TileError) {
+        guard let m = mmap(nil, byteCount, PROT_READ, MAP_SHARED, fd, 0), m != MAP_FAILED else {
+            throw SystemCall.error("cannot map", path: path)
+        }
+        base = UnsafeRawPointer(m)
+        self.byteCount = byteCount
+        // Faults read 2 MiB folios (where transparent huge pages are enabled for madvise): fewer
+        // faults for transformed reads, and large page-cache folios for later preads.
+        #if os(Linux)
+        _ = madvise(m, byteCount, MADV_HUGEPAGE)
+        #endif
+    }
+
+    deinit { munmap(UnsafeMutableRawPointer(mutating: base), byteCount) }
+
+    /// Reads a range into the page cache through this mapping (`MADV_POPULATE_READ`: an I/O error is
+    /// an error return, not a SIGBUS), then drops the mapping's pages again. Best effort.
+    func populate(offset: Int, byteCount: Int) {
+        let start = UnsafeMutableRawPointer(mutating: base + offset)
+        if madvise(start, byteCount, Self.populateRead) == 0 { release(offset: offset, byteCount: byteCount) }
+    }
+
+    /// `MADV_POPULATE_READ` (Linux 5.14), which older C headers lack.
+    private static let populateRead: Int32 = 22
+
+    /// Drops this mapping's pages of one tile (the page cache keeps them), so reading many tiles does
+    /// not pile mapped pages up in the process's resident set.
+    func release(offset: Int, byteCount: Int) {
+        _ = madvise(UnsafeMutableRawPointer(mutating: base + offset), byteCount, MADV_DONTNEED)
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one place TileCore turns failed system calls into ``TileError``s.
+enum SystemCall {
+    static var lastErrno: Int32 { errno }
+
+    static func describe(_ number: Int32) -> String { String(cString: strerror(number)) }
+
+    static func error(_ operation: String, path: String?, errno number: Int32 = errno) -> TileError {
+        let subject = path.map { " \($0)" } ?? ""
+        return TileError(.io, "\(operation)\(subject): \(describe(number))", errno: number)
+    }
+
+    /// Opens a regular file for reading, never following a final symlink and never blocking: a FIFO
+    /// or device planted in its place fails at once instead of hanging the caller.
+    /// - Returns: the descriptor; the caller owns it.
+    /// - Throws: ``TileError/Code/io`` naming the path and the cause; ``TileError/Code/invalidStore``
+    ///   when the path is not a regular file.
+    static func openRegularFile(_ path: String) throws(TileError) -> Int32 {
+        let fd = retrying { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
+        guard fd >= 0 else { throw error("cannot open", path: path) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let failure = error("cannot read", path: path)
+            close(fd)
+            throw failure
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw TileError(.invalidStore, "\(path) is not a regular file")
+        }
+        return fd
+    }
+
+    /// Writes all of `bytes` at the descriptor's position (retrying short writes and signals).
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(TileError) {
+        guard let base = bytes.baseAddress else { return }
+        var done = 0
+        while done < bytes.count {
+            let n = retrying { Glibc.write(fd, base + done, bytes.count - done) }
+            if n < 0 { throw error("cannot write", path: path) }
+            if n == 0 { throw error("cannot write", path: path, errno: EIO) }
+            done += n
+        }
+    }
+
+    /// Reads exactly `count` bytes at `offset` (retrying short reads and signals).
+    /// - Throws: ``TileError/Code/io`` with the errno, or `EIO` when the file ends first.
+    static func readFully(_ fd: Int32, into destination: UnsafeMutableRawPointer, count: Int, offset: Int, what: String, path: String?)
+        throws(TileError)
+    {
+        var done = 0
+        while done < count {
+            let n = retrying { pread(fd, destination + done, count - done, off_t(offset + done)) }
+            if n < 0 { throw error("cannot read \(what)", path: path) }
+            if n == 0 { throw TileError(.io, "cannot read \(what)\(path.map { " in \($0)" } ?? ""): the file is shorter than its tiles", errno: EIO) }
+            done += n
+        }
+    }
+
+    /// Reads the next bytes at the descriptor's position; 0 at the end.
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, path: String) throws(TileError) -> Int {
+        guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
+        let n = retrying { Glibc.read(fd, base, buffer.count) }
+        guard n >= 0 else { throw error("cannot read", path: path) }
+        return n
+    }
+
+    /// Creates a file exclusively (never through a symlink), writes `bytes` and syncs it: for files
+    /// inside a folder that is itself published by one rename (a store's manifest).
+    static func createSynced(_ path: String, _ bytes: some ContiguousBytes, mode: mode_t = 0o600) throws(TileError) {
+        let fd = retrying { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+        guard fd >= 0 else { throw error("cannot create", path: path) }
+        defer { close(fd) }
+        var failure: TileError?
+        bytes.withUnsafeBytes { raw in
+            do throws(TileError) { try writeAll(fd, raw, path: path) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        guard fsync(fd) == 0 else { throw error("cannot write", path: path) }
+    }
+
+    /// Syncs the folder that holds `path`, so a rename into it survives a crash. Best effort.
+    static func syncFolder(containing path: String) {
+        let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        let fd = open(folder.isEmpty ? "/" : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
+    }
+
+    /// Retries a call interrupted by a signal.
+    static func retrying<T: BinaryInteger>(_ body: () -> T) -> T {
+        while true {
+            let result = body()
+            if result >= 0 || errno != EINTR { return result }
+        }
+    }
+}
