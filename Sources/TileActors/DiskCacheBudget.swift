@@ -108,7 +108,7 @@ public actor DiskCacheBudget {
     /// Reports the bytes a store has written so far. Waits while a flush runs, and when the written
     /// data passes the dirty threshold, flushes and waits for that flush to finish.
     public func didWrite(_ id: StoreID) async {
-        if let running = flushInProgress { await running.value }
+        if let running = flushInProgress { _ = await running.value }
         guard var entry = entries[id.value], let image = entry.image else { return }
         entry.byteCount = image.bytesWritten
         entry.isComplete = image.isComplete
@@ -121,7 +121,7 @@ public actor DiskCacheBudget {
     public func unregister(_ id: StoreID) { entries[id.value] = nil }
 
     /// Opens a registered persistent store, marking it in use: an open store is never evicted.
-    /// - Throws: what ``TiledImage/open(store:)`` throws.
+    /// - Throws: what `TiledImage.open(store:)` throws.
     public func open(_ id: StoreID) throws(TileError) -> TiledImage {
         guard var entry = entries[id.value], let path = entry.path else {
             throw TileError(.invalidStore, "the store is not registered with this budget (or was evicted)")

@@ -6,7 +6,7 @@ public import TileCore
 import Glibc
 #endif
 
-/// One image being tiled: an actor that owns a ``TileBuilder`` and feeds it the bytes as they come.
+/// One image being tiled: an actor that owns a `TileBuilder` and feeds it the bytes as they come.
 ///
 /// Decoding runs on the actor's own serial queue, never on the cooperative thread pool, and a large
 /// chunk is decoded in slices with a cancellation check between them. Progress is published on
@@ -52,9 +52,9 @@ public actor ImageBuilder {
 
     /// Creates a builder.
     /// - Parameters:
-    ///   - options: see ``BuildOptions``.
+    ///   - options: see `BuildOptions`.
     ///   - budget: the disk budget to account this build's bytes in, if any.
-    /// - Throws: ``TileError/Code/io`` when the decoder cannot be allocated.
+    /// - Throws: `TileError.Code.io` when the decoder cannot be allocated.
     public init(options: BuildOptions = BuildOptions(), budget: DiskCacheBudget? = nil) throws(TileError) {
         executor = DispatchSerialExecutor(label: "TiledImageKit.ImageBuilder")
         builder = try TileBuilder(options: options)
@@ -86,8 +86,8 @@ public actor ImageBuilder {
     ///
     /// Calls are not re-entrant: an `append` or ``finish()`` made while another is still running (the
     /// actor interleaves calls at each slice) is refused, so slices of two chunks never mix.
-    /// - Throws: ``TileError`` (``TileError/Code/cancelled`` when the task or the build was cancelled;
-    ///   ``TileError/Code/invalidArgument`` for an overlapping call, which leaves the build as it was).
+    /// - Throws: `TileError` (`TileError.Code.cancelled` when the task or the build was cancelled;
+    ///   `TileError.Code.invalidArgument` for an overlapping call, which leaves the build as it was).
     public func append<Bytes: ContiguousBytes & Sendable>(_ bytes: Bytes) async throws(TileError) {
         try begin("append")
         defer { isBusy = false }
@@ -118,7 +118,7 @@ public actor ImageBuilder {
     }
 
     /// Ends the input, completes the pyramid and returns it.
-    /// - Throws: ``TileError`` as ``append(_:)`` does.
+    /// - Throws: `TileError` as ``append(_:)`` does.
     public func finish() async throws(TileError) -> TiledImage {
         try begin("finish")
         defer { isBusy = false }
@@ -135,7 +135,7 @@ public actor ImageBuilder {
     }
 
     /// Consumes a sequence of byte chunks, then finishes. Cancelling the calling task cancels the build
-    /// (reported as ``TileError/Code/cancelled``).
+    /// (reported as `TileError.Code.cancelled`).
     public func build<Chunks: AsyncSequence>(from chunks: Chunks) async throws -> TiledImage
     where Chunks.Element: ContiguousBytes & Sendable {
         do {
@@ -202,7 +202,7 @@ public actor ImageBuilder {
     }
 
     /// Runs `work` and adds this thread's CPU time to ``decodeCPUTime``; a failure ends the build
-    /// (``TileError/Code/cancelled`` as a cancellation).
+    /// (`TileError.Code.cancelled` as a cancellation).
     private func timed<T>(_ work: () throws(TileError) -> T) async throws(TileError) -> T {
         let start = threadCPUTime()
         let result: Result<T, TileError>

@@ -5,7 +5,7 @@ public import TileCore
 ///
 /// Reports each image's decode time (CPU time in the decoder, not time waiting for bytes) and wall
 /// time, and for the batch the time from the first start to the last finish and the average decode
-/// time. A failing image fails alone. Cancelling the task that awaits ``load(_:options:)`` cancels the
+/// time. A failing image fails alone. Cancelling the task that awaits ``load(_:options:onProgress:)`` cancels the
 /// batch; ``cancel(_:)`` cancels one image. A cancelled or failed image leaves no file behind.
 public actor ImageLoader {
     /// The outcome of one image.

@@ -7,7 +7,7 @@ public protocol ImageSource: Sendable {
     /// A name for reports and errors (a file name, a URL).
     var name: String { get }
     /// Appends every byte of the image to `builder`, chunk by chunk, as they arrive (not `finish`).
-    /// - Throws: ``TileError`` (the builder's, or the source's own, e.g. ``TileError/Code/io``).
+    /// - Throws: `TileError` (the builder's, or the source's own, e.g. `TileError.Code.io`).
     func feed(into builder: ImageBuilder) async throws
 }
 
@@ -26,7 +26,7 @@ public struct FileImageSource: ImageSource {
     }
 
     /// Reads the file chunk by chunk into `builder`, up to the end of the image.
-    /// - Throws: ``TileError/Code/io`` naming the file and the cause, and the builder's errors.
+    /// - Throws: `TileError.Code.io` naming the file and the cause, and the builder's errors.
     public func feed(into builder: ImageBuilder) async throws {
         let file = try InputFile(path: path)
         await builder.setExpectedBytes(file.byteCount)

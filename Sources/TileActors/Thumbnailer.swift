@@ -25,9 +25,9 @@ public actor Thumbnailer {
         self.cacheByteLimit = cacheByteLimit
     }
 
-    /// Writes the targets of one photo (one decode); see ``ImageResizer/resize(contentsOfFile:to:options:)``.
+    /// Writes the targets of one photo (one decode); see `ImageResizer.resize(contentsOfFile:to:options:)`.
     /// - Throws: `CancellationError` when the caller is cancelled before the job starts (nothing is
-    ///   written), else the resizer's ``TileError``.
+    ///   written), else the resizer's `TileError`.
     public func makeCopies(
         of path: String, targets: [ImageResizer.Target], options: ImageResizer.Options = ImageResizer.Options()
     ) async throws -> [ImageResizer.Result] {

@@ -7,7 +7,7 @@ import NIOHTTP1
 public import TileActors
 import TileCore
 
-/// A JPEG served over HTTP(S): the response body is streamed into an ``ImageBuilder`` chunk by chunk as
+/// A JPEG served over HTTP(S): the response body is streamed into an `ImageBuilder` chunk by chunk as
 /// it arrives (with backpressure), never buffered whole, so decoding and tiling run during the download.
 ///
 /// Redirects are followed up to the client's limit; a status outside 200...299 fails with
@@ -35,7 +35,7 @@ public struct HTTPImageSource: ImageSource {
         self.timeout = timeout
     }
 
-    /// A client made with ``makeClient(connectTimeout:readTimeout:maximumRedirects:)``'s defaults.
+    /// A client made with ``makeClient(connectTimeout:readTimeout:maximumRedirects:retriesConnecting:)``'s defaults.
     public static let sharedClient = makeClient()
 
     /// Makes an HTTP client for image sources.

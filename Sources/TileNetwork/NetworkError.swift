@@ -41,6 +41,6 @@ public struct NetworkError: Error, Sendable, Hashable, CustomStringConvertible, 
         }
     }
 
-    /// Truncated bodies are ``TileError/Code/truncated``; everything else is ``TileError/Code/io``.
+    /// Truncated bodies are `TileError.Code.truncated`; everything else is `TileError.Code.io`.
     public var tileError: TileError { TileError(code == .truncated ? .truncated : .io, description) }
 }

@@ -5,6 +5,6 @@ public enum TileStorage: Sendable, Hashable {
     case ephemeral(directory: String? = nil)
     /// A store folder at `path`: a `manifest.json` and one `level-N.tiles` file per level, written
     /// under a temporary name beside it and renamed into place only when complete. An existing store
-    /// at `path` is replaced. Reopen it with ``TiledImage/open(store:)``.
+    /// at `path` is replaced. Reopen it with ``TiledImage/open(store:orientation:)``.
     case persistent(path: String)
 }

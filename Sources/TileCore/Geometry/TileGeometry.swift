@@ -68,7 +68,7 @@ public struct TileGeometry: Sendable, Hashable {
     ///   - storedHeight: height as stored, at least 1.
     ///   - orientation: the display orientation (default identity).
     ///   - tileSize: tile side, 16...4096 (default 256).
-    ///   - levels: how many levels (default ``LevelPolicy/downToOneTile``).
+    ///   - policy: how many levels (default ``LevelPolicy/downToOneTile``).
     /// - Throws: ``TileError/Code/invalidArgument`` for sizes out of range.
     public init(
         storedWidth: Int, storedHeight: Int, orientation: ImageOrientation = .identity, tileSize: Int = 256,

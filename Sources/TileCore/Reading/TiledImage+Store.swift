@@ -4,7 +4,7 @@ extension TiledImage {
     /// Reopens a complete persistent store without decoding anything.
     /// - Parameters:
     ///   - path: the store folder a build with ``TileStorage/persistent(path:)`` published.
-    ///   - orientation: the display orientation, applied at read time as for a build: ``OrientationOption/fromExif``
+    ///   - option: the display orientation, applied at read time as for a build: ``OrientationOption/fromExif``
     ///     (the default) keeps the orientation the store was built with (its EXIF tag's, or the
     ///     build's override); ``OrientationOption/none`` shows the pixels as stored;
     ///     ``OrientationOption/fixed(_:)`` applies that one. The files are the same either way:

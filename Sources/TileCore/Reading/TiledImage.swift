@@ -69,7 +69,8 @@ public final class TiledImage: Sendable {
     /// mapping): a cold read costs more (it reads 2 to 4 MiB), warm reads of any tile near it less.
     /// - Parameters:
     ///   - level: 0 ..< ``levelCount``.
-    ///   - column, row: the tile, in display orientation.
+    ///   - column: the tile's column, in display orientation.
+    ///   - row: the tile's row, in display orientation.
     ///   - buffer: at least ``TileGeometry/tileByteCount`` bytes.
     /// - Throws: ``TileError/Code/invalidArgument`` for coordinates out of range or a small buffer,
     ///   ``TileError/Code/notReady`` before the tile's row is complete, ``TileError/Code/io``.
