@@ -31,15 +31,11 @@ struct StagedStore {
         guard mkdir(staging, 0o700) == 0 else { throw SystemCall.error("cannot create the store", path: url.path) }
         var fds: [Int32] = []
         for index in 0..<levelCount {
-            let filePath = "\(staging)/\(StoreManifest.levelFileName(index))"
-            let fd = open(filePath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else {
-                let error = SystemCall.error("cannot create", path: filePath)
-                fds.forEach { close($0) }
+            do { fds.append(try SystemCall.createExclusive("\(staging)/\(StoreManifest.levelFileName(index))")) } catch {
+                SystemCall.close(fds)
                 removeStoreFolder(staging)
                 throw error
             }
-            fds.append(fd)
         }
         return StagedStore(files: LevelFiles(descriptors: fds), stagingPath: staging, finalPath: url.path)
     }

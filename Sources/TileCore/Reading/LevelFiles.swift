@@ -24,9 +24,9 @@ final class LevelFiles: Sendable {
     deinit {
         let descriptors = self.descriptors
         if closesInBackground {
-            DispatchQueue.global(qos: .utility).async { for fd in descriptors { close(fd) } }
+            DispatchQueue.global(qos: .utility).async { SystemCall.close(descriptors) }
         } else {
-            for fd in descriptors { close(fd) }
+            SystemCall.close(descriptors)
         }
     }
 
@@ -35,16 +35,10 @@ final class LevelFiles: Sendable {
     static func ephemeral(count: Int, directory: String) throws(TileError) -> LevelFiles {
         var fds: [Int32] = []
         for _ in 0..<count {
-            var template = Array("\(directory)/tiledimage-XXXXXX".utf8CString)
-            let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-            guard fd >= 0 else {
-                let error = SystemCall.error("cannot create a tile file in", path: directory)
-                fds.forEach { close($0) }
+            do { fds.append(try SystemCall.createAnonymous(in: directory)) } catch {
+                SystemCall.close(fds)
                 throw error
             }
-            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            fds.append(fd)
         }
         return LevelFiles(descriptors: fds, closesInBackground: true)
     }

@@ -41,14 +41,14 @@ extension TiledImage {
             let file = "\(path)/\(StoreManifest.levelFileName(index))"
             let fd: Int32
             do { fd = try SystemCall.openRegularFile(file) } catch {
-                fds.forEach { close($0) }
+                SystemCall.close(fds)
                 throw error
             }
             fds.append(fd)
             var info = stat()
             _ = fstat(fd, &info)
             guard Int(info.st_size) == geometry.byteCount(ofLevel: index) else {
-                fds.forEach { close($0) }
+                SystemCall.close(fds)
                 throw TileError(.invalidStore, "\(file) has \(info.st_size) bytes, not \(geometry.byteCount(ofLevel: index))")
             }
         }

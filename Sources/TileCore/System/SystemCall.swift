@@ -27,11 +27,11 @@ enum SystemCall {
         var info = stat()
         guard fstat(fd, &info) == 0 else {
             let failure = error("cannot read", path: path)
-            close(fd)
+            close([fd])
             throw failure
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
-            close(fd)
+            close([fd])
             throw TileError(.invalidStore, "\(path) is not a regular file")
         }
         return fd
@@ -74,9 +74,8 @@ enum SystemCall {
     /// Creates a file exclusively (never through a symlink), writes `bytes` and syncs it: for files
     /// inside a folder that is itself published by one rename (a store's manifest).
     static func createSynced(_ path: String, _ bytes: some ContiguousBytes, mode: mode_t = 0o600) throws(TileError) {
-        let fd = retrying { open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
-        guard fd >= 0 else { throw error("cannot create", path: path) }
-        defer { close(fd) }
+        let fd = try createExclusive(path, mode: mode)
+        defer { close([fd]) }
         var failure: TileError?
         bytes.withUnsafeBytes { raw in
             do throws(TileError) { try writeAll(fd, raw, path: path) } catch { failure = error }
@@ -85,13 +84,39 @@ enum SystemCall {
         guard fsync(fd) == 0 else { throw error("cannot write", path: path) }
     }
 
+    /// Creates a file for reading and writing, exclusively and never through a symlink
+    /// (`O_CREAT | O_EXCL | O_NOFOLLOW`, close-on-exec).
+    /// - Returns: the descriptor; the caller owns it.
+    static func createExclusive(_ path: String, mode: mode_t = 0o600) throws(TileError) -> Int32 {
+        let fd = retrying { open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+        guard fd >= 0 else { throw error("cannot create", path: path) }
+        return fd
+    }
+
+    /// Creates an anonymous file in `directory`: made exclusively with mode 0600 (`mkstemp`) and
+    /// unlinked at once, so it vanishes when closed, even if the process dies.
+    /// - Returns: the descriptor (close-on-exec); the caller owns it.
+    static func createAnonymous(in directory: String) throws(TileError) -> Int32 {
+        var template = Array("\(directory)/tiledimage-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw error("cannot create a tile file in", path: directory) }
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        return fd
+    }
+
+    /// Closes descriptors this process owns (errors ignored: nothing is left to do about them).
+    static func close(_ descriptors: [Int32]) {
+        for fd in descriptors where fd >= 0 { _ = Glibc.close(fd) }
+    }
+
     /// Syncs the folder that holds `path`, so a rename into it survives a crash. Best effort.
     static func syncFolder(containing path: String) {
         let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
         let fd = open(folder.isEmpty ? "/" : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd >= 0 {
             fsync(fd)
-            close(fd)
+            close([fd])
         }
     }
 
