@@ -145,7 +145,7 @@ struct GeneratedInputTests {
     }
 
     @Test("a write block that does not divide the tile size is refused before anything is written")
-    func writeBlockRowsMustDivideTheTileSize() throws {
+    func rowsPerBlockMustDivideTheTileSize() throws {
         let data = try Synthetic.jpeg(.init(width: 300, height: 200))
         for rows in [0, 48, 257] {
             var options = BuildOptions()
