@@ -51,7 +51,7 @@ struct ResizeJob {
     {
         let decoder = try JPEGDecoder(
             warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount, allowsTruncation: false)
-        var reader = try SourceReader(source)
+        let reader = try SourceReader(source)
         var header: JPEGHeader?
         while header == nil {
             guard let chunk = try reader.next() else {
@@ -139,28 +139,33 @@ struct ResizeJob {
     }
 }
 
-/// Reads a source a chunk at a time.
-private struct SourceReader {
-    private var file: InputFile?
+/// Reads a source a chunk at a time, through one buffer it owns for its whole life.
+private final class SourceReader {
+    private let file: InputFile?
     private var data: Data?
+    private let buffer: UnsafeMutableRawBufferPointer
 
     init(_ source: ResizeJob.Source) throws(TileError) {
         switch source {
-        case .data(let d): data = d
+        case .data(let d):
+            data = d
+            file = nil
+            buffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
         case .file(let f):
             try f.rewind()
             file = f
+            buffer = .allocate(byteCount: 1 << 20, alignment: 16)
         }
     }
 
-    mutating func next() throws(TileError) -> Data? {
+    deinit { buffer.deallocate() }
+
+    func next() throws(TileError) -> Data? {
         if let d = data {
             data = nil
             return d.isEmpty ? nil : d
         }
         guard let file else { return nil }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
         let n = try file.read(into: buffer)
         return n > 0 ? Data(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) : nil
     }
