@@ -2,6 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "coefficients.h"
 #include "errors.h"
 
 enum stage { STAGE_HEADER, STAGE_HEADER_READ, STAGE_SCANNING, STAGE_FINISHING, STAGE_DONE };
@@ -21,7 +24,18 @@ struct cjs_decoder {
     int failed;
     int cmyk;                /* decode as CMYK, convert to RGB ourselves */
     enum stage stage;
+    cjs_coefficients coefficients; /* multi-scan images: the arrays on disk, if asked */
 };
+
+cjs_coefficients *cjs_coefficients_of(j_common_ptr cinfo) {
+    return &((cjs_decoder *)cinfo->client_data)->coefficients;
+}
+
+/* After an error the handle is poisoned; the coefficient file is closed at once (its disk freed). */
+static void fail(cjs_decoder *d) {
+    d->failed = 1;
+    cjs_coefficients_release(&d->coefficients);
+}
 
 static const JOCTET fake_eoi[2] = {0xFF, JPEG_EOI};
 
@@ -87,6 +101,7 @@ cjs_status cjs_decoder_create(const cjs_decoder_options *options, cjs_decoder **
     }
     jpeg_create_decompress(&d->cinfo);
     d->cinfo.client_data = d;
+    cjs_coefficients_install(&d->cinfo, &d->coefficients);
     d->src.init_source = source_init;
     d->src.fill_input_buffer = source_fill;
     d->src.skip_input_data = source_skip;
@@ -105,6 +120,7 @@ cjs_status cjs_decoder_create(const cjs_decoder_options *options, cjs_decoder **
 void cjs_decoder_destroy(cjs_decoder *d) {
     if (!d) return;
     jpeg_destroy_decompress(&d->cinfo); /* cannot fail: it only frees */
+    cjs_coefficients_release(&d->coefficients);
     free(d->buffer);
     free(d);
 }
@@ -182,7 +198,7 @@ cjs_status cjs_decoder_read_header(cjs_decoder *d, cjs_header *out) {
         return CJS_OK;
     }
     if (setjmp(d->err.jump)) { /* jpeg_read_header */
-        d->failed = 1;
+        fail(d);
         return CJS_ERR_LIBJPEG;
     }
     int r = jpeg_read_header(&d->cinfo, TRUE);
@@ -211,7 +227,7 @@ cjs_status cjs_decoder_set_scale(cjs_decoder *d, uint32_t denominator, uint32_t 
     if (d->failed || d->stage != STAGE_HEADER_READ) return CJS_ERR_STATE;
     if (denominator != 1 && denominator != 2 && denominator != 4 && denominator != 8) return CJS_ERR_ARGUMENT;
     if (setjmp(d->err.jump)) { /* jpeg_calc_output_dimensions */
-        d->failed = 1;
+        fail(d);
         return CJS_ERR_LIBJPEG;
     }
     d->cinfo.scale_num = 1;
@@ -227,7 +243,7 @@ cjs_status cjs_decoder_start(cjs_decoder *d) {
     if (d->stage > STAGE_HEADER_READ) return CJS_OK;
     if (must_wait_for_all_input(d)) return CJS_NEED_DATA;
     if (setjmp(d->err.jump)) { /* jpeg_start_decompress */
-        d->failed = 1;
+        fail(d);
         return CJS_ERR_LIBJPEG;
     }
     /* FALSE means suspended (a progressive image is absorbed here): retry after the next feed. */
@@ -246,7 +262,7 @@ cjs_status cjs_decoder_read_rows(cjs_decoder *d, void *dst, size_t stride, uint3
     volatile uint32_t done = 0;
     unsigned char *base = dst;
     if (setjmp(d->err.jump)) { /* jpeg_read_scanlines */
-        d->failed = 1;
+        fail(d);
         *out_rows = done;
         return CJS_ERR_LIBJPEG;
     }
@@ -274,7 +290,7 @@ cjs_status cjs_decoder_finish(cjs_decoder *d) {
     if (d->stage == STAGE_DONE) return CJS_DONE;
     if (must_wait_for_all_input(d)) return CJS_NEED_DATA;
     if (setjmp(d->err.jump)) { /* jpeg_finish_decompress */
-        d->failed = 1;
+        fail(d);
         return CJS_ERR_LIBJPEG;
     }
     if (!jpeg_finish_decompress(&d->cinfo)) return CJS_NEED_DATA;
@@ -293,4 +309,23 @@ const char *cjs_decoder_message(const cjs_decoder *d) { return d->err.message; }
 int32_t cjs_decoder_message_code(const cjs_decoder *d) { return d->err.message_code; }
 int32_t cjs_decoder_failure_kind(const cjs_decoder *d) {
     return d->failed ? cjs_error_failure_kind(&d->err) : CJS_FAILURE_NONE;
+}
+int32_t cjs_decoder_errno(const cjs_decoder *d) { return d->err.io_errno; }
+
+uint64_t cjs_decoder_coefficient_bytes(const cjs_decoder *d) {
+    if (d->stage < STAGE_HEADER_READ) return 0;
+    return cjs_coefficients_needed((j_decompress_ptr)&d->cinfo);
+}
+
+cjs_status cjs_decoder_use_coefficient_file(cjs_decoder *d, int fd) {
+    if (d->failed || d->stage != STAGE_HEADER_READ || fd < 0) {
+        if (fd >= 0) close(fd);
+        return fd < 0 ? CJS_ERR_ARGUMENT : CJS_ERR_STATE;
+    }
+    cjs_coefficients_adopt(&d->coefficients, fd);
+    return CJS_OK;
+}
+
+uint64_t cjs_decoder_coefficient_file_bytes(const cjs_decoder *d) {
+    return d->coefficients.fd >= 0 ? d->coefficients.file_bytes : 0;
 }

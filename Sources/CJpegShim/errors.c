@@ -1,5 +1,7 @@
 /* errors.c: libjpeg error and warning handling without printing or exiting. */
+#include <errno.h>
 #include <limits.h>
+#include <string.h>
 
 #include "errors.h"
 
@@ -61,6 +63,7 @@ void cjs_error_init(cjs_error_mgr *err, unsigned warning_limit) {
     err->saw_truncation = 0;
     err->truncation_refused = 0;
     err->too_many_scans = 0;
+    err->io_errno = 0;
 }
 
 void cjs_error_too_many_scans(j_common_ptr cinfo, const char *message) {
@@ -71,7 +74,16 @@ void cjs_error_too_many_scans(j_common_ptr cinfo, const char *message) {
     longjmp(err->jump, 1);
 }
 
+void cjs_error_io(j_common_ptr cinfo, const char *what, int number) {
+    cjs_error_mgr *err = (cjs_error_mgr *)cinfo->err;
+    snprintf(err->message, sizeof err->message, "%s: %s", what, strerror(number));
+    err->message_code = 0;
+    err->io_errno = number ? number : EIO;
+    longjmp(err->jump, 1);
+}
+
 int cjs_error_failure_kind(const cjs_error_mgr *err) {
+    if (err->io_errno) return CJS_FAILURE_IO;
     if (err->too_many_scans) return CJS_FAILURE_TOO_MANY_SCANS;
     if (err->truncation_refused) return CJS_FAILURE_TRUNCATED;
     if (err->too_many_warnings) return CJS_FAILURE_TOO_MANY_WARNINGS;

@@ -24,12 +24,16 @@ typedef struct {
     /** The failure was a refused truncation, or too many scans. */
     int truncation_refused;
     int too_many_scans;
+    /** A system call failed (the coefficient file): its errno, else 0. */
+    int io_errno;
 } cjs_error_mgr;
 
 /** Installs the error manager: errors longjmp to `jump`, warnings are counted, nothing prints. */
 void cjs_error_init(cjs_error_mgr *err, unsigned warning_limit);
 /** Fails the decode now as CJS_FAILURE_TOO_MANY_SCANS, with `message`. */
 void cjs_error_too_many_scans(j_common_ptr cinfo, const char *message);
+/** Fails the decode now as CJS_FAILURE_IO: "`what`: strerror(number)". */
+void cjs_error_io(j_common_ptr cinfo, const char *what, int number);
 /** Maps the last error's libjpeg code to a cjs_failure_kind. */
 int cjs_error_failure_kind(const cjs_error_mgr *err);
 

@@ -37,6 +37,8 @@ public actor DiskCacheBudget {
         weak var image: TiledImage?
         var path: String?
         var byteCount: Int
+        /// Temporary files of a build in progress (a coefficient file): counted, never flushed.
+        var scratchByteCount: Int
         var flushedByteCount: Int
         var isComplete: Bool
         var openCount: Int
@@ -80,9 +82,10 @@ public actor DiskCacheBudget {
         return max(1 << 30, (free ?? 4 << 30) / 4)
     }
 
-    /// Bytes of every registered store.
+    /// Bytes of every registered store, with the temporary files of builds in progress (a progressive
+    /// JPEG's coefficient file, while it exists).
     public var totalBytes: Int {
-        entries.values.reduce(0) { $0 + ($1.image == nil && $1.path == nil ? 0 : $1.byteCount) }
+        entries.values.reduce(0) { $0 + ($1.image == nil && $1.path == nil ? 0 : $1.byteCount + $1.scratchByteCount) }
     }
 
     /// Stores registered (being built, or built and not evicted or unregistered).
@@ -100,7 +103,8 @@ public actor DiskCacheBudget {
         nextID += 1
         useCounter += 1
         entries[id] = Entry(
-            image: image, path: path, byteCount: image.bytesWritten, flushedByteCount: 0,
+            image: image, path: path, byteCount: image.bytesWritten, scratchByteCount: image.scratchByteCount,
+            flushedByteCount: 0,
             isComplete: image.isComplete, openCount: 0, lastUse: useCounter)
         return StoreID(value: id)
     }
@@ -111,6 +115,7 @@ public actor DiskCacheBudget {
         if let running = flushInProgress { _ = await running.value }
         guard var entry = entries[id.value], let image = entry.image else { return }
         entry.byteCount = image.bytesWritten
+        entry.scratchByteCount = image.scratchByteCount
         entry.isComplete = image.isComplete
         entries[id.value] = entry
         if dirtyBytes > dirtyByteThreshold { await flush() }

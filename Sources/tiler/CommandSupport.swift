@@ -20,6 +20,9 @@ struct DecodeOptions: ParsableArguments {
     @Option(help: "Level writer: bands (64-row bands written as one block per tile, the default) or window (a two-tile-row mmap window).")
     var writer: WriterArgument = .bands
 
+    @Option(help: "Where a progressive JPEG's coefficients are kept while it is decoded: auto (on disk above 32 MiB, the default), memory, or disk.")
+    var coefficients: CoefficientsArgument = .auto
+
     func validate() throws {
         guard (16...4096).contains(tileSize) else {
             throw ValidationError("--tile-size must be within 16...4096, not \(tileSize).")
@@ -32,11 +35,24 @@ struct DecodeOptions: ParsableArguments {
         options.allowTruncated = allowTruncated
         options.tileSize = tileSize
         options.writer = writer == .window ? .window : .bands()
+        options.coefficientStorage = coefficients.storage
         return options
     }
 }
 
 enum WriterArgument: String, ExpressibleByArgument, CaseIterable { case bands, window }
+
+enum CoefficientsArgument: String, ExpressibleByArgument, CaseIterable {
+    case auto, memory, disk
+
+    var storage: CoefficientStorage {
+        switch self {
+        case .auto: return .default
+        case .memory: return .memory
+        case .disk: return .disk
+        }
+    }
+}
 
 enum OrientationArgument: ExpressibleByArgument, Equatable {
     case auto, none, fixed(ImageOrientation)

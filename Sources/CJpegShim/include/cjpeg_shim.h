@@ -54,6 +54,8 @@ typedef enum {
     CJS_FAILURE_TRUNCATED = 7,
     /** The stream has more scans than cjs_decoder_options.max_scans. */
     CJS_FAILURE_TOO_MANY_SCANS = 8,
+    /** A system call failed (writing or reading the coefficient file); cjs_decoder_errno() says which. */
+    CJS_FAILURE_IO = 9,
 } cjs_failure_kind;
 
 typedef enum {
@@ -150,6 +152,26 @@ const char *cjs_decoder_message(const cjs_decoder *d);
 int32_t cjs_decoder_message_code(const cjs_decoder *d);
 /** A cjs_failure_kind for the last error. */
 int32_t cjs_decoder_failure_kind(const cjs_decoder *d);
+/** The errno of a CJS_FAILURE_IO failure, else 0. */
+int32_t cjs_decoder_errno(const cjs_decoder *d);
+
+/**
+ * Bytes of the whole-image coefficient arrays this image needs (128 per 8x8 block, as libjpeg sizes
+ * them), or 0 when it has a single scan and libjpeg decodes it row by row without them. A progressive
+ * or multi-scan JPEG is read whole into these arrays before its first row comes out. Call after the
+ * header has been read.
+ */
+uint64_t cjs_decoder_coefficient_bytes(const cjs_decoder *d);
+/**
+ * Keeps the coefficient arrays in the file `fd` (opened read-write, empty, for example created
+ * exclusively and unlinked) instead of memory, with a window of a few block rows per component in
+ * memory. Takes ownership of `fd` in every case: the decoder closes it once the image is decoded,
+ * when it fails, or on destroy. Call after the header, before cjs_decoder_start. A full disk fails
+ * the decode as CJS_FAILURE_IO with the errno.
+ */
+cjs_status cjs_decoder_use_coefficient_file(cjs_decoder *d, int fd);
+/** Bytes the coefficient file holds now (0 once closed, or when there is none). */
+uint64_t cjs_decoder_coefficient_file_bytes(const cjs_decoder *d);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Pyramid: levels, the 2x2 shrink chain, threads and progress, over one level writer per level  */

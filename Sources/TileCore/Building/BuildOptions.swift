@@ -31,6 +31,11 @@ public struct BuildOptions: Sendable, Hashable {
     /// of thousands of empty refinement scans costs a pass over the whole image each.
     public var maximumScanCount: Int? = 500
 
+    /// Where a progressive (or multi-scan) JPEG's coefficients are kept while it is decoded: in a
+    /// temporary file beside the level files, with a window of a few block rows in memory, when they
+    /// take more than 32 MiB (``CoefficientStorage/default``). Baseline JPEGs need none.
+    public var coefficientStorage: CoefficientStorage = .default
+
     /// The defaults.
     public init() {}
 }

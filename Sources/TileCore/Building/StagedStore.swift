@@ -12,12 +12,17 @@ struct StagedStore {
     let stagingPath: String?
     /// Where the folder is renamed to when complete.
     let finalPath: String?
+    /// Where the build's other temporary files go (a progressive JPEG's coefficient file): the
+    /// staging folder, or the ephemeral files' folder.
+    let scratchDirectory: String
 
     static func create(_ storage: TileStorage, levelCount: Int) throws(TileError) -> StagedStore {
         switch storage {
         case .ephemeral(let directory):
             let files = try LevelFiles.ephemeral(count: levelCount, directory: directory ?? LevelFiles.defaultDirectory)
-            return StagedStore(files: files, stagingPath: nil, finalPath: nil)
+            return StagedStore(
+                files: files, stagingPath: nil, finalPath: nil,
+                scratchDirectory: directory ?? LevelFiles.defaultDirectory)
         case .persistent(let path):
             return try createPersistent(path: path, levelCount: levelCount)
         }
@@ -37,7 +42,8 @@ struct StagedStore {
                 throw error
             }
         }
-        return StagedStore(files: LevelFiles(descriptors: fds), stagingPath: staging, finalPath: url.path)
+        return StagedStore(
+            files: LevelFiles(descriptors: fds), stagingPath: staging, finalPath: url.path, scratchDirectory: staging)
     }
 
     /// Removes what builds of this store that died (killed, crashed) left in its folder: staging

@@ -4,10 +4,11 @@ public import Foundation
 ///
 /// Each ``append(_:)-(UnsafeRawBufferPointer)`` decodes as many scanlines as the bytes allow and writes
 /// them into the level files straight away, so when the last byte arrives the pyramid is nearly done.
-/// Memory: the compressed bytes not yet consumed, libjpeg's state (for a progressive JPEG, its whole
-/// coefficient buffer), a small ring of decoded rows, and per level a few bands of 64 rows (the band
-/// writer; about 58 MiB in all for an 18000x18000 image) or two tile rows (the window writer). Never
-/// the image.
+/// Memory: the compressed bytes not yet consumed, libjpeg's state, a small ring of decoded rows, and
+/// per level a few bands of 64 rows (the band writer; about 58 MiB in all for an 18000x18000 image) or
+/// two tile rows (the window writer). Never the image: a progressive JPEG's coefficients, which libjpeg
+/// holds whole, go to a temporary file with a window of block rows in memory
+/// (``BuildOptions/coefficientStorage``).
 ///
 /// Not thread-safe: one owner calls it (`ImageBuilder` in TileActors is that owner for async code).
 /// On any error the builder's files are removed, the error is thrown, and every later call throws it
@@ -98,6 +99,7 @@ public final class TileBuilder {
             try decoder.feed(bytes)
             try advance()
         }
+        reportScratchBytes()
     }
 
     /// Pushes the next bytes (`Data`, `[UInt8]`, ...) of the JPEG; see ``append(_:)-(UnsafeRawBufferPointer)``.
@@ -120,6 +122,7 @@ public final class TileBuilder {
             try decoder.endInput()
             try advance()
         }
+        reportScratchBytes()
         guard case .complete(let image) = state else {
             let error = TileError(.truncated, "the stream ended before the image did")
             cleanUp(with: error)
@@ -146,6 +149,15 @@ public final class TileBuilder {
     }
 
     // MARK: - The state machine
+
+    /// Publishes the size of the coefficient file, while it exists, for disk budgets.
+    private func reportScratchBytes() {
+        switch state {
+        case .starting(let p), .scanning(let p), .finishing(let p): p.image.setScratchByteCount(decoder.coefficientFileByteCount)
+        case .complete(let image): image.setScratchByteCount(0)
+        case .readingHeader, .failed: break
+        }
+    }
 
     private func ensureRunning() throws(TileError) {
         if case .failed(let error) = state { throw error }
@@ -246,6 +258,7 @@ public final class TileBuilder {
                 geometry: geometry, files: store.files, storePath: store.finalPath, complete: false)
             let writer = try PyramidWriter(
                 geometry: geometry, files: store.files, progress: image.progress, writer: options.writer)
+            try decoder.storeCoefficients(options.coefficientStorage, in: store.scratchDirectory)
             return (image, store, writer, info)
         } catch {
             store.discard()
@@ -258,6 +271,7 @@ public final class TileBuilder {
         switch state {
         case .starting(let p), .scanning(let p), .finishing(let p):
             p.image.markFailed(error)
+            p.image.setScratchByteCount(0)
             p.store.discard()
         case .readingHeader:
             break

@@ -61,6 +61,25 @@ final class JPEGDecoder {
             isProgressive: h.is_progressive != 0, isArithmetic: h.is_arithmetic != 0)
     }
 
+    /// Bytes of the whole-image coefficient arrays the image needs (0 for a single-scan image).
+    /// Valid once the header has been read.
+    var coefficientByteCount: Int { Int(cjs_decoder_coefficient_bytes(handle)) }
+
+    /// Bytes of the coefficient file while it exists (0 before it is created and once it is closed).
+    var coefficientFileByteCount: Int { Int(cjs_decoder_coefficient_file_bytes(handle)) }
+
+    /// Puts the coefficient arrays of a multi-scan image in an anonymous file in `directory` when
+    /// `storage` says so for their size. Call after the header, before ``start()``.
+    /// - Returns: whether they go to disk.
+    /// - Throws: ``TileError/Code/io`` when the file cannot be created.
+    @discardableResult
+    func storeCoefficients(_ storage: CoefficientStorage, in directory: String) throws(TileError) -> Bool {
+        guard storage.usesDisk(forByteCount: coefficientByteCount) else { return false }
+        let fd = try SystemCall.createAnonymous(in: directory, what: "a coefficient file")
+        try check(cjs_decoder_use_coefficient_file(handle, fd), "use a coefficient file") // owns fd from here
+        return true
+    }
+
     /// Asks for DCT-domain scaling by 1/`denominator` (`jpeg_calc_output_dimensions`); returns the
     /// output size. Call after the header, before ``start()``.
     func setScale(denominator: Int) throws(TileError) -> (width: Int, height: Int) {
@@ -124,6 +143,7 @@ final class JPEGDecoder {
         case CJS_FAILURE_TRUNCATED:
             return TileError(.truncated, "scan data ends early (\(message))", libjpegMessageCode: code)
         case CJS_FAILURE_TOO_MANY_SCANS: return TileError(.tooManyScans, message)
+        case CJS_FAILURE_IO: return TileError(.io, message, errno: cjs_decoder_errno(handle))
         case CJS_FAILURE_TOO_MANY_WARNINGS:
             return TileError(
                 .tooManyWarnings, "more than \(warningCount - 1) corrupt-data warnings; last: \(message)",

@@ -26,6 +26,7 @@ public final class TiledImage: Sendable {
     let files: LevelFiles
     let progress: TileRowCounters
     private let state: Mutex<State>
+    private let scratchBytes = Atomic<Int>(0)
 
     init(geometry: TileGeometry, files: LevelFiles, storePath: String?, complete: Bool) {
         self.geometry = geometry
@@ -148,6 +149,13 @@ public final class TiledImage: Sendable {
     // MARK: - Internals shared with the builder
 
     func markFailed(_ error: TileError) { state.withLock { $0.failure = error } }
+
+    /// Bytes of the temporary files the build uses beside the level files (a progressive JPEG's
+    /// coefficient file) while they exist; 0 once the build has ended, or when it needs none. Disk
+    /// budgets count them (``bytesWritten`` counts the tiles).
+    public var scratchByteCount: Int { scratchBytes.load(ordering: .relaxed) }
+
+    func setScratchByteCount(_ count: Int) { scratchBytes.store(count, ordering: .relaxed) }
 
     private func locate(level: Int, column: Int, row: Int) throws(TileError) -> (Int, (column: Int, row: Int)) {
         let l = try geometry.checkedLevel(level)

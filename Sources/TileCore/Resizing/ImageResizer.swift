@@ -42,6 +42,10 @@ public enum ImageResizer {
         public var warningLimit: Int? = 100
         /// Scans tolerated (as ``BuildOptions/maximumScanCount``); `nil` for no limit.
         public var maximumScanCount: Int? = 500
+        /// Where a progressive JPEG's coefficients are kept while it is decoded (see
+        /// ``CoefficientStorage``); on disk they go to `$TMPDIR` (else `/tmp`). DCT-domain scaling
+        /// does not shrink them: libjpeg holds every coefficient of a progressive image at any scale.
+        public var coefficientStorage: CoefficientStorage = .default
         public init() {}
     }
 

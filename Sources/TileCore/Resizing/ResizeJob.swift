@@ -63,6 +63,7 @@ struct ResizeJob {
             header = try decoder.readHeader()
         }
         let size = try decoder.setScale(denominator: denominator)
+        try decoder.storeCoefficients(options.coefficientStorage, in: LevelFiles.defaultDirectory)
         var resamplers = storedSizes.map {
             AreaResampler(inputWidth: size.width, inputHeight: size.height,
                           outputWidth: min($0.0, size.width), outputHeight: min($0.1, size.height))

@@ -96,10 +96,10 @@ enum SystemCall {
     /// Creates an anonymous file in `directory`: made exclusively with mode 0600 (`mkstemp`) and
     /// unlinked at once, so it vanishes when closed, even if the process dies.
     /// - Returns: the descriptor (close-on-exec); the caller owns it.
-    static func createAnonymous(in directory: String) throws(TileError) -> Int32 {
+    static func createAnonymous(in directory: String, what: String = "a tile file") throws(TileError) -> Int32 {
         var template = Array("\(directory)/tiledimage-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw error("cannot create a tile file in", path: directory) }
+        guard fd >= 0 else { throw error("cannot create \(what) in", path: directory) }
         template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         return fd
