@@ -8,8 +8,8 @@
 #include "coefficients.h"
 #include "errors.h"
 
-/* Memory for one array's window: at least twice the rows libjpeg accesses at once. */
-#define WINDOW_BUDGET ((size_t)4 << 20)
+/* Default memory for one array's window; never less than twice the rows libjpeg accesses at once. */
+#define DEFAULT_WINDOW_BYTES ((size_t)1 << 20)
 /* Rows per preadv/pwritev call stay under IOV_MAX (1024). */
 #define MAX_WINDOW_ROWS 512
 
@@ -154,7 +154,7 @@ static void realize(j_common_ptr cinfo) {
             ERREXIT(cinfo, JERR_BAD_VIRTUAL_ACCESS);
         a->offset = (off_t)c->file_bytes;
         c->file_bytes += bytes;
-        size_t rows = WINDOW_BUDGET / a->row_bytes;
+        size_t rows = (c->window_limit ? c->window_limit : DEFAULT_WINDOW_BYTES) / a->row_bytes;
         if (rows < 2 * (size_t)a->max_access) rows = 2 * (size_t)a->max_access;
         if (rows > MAX_WINDOW_ROWS) rows = MAX_WINDOW_ROWS;
         if (rows > a->row_count) rows = a->row_count;
@@ -217,6 +217,7 @@ void cjs_coefficients_install(j_decompress_ptr cinfo, cjs_coefficients *c) {
     c->arrays = NULL;
     c->file_bytes = 0;
     c->window_bytes = 0;
+    c->window_limit = 0;
     c->request_barray = mem->request_virt_barray;
     c->realize = mem->realize_virt_arrays;
     c->access_barray = mem->access_virt_barray;
@@ -227,9 +228,10 @@ void cjs_coefficients_install(j_decompress_ptr cinfo, cjs_coefficients *c) {
     mem->free_pool = free_pool;
 }
 
-void cjs_coefficients_adopt(cjs_coefficients *c, int fd) {
+void cjs_coefficients_adopt(cjs_coefficients *c, int fd, size_t window_bytes) {
     if (c->fd >= 0) close(c->fd);
     c->fd = fd;
+    c->window_limit = window_bytes;
     c->active = fd >= 0;
 }
 

@@ -26,6 +26,8 @@ typedef struct {
     unsigned long long file_bytes;
     /** Bytes of block rows held in memory (every window). */
     size_t window_bytes;
+    /** Memory asked for each array's window (0: the default, 1 MiB). */
+    size_t window_limit;
     /* libjpeg's own methods, used for everything else (and for everything when not active). */
     jvirt_barray_ptr (*request_barray)(j_common_ptr, int, boolean, JDIMENSION, JDIMENSION, JDIMENSION);
     void (*realize)(j_common_ptr);
@@ -40,8 +42,11 @@ typedef struct {
 void cjs_coefficients_install(j_decompress_ptr cinfo, cjs_coefficients *c);
 /** The store of a decompressor; defined by the decoder that owns cinfo. */
 cjs_coefficients *cjs_coefficients_of(j_common_ptr cinfo);
-/** Takes ownership of `fd` and sends the arrays requested from now on to it (before start). */
-void cjs_coefficients_adopt(cjs_coefficients *c, int fd);
+/**
+ * Takes ownership of `fd` and sends the arrays requested from now on to it (before start), each with
+ * a window of about `window_bytes` of rows in memory (0: 1 MiB; never under two accesses' rows).
+ */
+void cjs_coefficients_adopt(cjs_coefficients *c, int fd, size_t window_bytes);
 /** Frees the windows and closes the file. Safe to call more than once. */
 void cjs_coefficients_release(cjs_coefficients *c);
 /**

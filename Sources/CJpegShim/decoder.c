@@ -317,12 +317,12 @@ uint64_t cjs_decoder_coefficient_bytes(const cjs_decoder *d) {
     return cjs_coefficients_needed((j_decompress_ptr)&d->cinfo);
 }
 
-cjs_status cjs_decoder_use_coefficient_file(cjs_decoder *d, int fd) {
+cjs_status cjs_decoder_use_coefficient_file(cjs_decoder *d, int fd, size_t window_bytes) {
     if (d->failed || d->stage != STAGE_HEADER_READ || fd < 0) {
         if (fd >= 0) close(fd);
         return fd < 0 ? CJS_ERR_ARGUMENT : CJS_ERR_STATE;
     }
-    cjs_coefficients_adopt(&d->coefficients, fd);
+    cjs_coefficients_adopt(&d->coefficients, fd, window_bytes);
     return CJS_OK;
 }
 

@@ -164,12 +164,12 @@ int32_t cjs_decoder_errno(const cjs_decoder *d);
 uint64_t cjs_decoder_coefficient_bytes(const cjs_decoder *d);
 /**
  * Keeps the coefficient arrays in the file `fd` (opened read-write, empty, for example created
- * exclusively and unlinked) instead of memory, with a window of a few block rows per component in
- * memory. Takes ownership of `fd` in every case: the decoder closes it once the image is decoded,
+ * exclusively and unlinked) instead of memory, with a window of block rows per component in memory:
+ * about `window_bytes` each (0: 1 MiB), never fewer than twice the rows libjpeg reads at once. Takes ownership of `fd` in every case: the decoder closes it once the image is decoded,
  * when it fails, or on destroy. Call after the header, before cjs_decoder_start. A full disk fails
  * the decode as CJS_FAILURE_IO with the errno.
  */
-cjs_status cjs_decoder_use_coefficient_file(cjs_decoder *d, int fd);
+cjs_status cjs_decoder_use_coefficient_file(cjs_decoder *d, int fd, size_t window_bytes);
 /** Bytes the coefficient file holds now (0 once closed, or when there is none). */
 uint64_t cjs_decoder_coefficient_file_bytes(const cjs_decoder *d);
 

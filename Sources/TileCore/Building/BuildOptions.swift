@@ -35,6 +35,9 @@ public struct BuildOptions: Sendable, Hashable {
     /// temporary file beside the level files, with a window of a few block rows in memory, when they
     /// take more than 32 MiB (``CoefficientStorage/default``). Baseline JPEGs need none.
     public var coefficientStorage: CoefficientStorage = .default
+    /// Memory for each component's window of coefficient rows on disk (`nil`: 1 MiB). Tests make it
+    /// tiny, so that small images move the window at every access.
+    var coefficientWindowBytes: Int?
 
     /// The defaults.
     public init() {}

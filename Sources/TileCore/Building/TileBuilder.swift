@@ -258,7 +258,8 @@ public final class TileBuilder {
                 geometry: geometry, files: store.files, storePath: store.finalPath, complete: false)
             let writer = try PyramidWriter(
                 geometry: geometry, files: store.files, progress: image.progress, writer: options.writer)
-            try decoder.storeCoefficients(options.coefficientStorage, in: store.scratchDirectory)
+            try decoder.storeCoefficients(
+                options.coefficientStorage, in: store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
             return (image, store, writer, info)
         } catch {
             store.discard()

@@ -70,13 +70,18 @@ final class JPEGDecoder {
 
     /// Puts the coefficient arrays of a multi-scan image in an anonymous file in `directory` when
     /// `storage` says so for their size. Call after the header, before ``start()``.
+    /// - Parameter windowBytes: memory for each component's window of block rows (`nil`: 1 MiB); tests
+    ///   make it tiny so that every access moves the window.
     /// - Returns: whether they go to disk.
     /// - Throws: ``TileError/Code/io`` when the file cannot be created.
     @discardableResult
-    func storeCoefficients(_ storage: CoefficientStorage, in directory: String) throws(TileError) -> Bool {
+    func storeCoefficients(_ storage: CoefficientStorage, in directory: String, windowBytes: Int? = nil) throws(TileError)
+        -> Bool
+    {
         guard storage.usesDisk(forByteCount: coefficientByteCount) else { return false }
         let fd = try SystemCall.createAnonymous(in: directory, what: "a coefficient file")
-        try check(cjs_decoder_use_coefficient_file(handle, fd), "use a coefficient file") // owns fd from here
+        // The decoder owns fd from here, also when this fails.
+        try check(cjs_decoder_use_coefficient_file(handle, fd, max(windowBytes ?? 0, 0)), "use a coefficient file")
         return true
     }
 
