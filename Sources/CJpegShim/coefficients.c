@@ -16,8 +16,9 @@
 /*
  * One virtual block array: `row_count` rows of `blocks_per_row` blocks, stored at `offset` in the
  * file, row after row. In memory: `window_rows` rows starting at `window_start`, each in a buffer of
- * its own (`rows[i]` holds row window_start + i), so moving the window forward keeps the rows both
- * windows share by moving pointers, not blocks.
+ * its own (`rows[i]` holds row window_start + i), so moving the window keeps the rows both windows
+ * share by moving pointers, not blocks. The array owns 2 * window_rows buffers: those not in the
+ * window are free (`free_rows`) or on their way to the file in a write job.
  */
 struct cjs_block_array {
     cjs_block_array *next;
@@ -30,20 +31,25 @@ struct cjs_block_array {
     int window_valid;
     JBLOCKROW *rows;
     JBLOCKROW *spare;      /* the next window's pointers, built while moving */
-    JBLOCK *memory;        /* window_rows * row_bytes, owned */
+    JBLOCKROW *free_rows;  /* under the store's lock */
+    JDIMENSION free_count;
+    JBLOCK *memory;        /* 2 * window_rows * row_bytes, owned */
     JDIMENSION dirty_start, dirty_end; /* rows changed since written to the file */
     /* Rows from here on have never been written: they read as zeros (pre_zero) and are not on disk. */
     JDIMENSION first_undefined;
 };
 
-static void io_failure(j_common_ptr cinfo, int writing, int number) {
-    cjs_error_io(cinfo, writing ? "cannot write the coefficient file" : "cannot read the coefficient file",
-                 number);
-}
+/* Rows on their way to the file; the buffers return to the array's free list once written. */
+struct cjs_write_job {
+    cjs_write_job *next;
+    cjs_block_array *array;
+    JDIMENSION first_row, count;
+    JBLOCKROW buffers[];
+};
 
-/* Reads or writes `count` rows starting at `first_row` from or into the buffers `rows`. */
-static void transfer(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a, JDIMENSION first_row,
-                     JDIMENSION count, JBLOCKROW *rows, int writing) {
+/* Reads or writes `count` rows starting at `first_row` from or into `rows`: 0, or an errno. */
+static int transfer(int fd, const cjs_block_array *a, JDIMENSION first_row, JDIMENSION count, JBLOCKROW *rows,
+                    int writing) {
     struct iovec vectors[MAX_WINDOW_ROWS];
     for (JDIMENSION i = 0; i < count; i++) {
         vectors[i].iov_base = rows[i];
@@ -53,12 +59,12 @@ static void transfer(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a
     int left = (int)count;
     off_t position = a->offset + (off_t)first_row * (off_t)a->row_bytes;
     while (left > 0) {
-        ssize_t done = writing ? pwritev(c->fd, next, left, position) : preadv(c->fd, next, left, position);
+        ssize_t done = writing ? pwritev(fd, next, left, position) : preadv(fd, next, left, position);
         if (done < 0) {
             if (errno == EINTR) continue;
-            io_failure(cinfo, writing, errno);
+            return errno;
         }
-        if (done == 0) io_failure(cinfo, writing, writing ? ENOSPC : EIO); /* a file shorter than written */
+        if (done == 0) return writing ? ENOSPC : EIO; /* a file shorter than what was written to it */
         position += done;
         while (left > 0 && (size_t)done >= next->iov_len) {
             done -= (ssize_t)next->iov_len;
@@ -70,29 +76,99 @@ static void transfer(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a
             next->iov_len -= (size_t)done;
         }
     }
+    return 0;
 }
 
-static void write_back(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a) {
-    if (a->dirty_start >= a->dirty_end) return;
-    transfer(cinfo, c, a, a->dirty_start, a->dirty_end - a->dirty_start,
-             a->rows + (a->dirty_start - a->window_start), 1);
-    a->dirty_start = a->dirty_end = 0;
+static void fail_io(j_common_ptr cinfo, int writing, int number) {
+    cjs_error_io(cinfo, writing ? "cannot write the coefficient file" : "cannot read the coefficient file",
+                 number);
+}
+
+/* The write-behind thread: writes jobs in order, hands their buffers back, never calls libjpeg. */
+static void *write_behind(void *argument) {
+    cjs_coefficients *c = argument;
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        while (!c->head && !c->stopping) pthread_cond_wait(&c->changed, &c->lock);
+        if (!c->head) break;
+        cjs_write_job *job = c->head;
+        int skip = c->error || c->stopping;
+        pthread_mutex_unlock(&c->lock);
+        int error = skip ? 0 : transfer(c->fd, job->array, job->first_row, job->count, job->buffers, 1);
+        pthread_mutex_lock(&c->lock);
+        if (error && !c->error) c->error = error;
+        cjs_block_array *a = job->array;
+        for (JDIMENSION i = 0; i < job->count; i++) a->free_rows[a->free_count++] = job->buffers[i];
+        c->head = job->next;
+        if (!c->head) c->tail = NULL;
+        free(job);
+        pthread_cond_broadcast(&c->changed);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+/* Fails the decode (on the decoder's thread) when a write behind failed. The lock held. */
+static void check_writes(j_common_ptr cinfo, cjs_coefficients *c) {
+    if (!c->error) return;
+    int error = c->error;
+    pthread_mutex_unlock(&c->lock);
+    fail_io(cinfo, 1, error);
+}
+
+/* Sends rows [first, end) of the window (dirty, leaving it) to the file; their buffers go with them. */
+static void write_behind_rows(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a, JDIMENSION first,
+                              JDIMENSION end, JBLOCKROW *buffers) {
+    if (first >= end) return;
+    JDIMENSION count = end - first;
+    cjs_write_job *job = c->writer_started ? malloc(sizeof *job + count * sizeof(JBLOCKROW)) : NULL;
+    if (!job) { /* no thread or no memory: write now */
+        int error = transfer(c->fd, a, first, count, buffers, 1);
+        if (error) fail_io(cinfo, 1, error);
+        pthread_mutex_lock(&c->lock);
+        for (JDIMENSION i = 0; i < count; i++) a->free_rows[a->free_count++] = buffers[i];
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
+    job->next = NULL;
+    job->array = a;
+    job->first_row = first;
+    job->count = count;
+    memcpy(job->buffers, buffers, count * sizeof(JBLOCKROW));
+    pthread_mutex_lock(&c->lock);
+    if (c->tail) c->tail->next = job;
+    else c->head = job;
+    c->tail = job;
+    pthread_cond_broadcast(&c->changed);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Whether a write of rows overlapping [first, end) of `a` is queued or running. The lock held. */
+static int writing_rows(const cjs_coefficients *c, const cjs_block_array *a, JDIMENSION first, JDIMENSION end) {
+    for (const cjs_write_job *job = c->head; job; job = job->next)
+        if (job->array == a && job->first_row < end && first < job->first_row + job->count) return 1;
+    return 0;
 }
 
 /* Loads rows [first, end) of the window from the file, those that were ever written. */
 static void load(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a, JDIMENSION first, JDIMENSION end) {
     if (end > a->first_undefined) end = a->first_undefined;
     if (first >= end) return;
-    transfer(cinfo, c, a, first, end - first, a->rows + (first - a->window_start), 0);
+    pthread_mutex_lock(&c->lock);
+    while (writing_rows(c, a, first, end)) pthread_cond_wait(&c->changed, &c->lock);
+    check_writes(cinfo, c);
+    pthread_mutex_unlock(&c->lock);
+    int error = transfer(c->fd, a, first, end - first, a->rows + (first - a->window_start), 0);
+    if (error) fail_io(cinfo, 0, error);
 }
 
 /*
  * Moves the window to hold rows [start, end): forward, it starts at `start` (libjpeg walks the
- * arrays top to bottom, scan after scan); backward, it ends at `end`. Rows both windows hold stay.
+ * arrays top to bottom, scan after scan); backward, it ends at `end`. Rows both windows hold stay;
+ * changed rows that leave are written behind.
  */
 static void move_window(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a, JDIMENSION start,
                         JDIMENSION end) {
-    write_back(cinfo, c, a);
     JDIMENSION size = a->window_rows;
     JDIMENSION target;
     if (!a->window_valid || start >= a->window_start) target = start;
@@ -106,17 +182,45 @@ static void move_window(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array
         keep_end = old_end < target + size ? old_end : target + size;
         if (keep_start >= keep_end) keep_start = keep_end = target;
     }
-    JDIMENSION free_count = 0;
-    JBLOCKROW free_rows[MAX_WINDOW_ROWS];
-    for (JDIMENSION i = 0; i < size; i++) {
-        JDIMENSION row = a->window_start + i;
-        if (!a->window_valid || row < keep_start || row >= keep_end) free_rows[free_count++] = a->rows[i];
+    if (a->window_valid) {
+        /* Leaving: [window_start, keep_start) and [keep_end, old end); dirty ones are written behind. */
+        JDIMENSION runs[2][2] = {{a->window_start, keep_start}, {keep_end, a->window_start + size}};
+        if (keep_start == keep_end) { /* nothing kept: the whole old window leaves */
+            runs[0][1] = a->window_start + size;
+            runs[1][0] = runs[1][1] = 0;
+        }
+        for (int r = 0; r < 2; r++) {
+            JDIMENSION first = runs[r][0], last = runs[r][1];
+            if (first >= last) continue;
+            JDIMENSION dirty_first = a->dirty_start > first ? a->dirty_start : first;
+            JDIMENSION dirty_last = a->dirty_end < last ? a->dirty_end : last;
+            if (dirty_first >= dirty_last) dirty_first = dirty_last = first;
+            write_behind_rows(cinfo, c, a, dirty_first, dirty_last, a->rows + (dirty_first - a->window_start));
+            pthread_mutex_lock(&c->lock);
+            for (JDIMENSION row = first; row < last; row++)
+                if (row < dirty_first || row >= dirty_last) a->free_rows[a->free_count++] = a->rows[row - a->window_start];
+            pthread_mutex_unlock(&c->lock);
+        }
+        /* What stays dirty: the kept part of the dirty rows. */
+        JDIMENSION dirty_first = a->dirty_start > keep_start ? a->dirty_start : keep_start;
+        JDIMENSION dirty_last = a->dirty_end < keep_end ? a->dirty_end : keep_end;
+        if (dirty_first < dirty_last) {
+            a->dirty_start = dirty_first;
+            a->dirty_end = dirty_last;
+        } else {
+            a->dirty_start = a->dirty_end = 0;
+        }
     }
-    JDIMENSION next_free = 0;
+    /* The new window: kept rows keep their buffers, the others take free ones. */
+    JDIMENSION needed = size - (keep_end - keep_start);
+    pthread_mutex_lock(&c->lock);
+    while (a->free_count < needed) pthread_cond_wait(&c->changed, &c->lock);
     for (JDIMENSION i = 0; i < size; i++) {
         JDIMENSION row = target + i;
-        a->spare[i] = (row >= keep_start && row < keep_end) ? a->rows[row - a->window_start] : free_rows[next_free++];
+        a->spare[i] = (row >= keep_start && row < keep_end) ? a->rows[row - a->window_start]
+                                                            : a->free_rows[--a->free_count];
     }
+    pthread_mutex_unlock(&c->lock);
     JBLOCKROW *swap = a->rows;
     a->rows = a->spare;
     a->spare = swap;
@@ -161,11 +265,15 @@ static void realize(j_common_ptr cinfo) {
         a->window_rows = (JDIMENSION)rows;
         a->rows = malloc(rows * sizeof(JBLOCKROW));
         a->spare = malloc(rows * sizeof(JBLOCKROW));
-        a->memory = malloc(rows * a->row_bytes);
-        if (!a->rows || !a->spare || !a->memory) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 11);
-        for (size_t i = 0; i < rows; i++) a->rows[i] = (JBLOCKROW)((char *)a->memory + i * a->row_bytes);
-        c->window_bytes += rows * a->row_bytes;
+        a->free_rows = malloc(2 * rows * sizeof(JBLOCKROW));
+        a->memory = malloc(2 * rows * a->row_bytes);
+        if (!a->rows || !a->spare || !a->free_rows || !a->memory) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 11);
+        for (size_t i = 0; i < 2 * rows; i++) a->free_rows[i] = (JBLOCKROW)((char *)a->memory + i * a->row_bytes);
+        a->free_count = (JDIMENSION)(2 * rows);
+        c->window_bytes += 2 * rows * a->row_bytes;
     }
+    /* Without the thread (none could be started) rows are written when they leave the window. */
+    if (!c->writer_started && pthread_create(&c->writer, NULL, write_behind, c) == 0) c->writer_started = 1;
 }
 
 static JBLOCKARRAY access_barray(j_common_ptr cinfo, jvirt_barray_ptr ptr, JDIMENSION start, JDIMENSION count,
@@ -212,6 +320,12 @@ static void free_pool(j_common_ptr cinfo, int pool_id) {
 
 void cjs_coefficients_install(j_decompress_ptr cinfo, cjs_coefficients *c) {
     struct jpeg_memory_mgr *mem = cinfo->mem;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->changed, NULL);
+    c->writer_started = 0;
+    c->head = c->tail = NULL;
+    c->stopping = 0;
+    c->error = 0;
     c->fd = -1;
     c->active = 0;
     c->arrays = NULL;
@@ -236,11 +350,22 @@ void cjs_coefficients_adopt(cjs_coefficients *c, int fd, size_t window_bytes) {
 }
 
 void cjs_coefficients_release(cjs_coefficients *c) {
+    if (c->writer_started) { /* what is queued is dropped: nobody will read it */
+        pthread_mutex_lock(&c->lock);
+        c->stopping = 1;
+        pthread_cond_broadcast(&c->changed);
+        pthread_mutex_unlock(&c->lock);
+        pthread_join(c->writer, NULL);
+        c->writer_started = 0;
+        c->stopping = 0;
+    }
+    c->error = 0;
     while (c->arrays) {
         cjs_block_array *a = c->arrays;
         c->arrays = a->next;
         free(a->rows);
         free(a->spare);
+        free(a->free_rows);
         free(a->memory);
         free(a);
     }
@@ -249,6 +374,12 @@ void cjs_coefficients_release(cjs_coefficients *c) {
     c->active = 0;
     c->file_bytes = 0;
     c->window_bytes = 0;
+}
+
+void cjs_coefficients_destroy(cjs_coefficients *c) {
+    cjs_coefficients_release(c);
+    pthread_cond_destroy(&c->changed);
+    pthread_mutex_destroy(&c->lock);
 }
 
 unsigned long long cjs_coefficients_needed(j_decompress_ptr cinfo) {

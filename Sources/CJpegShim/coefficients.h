@@ -10,11 +10,13 @@
 #ifndef CJS_COEFFICIENTS_H
 #define CJS_COEFFICIENTS_H
 
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <jpeglib.h>
 
 typedef struct cjs_block_array cjs_block_array;
+typedef struct cjs_write_job cjs_write_job;
 
 typedef struct {
     /** The temporary file, owned: closed when the image's pool is freed or on release. -1: none. */
@@ -28,6 +30,18 @@ typedef struct {
     size_t window_bytes;
     /** Memory asked for each array's window (0: the default, 1 MiB). */
     size_t window_limit;
+    /*
+     * Write-behind: rows leaving a window are written by a thread of their own while the decoder goes
+     * on (copying into the page cache costs about as much as entropy decoding a progressive scan).
+     * `lock` guards the queue, `error`, and every array's pool of free row buffers.
+     */
+    pthread_t writer;
+    int writer_started;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    cjs_write_job *head, *tail; /* FIFO; the head is being written */
+    int stopping;
+    int error;                  /* the first errno a write behind failed with */
     /* libjpeg's own methods, used for everything else (and for everything when not active). */
     jvirt_barray_ptr (*request_barray)(j_common_ptr, int, boolean, JDIMENSION, JDIMENSION, JDIMENSION);
     void (*realize)(j_common_ptr);
@@ -47,8 +61,10 @@ cjs_coefficients *cjs_coefficients_of(j_common_ptr cinfo);
  * a window of about `window_bytes` of rows in memory (0: 1 MiB; never under two accesses' rows).
  */
 void cjs_coefficients_adopt(cjs_coefficients *c, int fd, size_t window_bytes);
-/** Frees the windows and closes the file. Safe to call more than once. */
+/** Stops the write-behind thread, frees the windows and closes the file. Safe to call more than once. */
 void cjs_coefficients_release(cjs_coefficients *c);
+/** Releases, then frees what install set up. Last. */
+void cjs_coefficients_destroy(cjs_coefficients *c);
 /**
  * Bytes the whole-image coefficient arrays of this image take (as jdcoefct.c sizes them), or 0 when
  * the image has a single scan and needs none. Call after jpeg_read_header.

@@ -120,7 +120,7 @@ cjs_status cjs_decoder_create(const cjs_decoder_options *options, cjs_decoder **
 void cjs_decoder_destroy(cjs_decoder *d) {
     if (!d) return;
     jpeg_destroy_decompress(&d->cinfo); /* cannot fail: it only frees */
-    cjs_coefficients_release(&d->coefficients);
+    cjs_coefficients_destroy(&d->coefficients);
     free(d->buffer);
     free(d);
 }
