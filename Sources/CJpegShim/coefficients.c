@@ -1,16 +1,20 @@
 /* coefficients.c: libjpeg's virtual block arrays in a temporary file, a window of rows in memory. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "coefficients.h"
 #include "errors.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* Default memory for one array's window; never less than twice the rows libjpeg accesses at once. */
 #define DEFAULT_WINDOW_BYTES ((size_t)1 << 20)
-/* Rows per preadv/pwritev call stay under IOV_MAX (1024). */
+/* Rows in a window at most. */
 #define MAX_WINDOW_ROWS 512
 
 /*
@@ -37,6 +41,8 @@ struct cjs_block_array {
     JDIMENSION dirty_start, dirty_end; /* rows changed since written to the file */
     /* Rows from here on have never been written: they read as zeros (pre_zero) and are not on disk. */
     JDIMENSION first_undefined;
+    /* Per row, the bytes its slot holds: 0 never written, row_bytes raw, else encoded. Under the lock. */
+    uint32_t *lengths;
 };
 
 /* Rows on their way to the file; the buffers return to the array's free list once written. */
@@ -47,34 +53,128 @@ struct cjs_write_job {
     JBLOCKROW buffers[];
 };
 
-/* Reads or writes `count` rows starting at `first_row` from or into `rows`: 0, or an errno. */
-static int transfer(int fd, const cjs_block_array *a, JDIMENSION first_row, JDIMENSION count, JBLOCKROW *rows,
-                    int writing) {
-    struct iovec vectors[MAX_WINDOW_ROWS];
-    for (JDIMENSION i = 0; i < count; i++) {
-        vectors[i].iov_base = rows[i];
-        vectors[i].iov_len = a->row_bytes;
+/*
+ * Rows are stored sparsely in their slots (row_bytes apart, so the file's layout never changes): per
+ * block, a 64-bit mask of its non-zero coefficients, then those coefficients. Most coefficients of a
+ * photo are zero, and all but the DC are before the later scans, so a slot is mostly never written:
+ * fewer pages to copy, and fewer fresh pages (the first touch of a page is what costs here). A row
+ * that would not fit is stored raw.
+ */
+static inline uint64_t nonzero_mask(const JCOEF *coefficients) {
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    uint64_t mask = 0;
+    for (int i = 0; i < 4; i++) {
+        __m128i low = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(const void *)(coefficients + 16 * i)), zero);
+        __m128i high = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(const void *)(coefficients + 16 * i + 8)), zero);
+        unsigned zeros = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(low, high));
+        mask |= (uint64_t)(~zeros & 0xFFFFu) << (16 * i);
     }
-    struct iovec *next = vectors;
-    int left = (int)count;
-    off_t position = a->offset + (off_t)first_row * (off_t)a->row_bytes;
-    while (left > 0) {
-        ssize_t done = writing ? pwritev(fd, next, left, position) : preadv(fd, next, left, position);
+    return mask;
+#else
+    uint64_t mask = 0;
+    for (int k = 0; k < DCTSIZE2; k++)
+        if (coefficients[k]) mask |= (uint64_t)1 << k;
+    return mask;
+#endif
+}
+
+/* Encodes a row into `out` (row_bytes long); returns its length, or row_bytes when it is stored raw. */
+static size_t encode_row(const cjs_block_array *a, JBLOCKROW row, unsigned char *out) {
+    unsigned char *p = out, *limit = out + a->row_bytes;
+    for (JDIMENSION b = 0; b < a->blocks_per_row; b++) {
+        const JCOEF *coefficients = row[b];
+        uint64_t mask = nonzero_mask(coefficients);
+        size_t need = 8 + 2 * (size_t)__builtin_popcountll(mask);
+        if (need >= (size_t)(limit - p)) return a->row_bytes;
+        memcpy(p, &mask, 8);
+        p += 8;
+        while (mask) {
+            memcpy(p, &coefficients[__builtin_ctzll(mask)], 2);
+            p += 2;
+            mask &= mask - 1;
+        }
+    }
+    return (size_t)(p - out);
+}
+
+/* Decodes `length` bytes of an encoded row into `row`: 0, or EIO when they do not make a row. */
+static int decode_row(const cjs_block_array *a, const unsigned char *in, size_t length, JBLOCKROW row) {
+    const unsigned char *p = in, *end = in + length;
+    memset(row, 0, a->row_bytes);
+    for (JDIMENSION b = 0; b < a->blocks_per_row; b++) {
+        uint64_t mask;
+        if (end - p < 8) return EIO;
+        memcpy(&mask, p, 8);
+        p += 8;
+        if ((size_t)(end - p) < 2 * (size_t)__builtin_popcountll(mask)) return EIO;
+        JCOEF *coefficients = row[b];
+        while (mask) {
+            memcpy(&coefficients[__builtin_ctzll(mask)], p, 2);
+            p += 2;
+            mask &= mask - 1;
+        }
+    }
+    return p == end ? 0 : EIO;
+}
+
+/* pread or pwrite of exactly `count` bytes at `position`: 0, or an errno. */
+static int transfer(int fd, void *bytes, size_t count, off_t position, int writing) {
+    char *p = bytes;
+    while (count > 0) {
+        ssize_t done = writing ? pwrite(fd, p, count, position) : pread(fd, p, count, position);
         if (done < 0) {
             if (errno == EINTR) continue;
             return errno;
         }
         if (done == 0) return writing ? ENOSPC : EIO; /* a file shorter than what was written to it */
+        p += done;
+        count -= (size_t)done;
         position += done;
-        while (left > 0 && (size_t)done >= next->iov_len) {
-            done -= (ssize_t)next->iov_len;
-            next++;
-            left--;
+    }
+    return 0;
+}
+
+static off_t slot(const cjs_block_array *a, JDIMENSION row) {
+    return a->offset + (off_t)row * (off_t)a->row_bytes;
+}
+
+/*
+ * Writes `count` rows starting at `first` from `rows`, each encoded through `scratch` (row_bytes
+ * long): 0, or an errno. Their lengths are recorded under the lock.
+ */
+static int write_rows(cjs_coefficients *c, cjs_block_array *a, JDIMENSION first, JDIMENSION count, JBLOCKROW *rows,
+                      unsigned char *scratch) {
+    for (JDIMENSION i = 0; i < count; i++) {
+        size_t length = encode_row(a, rows[i], scratch);
+        int error = transfer(c->fd, length == a->row_bytes ? (void *)rows[i] : scratch, length, slot(a, first + i), 1);
+        if (error) return error;
+        pthread_mutex_lock(&c->lock);
+        a->lengths[first + i] = (uint32_t)length;
+        pthread_mutex_unlock(&c->lock);
+    }
+    return 0;
+}
+
+/* Reads `count` rows starting at `first` into `rows`, through `scratch`: 0, or an errno. No write of
+ * these rows may be running. */
+static int read_rows(cjs_coefficients *c, cjs_block_array *a, JDIMENSION first, JDIMENSION count, JBLOCKROW *rows,
+                     unsigned char *scratch) {
+    for (JDIMENSION i = 0; i < count; i++) {
+        pthread_mutex_lock(&c->lock);
+        size_t length = a->lengths[first + i];
+        pthread_mutex_unlock(&c->lock);
+        int error;
+        if (length == 0) {
+            memset(rows[i], 0, a->row_bytes);
+            error = 0;
+        } else if (length == a->row_bytes) {
+            error = transfer(c->fd, rows[i], length, slot(a, first + i), 0);
+        } else {
+            error = transfer(c->fd, scratch, length, slot(a, first + i), 0);
+            if (!error) error = decode_row(a, scratch, length, rows[i]);
         }
-        if (left > 0) {
-            next->iov_base = (char *)next->iov_base + done;
-            next->iov_len -= (size_t)done;
-        }
+        if (error) return error;
     }
     return 0;
 }
@@ -94,7 +194,7 @@ static void *write_behind(void *argument) {
         cjs_write_job *job = c->head;
         int skip = c->error || c->stopping;
         pthread_mutex_unlock(&c->lock);
-        int error = skip ? 0 : transfer(c->fd, job->array, job->first_row, job->count, job->buffers, 1);
+        int error = skip ? 0 : write_rows(c, job->array, job->first_row, job->count, job->buffers, c->writer_scratch);
         pthread_mutex_lock(&c->lock);
         if (error && !c->error) c->error = error;
         cjs_block_array *a = job->array;
@@ -123,7 +223,7 @@ static void write_behind_rows(j_common_ptr cinfo, cjs_coefficients *c, cjs_block
     JDIMENSION count = end - first;
     cjs_write_job *job = c->writer_started ? malloc(sizeof *job + count * sizeof(JBLOCKROW)) : NULL;
     if (!job) { /* no thread or no memory: write now */
-        int error = transfer(c->fd, a, first, count, buffers, 1);
+        int error = write_rows(c, a, first, count, buffers, c->scratch);
         if (error) fail_io(cinfo, 1, error);
         pthread_mutex_lock(&c->lock);
         for (JDIMENSION i = 0; i < count; i++) a->free_rows[a->free_count++] = buffers[i];
@@ -158,7 +258,7 @@ static void load(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a, JD
     while (writing_rows(c, a, first, end)) pthread_cond_wait(&c->changed, &c->lock);
     check_writes(cinfo, c);
     pthread_mutex_unlock(&c->lock);
-    int error = transfer(c->fd, a, first, end - first, a->rows + (first - a->window_start), 0);
+    int error = read_rows(c, a, first, end - first, a->rows + (first - a->window_start), c->scratch);
     if (error) fail_io(cinfo, 0, error);
 }
 
@@ -267,11 +367,16 @@ static void realize(j_common_ptr cinfo) {
         a->spare = malloc(rows * sizeof(JBLOCKROW));
         a->free_rows = malloc(2 * rows * sizeof(JBLOCKROW));
         a->memory = malloc(2 * rows * a->row_bytes);
-        if (!a->rows || !a->spare || !a->free_rows || !a->memory) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 11);
+        a->lengths = calloc(a->row_count, sizeof *a->lengths);
+        if (!a->rows || !a->spare || !a->free_rows || !a->memory || !a->lengths) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 11);
+        if (a->row_bytes > c->scratch_bytes) c->scratch_bytes = a->row_bytes;
         for (size_t i = 0; i < 2 * rows; i++) a->free_rows[i] = (JBLOCKROW)((char *)a->memory + i * a->row_bytes);
         a->free_count = (JDIMENSION)(2 * rows);
         c->window_bytes += 2 * rows * a->row_bytes;
     }
+    c->scratch = malloc(c->scratch_bytes);
+    c->writer_scratch = malloc(c->scratch_bytes);
+    if (!c->scratch || !c->writer_scratch) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 12);
     /* Without the thread (none could be started) rows are written when they leave the window. */
     if (!c->writer_started && pthread_create(&c->writer, NULL, write_behind, c) == 0) c->writer_started = 1;
 }
@@ -326,6 +431,8 @@ void cjs_coefficients_install(j_decompress_ptr cinfo, cjs_coefficients *c) {
     c->head = c->tail = NULL;
     c->stopping = 0;
     c->error = 0;
+    c->scratch = c->writer_scratch = NULL;
+    c->scratch_bytes = 0;
     c->fd = -1;
     c->active = 0;
     c->arrays = NULL;
@@ -367,8 +474,13 @@ void cjs_coefficients_release(cjs_coefficients *c) {
         free(a->spare);
         free(a->free_rows);
         free(a->memory);
+        free(a->lengths);
         free(a);
     }
+    free(c->scratch);
+    free(c->writer_scratch);
+    c->scratch = c->writer_scratch = NULL;
+    c->scratch_bytes = 0;
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
     c->active = 0;

@@ -42,6 +42,9 @@ typedef struct {
     cjs_write_job *head, *tail; /* FIFO; the head is being written */
     int stopping;
     int error;                  /* the first errno a write behind failed with */
+    /* A row's encoding, one for the decoder's thread and one for the writer's (scratch_bytes each). */
+    unsigned char *scratch, *writer_scratch;
+    size_t scratch_bytes;
     /* libjpeg's own methods, used for everything else (and for everything when not active). */
     jvirt_barray_ptr (*request_barray)(j_common_ptr, int, boolean, JDIMENSION, JDIMENSION, JDIMENSION);
     void (*realize)(j_common_ptr);
