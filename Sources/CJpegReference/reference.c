@@ -64,6 +64,11 @@ static void cmyk_to_rgba(unsigned char *row, unsigned width) {
 }
 
 int32_t cjs_reference_decode(const void *data, size_t length, void **out, cjs_reference_result *r) {
+    return cjs_reference_decode_scaled(data, length, 1, out, r);
+}
+
+int32_t cjs_reference_decode_scaled(const void *data, size_t length, uint32_t denominator, void **out,
+                                    cjs_reference_result *r) {
     struct jpeg_decompress_struct cinfo;
     reference_error err;
     unsigned char *volatile pixels = NULL;
@@ -83,6 +88,8 @@ int32_t cjs_reference_decode(const void *data, size_t length, void **out, cjs_re
     jpeg_read_header(&cinfo, TRUE);
     int cmyk;
     choose_output(&cinfo, &cmyk);
+    cinfo.scale_num = 1;
+    cinfo.scale_denom = denominator;
     jpeg_start_decompress(&cinfo);
     size_t stride = (size_t)cinfo.output_width * 4;
     pixels = malloc(stride * cinfo.output_height);

@@ -36,3 +36,4 @@ void writer_publish_progress(uint32_t *entry, uint32_t tile_rows) {
 }
 
 uint32_t cjs_load_progress(const uint32_t *entry) { return __atomic_load_n(entry, __ATOMIC_ACQUIRE); }
+void cjs_store_progress(uint32_t *entry, uint32_t value) { __atomic_store_n(entry, value, __ATOMIC_RELEASE); }

@@ -27,6 +27,12 @@ public actor ImageBuilder {
         public var height: Int?
         /// Complete tile rows per level (stored orientation), once the header is read.
         public var levelTileRowsComplete: [Int]
+        /// Tile rows per level readable from a whole-image preview of a progressive JPEG (the levels
+        /// at 1/8 scale and below; see `BuildOptions.preview`); preliminary where they exceed
+        /// ``levelTileRowsComplete``.
+        public var levelTileRowsPreliminary: [Int]
+        /// The scan the preview shows, once a preview has been made.
+        public var previewScan: Int?
         public var state: State
     }
 
@@ -230,7 +236,8 @@ public actor ImageBuilder {
                 bytesReceived: builder.bytesReceived, expectedBytes: expectedBytes, rowsDecoded: builder.rowsDecoded,
                 height: builder.header?.height,
                 levelTileRowsComplete: image.map { i in (0..<i.levelCount).map { i.storedTileRowsComplete(level: $0) } } ?? [],
-                state: state))
+                levelTileRowsPreliminary: image.map { i in (0..<i.levelCount).map { i.previewTileRows(level: $0) } } ?? [],
+                previewScan: image?.previewScan, state: state))
     }
 
     /// Sets the total the source announced (shown in progress reports).

@@ -98,6 +98,10 @@ public actor ImageLoader {
         let clock = ContinuousClock()
         let start = clock.now
         let builder: ImageBuilder
+        var options = options
+        if options.preview == .automatic {
+            options.preview = .afterScans(options.preview.scanCount(streaming: source.streamsOverNetwork))
+        }
         do { builder = try ImageBuilder(options: options, budget: budget) } catch {
             return ImageResult(index: index, name: source.name, result: .failure(error), decodeTime: .zero, wallTime: .zero)
         }

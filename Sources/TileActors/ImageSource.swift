@@ -9,6 +9,13 @@ public protocol ImageSource: Sendable {
     /// Appends every byte of the image to `builder`, chunk by chunk, as they arrive (not `finish`).
     /// - Throws: `TileError` (the builder's, or the source's own, e.g. `TileError.Code.io`).
     func feed(into builder: ImageBuilder) async throws
+    /// Whether the bytes arrive over a network, slowly enough that whole-image previews of a
+    /// progressive JPEG are worth making (`BuildOptions.preview`'s `.automatic`). Default `false`.
+    var streamsOverNetwork: Bool { get }
+}
+
+extension ImageSource {
+    public var streamsOverNetwork: Bool { false }
 }
 
 /// A JPEG file, read a chunk at a time (never whole).

@@ -17,6 +17,8 @@ import TileCore
 public struct HTTPImageSource: ImageSource {
     public let url: String
     public var name: String { url }
+    /// `true`: a progressive JPEG downloaded gets whole-image previews by default.
+    public var streamsOverNetwork: Bool { true }
     private let client: HTTPClient
     private let timeout: TimeAmount
     /// Called as each part of the body arrives, before it is decoded, with the bytes received so far

@@ -27,11 +27,14 @@ public struct RGBAImage: Equatable {
 public enum Reference {
     public struct DecodeFailure: Error { public var message: String }
 
-    /// libjpeg's ordinary, non-suspending whole-image decode (jpeg_mem_src, one pass).
-    public static func decode(_ data: Data) throws -> (image: RGBAImage, warnings: Int) {
+    /// libjpeg's ordinary, non-suspending whole-image decode (jpeg_mem_src, one pass), at DCT scaling
+    /// 1/`scale` (as `djpeg -scale 1/scale`).
+    public static func decode(_ data: Data, scale: Int = 1) throws -> (image: RGBAImage, warnings: Int) {
         var result = cjs_reference_result()
         var out: UnsafeMutableRawPointer?
-        let status = data.withUnsafeBytes { cjs_reference_decode($0.baseAddress, $0.count, &out, &result) }
+        let status = data.withUnsafeBytes {
+            cjs_reference_decode_scaled($0.baseAddress, $0.count, UInt32(scale), &out, &result)
+        }
         guard status == 0, let out else {
             let message = withUnsafeBytes(of: result.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             throw DecodeFailure(message: message)

@@ -120,4 +120,55 @@ struct ProgressiveTests {
             #expect(try accepted.pixels(level: 0) == reference, "cut at \(cut)")
         }
     }
+
+    // MARK: - Previews
+
+    @Test("previews after scans 1 and 2 are libjpeg's 1/8-scale decode of the stream cut after that scan, then the final image replaces them")
+    func previewsAfterEachScan() throws {
+        let data = try Synthetic.jpeg(.init(width: 1200, height: 900, progressive: true))
+        let ends = Self.scanEnds(data)
+        let builder = try TileBuilder(options: Self.options(.disk) { $0.levels = .count(6); $0.preview = .afterScans(2) })
+        var fed = 0
+        func feed(to end: Int) throws {
+            try builder.append(data[fed..<end])
+            fed = end
+        }
+        try feed(to: ends[0] - 1)  // scan 1 not fully in yet
+        let image = try #require(builder.image)
+        #expect(image.previewScan == nil)
+        #expect(thrownCode { try image.readTile(level: 3, column: 0, row: 0) } == .notReady)
+        for scan in [1, 2] {
+            // A scan has ended once the marker after it starts arriving.
+            try feed(to: ends[scan - 1] + 2)
+            let reference = try Reference.decode(data.prefix(ends[scan - 1]) + [0xFF, 0xD9], scale: 8).image
+            #expect(image.previewScan == scan)
+            #expect(image.quality(ofLevel: 3) == .preliminary(scan: scan))
+            #expect(image.quality(level: 5, column: 0, row: 0) == .preliminary(scan: scan))
+            #expect(try image.pixels(level: 3) == reference)
+            #expect(try image.pixels(level: 4) == Reference.shrink(reference))
+            #expect(try image.pixels(level: 5) == Reference.shrink(Reference.shrink(reference)))
+            // Finer levels need every scan.
+            #expect(thrownCode { try image.readTile(level: 2, column: 0, row: 0) } == .notReady)
+            #expect(image.quality(level: 2, column: 0, row: 0) == nil)
+        }
+        try feed(to: data.count)
+        let complete = try builder.finish()
+        let full = try Reference.decode(data).image
+        #expect(try complete.pixels(level: 3) == Reference.shrink(Reference.shrink(Reference.shrink(full))))
+        #expect(complete.quality(ofLevel: 3) == .final)
+        #expect(complete.quality(level: 3, column: 0, row: 0) == .final)
+    }
+
+    @Test("no previews by default for a builder fed directly, nor for baseline JPEGs")
+    func previewsOff() throws {
+        let progressive = try Synthetic.jpeg(.init(width: 1200, height: 900, progressive: true))
+        let builder = try TileBuilder(options: Self.options(.default) { $0.levels = .count(6) })
+        try builder.append(progressive.prefix(Self.scanEnds(progressive)[1] + 2))
+        #expect(try #require(builder.image).previewScan == nil)
+
+        let baseline = try Synthetic.jpeg(.init(width: 1200, height: 900))
+        let other = try TileBuilder(options: Self.options(.default) { $0.levels = .count(6); $0.preview = .afterScans(2) })
+        try other.append(baseline.prefix(baseline.count / 2))
+        #expect(try #require(other.image).previewScan == nil)
+    }
 }

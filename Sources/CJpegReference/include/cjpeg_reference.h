@@ -22,6 +22,9 @@ typedef struct {
  * (free it with cjs_reference_free); NULL on failure.
  */
 int32_t cjs_reference_decode(const void *data, size_t length, void **out, cjs_reference_result *result);
+/** The same at libjpeg's DCT scaling 1/denominator (1, 2, 4 or 8), as `djpeg -scale 1/denominator`. */
+int32_t cjs_reference_decode_scaled(const void *data, size_t length, uint32_t denominator, void **out,
+                                    cjs_reference_result *result);
 /** Decodes a file (jpeg_stdio_src) a strip at a time and drops the pixels: djpeg's cost, for
  *  benchmarks. Returns 0, or -1 with result->message. */
 int32_t cjs_reference_decode_file_discard(const char *path, cjs_reference_result *result);

@@ -263,6 +263,8 @@ cjs_status cjs_pyramid_sync(cjs_pyramid *p);
 cjs_status cjs_pyramid_finish(cjs_pyramid *p);
 /** Loads a progress entry (acquire order). */
 uint32_t cjs_load_progress(const uint32_t *entry);
+/** Stores a progress entry (release order): for counters the caller keeps itself (previews). */
+void cjs_store_progress(uint32_t *entry, uint32_t value);
 /** The errno of the first failed write (valid after CJS_ERR_IO). Thread-safe. */
 int32_t cjs_pyramid_errno(cjs_pyramid *p);
 

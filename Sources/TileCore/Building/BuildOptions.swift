@@ -39,6 +39,39 @@ public struct BuildOptions: Sendable, Hashable {
     /// tiny, so that small images move the window at every access.
     var coefficientWindowBytes: Int?
 
+    /// Whole-image previews of a progressive JPEG while its bytes arrive (``PreviewPolicy``). Default
+    /// ``PreviewPolicy/automatic``: on for sources that stream over a network, off for local files.
+    public var preview: PreviewPolicy = .automatic
+
     /// The defaults.
     public init() {}
+}
+
+/// Whether a build makes whole-image previews of a progressive JPEG before its last byte.
+///
+/// A progressive JPEG's first scan (usually every DC coefficient) is a coarse picture of the whole
+/// image. After each of the first scans, the builder decodes the bytes so far (the stream cut at the
+/// end of that scan) at 1/8 scale and writes the levels at 1/8 and below from it: a viewer can show
+/// the whole image, blurred, long before the rest arrives. Those levels stay
+/// ``TiledImage/TileQuality/preliminary(scan:)`` until the complete image rewrites them. A preview
+/// decodes the scans so far again (their entropy decoding, at 1/8 scale), so for a local file, whose
+/// bytes all arrive at once, it only costs time.
+public enum PreviewPolicy: Sendable, Hashable {
+    /// Previews after the first two scans for sources that stream over a network (``ImageLoader``
+    /// and the HTTP source decide), none for local files or a `TileBuilder` fed directly.
+    case automatic
+    /// No previews.
+    case off
+    /// A preview after each of the first `count` scans (once the scan has fully arrived; when several
+    /// arrive together, only the last of them).
+    case afterScans(Int)
+
+    /// How many scans get a preview, for a source that streams (`true`) or not.
+    public func scanCount(streaming: Bool) -> Int {
+        switch self {
+        case .automatic: return streaming ? 2 : 0
+        case .off: return 0
+        case .afterScans(let count): return max(0, count)
+        }
+    }
 }

@@ -45,6 +45,20 @@ public final class TileBuilder {
     private let decoder: JPEGDecoder
     private var headerReader = HeaderReader()
     private var fingerprint = Fingerprint()
+    /// While previews may still be made: the bytes so far, from the first, and where their scans end.
+    private var preview: PreviewState?
+
+    private struct PreviewState {
+        var bytes: [UInt8] = []
+        var scans = ScanBoundaries()
+        var made = 0
+        let limit: Int
+    }
+
+    /// Bytes kept for previews at most: past this (a first scan this large), no previews.
+    static let previewByteLimit = 64 << 20
+    /// The first level a preview writes: 1/8 scale, libjpeg's smallest DCT scaling.
+    static let previewLevel = 3
 
     /// Creates a builder; nothing is allocated on disk until the header has been read.
     /// - Throws: ``TileError/Code/io`` when the decoder cannot be allocated.
@@ -53,6 +67,8 @@ public final class TileBuilder {
         decoder = try JPEGDecoder(
             warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount,
             allowsTruncation: options.allowTruncated)
+        let previews = options.preview.scanCount(streaming: false)
+        if previews > 0 { preview = PreviewState(limit: previews) }
     }
 
     deinit {
@@ -95,10 +111,16 @@ public final class TileBuilder {
         if case .readingHeader = state { headerReader.feed(bytes) }
         if case .persistent = options.storage { fingerprint.add(bytes) }
         bytesReceived += bytes.count
+        if preview != nil {
+            preview?.bytes.append(contentsOf: bytes)
+            preview?.scans.consume(bytes)
+            if bytesReceived > Self.previewByteLimit { preview = nil }
+        }
         try guarded { () throws(TileError) in
             try decoder.feed(bytes)
             try advance()
         }
+        makePreview()
         reportScratchBytes()
     }
 
@@ -149,6 +171,74 @@ public final class TileBuilder {
     }
 
     // MARK: - The state machine
+
+    // MARK: - Previews
+
+    /// Makes a preview of the latest scan that has fully arrived, while the image is still being read
+    /// (libjpeg is absorbing scans, no row has come out). Best effort: a preview that fails ends the
+    /// previews, never the build (the build meets the same bytes and reports what is wrong with them).
+    private func makePreview() {
+        guard let pending = preview else { return }
+        switch state {
+        case .readingHeader:
+            return
+        case .starting(let p) where header?.isProgressive == true && p.image.levelCount > Self.previewLevel:
+            let scan = min(pending.scans.scanEnds.count, pending.limit)
+            guard scan > pending.made else { return }
+            do throws(TileError) {
+                try writePreview(scan: scan, of: pending.bytes[..<pending.scans.scanEnds[scan - 1]], into: p)
+                preview?.made = scan
+                if scan >= pending.limit { preview = nil }
+            } catch {
+                preview = nil
+            }
+        default:
+            preview = nil  // not progressive, too small, or the rows are coming out: the final image is near
+        }
+    }
+
+    /// Decodes `prefix` (the stream up to the end of scan `scan`) with an EOI appended at 1/8 scale and
+    /// writes levels ``previewLevel``... from it, then makes them readable as preliminary.
+    private func writePreview(scan: Int, of prefix: ArraySlice<UInt8>, into p: Pipeline) throws(TileError) {
+        let decoder = try JPEGDecoder(
+            warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount, allowsTruncation: false)
+        for part in [prefix, [0xFF, 0xD9]] {  // the stream cut at the end of the scan, and an EOI
+            var failure: TileError?
+            part.withUnsafeBytes { bytes in
+                do throws(TileError) { try decoder.feed(bytes) } catch { failure = error }
+            }
+            if let failure { throw failure }
+        }
+        try decoder.endInput()
+        guard try decoder.readHeader() != nil else { throw TileError(.corrupt, "the preview's header is incomplete") }
+        let geometry = p.image.geometry
+        let first = geometry.levels[Self.previewLevel]
+        let size = try decoder.setScale(denominator: 1 << Self.previewLevel)
+        guard size.width == first.storedWidth, size.height == first.storedHeight else {
+            throw TileError(.corrupt, "the preview's size \(size) is not level \(Self.previewLevel)'s")
+        }
+        try decoder.storeCoefficients(
+            options.coefficientStorage, in: p.store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
+        guard try decoder.start() == .ready else { throw TileError(.corrupt, "the preview's scans are incomplete") }
+        let levels = try TileGeometry(
+            storedWidth: size.width, storedHeight: size.height, orientation: geometry.orientation,
+            placement: geometry.placement, tileSize: geometry.tileSize,
+            levels: .count(geometry.levels.count - Self.previewLevel))
+        // Counters of its own: the image's preview counters change only once every tile is written.
+        let writer = try PyramidWriter(
+            geometry: levels, files: LevelFiles(levelsFrom: Self.previewLevel, of: p.store.files),
+            progress: TileRowCounters(count: levels.levels.count), writer: options.writer)
+        while true {
+            let step = try writer.withRowBuffer { (buffer, stride, capacity) throws(TileError) in
+                let (rows, step) = try decoder.readRows(into: buffer, stride: stride, maxRows: capacity)
+                return (rows, step)
+            }
+            if step == .done { break }
+            if step == .needData { throw TileError(.corrupt, "the preview decode ran out of bytes") }
+        }
+        try writer.finish()
+        p.image.publishPreview(scan: scan, levelsFrom: Self.previewLevel)
+    }
 
     /// Publishes the size of the coefficient file, while it exists, for disk budgets.
     private func reportScratchBytes() {
@@ -232,6 +322,7 @@ public final class TileBuilder {
                     sourceByteCount: bytesReceived, sourceFingerprint: fingerprint.hex,
                     warningCount: decoder.warningCount, wasTruncated: decoder.isTruncated))
         }
+        preview = nil
         state = .complete(p.image)
     }
 
@@ -280,6 +371,7 @@ public final class TileBuilder {
             return
         }
         headerReader = HeaderReader()
+        preview = nil
         state = .failed(error)
     }
 }

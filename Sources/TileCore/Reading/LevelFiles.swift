@@ -15,13 +15,25 @@ final class LevelFiles: Sendable {
     /// the 1.7 GB of an 18000x18000 pyramid here), so they are closed on a background queue rather
     /// than on the thread that drops the pyramid.
     private let closesInBackground: Bool
+    /// For a view of some of another's files: that owner, kept alive, which closes them.
+    private let owner: LevelFiles?
 
     init(descriptors: [Int32], closesInBackground: Bool = false) {
         self.descriptors = descriptors
         self.closesInBackground = closesInBackground
+        owner = nil
+    }
+
+    /// The files of levels `first...` of `owner`, which stays their only owner (a preview's writer
+    /// writes the coarse levels of a pyramid through this).
+    init(levelsFrom first: Int, of owner: LevelFiles) {
+        descriptors = Array(owner.descriptors[first...])
+        closesInBackground = false
+        self.owner = owner
     }
 
     deinit {
+        guard owner == nil else { return }
         let descriptors = self.descriptors
         if closesInBackground {
             DispatchQueue.global(qos: .utility).async { SystemCall.close(descriptors) }

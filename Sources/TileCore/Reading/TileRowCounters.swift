@@ -17,5 +17,8 @@ final class TileRowCounters: @unchecked Sendable {
 
     deinit { entries.deallocate() }
 
-    subscript(level: Int) -> Int { Int(cjs_load_progress(entries + level)) }
+    subscript(level: Int) -> Int {
+        get { Int(cjs_load_progress(entries + level)) }
+        set { cjs_store_progress(entries + level, UInt32(newValue)) }
+    }
 }

@@ -25,6 +25,11 @@ public final class TiledImage: Sendable {
     public let storePath: String?
     let files: LevelFiles
     let progress: TileRowCounters
+    /// Per level, stored tile rows a preview wrote (a progressive JPEG's coarse levels, before its
+    /// last scan): readable, not final. See ``quality(ofLevel:)``.
+    let previewProgress: TileRowCounters
+    /// The scan the preview shows (0: no preview).
+    let previewScanNumber = Atomic<Int>(0)
     private let state: Mutex<State>
     private let scratchBytes = Atomic<Int>(0)
 
@@ -34,6 +39,7 @@ public final class TiledImage: Sendable {
         self.storePath = storePath
         let count = geometry.levels.count
         progress = TileRowCounters(count: count, initialValues: complete ? geometry.levels.map(\.storedRows) : nil)
+        previewProgress = TileRowCounters(count: count)
         state = Mutex(
             State(
                 failure: nil, mappings: Array(repeating: nil, count: count),
@@ -61,7 +67,7 @@ public final class TiledImage: Sendable {
     public func isTileReady(level: Int, column: Int, row: Int) -> Bool {
         guard let (_, stored) = try? locate(level: level, column: column, row: row) else { return false }
         guard state.withLock({ $0.failure == nil }) else { return false }
-        return geometry.readsWholeTiles ? stored.row < progress[level] : isLevelComplete(level)
+        return geometry.readsWholeTiles ? stored.row < readableRows(level) : isLevelComplete(level)
     }
 
     /// Reads one tile with one `pread` (display orientation; a transformed tile is flipped in memory).
@@ -169,7 +175,7 @@ public final class TiledImage: Sendable {
     private func checkedLocation(level: Int, column: Int, row: Int) throws(TileError) -> (Int, (column: Int, row: Int)) {
         let location = try locate(level: level, column: column, row: row)
         if let failure = state.withLock({ $0.failure }) { throw failure }
-        if location.1.row >= progress[level] {
+        if location.1.row >= readableRows(level) {
             throw TileError(.notReady, "tile (\(column), \(row)) of level \(level) is not written yet")
         }
         return location
