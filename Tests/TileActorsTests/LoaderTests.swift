@@ -32,6 +32,42 @@ struct LoaderTests {
         #expect(report.wallTime > .zero)
     }
 
+    /// A source that says its bytes come over a network, as the HTTP source does.
+    struct NetworkLikeSource: ImageSource {
+        let data: Data
+        var name: String { "network-like" }
+        var streamsOverNetwork: Bool { true }
+        func feed(into builder: ImageBuilder) async throws {
+            for offset in stride(from: 0, to: data.count, by: 4096) {
+                try await builder.append(data[offset..<min(offset + 4096, data.count)])
+            }
+        }
+    }
+
+    @Test("a progressive JPEG from a network source gets previews, reported in the progress stream; from a file, none")
+    func previewsForNetworkSources() async throws {
+        let data = try Synthetic.jpeg(.init(width: 1200, height: 900, progressive: true))
+        let reports = Mutex<[Int: [ImageBuilder.Progress]]>([:])
+        let sources: [any ImageSource] = [
+            NetworkLikeSource(data: data), ChunkSequenceSource(name: "file-like", chunks: Chunks(data: data, size: 4096)),
+        ]
+        let options = { () -> BuildOptions in
+            var options = BuildOptions()
+            options.levels = .count(6)
+            return options
+        }()
+        let report = await ImageLoader(maximumConcurrency: 1).load(sources, options: { _ in options }) { index, progress in
+            reports.withLock { $0[index, default: []].append(progress) }
+        }
+        let expected = try TileBuilder.build(data: data, options: options).allTiles()
+        for image in report.images { #expect(try image.result.get().allTiles() == expected) }
+        let network = reports.withLock { $0[0] ?? [] }
+        let preview = try #require(network.first { $0.previewScan != nil }, "no progress report showed a preview")
+        #expect(preview.levelTileRowsPreliminary[3] == 1 && preview.levelTileRowsComplete[3] == 0)
+        #expect(network.contains { $0.previewScan == 2 })
+        #expect(reports.withLock { $0[1] ?? [] }.allSatisfy { $0.previewScan == nil })
+    }
+
     @Test("a failing image fails alone with its typed error")
     func failingImageFailsAlone() async throws {
         let good = try Inputs.jpeg(width: 200, height: 150)
