@@ -21,14 +21,17 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
         guard cjs_reference_decode_file_discard(input, &result) == 0 else {
             throw BenchmarkError("decode failed")
         }
-    case "build", "build-lean", "build-buffered", "build-1thread", "build-window", "build-whole-tiles":
+    case "build", "build-lean", "build-buffered", "build-1thread", "build-window", "build-whole-tiles", "build-memory":
         // build: the defaults (the band writer: bands of 64 rows, tiled on a worker thread, written
         // with O_DIRECT AIO while the next band fills, three bands a level).
         // build-whole-tiles: the same with bands of whole tile rows (256 KiB blocks, two a level).
         // build-lean: one band a level, the worker writes it itself (synchronously).
         // build-buffered: the defaults through the page cache; build-1thread: everything on the
         // caller's thread, through the page cache; build-window: the two-tile-row mmap window.
+        // build-memory: the defaults with a progressive JPEG's coefficients in memory (libjpeg's own
+        // arrays) instead of a temporary file; the same as build for a baseline JPEG.
         var options = BuildOptions()
+        if name == "build-memory" { options.coefficientStorage = .memory }
         switch name {
         case "build-window": options.writer = .window
         case "build-whole-tiles": options.writer = .bands(.init(rowsPerBlock: options.tileSize))
@@ -96,20 +99,34 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
             return
         }
     case "net-stream-build":
-        // Build while downloading: HTTPImageSource streams the body into an ImageBuilder.
+        // Build while downloading: HTTPImageSource streams the body into an ImageBuilder, with the
+        // previews a network source gets by default (ImageLoader's choice; set here as it would).
         guard let url else { throw BenchmarkError("--url missing") }
-        let builder = try ImageBuilder()
-        // The last byte's arrival: when the source hands over the body's final part, before decoding it.
+        var options = BuildOptions()
+        options.preview = .afterScans(PreviewPolicy.automatic.scanCount(streaming: true))
+        let builder = try ImageBuilder(options: options)
+        // The first and last bytes' arrivals: when the source hands over a body part, before decoding it.
+        let firstByte = Mutex<ContinuousClock.Instant?>(nil)
         let lastByte = Mutex<ContinuousClock.Instant?>(nil)
         var source = HTTPImageSource(url: url)
         source.onBodyPart = { received, expected in
-            if received == expected { lastByte.withLock { $0 = ContinuousClock.now } }
+            let now = ContinuousClock.now
+            firstByte.withLock { if $0 == nil { $0 = now } }
+            if received == expected { lastByte.withLock { $0 = now } }
+        }
+        // The first progress report with a preview: its tiles are readable from then on.
+        let firstPreview = Task { () -> ContinuousClock.Instant? in
+            for await progress in builder.progress where progress.previewScan != nil { return ContinuousClock.now }
+            return nil
         }
         try await source.feed(into: builder)
         let image = try await builder.finish()
         let complete = clock.now
-        try writeReport(
-            seconds(complete - start), extras: ["afterLastByte": seconds(complete - (lastByte.withLock { $0 } ?? complete))])
+        var extras = ["afterLastByte": seconds(complete - (lastByte.withLock { $0 } ?? complete))]
+        if let preview = await firstPreview.value, let first = firstByte.withLock({ $0 }) {
+            extras["firstPreview"] = seconds(preview - first)
+        }
+        try writeReport(seconds(complete - start), extras: extras)
         withExtendedLifetime(image) {}
         return
     case "info-read":

@@ -31,6 +31,7 @@ struct Scenario {
             Scenario(name: "decode-floor", kind: .inProcess, input: input),
             Scenario(name: "write-only", kind: .inProcess, input: input),
             Scenario(name: "build", kind: .inProcess, input: input),
+            Scenario(name: "build-memory", kind: .inProcess, input: input),
             Scenario(name: "build-whole-tiles", kind: .inProcess, input: input),
             Scenario(name: "build-lean", kind: .inProcess, input: input),
             Scenario(name: "build-buffered", kind: .inProcess, input: input),

@@ -15,6 +15,7 @@ struct cjs_decoder {
     struct jpeg_source_mgr src;
     struct jpeg_progress_mgr progress; /* only to count scans (max_scans) */
     uint32_t max_scans;
+    int stop_requested;      /* set from any thread (atomically) by cjs_decoder_request_stop */
     unsigned long long bytes_after_end;
     unsigned char *buffer;   /* holds the bytes libjpeg has not consumed yet, then new ones */
     size_t capacity;
@@ -79,6 +80,7 @@ static void source_skip(j_decompress_ptr cinfo, long count) {
 static void progress_monitor(j_common_ptr cinfo) {
     cjs_decoder *d = (cjs_decoder *)cinfo->client_data;
     int scan = ((j_decompress_ptr)cinfo)->input_scan_number;
+    if (__atomic_load_n(&d->stop_requested, __ATOMIC_RELAXED)) cjs_error_stopped(cinfo);
     if (d->max_scans && scan > 0 && (uint32_t)scan > d->max_scans) {
         char message[JMSG_LENGTH_MAX];
         snprintf(message, sizeof message, "scan %d exceeds the limit of %u scans", scan, d->max_scans);
@@ -311,6 +313,8 @@ int32_t cjs_decoder_failure_kind(const cjs_decoder *d) {
     return d->failed ? cjs_error_failure_kind(&d->err) : CJS_FAILURE_NONE;
 }
 int32_t cjs_decoder_errno(const cjs_decoder *d) { return d->err.io_errno; }
+
+void cjs_decoder_request_stop(cjs_decoder *d) { __atomic_store_n(&d->stop_requested, 1, __ATOMIC_RELAXED); }
 
 uint64_t cjs_decoder_coefficient_bytes(const cjs_decoder *d) {
     if (d->stage < STAGE_HEADER_READ) return 0;

@@ -64,6 +64,7 @@ void cjs_error_init(cjs_error_mgr *err, unsigned warning_limit) {
     err->truncation_refused = 0;
     err->too_many_scans = 0;
     err->io_errno = 0;
+    err->stopped = 0;
 }
 
 void cjs_error_too_many_scans(j_common_ptr cinfo, const char *message) {
@@ -82,7 +83,16 @@ void cjs_error_io(j_common_ptr cinfo, const char *what, int number) {
     longjmp(err->jump, 1);
 }
 
+void cjs_error_stopped(j_common_ptr cinfo) {
+    cjs_error_mgr *err = (cjs_error_mgr *)cinfo->err;
+    snprintf(err->message, sizeof err->message, "the decode was stopped");
+    err->message_code = 0;
+    err->stopped = 1;
+    longjmp(err->jump, 1);
+}
+
 int cjs_error_failure_kind(const cjs_error_mgr *err) {
+    if (err->stopped) return CJS_FAILURE_STOPPED;
     if (err->io_errno) return CJS_FAILURE_IO;
     if (err->too_many_scans) return CJS_FAILURE_TOO_MANY_SCANS;
     if (err->truncation_refused) return CJS_FAILURE_TRUNCATED;

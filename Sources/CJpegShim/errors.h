@@ -26,6 +26,8 @@ typedef struct {
     int too_many_scans;
     /** A system call failed (the coefficient file): its errno, else 0. */
     int io_errno;
+    /** The decode was stopped on request. */
+    int stopped;
 } cjs_error_mgr;
 
 /** Installs the error manager: errors longjmp to `jump`, warnings are counted, nothing prints. */
@@ -34,6 +36,8 @@ void cjs_error_init(cjs_error_mgr *err, unsigned warning_limit);
 void cjs_error_too_many_scans(j_common_ptr cinfo, const char *message);
 /** Fails the decode now as CJS_FAILURE_IO: "`what`: strerror(number)". */
 void cjs_error_io(j_common_ptr cinfo, const char *what, int number);
+/** Fails the decode now as CJS_FAILURE_STOPPED. */
+void cjs_error_stopped(j_common_ptr cinfo);
 /** Maps the last error's libjpeg code to a cjs_failure_kind. */
 int cjs_error_failure_kind(const cjs_error_mgr *err);
 

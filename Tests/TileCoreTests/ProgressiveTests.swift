@@ -134,12 +134,14 @@ struct ProgressiveTests {
             fed = end
         }
         try feed(to: ends[0] - 1)  // scan 1 not fully in yet
+        builder.waitForPreview()
         let image = try #require(builder.image)
         #expect(image.previewScan == nil)
         #expect(thrownCode { try image.readTile(level: 3, column: 0, row: 0) } == .notReady)
         for scan in [1, 2] {
             // A scan has ended once the marker after it starts arriving.
             try feed(to: ends[scan - 1] + 2)
+            builder.waitForPreview()  // previews are made on a thread of their own
             let reference = try Reference.decode(data.prefix(ends[scan - 1]) + [0xFF, 0xD9], scale: 8).image
             #expect(image.previewScan == scan)
             #expect(image.quality(ofLevel: 3) == .preliminary(scan: scan))
@@ -164,11 +166,13 @@ struct ProgressiveTests {
         let progressive = try Synthetic.jpeg(.init(width: 1200, height: 900, progressive: true))
         let builder = try TileBuilder(options: Self.options(.default) { $0.levels = .count(6) })
         try builder.append(progressive.prefix(Self.scanEnds(progressive)[1] + 2))
+        builder.waitForPreview()
         #expect(try #require(builder.image).previewScan == nil)
 
         let baseline = try Synthetic.jpeg(.init(width: 1200, height: 900))
         let other = try TileBuilder(options: Self.options(.default) { $0.levels = .count(6); $0.preview = .afterScans(2) })
         try other.append(baseline.prefix(baseline.count / 2))
+        other.waitForPreview()
         #expect(try #require(other.image).previewScan == nil)
     }
 }

@@ -56,6 +56,8 @@ typedef enum {
     CJS_FAILURE_TOO_MANY_SCANS = 8,
     /** A system call failed (writing or reading the coefficient file); cjs_decoder_errno() says which. */
     CJS_FAILURE_IO = 9,
+    /** cjs_decoder_request_stop was called. */
+    CJS_FAILURE_STOPPED = 10,
 } cjs_failure_kind;
 
 typedef enum {
@@ -154,6 +156,12 @@ int32_t cjs_decoder_message_code(const cjs_decoder *d);
 int32_t cjs_decoder_failure_kind(const cjs_decoder *d);
 /** The errno of a CJS_FAILURE_IO failure, else 0. */
 int32_t cjs_decoder_errno(const cjs_decoder *d);
+/**
+ * Asks the decoder to stop: the decode in progress (on another thread) fails as CJS_FAILURE_STOPPED
+ * at its next iMCU row of input, before its next scan, or at the next call. The one call that may
+ * be made from any thread.
+ */
+void cjs_decoder_request_stop(cjs_decoder *d);
 
 /**
  * Bytes of the whole-image coefficient arrays this image needs (128 per 8x8 block, as libjpeg sizes

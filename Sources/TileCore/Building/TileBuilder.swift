@@ -47,6 +47,7 @@ public final class TileBuilder {
     private var fingerprint = Fingerprint()
     /// While previews may still be made: the bytes so far, from the first, and where their scans end.
     private var preview: PreviewState?
+    private var previewJob: PreviewJob?
 
     private struct PreviewState {
         var bytes: [UInt8] = []
@@ -174,70 +175,47 @@ public final class TileBuilder {
 
     // MARK: - Previews
 
-    /// Makes a preview of the latest scan that has fully arrived, while the image is still being read
-    /// (libjpeg is absorbing scans, no row has come out). Best effort: a preview that fails ends the
-    /// previews, never the build (the build meets the same bytes and reports what is wrong with them).
+    /// Starts a preview of the latest scan that has fully arrived, while the image is still being read
+    /// (libjpeg is absorbing scans, no row has come out) and no other preview is being made. Best
+    /// effort: a preview that fails is not published, and never fails the build (the build meets the
+    /// same bytes and reports what is wrong with them).
     private func makePreview() {
         guard let pending = preview else { return }
         switch state {
         case .readingHeader:
             return
         case .starting(let p) where header?.isProgressive == true && p.image.levelCount > Self.previewLevel:
+            if let job = previewJob, !job.isFinished { return }  // the next one takes the latest scan then
             let scan = min(pending.scans.scanEnds.count, pending.limit)
             guard scan > pending.made else { return }
             do throws(TileError) {
-                try writePreview(scan: scan, of: pending.bytes[..<pending.scans.scanEnds[scan - 1]], into: p)
+                previewJob = try PreviewJob(
+                    scan: scan, prefix: Array(pending.bytes[..<pending.scans.scanEnds[scan - 1]]), image: p.image,
+                    files: p.store.files, scratchDirectory: p.store.scratchDirectory, options: options)
                 preview?.made = scan
                 if scan >= pending.limit { preview = nil }
             } catch {
                 preview = nil
             }
         default:
-            preview = nil  // not progressive, too small, or the rows are coming out: the final image is near
+            preview = nil  // not progressive, or too small for a level at 1/8
         }
     }
 
-    /// Decodes `prefix` (the stream up to the end of scan `scan`) with an EOI appended at 1/8 scale and
-    /// writes levels ``previewLevel``... from it, then makes them readable as preliminary.
-    private func writePreview(scan: Int, of prefix: ArraySlice<UInt8>, into p: Pipeline) throws(TileError) {
-        let decoder = try JPEGDecoder(
-            warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount, allowsTruncation: false)
-        for part in [prefix, [0xFF, 0xD9]] {  // the stream cut at the end of the scan, and an EOI
-            var failure: TileError?
-            part.withUnsafeBytes { bytes in
-                do throws(TileError) { try decoder.feed(bytes) } catch { failure = error }
-            }
-            if let failure { throw failure }
-        }
-        try decoder.endInput()
-        guard try decoder.readHeader() != nil else { throw TileError(.corrupt, "the preview's header is incomplete") }
-        let geometry = p.image.geometry
-        let first = geometry.levels[Self.previewLevel]
-        let size = try decoder.setScale(denominator: 1 << Self.previewLevel)
-        guard size.width == first.storedWidth, size.height == first.storedHeight else {
-            throw TileError(.corrupt, "the preview's size \(size) is not level \(Self.previewLevel)'s")
-        }
-        try decoder.storeCoefficients(
-            options.coefficientStorage, in: p.store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
-        guard try decoder.start() == .ready else { throw TileError(.corrupt, "the preview's scans are incomplete") }
-        let levels = try TileGeometry(
-            storedWidth: size.width, storedHeight: size.height, orientation: geometry.orientation,
-            placement: geometry.placement, tileSize: geometry.tileSize,
-            levels: .count(geometry.levels.count - Self.previewLevel))
-        // Counters of its own: the image's preview counters change only once every tile is written.
-        let writer = try PyramidWriter(
-            geometry: levels, files: LevelFiles(levelsFrom: Self.previewLevel, of: p.store.files),
-            progress: TileRowCounters(count: levels.levels.count), writer: options.writer)
-        while true {
-            let step = try writer.withRowBuffer { (buffer, stride, capacity) throws(TileError) in
-                let (rows, step) = try decoder.readRows(into: buffer, stride: stride, maxRows: capacity)
-                return (rows, step)
-            }
-            if step == .done { break }
-            if step == .needData { throw TileError(.corrupt, "the preview decode ran out of bytes") }
-        }
-        try writer.finish()
-        p.image.publishPreview(scan: scan, levelsFrom: Self.previewLevel)
+    /// Blocks until the preview being made, if any, is written and published (or has failed).
+    /// Previews are made on a thread of their own; this is for callers that want the latest now.
+    public func waitForPreview() {
+        previewJob?.wait()
+        makePreview()
+        previewJob?.wait()
+    }
+
+    /// Stops the preview being made, if any, and waits until nothing of it writes: from the moment the
+    /// image's rows come out, only the build writes the coarse levels.
+    private func stopPreviews() {
+        preview = nil
+        previewJob?.stop()
+        previewJob = nil
     }
 
     /// Publishes the size of the coefficient file, while it exists, for disk budgets.
@@ -268,6 +246,7 @@ public final class TileBuilder {
                 state = .starting(try prepare(header))
             case .starting(let p):
                 guard try decoder.start() == .ready else { return }
+                stopPreviews()
                 state = .scanning(p)
             case .scanning(let p):
                 guard try scan(p) else { return }
@@ -322,7 +301,7 @@ public final class TileBuilder {
                     sourceByteCount: bytesReceived, sourceFingerprint: fingerprint.hex,
                     warningCount: decoder.warningCount, wasTruncated: decoder.isTruncated))
         }
-        preview = nil
+        stopPreviews()
         state = .complete(p.image)
     }
 
@@ -360,6 +339,9 @@ public final class TileBuilder {
 
     /// Ends a build that has not completed: its files are removed and its image reads fail.
     private func cleanUp(with error: TileError) {
+        if case .complete = state { return }
+        if case .failed = state { return }
+        stopPreviews()  // before the files go: nothing of a preview writes after this
         switch state {
         case .starting(let p), .scanning(let p), .finishing(let p):
             p.image.markFailed(error)
@@ -371,7 +353,6 @@ public final class TileBuilder {
             return
         }
         headerReader = HeaderReader()
-        preview = nil
         state = .failed(error)
     }
 }

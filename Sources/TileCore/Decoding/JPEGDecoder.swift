@@ -37,6 +37,10 @@ final class JPEGDecoder {
     var bytesAfterEnd: Int { Int(cjs_decoder_bytes_after_end(handle)) }
     var lastMessage: String { String(cString: cjs_decoder_message(handle)) }
 
+    /// Makes the decode in progress on another thread fail as ``TileError/Code/cancelled`` soon (at
+    /// its next row of input); the one method that may be called from any thread.
+    func requestStop() { cjs_decoder_request_stop(handle) }
+
     /// Copies the bytes in (`cjs_decoder_feed`).
     func feed(_ bytes: UnsafeRawBufferPointer) throws(TileError) {
         try check(cjs_decoder_feed(handle, bytes.baseAddress, bytes.count), "feed")
@@ -149,6 +153,7 @@ final class JPEGDecoder {
             return TileError(.truncated, "scan data ends early (\(message))", libjpegMessageCode: code)
         case CJS_FAILURE_TOO_MANY_SCANS: return TileError(.tooManyScans, message)
         case CJS_FAILURE_IO: return TileError(.io, message, errno: cjs_decoder_errno(handle))
+        case CJS_FAILURE_STOPPED: return TileError(.cancelled, message)
         case CJS_FAILURE_TOO_MANY_WARNINGS:
             return TileError(
                 .tooManyWarnings, "more than \(warningCount - 1) corrupt-data warnings; last: \(message)",

@@ -1,0 +1,95 @@
+import Dispatch
+import Synchronization
+
+/// One whole-image preview of a progressive JPEG (``PreviewPolicy``), made on a thread of its own
+/// while the build goes on: the stream cut at the end of a scan, with an EOI appended, decoded at 1/8
+/// scale into levels ``TileBuilder/previewLevel``... of the pyramid, then published as preliminary.
+///
+/// @unchecked Sendable: `decoder` is used by the job's thread only, but for `requestStop` (an atomic
+/// store, safe from any thread); everything else is immutable, atomic, or Sendable.
+final class PreviewJob: @unchecked Sendable {
+    let scan: Int
+    private let decoder: JPEGDecoder
+    private let stopped = Atomic<Bool>(false)
+    private let finished = Atomic<Bool>(false)
+    private let group = DispatchGroup()
+
+    /// Starts the job (on a global dispatch queue: blocking work stays off Swift's cooperative pool).
+    /// - Parameters:
+    ///   - prefix: the stream up to the end of scan `scan`.
+    ///   - files: the pyramid's level files, of which the job writes levels `previewLevel...`.
+    init(
+        scan: Int, prefix: [UInt8], image: TiledImage, files: LevelFiles, scratchDirectory: String,
+        options: BuildOptions
+    ) throws(TileError) {
+        self.scan = scan
+        decoder = try JPEGDecoder(
+            warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount, allowsTruncation: false)
+        DispatchQueue.global(qos: .utility).async(group: group) { [self] in
+            do throws(TileError) {
+                try run(prefix: prefix, image: image, files: files, scratchDirectory: scratchDirectory, options: options)
+            } catch {
+                // Best effort: a preview that fails or is stopped is not published; the build goes on.
+            }
+            finished.store(true, ordering: .releasing)
+        }
+    }
+
+    /// Whether the job has ended (written and published, failed, or stopped).
+    var isFinished: Bool { finished.load(ordering: .acquiring) }
+
+    /// Stops the job soon (its decode fails at its next row of input) and waits until it has ended
+    /// and nothing of it writes any more.
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+        decoder.requestStop()
+        group.wait()
+    }
+
+    /// Waits until the job has ended.
+    func wait() { group.wait() }
+
+    private func run(
+        prefix: [UInt8], image: TiledImage, files: LevelFiles, scratchDirectory: String, options: BuildOptions
+    ) throws(TileError) {
+        for part in [prefix, [0xFF, 0xD9]] {  // the stream cut at the end of the scan, and an EOI
+            var failure: TileError?
+            part.withUnsafeBytes { bytes in
+                do throws(TileError) { try decoder.feed(bytes) } catch { failure = error }
+            }
+            if let failure { throw failure }
+        }
+        try decoder.endInput()
+        guard try decoder.readHeader() != nil else { throw TileError(.corrupt, "the preview's header is incomplete") }
+        let geometry = image.geometry
+        let firstLevel = TileBuilder.previewLevel
+        let first = geometry.levels[firstLevel]
+        let size = try decoder.setScale(denominator: 1 << firstLevel)
+        guard size.width == first.storedWidth, size.height == first.storedHeight else {
+            throw TileError(.corrupt, "the preview's size \(size) is not level \(firstLevel)'s")
+        }
+        try decoder.storeCoefficients(
+            options.coefficientStorage, in: scratchDirectory, windowBytes: options.coefficientWindowBytes)
+        guard try decoder.start() == .ready else { throw TileError(.corrupt, "the preview's scans are incomplete") }
+        let levels = try TileGeometry(
+            storedWidth: size.width, storedHeight: size.height, orientation: geometry.orientation,
+            placement: geometry.placement, tileSize: geometry.tileSize,
+            levels: .count(geometry.levels.count - firstLevel))
+        // Counters of its own: the image's preview counters change only once every tile is written.
+        let writer = try PyramidWriter(
+            geometry: levels, files: LevelFiles(levelsFrom: firstLevel, of: files),
+            progress: TileRowCounters(count: levels.levels.count), writer: options.writer)
+        while true {
+            if stopped.load(ordering: .relaxed) { throw TileError(.cancelled, "the preview was stopped") }
+            let step = try writer.withRowBuffer { (buffer, stride, capacity) throws(TileError) in
+                let (rows, step) = try decoder.readRows(into: buffer, stride: stride, maxRows: capacity)
+                return (rows, step)
+            }
+            if step == .done { break }
+            if step == .needData { throw TileError(.corrupt, "the preview decode ran out of bytes") }
+        }
+        try writer.finish()
+        if stopped.load(ordering: .relaxed) { throw TileError(.cancelled, "the preview was stopped") }
+        image.publishPreview(scan: scan, levelsFrom: firstLevel)
+    }
+}
