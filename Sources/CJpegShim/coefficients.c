@@ -43,6 +43,14 @@ struct cjs_block_array {
     JDIMENSION first_undefined;
     /* Per row, the bytes its slot holds: 0 never written, row_bytes raw, else encoded. Under the lock. */
     uint32_t *lengths;
+    /*
+     * The read window: for read-only accesses outside the window above (the output pass, which in
+     * buffered-image mode follows the last scan's input a few rows behind). Rows [read_start,
+     * read_end) are a clean copy of the file; a write to any of them drops it.
+     */
+    JBLOCKROW *read_rows;
+    JBLOCK *read_memory;
+    JDIMENSION read_start, read_end;
 };
 
 /* Rows on their way to the file; the buffers return to the array's free list once written. */
@@ -368,17 +376,59 @@ static void realize(j_common_ptr cinfo) {
         a->free_rows = malloc(2 * rows * sizeof(JBLOCKROW));
         a->memory = malloc(2 * rows * a->row_bytes);
         a->lengths = calloc(a->row_count, sizeof *a->lengths);
-        if (!a->rows || !a->spare || !a->free_rows || !a->memory || !a->lengths) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 11);
+        a->read_rows = malloc(rows * sizeof(JBLOCKROW));
+        a->read_memory = malloc(rows * a->row_bytes);
+        if (!a->rows || !a->spare || !a->free_rows || !a->memory || !a->lengths || !a->read_rows || !a->read_memory)
+            ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 11);
+        for (size_t i = 0; i < rows; i++) a->read_rows[i] = (JBLOCKROW)((char *)a->read_memory + i * a->row_bytes);
         if (a->row_bytes > c->scratch_bytes) c->scratch_bytes = a->row_bytes;
         for (size_t i = 0; i < 2 * rows; i++) a->free_rows[i] = (JBLOCKROW)((char *)a->memory + i * a->row_bytes);
         a->free_count = (JDIMENSION)(2 * rows);
-        c->window_bytes += 2 * rows * a->row_bytes;
+        c->window_bytes += 3 * rows * a->row_bytes;
     }
     c->scratch = malloc(c->scratch_bytes);
     c->writer_scratch = malloc(c->scratch_bytes);
     if (!c->scratch || !c->writer_scratch) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 12);
     /* Without the thread (none could be started) rows are written when they leave the window. */
     if (!c->writer_started && pthread_create(&c->writer, NULL, write_behind, c) == 0) c->writer_started = 1;
+}
+
+/* Writes the window's changed rows within [first, end) to the file now; they stay in the window. */
+static void write_through(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a, JDIMENSION first,
+                          JDIMENSION end) {
+    if (!a->window_valid || a->dirty_start >= a->dirty_end) return;
+    if (a->dirty_start >= end || first >= a->dirty_end) return;
+    int error = write_rows(c, a, a->dirty_start, a->dirty_end - a->dirty_start,
+                           a->rows + (a->dirty_start - a->window_start), c->scratch);
+    if (error) fail_io(cinfo, 1, error);
+    a->dirty_start = a->dirty_end = 0;
+}
+
+/*
+ * A read-only access outside the window: served from the read window, moved (forward: it starts at
+ * `start`; backward: it ends at `end`) and loaded when it does not hold the rows. Its copy stops
+ * before the window's first row when the access does, so that the input's writes there do not drop
+ * it; an access that straddles the window first has the window's changed rows written through.
+ */
+static JBLOCKARRAY read_only_access(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a, JDIMENSION start,
+                                    JDIMENSION end) {
+    if (start >= a->read_start && end <= a->read_end) return a->read_rows + (start - a->read_start);
+    JDIMENSION size = a->window_rows;
+    JDIMENSION target = start >= a->read_start ? start : (end > size ? end - size : 0);
+    if (target + size > a->row_count) target = a->row_count - size;
+    JDIMENSION limit = target + size;
+    if (a->window_valid && a->window_start >= end && a->window_start < limit) limit = a->window_start;
+    write_through(cinfo, c, a, target, limit);
+    a->read_start = a->read_end = 0;
+    pthread_mutex_lock(&c->lock);
+    while (writing_rows(c, a, target, limit)) pthread_cond_wait(&c->changed, &c->lock);
+    check_writes(cinfo, c);
+    pthread_mutex_unlock(&c->lock);
+    int error = read_rows(c, a, target, limit - target, a->read_rows, c->scratch);
+    if (error) fail_io(cinfo, 0, error);
+    a->read_start = target;
+    a->read_end = limit;
+    return a->read_rows + (start - target);
 }
 
 static JBLOCKARRAY access_barray(j_common_ptr cinfo, jvirt_barray_ptr ptr, JDIMENSION start, JDIMENSION count,
@@ -389,6 +439,11 @@ static JBLOCKARRAY access_barray(j_common_ptr cinfo, jvirt_barray_ptr ptr, JDIME
     JDIMENSION end = start + count;
     if (!a->memory || count > a->max_access || end > a->row_count || end < start)
         ERREXIT(cinfo, JERR_BAD_VIRTUAL_ACCESS);
+    if (writable) {
+        if (start < a->read_end && a->read_start < end) a->read_start = a->read_end = 0; /* the copy is stale */
+    } else if (!(a->window_valid && start >= a->window_start && end <= a->window_start + a->window_rows)) {
+        return read_only_access(cinfo, c, a, start, end);
+    }
     if (!a->window_valid || start < a->window_start || end > a->window_start + a->window_rows)
         move_window(cinfo, c, a, start, end);
     /* As jmemmgr.c: rows never written are zeroed when first accessed (pre_zero arrays). */
@@ -475,6 +530,8 @@ void cjs_coefficients_release(cjs_coefficients *c) {
         free(a->free_rows);
         free(a->memory);
         free(a->lengths);
+        free(a->read_rows);
+        free(a->read_memory);
         free(a);
     }
     free(c->scratch);

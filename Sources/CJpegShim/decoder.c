@@ -25,6 +25,15 @@ struct cjs_decoder {
     int failed;
     int cmyk;                /* decode as CMYK, convert to RGB ourselves */
     enum stage stage;
+    /*
+     * Multi-scan images are decoded in buffered-image mode: input is absorbed scan by scan
+     * (jpeg_consume_input), and the one output pass starts at the SOS of the scan after which every
+     * coefficient is complete (or at EOI), so the image's rows come out while that last scan is
+     * still arriving instead of after it.
+     */
+    int buffered;
+    int decompress_started;  /* jpeg_start_decompress returned TRUE */
+    int output_finished;     /* jpeg_finish_output returned TRUE */
     cjs_coefficients coefficients; /* multi-scan images: the arrays on disk, if asked */
 };
 
@@ -240,16 +249,47 @@ cjs_status cjs_decoder_set_scale(cjs_decoder *d, uint32_t denominator, uint32_t 
     return CJS_OK;
 }
 
+/*
+ * Whether every coefficient of every component will be complete once the scan being read ends: a
+ * progressive image's coef_bits, updated when a scan starts, are 0 (no bit left to refine) for all.
+ * Then this scan is the last that can change the image, and its rows can be output as it arrives.
+ */
+static int coefficients_complete(j_decompress_ptr cinfo) {
+    if (!cinfo->progressive_mode || !cinfo->coef_bits) return 0;
+    for (int ci = 0; ci < cinfo->num_components; ci++)
+        for (int k = 0; k < DCTSIZE2; k++)
+            if (cinfo->coef_bits[ci][k] != 0) return 0;
+    return 1;
+}
+
 cjs_status cjs_decoder_start(cjs_decoder *d) {
     if (d->failed || d->stage < STAGE_HEADER_READ) return CJS_ERR_STATE;
     if (d->stage > STAGE_HEADER_READ) return CJS_OK;
     if (must_wait_for_all_input(d)) return CJS_NEED_DATA;
-    if (setjmp(d->err.jump)) { /* jpeg_start_decompress */
+    if (setjmp(d->err.jump)) { /* jpeg_start_decompress, jpeg_consume_input, jpeg_start_output */
         fail(d);
         return CJS_ERR_LIBJPEG;
     }
-    /* FALSE means suspended (a progressive image is absorbed here): retry after the next feed. */
-    if (!jpeg_start_decompress(&d->cinfo)) return CJS_NEED_DATA;
+    if (!d->decompress_started) {
+        if (jpeg_has_multiple_scans(&d->cinfo)) {
+            d->cinfo.buffered_image = TRUE;
+            d->buffered = 1;
+        }
+        /* FALSE means suspended: retry after the next feed. In buffered-image mode it returns at once. */
+        if (!jpeg_start_decompress(&d->cinfo)) return CJS_NEED_DATA;
+        d->decompress_started = 1;
+    }
+    if (d->buffered) {
+        /* Absorb scans until the one that completes every coefficient has started, or the end. */
+        while (!coefficients_complete(&d->cinfo)) {
+            progress_monitor((j_common_ptr)&d->cinfo); /* the scan limit, and stop requests */
+            int r = jpeg_consume_input(&d->cinfo);
+            if (r == JPEG_SUSPENDED) return CJS_NEED_DATA;
+            if (r == JPEG_REACHED_EOI) break;
+        }
+        /* Never suspends here: no colour quantization, so no dummy pass. */
+        if (!jpeg_start_output(&d->cinfo, d->cinfo.input_scan_number)) ERREXIT(&d->cinfo, JERR_CANT_SUSPEND);
+    }
     d->stage = STAGE_SCANNING;
     return CJS_OK;
 }
@@ -287,13 +327,37 @@ cjs_status cjs_decoder_read_rows(cjs_decoder *d, void *dst, size_t stride, uint3
     return done < max_rows ? CJS_NEED_DATA : CJS_OK;
 }
 
+/* A scan after the output scan: a warning (and past the limit, an error), like corrupt data. */
+static void warn_late_scan(cjs_decoder *d) {
+    char message[JMSG_LENGTH_MAX];
+    snprintf(message, sizeof message, "scan %d comes after every coefficient was complete: ignored",
+             d->cinfo.input_scan_number);
+    cjs_error_warn((j_common_ptr)&d->cinfo, message);
+}
+
 cjs_status cjs_decoder_finish(cjs_decoder *d) {
     if (d->failed || d->stage < STAGE_FINISHING) return CJS_ERR_STATE;
     if (d->stage == STAGE_DONE) return CJS_DONE;
     if (must_wait_for_all_input(d)) return CJS_NEED_DATA;
-    if (setjmp(d->err.jump)) { /* jpeg_finish_decompress */
+    if (setjmp(d->err.jump)) { /* jpeg_finish_output, jpeg_consume_input, jpeg_finish_decompress */
         fail(d);
         return CJS_ERR_LIBJPEG;
+    }
+    if (d->buffered) {
+        if (!d->output_finished) {
+            /* Reads the rest of the output scan, up to the next SOS or EOI. */
+            if (!jpeg_finish_output(&d->cinfo)) return CJS_NEED_DATA;
+            d->output_finished = 1;
+            if (d->cinfo.input_scan_number > d->cinfo.output_scan_number) warn_late_scan(d);
+        }
+        /* Scans after the one the image came from: a conforming stream has none (every coefficient
+           was complete). They are read to the end, counted as warnings, and change nothing. */
+        while (!jpeg_input_complete(&d->cinfo)) {
+            progress_monitor((j_common_ptr)&d->cinfo);
+            int r = jpeg_consume_input(&d->cinfo);
+            if (r == JPEG_SUSPENDED) return CJS_NEED_DATA;
+            if (r == JPEG_REACHED_SOS) warn_late_scan(d);
+        }
     }
     if (!jpeg_finish_decompress(&d->cinfo)) return CJS_NEED_DATA;
     d->stage = STAGE_DONE;

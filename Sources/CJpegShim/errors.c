@@ -83,6 +83,18 @@ void cjs_error_io(j_common_ptr cinfo, const char *what, int number) {
     longjmp(err->jump, 1);
 }
 
+void cjs_error_warn(j_common_ptr cinfo, const char *message) {
+    cjs_error_mgr *err = (cjs_error_mgr *)cinfo->err;
+    err->warnings++;
+    cinfo->err->num_warnings++;
+    snprintf(err->message, sizeof err->message, "%s", message);
+    err->message_code = 0;
+    if (err->warnings > err->warning_limit) {
+        err->too_many_warnings = 1;
+        longjmp(err->jump, 1);
+    }
+}
+
 void cjs_error_stopped(j_common_ptr cinfo) {
     cjs_error_mgr *err = (cjs_error_mgr *)cinfo->err;
     snprintf(err->message, sizeof err->message, "the decode was stopped");

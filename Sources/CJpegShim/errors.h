@@ -36,6 +36,8 @@ void cjs_error_init(cjs_error_mgr *err, unsigned warning_limit);
 void cjs_error_too_many_scans(j_common_ptr cinfo, const char *message);
 /** Fails the decode now as CJS_FAILURE_IO: "`what`: strerror(number)". */
 void cjs_error_io(j_common_ptr cinfo, const char *what, int number);
+/** Counts a warning of the shim's own (`message`), as corrupt data: past the limit, an error. */
+void cjs_error_warn(j_common_ptr cinfo, const char *message);
 /** Fails the decode now as CJS_FAILURE_STOPPED. */
 void cjs_error_stopped(j_common_ptr cinfo);
 /** Maps the last error's libjpeg code to a cjs_failure_kind. */

@@ -40,8 +40,8 @@ struct LoaderTests {
         func feed(into builder: ImageBuilder) async throws {
             for offset in stride(from: 0, to: data.count, by: 4096) {
                 // Bytes arrive slowly over a network: the previews (made on a thread of their own) are
-                // done before the last scan is in, when the image's rows come out and stop them.
-                if offset + 4096 >= data.count { try await Task.sleep(for: .milliseconds(300)) }
+                // done before the last scan starts, when the image's rows come out and stop them.
+                try await Task.sleep(for: .milliseconds(5))
                 try await builder.append(data[offset..<min(offset + 4096, data.count)])
             }
         }

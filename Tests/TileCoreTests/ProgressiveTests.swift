@@ -121,6 +121,35 @@ struct ProgressiveTests {
         }
     }
 
+    // MARK: - The last scan
+
+    @Test("the image's rows come out while the scan that completes every coefficient is still arriving")
+    func rowsBeforeTheLastByte() throws {
+        let data = try Synthetic.jpeg(.init(width: 1000, height: 1400, progressive: true))
+        let ends = Self.scanEnds(data)
+        let middle = (ends[ends.count - 2] + data.count) / 2  // halfway through the last scan
+        let builder = try TileBuilder(options: Self.options(.disk))
+        try builder.append(data.prefix(middle))
+        #expect(builder.rowsDecoded > 0 && builder.rowsDecoded < 1400, "\(builder.rowsDecoded) rows")
+        try builder.append(data[middle...])
+        #expect(try builder.finish().pixels(level: 0) == Reference.decode(data).image)
+    }
+
+    @Test("a scan after every coefficient is complete counts as a warning and changes nothing")
+    func scanAfterCompletion() throws {
+        let data = try Synthetic.jpeg(.init(width: 300, height: 200, progressive: true))
+        let end = try #require(Self.scanEnds(data).last)
+        let lastSOS = try #require((0..<end - 1).last { data[$0] == 0xFF && data[$0 + 1] == 0xDA })
+        let late = data.prefix(end) + data[lastSOS..<end] + [0xFF, 0xD9]  // the last scan twice
+        let builder = try TileBuilder(options: Self.options(.disk))
+        try builder.append(late)
+        let image = try builder.finish()
+        // libjpeg's own warnings for this stream (it reads the late scan too), and ours for the scan.
+        #expect(builder.warningCount == (try Reference.decode(late).warnings) + 1)
+        // The image as of the scan that completed every coefficient: the stream without the late scan.
+        #expect(try image.pixels(level: 0) == Reference.decode(data).image)
+    }
+
     // MARK: - Previews
 
     @Test("previews after scans 1 and 2 are libjpeg's 1/8-scale decode of the stream cut after that scan, then the final image replaces them")
