@@ -5,7 +5,9 @@
  * window writer) and stays
  * in the stream (bytes after EOI are ignored), so plain JPEG seeds decode as they are; the pixel
  * limit is low so the fuzzer explores rather than allocates. It also picks whether truncated scan
- * data is accepted; scans are limited to 100 (scan floods among the seeds hit the limit). Once the
+ * data is accepted, and whether a multi-scan image's coefficients go to a file (a memfd) with the
+ * smallest window, so that every access moves it; scans are limited to 100 (scan floods among the
+ * seeds hit the limit). Once the
  * image is complete, the whole input is fed again as trailing bytes: the decoder must drop them
  * (its buffer may not grow).
  */
@@ -87,6 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             };
             int32_t error_number;
             if (cjs_pyramid_create(levels, count, TILE, &writer, progress, &p, &error_number) != CJS_OK) break;
+            if (((config >> 6) & 1) && cjs_decoder_coefficient_bytes(d) > 0 &&
+                cjs_decoder_use_coefficient_file(d, memfd_create("coefficients", 0), 1) != CJS_OK) break;
         }
         int r = pump(d, p, &stage);
         if (r != 0) {
