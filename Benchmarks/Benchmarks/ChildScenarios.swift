@@ -98,12 +98,13 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
             withExtendedLifetime(image) {}
             return
         }
-    case "net-stream-build":
+    case "net-stream-build", "net-stream-build-nopreview":
         // Build while downloading: HTTPImageSource streams the body into an ImageBuilder, with the
-        // previews a network source gets by default (ImageLoader's choice; set here as it would).
+        // previews a network source gets by default (ImageLoader's choice; set here as it would), or
+        // without previews.
         guard let url else { throw BenchmarkError("--url missing") }
         var options = BuildOptions()
-        options.preview = .afterScans(PreviewPolicy.automatic.scanCount(streaming: true))
+        options.preview = name == "net-stream-build-nopreview" ? .off : .afterScans(PreviewPolicy.automatic.scanCount(streaming: true))
         let builder = try ImageBuilder(options: options)
         // The first and last bytes' arrivals: when the source hands over a body part, before decoding it.
         let firstByte = Mutex<ContinuousClock.Instant?>(nil)
