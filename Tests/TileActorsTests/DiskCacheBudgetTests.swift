@@ -30,6 +30,30 @@ struct DiskCacheBudgetTests {
         #expect(flushes >= 2)
     }
 
+    @Test("a progressive JPEG's coefficient file counts against the budget while it exists, and is not flushed")
+    func coefficientFileCounts() async throws {
+        // 1000x700 4:2:0: blocks of 8x8, luma rounded up to 2x2 blocks (the MCU), chroma 1 block each.
+        let (width, height) = (1000, 700)
+        let lumaBlocks = ((width + 15) / 16 * 2) * ((height + 15) / 16 * 2)
+        let chromaBlocks = ((width + 15) / 16) * ((height + 15) / 16)
+        let coefficientBytes = (lumaBlocks + 2 * chromaBlocks) * 128
+        let data = try Synthetic.jpeg(.init(width: width, height: height, progressive: true))
+        let budget = DiskCacheBudget(dirtyByteThreshold: 1 << 40, totalByteBudget: 1 << 40)
+        var options = BuildOptions()
+        options.coefficientStorage = .disk
+        let builder = try ImageBuilder(options: options, budget: budget)
+        try await builder.append(data.prefix(data.count / 3))  // scans are still arriving
+        let image = try #require(await builder.image)
+        #expect(image.scratchByteCount == coefficientBytes)
+        #expect(image.bytesWritten == 0)
+        #expect(await budget.totalBytes == coefficientBytes)
+        #expect(await budget.dirtyBytes == 0)
+        try await builder.append(data.dropFirst(data.count / 3))
+        let complete = try await builder.finish()
+        #expect(complete.scratchByteCount == 0)
+        #expect(await budget.totalBytes == complete.totalByteCount)
+    }
+
     @Test("past a tiny total budget, the least recently used unopened store is evicted, an open one never")
     func evictsLeastRecentlyUsedUnopened() async throws {
         let folder = try Inputs.temporaryFolder()
