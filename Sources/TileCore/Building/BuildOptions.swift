@@ -57,7 +57,7 @@ public struct BuildOptions: Sendable, Hashable {
 /// decodes the scans so far again (their entropy decoding, at 1/8 scale), so for a local file, whose
 /// bytes all arrive at once, it only costs time.
 public enum PreviewPolicy: Sendable, Hashable {
-    /// Previews after the first two scans for sources that stream over a network (``ImageLoader``
+    /// Previews after the first two scans for sources that stream over a network (`ImageLoader`
     /// and the HTTP source decide), none for local files or a `TileBuilder` fed directly.
     case automatic
     /// No previews.

@@ -1,0 +1,156 @@
+import Testing
+import TestSupport
+import TileCore
+
+/// IIIF Image API 3.0 requests, against the specification's own examples (sections 4.1 to 4.7; its
+/// example image is 300x200: region `125,15,200,200` returns 175x185) and the tile arithmetic of its
+/// implementation notes.
+@Suite("IIIF image requests")
+struct ImageRequestTests {
+    static func resolve(_ path: String, _ width: Int = 300, _ height: Int = 200, limits: ImageRequest.Limits = .init())
+        throws -> ImageRequest.Resolved
+    {
+        try ImageRequest(path: path).resolve(width: width, height: height, limits: limits)
+    }
+
+    @Test("regions: the examples of section 4.1", arguments: [
+        ("full/max/0/default.jpg", [0, 0, 300, 200], "full"),
+        ("square/max/0/default.jpg", [50, 0, 200, 200], "50,0,200,200"),
+        ("125,15,120,140/max/0/default.jpg", [125, 15, 120, 140], "125,15,120,140"),
+        ("pct:41.6,7.5,40,70/max/0/default.jpg", [125, 15, 120, 140], "125,15,120,140"),
+        ("125,15,200,200/max/0/default.jpg", [125, 15, 175, 185], "125,15,175,185"),
+        ("pct:41.6,7.5,66.6,100/max/0/default.jpg", [125, 15, 175, 185], "125,15,175,185"),
+        ("0,0,300,200/max/0/default.jpg", [0, 0, 300, 200], "full"),
+    ])
+    func regions(path: String, expected: [Int], canonical: String) throws {
+        let r = try Self.resolve(path)
+        #expect([r.x, r.y, r.width, r.height] == expected)
+        #expect(r.canonicalPath == "\(canonical)/max/0/default.jpg")
+    }
+
+    @Test("sizes: the examples of section 4.2", arguments: [
+        ("full/max/0/default.jpg", ImageRequest.Limits(maxWidth: 200), 200, 133),
+        ("full/^max/0/default.jpg", ImageRequest.Limits(maxWidth: 360), 360, 240),
+        ("full/150,/0/default.jpg", .init(), 150, 100),
+        ("full/^360,/0/default.jpg", .init(), 360, 240),
+        ("full/,150/0/default.jpg", .init(), 225, 150),
+        ("full/^,240/0/default.jpg", .init(), 360, 240),
+        ("full/pct:50/0/default.jpg", .init(), 150, 100),
+        ("full/^pct:120/0/default.jpg", .init(), 360, 240),
+        ("full/225,100/0/default.jpg", .init(), 225, 100),
+        ("full/^360,360/0/default.jpg", .init(), 360, 360),
+        ("full/!225,100/0/default.jpg", .init(), 150, 100),
+        ("full/^!360,360/0/default.jpg", .init(), 360, 240),
+    ])
+    func sizes(path: String, limits: ImageRequest.Limits, width: Int, height: Int) throws {
+        let r = try Self.resolve(path, limits: limits)
+        #expect(r.scaledWidth == width && r.scaledHeight == height)
+        // Canonical: max when the maximum size was asked for, else w,h (^w,h when upscaled).
+        let size = path.split(separator: "/")[1]
+        let expected = size.hasSuffix("max") ? String(size) : (width > 300 || height > 200 ? "^" : "") + "\(width),\(height)"
+        #expect(r.canonicalPath == "full/\(expected)/0/default.jpg")
+        // The canonical form is itself a request for the same image.
+        let again = try Self.resolve(r.canonicalPath, limits: limits)
+        #expect(again == r)
+    }
+
+    @Test("sizes larger than the region need ^ (section 4.2), as do percentages over 100")
+    func upscalingNeedsTheCaret() throws {
+        for path in ["full/301,/0/default.jpg", "full/,201/0/default.jpg", "full/pct:120/0/default.jpg",
+                     "full/360,360/0/default.jpg", "125,15,120,140/121,/0/default.jpg"] {
+            #expect(thrownCode { try Self.resolve(path) } == .invalidArgument, "\(path)")
+        }
+        // !w,h never upscales without ^: it fits within the region.
+        #expect(try Self.resolve("full/!600,600/0/default.jpg").scaledWidth == 300)
+    }
+
+    @Test("rotation and mirroring: the examples of section 4.3; other angles are not offered")
+    func rotations() throws {
+        let cases: [(String, Int, Bool, String, Int, Int)] = [
+            ("0", 0, false, "0", 300, 200), ("180", 2, false, "180", 300, 200), ("90", 1, false, "90", 200, 300),
+            ("!0", 0, true, "!0", 300, 200), ("!180", 2, true, "!180", 300, 200), ("270.0", 3, false, "270", 200, 300),
+            ("360", 0, false, "360", 300, 200),
+        ]
+        for (text, turns, mirrored, canonical, w, h) in cases {
+            let r = try Self.resolve("full/max/\(text)/default.jpg")
+            #expect(r.quarterTurns == turns && r.mirrored == mirrored && r.outputWidth == w && r.outputHeight == h, "\(text)")
+            #expect(r.canonicalPath == "full/max/\(canonical)/default.jpg")
+        }
+        #expect(thrownCode { try Self.resolve("full/max/22.5/default.png") } == .unsupported)
+        #expect(thrownCode { try Self.resolve("full/max/361/default.jpg") } == .invalidArgument)
+    }
+
+    @Test("quality and format: sections 4.4 and 4.5")
+    func qualitiesAndFormats() throws {
+        #expect(try Self.resolve("full/max/0/gray.png").quality == .gray)
+        #expect(try Self.resolve("full/max/0/color.jpg").canonicalPath == "full/max/0/color.jpg")
+        #expect(ImageRequest.Format.png.mediaType == "image/png")
+        #expect(thrownCode { try Self.resolve("full/max/0/bitonal.jpg") } == .unsupported)
+        for format in ["tif", "gif", "jp2", "pdf", "webp"] {
+            #expect(thrownCode { try Self.resolve("full/max/0/default.\(format)") } == .unsupported, "\(format)")
+        }
+    }
+
+    @Test("the example of section 4.6: region, then size, then mirroring and rotation, then quality")
+    func orderOfImplementation() throws {
+        let r = try ImageRequest(path: "125,15,120,140/90,/!270/gray.jpg").resolve(width: 300, height: 200)
+        #expect([r.x, r.y, r.width, r.height] == [125, 15, 120, 140])
+        #expect(r.scaledWidth == 90 && r.scaledHeight == 105)  // 90 * 140 / 120
+        #expect(r.mirrored && r.quarterTurns == 3 && r.outputWidth == 105 && r.outputHeight == 90)
+        #expect(r.canonicalPath == "125,15,120,140/90,105/!270/gray.jpg")
+    }
+
+    @Test("tiles as the implementation notes compute them, edge tiles rounded up, resolve to themselves",
+          arguments: [(1000, 700, 256), (6000, 4000, 512), (18000, 18000, 256), (257, 1, 256)])
+    func tileArithmetic(width: Int, height: Int, tile: Int) throws {
+        var scale = 1
+        while true {
+            for m in 0..<((height + tile * scale - 1) / (tile * scale)) {
+                for n in 0..<((width + tile * scale - 1) / (tile * scale)) {
+                    // The notes' Python, written out.
+                    let xr = n * tile * scale, yr = m * tile * scale
+                    let wr = xr + tile * scale > width ? width - xr : tile * scale
+                    let hr = yr + tile * scale > height ? height - yr : tile * scale
+                    let ws = xr + tile * scale > width ? (width - xr + scale - 1) / scale : tile
+                    let hs = yr + tile * scale > height ? (height - yr + scale - 1) / scale : tile
+                    let r = try Self.resolve("\(xr),\(yr),\(wr),\(hr)/\(ws),\(hs)/0/default.jpg", width, height, limits: .default)
+                    #expect(r.scaledWidth == ws && r.scaledHeight == hs)
+                    let region = xr == 0 && yr == 0 && wr == width && hr == height ? "full" : "\(xr),\(yr),\(wr),\(hr)"
+                    #expect(r.canonicalPath == "\(region)/\(ws),\(hs)/0/default.jpg")
+                }
+            }
+            if (width + scale - 1) / scale <= tile && (height + scale - 1) / scale <= tile { break }  // one tile
+            scale *= 2
+        }
+    }
+
+    @Test("malformed requests give invalidArgument naming the parameter, never a trap", arguments: [
+        "", "full", "full/max/0", "full/max/0/default.jpg/extra", "full//0/default.jpg", "/max/0/default.jpg",
+        "1,2,3/max/0/default.jpg", "1,2,3,4,5/max/0/default.jpg", "-1,0,10,10/max/0/default.jpg", "+1,0,10,10/max/0/default.jpg",
+        "1.5,0,10,10/max/0/default.jpg", "0,0,0,10/max/0/default.jpg", "pct:0,0,0,10/max/0/default.jpg",
+        "pct:.5,0,10,10/max/0/default.jpg", "pct:1e2,0,10,10/max/0/default.jpg", "pct:1..2,0,10,10/max/0/default.jpg",
+        "99999999999999999999,0,1,1/max/0/default.jpg", "full/0,/0/default.jpg", "full/,/0/default.jpg",
+        "full/!100,/0/default.jpg", "full/pct:0/0/default.jpg", "full/pct:/0/default.jpg", "full/^^max/0/default.jpg",
+        "full/,^240/0/default.jpg", "full/max/-90/default.jpg", "full/max/!!90/default.jpg", "full/max/9e1/default.jpg",
+        "full/max/0/default", "full/max/0/.jpg", "full/max/0/best.jpg", "full/max/0/default.bmp", "full/max/0/default.JPG",
+        "400,0,10,10/max/0/default.jpg", "0,300,10,10/max/0/default.jpg", "full/max/0/default.jpg\u{0}",
+    ])
+    func malformed(path: String) {
+        let error = thrownError { try Self.resolve(path) }
+        #expect(error?.code == .invalidArgument, "\(path): \(String(describing: error))")
+        #expect(error.map { !$0.message.isEmpty } == true)
+    }
+
+    @Test("limits refuse oversize outputs before any work; max stays within them")
+    func limits() throws {
+        let limits = ImageRequest.Limits(maxWidth: 1000, maxArea: 500_000)
+        #expect(thrownCode { try Self.resolve("full/1001,/0/default.jpg", 18000, 18000, limits: limits) } == .tooLarge)
+        #expect(thrownCode { try Self.resolve("full/800,800/0/default.jpg", 18000, 18000, limits: limits) } == .tooLarge)
+        let max = try Self.resolve("full/max/0/default.jpg", 18000, 9000, limits: limits)
+        #expect(max.scaledWidth == 1000 && max.scaledHeight == 500)
+        #expect(max.canonicalPath == "full/max/0/default.jpg")
+        let area = try Self.resolve("full/max/0/default.jpg", 18000, 18000, limits: limits)
+        #expect(area.scaledWidth * area.scaledHeight <= 500_000 && area.scaledWidth == area.scaledHeight)
+        #expect(area.scaledWidth == 707)
+    }
+}
