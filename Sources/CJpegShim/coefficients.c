@@ -224,13 +224,23 @@ static void check_writes(j_common_ptr cinfo, cjs_coefficients *c) {
     fail_io(cinfo, 1, error);
 }
 
+/* Whether a write of rows overlapping [first, end) of `a` is queued or running. The lock held. */
+static int writing_rows(const cjs_coefficients *c, const cjs_block_array *a, JDIMENSION first, JDIMENSION end) {
+    for (const cjs_write_job *job = c->head; job; job = job->next)
+        if (job->array == a && job->first_row < end && first < job->first_row + job->count) return 1;
+    return 0;
+}
+
 /* Sends rows [first, end) of the window (dirty, leaving it) to the file; their buffers go with them. */
 static void write_behind_rows(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a, JDIMENSION first,
                               JDIMENSION end, JBLOCKROW *buffers) {
     if (first >= end) return;
     JDIMENSION count = end - first;
     cjs_write_job *job = c->writer_started ? malloc(sizeof *job + count * sizeof(JBLOCKROW)) : NULL;
-    if (!job) { /* no thread or no memory: write now */
+    if (!job) { /* no thread or no memory: write now, after any queued write of the same rows */
+        pthread_mutex_lock(&c->lock);
+        while (writing_rows(c, a, first, end)) pthread_cond_wait(&c->changed, &c->lock);
+        pthread_mutex_unlock(&c->lock);
         int error = write_rows(c, a, first, count, buffers, c->scratch);
         if (error) fail_io(cinfo, 1, error);
         pthread_mutex_lock(&c->lock);
@@ -251,23 +261,24 @@ static void write_behind_rows(j_common_ptr cinfo, cjs_coefficients *c, cjs_block
     pthread_mutex_unlock(&c->lock);
 }
 
-/* Whether a write of rows overlapping [first, end) of `a` is queued or running. The lock held. */
-static int writing_rows(const cjs_coefficients *c, const cjs_block_array *a, JDIMENSION first, JDIMENSION end) {
-    for (const cjs_write_job *job = c->head; job; job = job->next)
-        if (job->array == a && job->first_row < end && first < job->first_row + job->count) return 1;
-    return 0;
+
+/* Reads rows [first, end) into `rows` once no write of them is queued or running (on the decoder's
+   thread: a failed write behind fails the decode here). */
+static void read_current(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a, JDIMENSION first,
+                         JDIMENSION end, JBLOCKROW *rows) {
+    pthread_mutex_lock(&c->lock);
+    while (writing_rows(c, a, first, end)) pthread_cond_wait(&c->changed, &c->lock);
+    check_writes(cinfo, c);
+    pthread_mutex_unlock(&c->lock);
+    int error = read_rows(c, a, first, end - first, rows, c->scratch);
+    if (error) fail_io(cinfo, 0, error);
 }
 
 /* Loads rows [first, end) of the window from the file, those that were ever written. */
 static void load(j_common_ptr cinfo, cjs_coefficients *c, cjs_block_array *a, JDIMENSION first, JDIMENSION end) {
     if (end > a->first_undefined) end = a->first_undefined;
     if (first >= end) return;
-    pthread_mutex_lock(&c->lock);
-    while (writing_rows(c, a, first, end)) pthread_cond_wait(&c->changed, &c->lock);
-    check_writes(cinfo, c);
-    pthread_mutex_unlock(&c->lock);
-    int error = read_rows(c, a, first, end - first, a->rows + (first - a->window_start), c->scratch);
-    if (error) fail_io(cinfo, 0, error);
+    read_current(cinfo, c, a, first, end, a->rows + (first - a->window_start));
 }
 
 /*
@@ -420,12 +431,7 @@ static JBLOCKARRAY read_only_access(j_common_ptr cinfo, cjs_coefficients *c, cjs
     if (a->window_valid && a->window_start >= end && a->window_start < limit) limit = a->window_start;
     write_through(cinfo, c, a, target, limit);
     a->read_start = a->read_end = 0;
-    pthread_mutex_lock(&c->lock);
-    while (writing_rows(c, a, target, limit)) pthread_cond_wait(&c->changed, &c->lock);
-    check_writes(cinfo, c);
-    pthread_mutex_unlock(&c->lock);
-    int error = read_rows(c, a, target, limit - target, a->read_rows, c->scratch);
-    if (error) fail_io(cinfo, 0, error);
+    read_current(cinfo, c, a, target, limit, a->read_rows);
     a->read_start = target;
     a->read_end = limit;
     return a->read_rows + (start - target);
