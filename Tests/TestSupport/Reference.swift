@@ -3,7 +3,7 @@ public import Foundation
 public import TileCore
 
 /// An image as plain RGBA rows: the shape every reference in the tests works on.
-public struct RGBAImage: Equatable {
+public struct RGBAImage: Equatable, Sendable {
     public init(width: Int, height: Int, pixels: [UInt8]) {
         self.width = width
         self.height = height

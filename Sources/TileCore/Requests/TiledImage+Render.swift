@@ -1,0 +1,112 @@
+extension TiledImage {
+    /// Renders an image request resolved against this image's display size
+    /// (``ImageRequest/resolve(width:height:limits:)`` with ``width``... of level 0).
+    ///
+    /// Reads only the tiles the region covers, from the coarsest level that still has at least the
+    /// requested resolution and on whose pixel grid the region lies (a region off every coarser grid is
+    /// read from level 0; viewers' tile requests are on it), one `pread` or mapping per tile, shrinks
+    /// them by area averaging, then
+    /// mirrors, turns and converts to gray as asked. Upscaled sizes (`^`) repeat the nearest pixel.
+    /// Memory: one tile row of the region at that level, and the output.
+    /// - Throws: ``TileError/Code/notReady`` when a tile the region needs is not written yet, and what
+    ///   tile reads throw.
+    public func render(_ request: ImageRequest.Resolved) throws(TileError) -> RGBAPixels {
+        let full = try level(0)
+        guard request.x >= 0, request.y >= 0, request.width > 0, request.height > 0,
+              request.x + request.width <= full.width, request.y + request.height <= full.height
+        else { throw TileError(.invalidArgument, "the request was resolved for another image size") }
+        // The coarsest level whose copy of the region is still at least as large as the output, and on
+        // whose pixel grid the region lies exactly (its edges on multiples of 2^k, or the image's edge):
+        // a level's pixel is the mean of its 2^k x 2^k block of level 0, so the region is then exact.
+        func fits(_ k: Int) -> Bool {
+            let step = 1 << k
+            func aligned(_ start: Int, _ length: Int, _ total: Int) -> Bool {
+                start % step == 0 && ((start + length) % step == 0 || start + length == total)
+            }
+            return aligned(request.x, request.width, full.width) && aligned(request.y, request.height, full.height)
+                && (request.width + step - 1) >> k >= request.scaledWidth
+                && (request.height + step - 1) >> k >= request.scaledHeight
+        }
+        var k = 0
+        while k + 1 < levelCount && fits(k + 1) { k += 1 }
+        let x0 = request.x >> k, y0 = request.y >> k
+        let x1 = (request.x + request.width + (1 << k) - 1) >> k
+        let y1 = (request.y + request.height + (1 << k) - 1) >> k
+        let (width, height) = (x1 - x0, y1 - y0)
+        var resampler = AreaResampler(
+            inputWidth: width, inputHeight: height, outputWidth: min(request.scaledWidth, width),
+            outputHeight: min(request.scaledHeight, height))
+        try readRegion(level: k, x0: x0, y0: y0, x1: x1, y1: y1) { row in resampler.add(row: row) }
+        var pixels = RGBAPixels(width: resampler.outputWidth, height: resampler.outputHeight, bytes: resampler.output)
+        if pixels.width != request.scaledWidth || pixels.height != request.scaledHeight {
+            pixels = pixels.nearest(width: request.scaledWidth, height: request.scaledHeight)
+        }
+        let turns: [ImageOrientation] = request.mirrored
+            ? [.flipHorizontal, .transverse, .flipVertical, .transpose] : [.identity, .rotate90, .rotate180, .rotate270]
+        pixels = pixels.oriented(turns[request.quarterTurns & 3])
+        if request.quality == .gray { pixels.makeGray() }
+        return pixels
+    }
+
+    /// Calls `body` with each row of the region [x0, x1) x [y0, y1) of a level, top to bottom,
+    /// reading a tile row of it at a time.
+    private func readRegion(
+        level: Int, x0: Int, y0: Int, x1: Int, y1: Int, _ body: (UnsafeRawBufferPointer) -> Void
+    ) throws(TileError) {
+        let side = geometry.tileSize
+        let width = x1 - x0
+        var strip = [UInt8](repeating: 0, count: width * side * 4)
+        for tileRow in (y0 / side)...((y1 - 1) / side) {
+            let top = max(y0, tileRow * side), bottom = min(y1, (tileRow + 1) * side)
+            for tileColumn in (x0 / side)...((x1 - 1) / side) {
+                let left = max(x0, tileColumn * side), right = min(x1, (tileColumn + 1) * side)
+                do {
+                    try withTile(level: level, column: tileColumn, row: tileRow) { tile in
+                        strip.withUnsafeMutableBytes { out in
+                            for y in top..<bottom {
+                                let source = ((y - tileRow * side) * side + (left - tileColumn * side)) * 4
+                                let destination = ((y - top) * width + (left - x0)) * 4
+                                out.baseAddress!.advanced(by: destination).copyMemory(
+                                    from: tile.baseAddress!.advanced(by: source), byteCount: (right - left) * 4)
+                            }
+                        }
+                    }
+                } catch let error as TileError {
+                    throw error
+                } catch {
+                    throw TileError(.io, "reading tile (\(tileColumn), \(tileRow)) of level \(level): \(error)")
+                }
+            }
+            strip.withUnsafeBytes { rows in
+                for y in 0..<(bottom - top) {
+                    body(UnsafeRawBufferPointer(rebasing: rows[(y * width * 4)..<((y + 1) * width * 4)]))
+                }
+            }
+        }
+    }
+}
+
+extension RGBAPixels {
+    /// Scaled to `width` x `height` by repeating the nearest pixel (for upscaling).
+    func nearest(width: Int, height: Int) -> RGBAPixels {
+        var out = [UInt8](repeating: 0, count: width * height * 4)
+        for j in 0..<height {
+            let sy = min(self.height - 1, j * self.height / height)
+            for i in 0..<width {
+                let sx = min(self.width - 1, i * self.width / width)
+                for c in 0..<4 { out[(j * width + i) * 4 + c] = bytes[(sy * self.width + sx) * 4 + c] }
+            }
+        }
+        return RGBAPixels(width: width, height: height, bytes: out)
+    }
+
+    /// Every pixel to its luma (ITU-R BT.601 weights, rounded), alpha kept.
+    mutating func makeGray() {
+        for p in stride(from: 0, to: bytes.count, by: 4) {
+            let luma = (299 * Int(bytes[p]) + 587 * Int(bytes[p + 1]) + 114 * Int(bytes[p + 2]) + 500) / 1000
+            bytes[p] = UInt8(luma)
+            bytes[p + 1] = UInt8(luma)
+            bytes[p + 2] = UInt8(luma)
+        }
+    }
+}
