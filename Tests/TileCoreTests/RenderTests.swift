@@ -7,12 +7,22 @@ import TileCore
 /// whole-image decode: a crop, a mirror and quarter turns, BT.601 luma, and an exact area average.
 @Suite("Rendering image requests")
 struct RenderTests {
-    static let data = try! Synthetic.jpeg(.init(width: 1500, height: 1100, quality: 92))
-    static let image = try! TileBuilder.build(data: data)
-    static let full = try! Reference.decode(data).image
+    /// The input, its pyramid and libjpeg's decode of it, made afresh for each test (kept in no static:
+    /// the leak checker cannot follow the references a lazily initialized global holds).
+    struct Fixture {
+        let data: Data
+        let image: TiledImage
+        let full: RGBAImage
 
-    static func render(_ path: String) throws -> RGBAPixels {
-        try image.render(try ImageRequest(path: path).resolve(width: 1500, height: 1100))
+        init() throws {
+            data = try Synthetic.jpeg(.init(width: 1500, height: 1100, quality: 92))
+            image = try TileBuilder.build(data: data)
+            full = try Reference.decode(data).image
+        }
+
+        func render(_ path: String) throws -> RGBAPixels {
+            try image.render(try ImageRequest(path: path).resolve(width: 1500, height: 1100))
+        }
     }
 
     static func crop(_ source: RGBAImage, _ x: Int, _ y: Int, _ w: Int, _ h: Int) -> RGBAImage {
@@ -82,14 +92,16 @@ struct RenderTests {
         let parts = region.split(separator: ",").map { Int($0)! }
         let (x, y) = (parts[0], parts[1])
         let (w, h) = (min(parts[2], 1500 - x), min(parts[3], 1100 - y))
-        let rendered = try Self.render("\(region)/max/\(mirrored ? "!" : "")\(turns * 90)/default.png")
-        #expect(Self.asImage(rendered) == Self.turn(Self.crop(Self.full, x, y, w, h), mirrored: mirrored, turns: turns))
+        let f = try Fixture()
+        let rendered = try f.render("\(region)/max/\(mirrored ? "!" : "")\(turns * 90)/default.png")
+        #expect(Self.asImage(rendered) == Self.turn(Self.crop(f.full, x, y, w, h), mirrored: mirrored, turns: turns))
     }
 
     @Test("gray is BT.601 luma of each pixel, rounded")
     func gray() throws {
-        let rendered = try Self.render("40,50,300,200/max/0/gray.jpg")
-        let crop = Self.crop(Self.full, 40, 50, 300, 200)
+        let f = try Fixture()
+        let rendered = try f.render("40,50,300,200/max/0/gray.jpg")
+        let crop = Self.crop(f.full, 40, 50, 300, 200)
         for (i, p) in stride(from: 0, to: crop.pixels.count, by: 4).enumerated() {
             let r: Int = 299 * Int(crop.pixels[p])
             let g: Int = 587 * Int(crop.pixels[p + 1])
@@ -108,11 +120,12 @@ struct RenderTests {
         "square/pct:10/0/default.jpg", "1024,768,476,332/119,83/0/default.jpg",
     ])
     func reduced(path: String) throws {
+        let f = try Fixture()
         let request = try ImageRequest(path: path).resolve(width: 1500, height: 1100)
-        let rendered = try Self.image.render(request)
+        let rendered = try f.image.render(request)
         #expect(rendered.width == request.scaledWidth && rendered.height == request.scaledHeight)
         let reference = Self.areaAverage(
-            Self.crop(Self.full, request.x, request.y, request.width, request.height), request.scaledWidth, request.scaledHeight)
+            Self.crop(f.full, request.x, request.y, request.width, request.height), request.scaledWidth, request.scaledHeight)
         let differences = zip(rendered.bytes, reference.pixels).map { abs(Int($0) - Int($1)) }
         let mean = Double(differences.reduce(0, +)) / Double(differences.count)
         #expect(mean < 1.5 && differences.max()! <= 24, "\(path): mean \(mean), max \(differences.max()!)")
@@ -120,8 +133,9 @@ struct RenderTests {
 
     @Test("upscaled sizes repeat the nearest pixel")
     func upscaled() throws {
-        let rendered = try Self.render("10,20,30,40/^60,80/0/default.png")
-        let crop = Self.crop(Self.full, 10, 20, 30, 40)
+        let f = try Fixture()
+        let rendered = try f.render("10,20,30,40/^60,80/0/default.png")
+        let crop = Self.crop(f.full, 10, 20, 30, 40)
         for (j, i) in [(0, 0), (79, 59), (13, 31), (40, 1)] {
             let source = crop[i / 2, j / 2]
             #expect(Array(rendered.bytes[((j * 60 + i) * 4)..<((j * 60 + i) * 4 + 4)]) == Array(source))
@@ -130,8 +144,9 @@ struct RenderTests {
 
     @Test("a region whose tiles are not written yet is not ready")
     func notReady() throws {
+        let data = try Synthetic.jpeg(.init(width: 1500, height: 1100, quality: 92))
         let builder = try TileBuilder()
-        try builder.append(Self.data.prefix(Self.data.count / 3))
+        try builder.append(data.prefix(data.count / 3))
         try builder.waitUntilWritten()
         let image = try #require(builder.image)
         let bottom = try ImageRequest(path: "0,1000,100,100/max/0/default.jpg").resolve(width: 1500, height: 1100)
