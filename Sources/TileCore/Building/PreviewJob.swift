@@ -52,13 +52,8 @@ final class PreviewJob: @unchecked Sendable {
     private func run(
         prefix: [UInt8], image: TiledImage, files: LevelFiles, scratchDirectory: String, options: BuildOptions
     ) throws(TileError) {
-        for part in [prefix, [0xFF, 0xD9]] {  // the stream cut at the end of the scan, and an EOI
-            var failure: TileError?
-            part.withUnsafeBytes { bytes in
-                do throws(TileError) { try decoder.feed(bytes) } catch { failure = error }
-            }
-            if let failure { throw failure }
-        }
+        try decoder.feed(prefix)  // the stream cut at the end of the scan
+        try decoder.feed([UInt8]([0xFF, 0xD9]))  // and an EOI
         try decoder.endInput()
         guard try decoder.readHeader() != nil else { throw TileError(.corrupt, "the preview's header is incomplete") }
         let geometry = image.geometry

@@ -1,4 +1,5 @@
 internal import CJpegShim
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,6 +45,15 @@ final class JPEGDecoder {
     /// Copies the bytes in (`cjs_decoder_feed`).
     func feed(_ bytes: UnsafeRawBufferPointer) throws(TileError) {
         try check(cjs_decoder_feed(handle, bytes.baseAddress, bytes.count), "feed")
+    }
+
+    /// Copies the bytes of `Data`, `[UInt8]`, ... in (`cjs_decoder_feed`).
+    func feed(_ bytes: some ContiguousBytes) throws(TileError) {
+        var failure: TileError?
+        bytes.withUnsafeBytes { raw in
+            do throws(TileError) { try feed(raw) } catch { failure = error }
+        }
+        if let failure { throw failure }
     }
 
     func endInput() throws(TileError) { try check(cjs_decoder_end_input(handle), "end input") }

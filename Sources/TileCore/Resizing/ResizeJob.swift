@@ -59,7 +59,7 @@ struct ResizeJob {
                 _ = try decoder.readHeader()
                 throw TileError(.truncated, "the input ends inside the JPEG header")
             }
-            try feed(decoder, chunk)
+            try decoder.feed(chunk)
             header = try decoder.readHeader()
         }
         let size = try decoder.setScale(denominator: denominator)
@@ -92,7 +92,7 @@ struct ResizeJob {
             if decoder.isTruncated { throw TileError(.truncated, "the input ends before the image does") }
             guard !ended else { throw TileError(.truncated, "the input ends before the image does") }
             if let chunk = try reader.next() {
-                try feed(decoder, chunk)
+                try decoder.feed(chunk)
             } else {
                 try decoder.endInput()
                 ended = true
@@ -100,14 +100,6 @@ struct ResizeJob {
         }
         if decoder.isTruncated { throw TileError(.truncated, "the input ends before the image does") }
         return (size, resamplers)
-    }
-
-    private func feed(_ decoder: JPEGDecoder, _ chunk: Data) throws(TileError) {
-        var failure: TileError?
-        chunk.withUnsafeBytes { raw in
-            do throws(TileError) { try decoder.feed(raw) } catch { failure = error }
-        }
-        if let failure { throw failure }
     }
 
     private func encode(_ pixels: RGBAPixels, to path: String) throws(TileError) {
