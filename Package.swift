@@ -29,9 +29,14 @@ let package = Package(
             pkgConfig: "libjpeg",
             providers: [.apt(["libjpeg62-turbo-dev"])]
         ),
+        .systemLibrary(
+            name: "CLibPNG",
+            pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"])]
+        ),
         .target(
             name: "CJpegShim",
-            dependencies: ["CLibJPEG"],
+            dependencies: ["CLibJPEG", "CLibPNG"],
             cSettings: [.define("_GNU_SOURCE")]
         ),
         // libjpeg's ordinary whole-image decode, for tests and benchmarks to compare with: not shipped.

@@ -27,7 +27,8 @@ typedef struct {
 struct cjs_pyramid {
     pyramid_level *levels;
     uint32_t count;
-    const writer_methods *methods;
+    const writer_methods *methods;  /* NULL: no level files (CJS_WRITER_NONE) */
+    cjs_export *export_to;          /* or NULL */
     writer_shared shared;
     int lock_ready;
     aio_queue *aio;         /* band writer writing behind: its asynchronous writes */
@@ -70,8 +71,12 @@ static cjs_status push_row(cjs_pyramid *p, uint32_t index, const uint8_t *row) {
     if (l->rows_pushed >= l->geometry.height) return CJS_ERR_ARGUMENT;
     uint32_t y = l->rows_pushed++;
     int last = l->rows_pushed == l->geometry.height;
-    cjs_status s = p->methods->push_row(l->writer, row, y, last);
+    cjs_status s = p->methods ? p->methods->push_row(l->writer, row, y, last) : CJS_OK;
     if (s != CJS_OK) return s;
+    if (p->export_to && cjs_export_push_row(p->export_to, index, row) != CJS_OK) {
+        int32_t number = cjs_export_errno(p->export_to);
+        return writer_fail(&p->shared, number ? number : EIO);
+    }
     if (index + 1 < p->count) return shrink_into_next(p, index, row, last);
     return CJS_OK;
 }
@@ -119,11 +124,23 @@ static int geometry_is_valid(const cjs_level *g, uint32_t tile_size) {
            (uint64_t)g->y_offset + g->height <= (uint64_t)g->rows * tile_size;
 }
 
+/* The rows of the shrink from level i into level i + 1. */
+static cjs_status create_shrink(cjs_pyramid *p, uint32_t i, const cjs_level *levels) {
+    pyramid_level *l = &p->levels[i];
+    if (i + 1 < p->count) {
+        l->pending = malloc((size_t)levels[i].width * 4);
+        l->shrunk = malloc((size_t)levels[i + 1].width * 4 + 4);
+        if (!l->pending || !l->shrunk) return CJS_ERR_NOMEM;
+    }
+    return CJS_OK;
+}
+
 static cjs_status create_level(cjs_pyramid *p, uint32_t i, const cjs_level *levels, uint32_t tile_size,
                                const cjs_writer_config *config, uint32_t *progress) {
     pyramid_level *l = &p->levels[i];
     l->geometry = levels[i];
     if (!geometry_is_valid(&levels[i], tile_size)) return CJS_ERR_ARGUMENT;
+    if (!p->methods) return create_shrink(p, i, levels);
     size_t tile_bytes = (size_t)tile_size * tile_size * 4;
     /* The file's full size, sparse: no block is allocated before data arrives. */
     off_t file_bytes = (off_t)levels[i].columns * (off_t)levels[i].rows * (off_t)tile_bytes;
@@ -134,12 +151,7 @@ static cjs_status create_level(cjs_pyramid *p, uint32_t i, const cjs_level *leve
     };
     cjs_status s = p->methods->create(&setup, &l->writer);
     if (s != CJS_OK) return s;
-    if (i + 1 < p->count) {
-        l->pending = malloc((size_t)levels[i].width * 4);
-        l->shrunk = malloc((size_t)levels[i + 1].width * 4 + 4);
-        if (!l->pending || !l->shrunk) return CJS_ERR_NOMEM;
-    }
-    return CJS_OK;
+    return create_shrink(p, i, levels);
 }
 
 /* The worker and, when writing behind, the AIO queue. */
@@ -154,6 +166,7 @@ static cjs_status start_threads(cjs_pyramid *p) {
 static cjs_status check_config(const cjs_writer_config *c, uint32_t tile_size) {
     if (!c || tile_size < 16 || tile_size > 4096) return CJS_ERR_ARGUMENT;
     if (c->kind == CJS_WRITER_WINDOW) return CJS_OK;
+    if (c->kind == CJS_WRITER_NONE) return c->export_to ? CJS_OK : CJS_ERR_ARGUMENT;
     if (c->kind != CJS_WRITER_BANDS) return CJS_ERR_ARGUMENT;
     if (c->band_threading < CJS_BANDS_ON_CALLER || c->band_threading > CJS_BANDS_WRITE_BEHIND) return CJS_ERR_ARGUMENT;
     if (c->band_rows > tile_size || (c->band_rows && tile_size % c->band_rows)) return CJS_ERR_ARGUMENT;
@@ -171,8 +184,12 @@ cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t 
     cjs_pyramid *p = calloc(1, sizeof *p);
     if (!p) return CJS_ERR_NOMEM;
     p->count = count;
-    p->methods = writer->kind == CJS_WRITER_BANDS ? &band_writer_methods : &window_writer_methods;
-    p->shared.threaded = writer->kind == CJS_WRITER_BANDS && writer->band_threading != CJS_BANDS_ON_CALLER;
+    p->methods = writer->kind == CJS_WRITER_BANDS    ? &band_writer_methods
+                 : writer->kind == CJS_WRITER_WINDOW ? &window_writer_methods
+                                                     : NULL;
+    p->export_to = writer->export_to;
+    p->shared.threaded = (writer->kind == CJS_WRITER_BANDS && writer->band_threading != CJS_BANDS_ON_CALLER) ||
+                         writer->kind == CJS_WRITER_NONE;
     p->ring_slots = p->shared.threaded ? RING_SLOTS : 1;
     /* The lock exists whenever threaded, before anything can fail, so destroy can always take it. */
     if (p->shared.threaded) {
@@ -219,7 +236,7 @@ void cjs_pyramid_destroy(cjs_pyramid *p) {
     aio_queue_destroy(p->aio); /* waits for the writes in flight, which read the writers' buffers */
     for (uint32_t i = 0; p->levels && i < p->count; i++) {
         pyramid_level *l = &p->levels[i];
-        if (l->writer) p->methods->destroy(l->writer);
+        if (l->writer && p->methods) p->methods->destroy(l->writer);
         free(l->pending);
         free(l->shrunk);
     }

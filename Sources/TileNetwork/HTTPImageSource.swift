@@ -61,6 +61,25 @@ public struct HTTPImageSource: ImageSource {
     }
 
     public func feed(into builder: ImageBuilder) async throws {
+        try await stream(announce: { await builder.setExpectedBytes($0) }) { part in
+            try await builder.append(part)
+            return await builder.hasReachedEndOfImage
+        }
+    }
+
+    /// Streams the response body into an export, as ``feed(into:)-(ImageBuilder)`` does into a build.
+    public func feed(into exporter: ImageExporter) async throws {
+        try await stream(announce: { _ in }) { part in
+            try await exporter.append(part)
+            return await exporter.hasReachedEndOfImage
+        }
+    }
+
+    /// Makes the request and hands each body part to `consume`, which says when the image is
+    /// complete (the transfer stops there).
+    private func stream(
+        announce: (Int?) async -> Void, _ consume: (ByteBufferView) async throws -> Bool
+    ) async throws {
         let request = HTTPClientRequest(url: url)
         let response: HTTPClientResponse
         do { response = try await client.execute(request, timeout: timeout) } catch {
@@ -70,15 +89,13 @@ public struct HTTPImageSource: ImageSource {
             throw NetworkError(code: .httpStatus, url: url, status: Int(response.status.code), bytesReceived: 0)
         }
         let expected = response.headers.first(name: "content-length").flatMap { Int($0) }
-        await builder.setExpectedBytes(expected)
+        await announce(expected)
         var received = 0
         do {
             for try await buffer in response.body {
                 received += buffer.readableBytes
                 onBodyPart?(received, expected)
-                try await builder.append(buffer.readableBytesView)
-                // The image is complete at its end-of-image marker: stop the transfer there.
-                if await builder.hasReachedEndOfImage { return }
+                if try await consume(buffer.readableBytesView) { return }
             }
         } catch let error as TileError {
             throw error

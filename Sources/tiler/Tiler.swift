@@ -9,7 +9,9 @@ struct Tiler: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tiler",
         abstract: "Turn huge JPEGs into zoomable tile pyramids with bounded memory.",
-        subcommands: [DemoCommand.self, BuildCommand.self, RenderCommand.self, InfoCommand.self, ThumbCommand.self])
+        subcommands: [
+            DemoCommand.self, BuildCommand.self, ExportCommand.self, RenderCommand.self, InfoCommand.self, ThumbCommand.self,
+        ])
 
     static func main() async {
         // A file-size limit (ulimit -f) must end a build with an I/O error (EFBIG), not kill the tool.

@@ -14,14 +14,27 @@ final class PyramidWriter {
     private let levelCount: Int
     private let progress: TileRowCounters
     private let files: LevelFiles
+    /// Where the rows also go; stopped before the pyramid's threads are joined (a worker may be
+    /// waiting in it), released after.
+    private let export: ExportSession?
 
     /// Creates the pyramid over `files` (`cjs_pyramid_create`), which it keeps until its threads stop.
     /// - Throws: ``TileError/Code/invalidArgument`` for a band size that does not divide the tile size,
     ///   ``TileError/Code/io`` with the real errno when a level file cannot be sized (`EFBIG` under a
     ///   file-size limit, `ENOSPC`, ...).
-    init(geometry: TileGeometry, files: LevelFiles, progress: TileRowCounters, writer: LevelWriter) throws(TileError) {
+    /// - Parameters:
+    ///   - writer: how the level files are written; `nil` for none (the rows go only to `export`).
+    ///   - export: an export that takes every level's rows too; its levels must be the geometry's.
+    init(
+        geometry: TileGeometry, files: LevelFiles, progress: TileRowCounters, writer: LevelWriter?,
+        export: ExportSession? = nil
+    ) throws(TileError) {
+        precondition(writer != nil || export != nil, "a pyramid writes somewhere")
         var config = cjs_writer_config()
+        config.export_to = export?.handle
         switch writer {
+        case nil:
+            config.kind = Int32(CJS_WRITER_NONE.rawValue)
         case .window:
             config.kind = Int32(CJS_WRITER_WINDOW.rawValue)
         case .bands(let bands):
@@ -59,10 +72,14 @@ final class PyramidWriter {
         self.handle = handle
         self.progress = progress
         self.files = files
+        self.export = export
         levelCount = levels.count
     }
 
-    deinit { cjs_pyramid_destroy(handle) }
+    deinit {
+        export?.stop()
+        cjs_pyramid_destroy(handle)
+    }
 
     /// Lends a buffer for level-0 rows (RGBA), fills it with `body`, and hands the rows over to be
     /// tiled (on the writer's worker thread when writing overlaps).

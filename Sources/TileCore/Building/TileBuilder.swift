@@ -28,7 +28,23 @@ public final class TileBuilder {
         var image: TiledImage
         var store: StagedStore
         var writer: PyramidWriter
+        /// Tiles encoded from the rows as they come (``TileExporter``), or nil.
+        var export: ExportSession?
     }
+
+    /// What ``TileExporter`` asks of a build: an export fed the rows as they are decoded (when the
+    /// image needs no turning), and whether the level files are written too.
+    struct ExportTarget {
+        var name: String
+        var options: ExportOptions
+        var root: String
+        var writesStore: Bool
+    }
+
+    private let exportTarget: ExportTarget?
+    /// The export fed from this build's rows, once the header has been read (nil when the image is
+    /// turned: ``TileExporter`` then exports the finished pyramid).
+    private(set) var exportSession: ExportSession?
 
     /// The options this builder was created with.
     public let options: BuildOptions
@@ -63,8 +79,14 @@ public final class TileBuilder {
 
     /// Creates a builder; nothing is allocated on disk until the header has been read.
     /// - Throws: ``TileError/Code/io`` when the decoder cannot be allocated.
-    public init(options: BuildOptions = BuildOptions()) throws(TileError) {
+    public convenience init(options: BuildOptions = BuildOptions()) throws(TileError) {
+        try self.init(options: options, export: nil)
+    }
+
+    /// A builder whose rows also (or only) go to an export.
+    init(options: BuildOptions, export: ExportTarget?) throws(TileError) {
         self.options = options
+        exportTarget = export
         decoder = try JPEGDecoder(
             warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount,
             allowsTruncation: options.allowTruncated)
@@ -284,12 +306,14 @@ public final class TileBuilder {
         self.header = header
         let parts = try makePipelineParts(header)
         info = parts.info
+        exportSession = parts.export
         headerReader = HeaderReader()
-        return Pipeline(image: parts.image, store: parts.store, writer: parts.writer)
+        return Pipeline(image: parts.image, store: parts.store, writer: parts.writer, export: parts.export)
     }
 
     private func complete(_ p: Pipeline) throws(TileError) {
         try p.writer.finish()
+        try p.export?.waitUntilWritten()
         if case .persistent = options.storage {
             let geometry = p.image.geometry
             try p.store.publish(
@@ -307,7 +331,7 @@ public final class TileBuilder {
 
     /// Checks the header against the limits, then sizes the files: nothing touches the disk before.
     private func makePipelineParts(_ header: JPEGHeader) throws(TileError)
-        -> (image: TiledImage, store: StagedStore, writer: PyramidWriter, info: ImageInfo)
+        -> (image: TiledImage, store: StagedStore, writer: PyramidWriter, export: ExportSession?, info: ImageInfo)
     {
         guard header.width > 0, header.height > 0 else {
             throw TileError(.corrupt, "the frame header declares an empty image (\(header.width)x\(header.height))")
@@ -319,18 +343,27 @@ public final class TileBuilder {
         }
         let info = ImageInfo(header: header, segments: headerReader.segments)
         let orientation = options.orientation.resolve(exif: info.exifOrientation)
+        // An export streams when the rows come out upright; else it reads the finished store.
+        let streams = exportTarget != nil && orientation == .identity
         let geometry = try TileGeometry(
             storedWidth: header.width, storedHeight: header.height, orientation: orientation,
-            tileSize: options.tileSize, levels: options.levels)
+            tileSize: options.tileSize, levels: streams ? .count(64) : options.levels)
         let store = try StagedStore.create(options.storage, levelCount: geometry.levels.count)
         do {
             let image = TiledImage(
                 geometry: geometry, files: store.files, storePath: store.finalPath, complete: false)
+            var export: ExportSession?
+            if streams, let target = exportTarget {
+                let plan = try ExportPlan(
+                    name: target.name, width: geometry.width, height: geometry.height, options: target.options)
+                export = try ExportSession(plan: plan, root: target.root)
+            }
             let writer = try PyramidWriter(
-                geometry: geometry, files: store.files, progress: image.progress, writer: options.writer)
+                geometry: geometry, files: store.files, progress: image.progress,
+                writer: export == nil || exportTarget?.writesStore == true ? options.writer : nil, export: export)
             try decoder.storeCoefficients(
                 options.coefficientStorage, in: store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
-            return (image, store, writer, info)
+            return (image, store, writer, export, info)
         } catch {
             store.discard()
             throw error

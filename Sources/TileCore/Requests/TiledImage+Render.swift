@@ -50,7 +50,7 @@ extension TiledImage {
 
     /// Calls `body` with each row of the region [x0, x1) x [y0, y1) of a level, top to bottom,
     /// reading a tile row of it at a time.
-    private func readRegion(
+    func readRegion(
         level: Int, x0: Int, y0: Int, x1: Int, y1: Int, _ body: (UnsafeRawBufferPointer) -> Void
     ) throws(TileError) {
         let side = geometry.tileSize

@@ -1,0 +1,169 @@
+/* tile_codec.c: one tile into memory, as JPEG (a reused libjpeg compressor) or PNG (libpng). */
+#include <png.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+#include "tile_codec.h"
+
+static int bytes_reserve(cjs_bytes *b, size_t capacity) {
+    if (capacity <= b->capacity) return 1;
+    size_t grown = b->capacity ? b->capacity : 16384;
+    while (grown < capacity) grown *= 2;
+    uint8_t *data = realloc(b->data, grown);
+    if (!data) return 0;
+    b->data = data;
+    b->capacity = grown;
+    return 1;
+}
+
+/* ---- JPEG -------------------------------------------------------------------------------- */
+
+/* The destination: the whole capacity of a cjs_bytes, doubled when libjpeg fills it. */
+typedef struct {
+    struct jpeg_destination_mgr pub;
+    cjs_bytes *out;
+} bytes_destination;
+
+struct tile_jpeg {
+    struct jpeg_compress_struct cinfo;
+    cjs_error_mgr err;
+    bytes_destination dest;
+    int failed;
+};
+
+static void dest_init(j_compress_ptr cinfo) {
+    bytes_destination *d = (bytes_destination *)cinfo->dest;
+    if (!bytes_reserve(d->out, 65536)) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 0);
+    d->pub.next_output_byte = d->out->data;
+    d->pub.free_in_buffer = d->out->capacity;
+}
+
+static boolean dest_empty(j_compress_ptr cinfo) {
+    bytes_destination *d = (bytes_destination *)cinfo->dest;
+    size_t used = d->out->capacity; /* libjpeg calls this only when the buffer is full */
+    if (!bytes_reserve(d->out, used * 2)) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 1);
+    d->pub.next_output_byte = d->out->data + used;
+    d->pub.free_in_buffer = d->out->capacity - used;
+    return TRUE;
+}
+
+static void dest_term(j_compress_ptr cinfo) {
+    bytes_destination *d = (bytes_destination *)cinfo->dest;
+    d->out->length = d->out->capacity - d->pub.free_in_buffer;
+}
+
+cjs_status tile_jpeg_create(int quality, tile_jpeg **out) {
+    *out = NULL;
+    tile_jpeg *t = calloc(1, sizeof *t);
+    if (!t) return CJS_ERR_NOMEM;
+    cjs_error_init(&t->err, 0);
+    t->cinfo.err = &t->err.pub;
+    if (setjmp(t->err.jump)) { /* jpeg_create_compress, jpeg_set_defaults, jpeg_set_quality */
+        jpeg_destroy_compress(&t->cinfo);
+        free(t);
+        return CJS_ERR_LIBJPEG;
+    }
+    jpeg_create_compress(&t->cinfo);
+    t->cinfo.in_color_space = JCS_EXT_RGBX;
+    t->cinfo.input_components = 4;
+    jpeg_set_defaults(&t->cinfo);
+    jpeg_set_quality(&t->cinfo, quality >= 1 && quality <= 100 ? quality : 80, TRUE);
+    t->dest.pub.init_destination = dest_init;
+    t->dest.pub.empty_output_buffer = dest_empty;
+    t->dest.pub.term_destination = dest_term;
+    t->cinfo.dest = &t->dest.pub;
+    *out = t;
+    return CJS_OK;
+}
+
+void tile_jpeg_destroy(tile_jpeg *t) {
+    if (!t) return;
+    jpeg_destroy_compress(&t->cinfo);
+    free(t);
+}
+
+cjs_status tile_jpeg_encode(tile_jpeg *t, const uint8_t *rows, size_t stride, uint32_t width, uint32_t height,
+                            cjs_bytes *out) {
+    if (t->failed) return CJS_ERR_STATE;
+    if (width == 0 || height == 0 || width > 65500 || height > 65500) return CJS_ERR_ARGUMENT;
+    t->dest.out = out;
+    out->length = 0;
+    if (setjmp(t->err.jump)) { /* jpeg_start_compress, jpeg_write_scanlines, jpeg_finish_compress */
+        jpeg_abort_compress(&t->cinfo); /* the settings stay; the next tile starts afresh */
+        return t->err.pub.msg_code == JERR_OUT_OF_MEMORY ? CJS_ERR_NOMEM : CJS_ERR_LIBJPEG;
+    }
+    t->cinfo.image_width = width;
+    t->cinfo.image_height = height;
+    jpeg_start_compress(&t->cinfo, TRUE);
+    while (t->cinfo.next_scanline < height) {
+        JSAMPROW row[16];
+        uint32_t n = 0;
+        for (; n < 16 && t->cinfo.next_scanline + n < height; n++)
+            row[n] = (JSAMPROW)(rows + (size_t)(t->cinfo.next_scanline + n) * stride);
+        jpeg_write_scanlines(&t->cinfo, row, n);
+    }
+    jpeg_finish_compress(&t->cinfo);
+    return CJS_OK;
+}
+
+/* ---- PNG --------------------------------------------------------------------------------- */
+
+typedef struct {
+    cjs_bytes *out;
+    int out_of_memory;
+} png_sink;
+
+static void png_write(png_structp png, png_bytep data, size_t length) {
+    png_sink *sink = png_get_io_ptr(png);
+    if (!bytes_reserve(sink->out, sink->out->length + length)) {
+        sink->out_of_memory = 1;
+        png_error(png, "out of memory");
+    }
+    memcpy(sink->out->data + sink->out->length, data, length);
+    sink->out->length += length;
+}
+
+static void png_flush(png_structp png) { (void)png; }
+static void png_silent_warning(png_structp png, png_const_charp message) { (void)png, (void)message; }
+
+cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, uint32_t height, int gray,
+                           cjs_bytes *out) {
+    if (width == 0 || height == 0 || width > 1u << 20 || height > 1u << 20) return CJS_ERR_ARGUMENT;
+    png_sink sink = {.out = out};
+    out->length = 0;
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, png_silent_warning);
+    if (!png) return CJS_ERR_NOMEM;
+    png_infop info = png_create_info_struct(png);
+    if (!info || setjmp(png_jmpbuf(png))) { /* png_set_*, png_write_info, png_write_row, png_write_end */
+        png_destroy_write_struct(&png, info ? &info : NULL);
+        return sink.out_of_memory || !info ? CJS_ERR_NOMEM : CJS_ERR_LIBJPEG;
+    }
+    png_set_write_fn(png, &sink, png_write, png_flush);
+    png_set_IHDR(png, info, width, height, 8, gray ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    if (!gray) png_set_filler(png, 0, PNG_FILLER_AFTER); /* the rows' 4th byte is dropped */
+    for (uint32_t y = 0; y < height; y++) png_write_row(png, (png_const_bytep)(rows + (size_t)y * stride));
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    return CJS_OK;
+}
+
+cjs_status cjs_png_encode(const void *rows, size_t stride, uint32_t width, uint32_t height, int32_t gray,
+                          void **out, size_t *length) {
+    if (!rows || !out || !length || stride < (size_t)width * (gray ? 1 : 4)) return CJS_ERR_ARGUMENT;
+    *out = NULL;
+    *length = 0;
+    cjs_bytes bytes = {0};
+    cjs_status status = tile_png_encode(rows, stride, width, height, gray, &bytes);
+    if (status != CJS_OK) {
+        free(bytes.data);
+        return status;
+    }
+    *out = bytes.data;
+    *length = bytes.length;
+    return CJS_OK;
+}
+
+void cjs_free(void *pointer) { free(pointer); }

@@ -1,0 +1,34 @@
+/*
+ * tile_codec.h: encoders of one tile (or any small image) into memory, reused from tile to tile by
+ * one thread: a JPEG compressor whose settings are made once, and PNG through libpng. Each guards
+ * its library calls with its own setjmp; nothing calls back out.
+ */
+#ifndef CJS_TILE_CODEC_H
+#define CJS_TILE_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cjpeg_shim.h"
+
+/** A growable output buffer (malloc'd). */
+typedef struct {
+    uint8_t *data;
+    size_t length;
+    size_t capacity;
+} cjs_bytes;
+
+typedef struct tile_jpeg tile_jpeg;
+
+/** A JPEG compressor for RGBX rows (4 bytes a pixel, the 4th ignored) at `quality`, 4:2:0. */
+cjs_status tile_jpeg_create(int quality, tile_jpeg **out);
+void tile_jpeg_destroy(tile_jpeg *t);
+/** Encodes `height` rows of `width` pixels, `stride` bytes apart, into `out` (replacing its bytes). */
+cjs_status tile_jpeg_encode(tile_jpeg *t, const uint8_t *rows, size_t stride, uint32_t width, uint32_t height,
+                            cjs_bytes *out);
+
+/** Encodes RGBX rows (alpha dropped: an RGB PNG) or, with `gray`, 1-byte rows into `out`. */
+cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, uint32_t height, int gray,
+                           cjs_bytes *out);
+
+#endif
