@@ -40,7 +40,7 @@ let package = Package(
             cSettings: [.define("_GNU_SOURCE")]
         ),
         // libjpeg's ordinary whole-image decode, for tests and benchmarks to compare with: not shipped.
-        .target(name: "CJpegReference", dependencies: ["CLibJPEG"]),
+        .target(name: "CJpegReference", dependencies: ["CLibJPEG", "CLibPNG"]),
         .target(name: "TileCore", dependencies: ["CJpegShim"], swiftSettings: swiftSettings),
         .target(
             name: "TileActors",

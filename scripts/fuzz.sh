@@ -7,12 +7,12 @@ seconds=${1:-60}
 out=.build-fuzz
 mkdir -p "$out"
 if ! dpkg -s libjpeg62-turbo-dev libjpeg-turbo-progs >/dev/null 2>&1; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg62-turbo-dev libjpeg-turbo-progs >/dev/null
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg62-turbo-dev libjpeg-turbo-progs libpng-dev pkg-config >/dev/null
 fi
 clang=$(command -v clang || echo /opt/swift/usr/bin/clang)
-shim=(Sources/CJpegShim/{decoder,coefficients,errors,pyramid,writer,band_writer,window_writer,aio,rows,encoder}.c)
+shim=(Sources/CJpegShim/{decoder,coefficients,errors,pyramid,writer,band_writer,window_writer,aio,rows,encoder,export,tile_codec}.c)
 "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
-  -I Sources/CJpegShim/include -I Sources/CJpegShim Fuzz/decoder_fuzz.c "${shim[@]}" -ljpeg -lpthread \
+  -I Sources/CJpegShim/include -I Sources/CJpegShim Fuzz/decoder_fuzz.c "${shim[@]}" $(pkg-config --cflags --libs libpng) -ljpeg -lpthread \
   -o "$out/decoder_fuzz" 2>"$out/clang.log" || { cat "$out/clang.log"; exit 1; }
 swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/metadata_fuzz.swift \
   Sources/TileCore/{Decoding/{HeaderSegments,EXIFReader,ImageInfo,JPEGHeader},System/{InputFile,SystemCall},Geometry/ImageOrientation,TileError}.swift \

@@ -45,6 +45,47 @@ public enum Reference {
         return (RGBAImage(width: Int(result.width), height: Int(result.height), pixels: pixels), Int(result.warnings))
     }
 
+    /// libpng's whole-image decode of a PNG, to RGBA (alpha 255 for RGB files).
+    public static func decodePNG(_ data: Data) throws -> RGBAImage {
+        var result = cjs_reference_result()
+        var out: UnsafeMutableRawPointer?
+        let status = data.withUnsafeBytes { cjs_reference_decode_png($0.baseAddress, $0.count, &out, &result) }
+        guard status == 0, let out else {
+            let message = withUnsafeBytes(of: result.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            throw DecodeFailure(message: message)
+        }
+        defer { cjs_reference_free(out) }
+        let count = Int(result.width) * Int(result.height) * 4
+        return RGBAImage(
+            width: Int(result.width), height: Int(result.height),
+            pixels: [UInt8](UnsafeRawBufferPointer(start: out, count: count)))
+    }
+
+    /// A rectangle of an image.
+    public static func crop(_ image: RGBAImage, x: Int, y: Int, width: Int, height: Int) -> RGBAImage {
+        var out: [UInt8] = []
+        out.reserveCapacity(width * height * 4)
+        for row in y..<(y + height) {
+            let start = (row * image.width + x) * 4
+            out.append(contentsOf: image.pixels[start..<(start + width * 4)])
+        }
+        return RGBAImage(width: width, height: height, pixels: out)
+    }
+
+    /// Peak signal-to-noise ratio over the RGB channels, in dB (infinity for equal images).
+    public static func psnr(_ a: RGBAImage, _ b: RGBAImage) -> Double {
+        precondition(a.width == b.width && a.height == b.height, "images of different sizes")
+        var squared = 0.0
+        for p in stride(from: 0, to: a.pixels.count, by: 4) {
+            for c in 0..<3 {
+                let d = Double(a.pixels[p + c]) - Double(b.pixels[p + c])
+                squared += d * d
+            }
+        }
+        let mean = squared / Double(a.width * a.height * 3)
+        return mean == 0 ? .infinity : 10 * log10(255 * 255 / mean)
+    }
+
     /// Whether libjpeg's ordinary decode accepts `data`.
     public static func decodes(_ data: Data) -> Bool {
         do {

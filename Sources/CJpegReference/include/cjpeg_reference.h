@@ -28,6 +28,9 @@ int32_t cjs_reference_decode_scaled(const void *data, size_t length, uint32_t de
 /** Decodes a file (jpeg_stdio_src) a strip at a time and drops the pixels: djpeg's cost, for
  *  benchmarks. Returns 0, or -1 with result->message. */
 int32_t cjs_reference_decode_file_discard(const char *path, cjs_reference_result *result);
+/** Decodes a whole PNG in memory with libpng (png_image) to RGBA rows, width * 4 bytes each: for
+ *  tests of the exported PNG tiles. Returns 0, or -1 with result->message. */
+int32_t cjs_reference_decode_png(const void *data, size_t length, void **out, cjs_reference_result *result);
 /** Frees what cjs_reference_decode returned. */
 void cjs_reference_free(void *pointer);
 
