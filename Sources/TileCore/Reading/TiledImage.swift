@@ -156,6 +156,9 @@ public final class TiledImage: Sendable {
 
     func markFailed(_ error: TileError) { state.withLock { $0.failure = error } }
 
+    /// Whether the build behind this image failed (its reads throw).
+    var hasFailed: Bool { state.withLock { $0.failure != nil } }
+
     /// Bytes of the temporary files the build uses beside the level files (a progressive JPEG's
     /// coefficient file) while they exist; 0 once the build has ended, or when it needs none. Disk
     /// budgets count them (``bytesWritten`` counts the tiles).

@@ -1,16 +1,23 @@
+import Foundation
+
 extension TiledImage {
     /// Renders an image request resolved against this image's display size
     /// (``ImageRequest/resolve(width:height:limits:)`` with ``width``... of level 0).
     ///
     /// Reads only the tiles the region covers, from the coarsest level that still has at least the
-    /// requested resolution and on whose pixel grid the region lies (a region off every coarser grid is
-    /// read from level 0; viewers' tile requests are on it), one `pread` or mapping per tile, shrinks
-    /// them by area averaging, then
+    /// requested resolution, one `pread` or mapping per tile, shrinks them by area averaging, then
     /// mirrors, turns and converts to gray as asked. Upscaled sizes (`^`) repeat the nearest pixel.
+    /// A region on that level's pixel grid (its edges on multiples of 2^level, as viewers' tile
+    /// requests are) is exact: each level pixel is the mean of its block of full-size pixels. Another
+    /// region is read from the coarsest level that still has twice the requested resolution, its edges
+    /// rounded to that level's grid (at most a quarter of an output pixel off).
     /// Memory: one tile row of the region at that level, and the output.
-    /// - Throws: ``TileError/Code/notReady`` when a tile the region needs is not written yet, and what
-    ///   tile reads throw.
-    public func render(_ request: ImageRequest.Resolved) throws(TileError) -> RGBAPixels {
+    /// - Parameter deadline: until when to wait for tiles still being built (default: no wait).
+    /// - Throws: ``TileError/Code/notReady`` when a tile the region needs is not written by the
+    ///   deadline, and what tile reads throw.
+    public func render(_ request: ImageRequest.Resolved, waitingUntil deadline: ContinuousClock.Instant? = nil)
+        throws(TileError) -> RGBAPixels
+    {
         let full = try level(0)
         guard request.x >= 0, request.y >= 0, request.width > 0, request.height > 0,
               request.x + request.width <= full.width, request.y + request.height <= full.height
@@ -27,16 +34,29 @@ extension TiledImage {
                 && (request.width + step - 1) >> k >= request.scaledWidth
                 && (request.height + step - 1) >> k >= request.scaledHeight
         }
+        // Off the grid: the coarsest level with twice the output's resolution, edges rounded.
+        func roughlyFits(_ k: Int) -> Bool {
+            request.width >> k >= 2 * request.scaledWidth && request.height >> k >= 2 * request.scaledHeight
+        }
         var k = 0
         while k + 1 < levelCount && fits(k + 1) { k += 1 }
-        let x0 = request.x >> k, y0 = request.y >> k
-        let x1 = (request.x + request.width + (1 << k) - 1) >> k
-        let y1 = (request.y + request.height + (1 << k) - 1) >> k
+        var rounded = 0
+        while rounded + 1 < levelCount && roughlyFits(rounded + 1) { rounded += 1 }
+        var (x0, y0) = (request.x >> k, request.y >> k)
+        var x1 = (request.x + request.width + (1 << k) - 1) >> k
+        var y1 = (request.y + request.height + (1 << k) - 1) >> k
+        if rounded > k {
+            k = rounded
+            let half = 1 << (k - 1), top = try level(k)
+            (x0, y0) = ((request.x + half) >> k, (request.y + half) >> k)
+            x1 = min(top.width, max(x0 + 1, (request.x + request.width + half) >> k))
+            y1 = min(top.height, max(y0 + 1, (request.y + request.height + half) >> k))
+        }
         let (width, height) = (x1 - x0, y1 - y0)
         var resampler = AreaResampler(
             inputWidth: width, inputHeight: height, outputWidth: min(request.scaledWidth, width),
             outputHeight: min(request.scaledHeight, height))
-        try readRegion(level: k, x0: x0, y0: y0, x1: x1, y1: y1) { row in resampler.add(row: row) }
+        try readRegion(level: k, x0: x0, y0: y0, x1: x1, y1: y1, waitingUntil: deadline) { row in resampler.add(row: row) }
         var pixels = RGBAPixels(width: resampler.outputWidth, height: resampler.outputHeight, bytes: resampler.output)
         if pixels.width != request.scaledWidth || pixels.height != request.scaledHeight {
             pixels = pixels.nearest(width: request.scaledWidth, height: request.scaledHeight)
@@ -51,7 +71,8 @@ extension TiledImage {
     /// Calls `body` with each row of the region [x0, x1) x [y0, y1) of a level, top to bottom,
     /// reading a tile row of it at a time.
     func readRegion(
-        level: Int, x0: Int, y0: Int, x1: Int, y1: Int, _ body: (UnsafeRawBufferPointer) -> Void
+        level: Int, x0: Int, y0: Int, x1: Int, y1: Int, waitingUntil deadline: ContinuousClock.Instant? = nil,
+        _ body: (UnsafeRawBufferPointer) -> Void
     ) throws(TileError) {
         let side = geometry.tileSize
         let width = x1 - x0
@@ -60,6 +81,7 @@ extension TiledImage {
             let top = max(y0, tileRow * side), bottom = min(y1, (tileRow + 1) * side)
             for tileColumn in (x0 / side)...((x1 - 1) / side) {
                 let left = max(x0, tileColumn * side), right = min(x1, (tileColumn + 1) * side)
+                if let deadline { waitForTile(level: level, column: tileColumn, row: tileRow, until: deadline) }
                 do {
                     try withTile(level: level, column: tileColumn, row: tileRow) { tile in
                         strip.withUnsafeMutableBytes { out in
@@ -82,6 +104,20 @@ extension TiledImage {
                     body(UnsafeRawBufferPointer(rebasing: rows[(y * width * 4)..<((y + 1) * width * 4)]))
                 }
             }
+        }
+    }
+}
+
+extension TiledImage {
+    /// Returns once the tile is readable, the image has failed, or the deadline has passed (polling the
+    /// progress counters the writer threads publish, every 2 to 20 ms).
+    func waitForTile(level: Int, column: Int, row: Int, until deadline: ContinuousClock.Instant) {
+        var pause = Duration.milliseconds(2)
+        while !isTileReady(level: level, column: column, row: row) && !hasFailed {
+            let now = ContinuousClock.now
+            guard now < deadline else { return }
+            Thread.sleep(forTimeInterval: Double(min(pause, deadline - now).components.attoseconds) / 1e18)
+            pause = min(pause * 2, .milliseconds(20))
         }
     }
 }
