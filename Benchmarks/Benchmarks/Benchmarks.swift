@@ -83,6 +83,8 @@ struct Benchmarks: AsyncParsableCommand {
             results.append(result)
             if !json { print("  " + result.line(floor: results.first { $0.name == "decode-floor" })) }
         }
+        if !json, let comparison = ExportScenarios.compareWithVips() { print("  " + comparison) }
+        try? FileManager.default.removeItem(atPath: ExportScenarios.runFolder(parent: getpid()))
         if json { print(try ScenarioResult.json(results, input: input, megapixels: megapixels)) }
     }
 

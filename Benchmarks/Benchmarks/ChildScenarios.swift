@@ -133,6 +133,17 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
     case "info-read":
         try latencyReport(["warm": try ReadScenarios.infoReads(input: input)], to: report)
         return
+    case "export-dzi":
+        // tiler export's defaults: DeepZoom, 256-pixel tiles, no overlap, JPEG quality 80, tiles
+        // encoded from the build's rows on every core. Outputs stay until the run ends (see
+        // ExportScenarios.outputFolder).
+        try ExportScenarios.exportDZI(input: input)
+    case "files-floor":
+        try ExportScenarios.createFiles(input: input)
+    case "render-512":
+        let (cold, warm) = try ExportScenarios.renders(input: input)
+        try latencyReport(["warm": warm, "cold": cold], to: report)
+        return
     default:
         throw BenchmarkError("unknown scenario \(name)")
     }

@@ -40,6 +40,9 @@ struct Scenario {
             Scenario(name: "read-tile-1", kind: .inProcess, input: input, isLatency: true),
             Scenario(name: "read-tile-6", kind: .inProcess, input: input, isLatency: true),
             Scenario(name: "info-read", kind: .inProcess, input: input, isLatency: true),
+            Scenario(name: "export-dzi", kind: .inProcess, input: input),
+            Scenario(name: "files-floor", kind: .inProcess, input: input),
+            Scenario(name: "render-512", kind: .inProcess, input: input, isLatency: true),
             Scenario(name: "load-8-c1", kind: .inProcess, input: loaderInput),
             Scenario(name: "load-8-c2", kind: .inProcess, input: loaderInput),
             Scenario(name: "net-download-only", kind: .inProcess, input: input, childArguments: ["--url", networkURL]),
@@ -53,7 +56,7 @@ struct Scenario {
         list.append(tool("djpeg", ["-rgb", "-outfile", "/dev/null", input], name: "djpeg", input: input))
         list.append(
             tool(
-                "vips", ["dzsave", input, scratch + "/dz", "--tile-size", "256", "--overlap", "0", "--suffix", ".jpg[Q=80]"],
+                "vips", ["dzsave", input, "{out}/dz", "--tile-size", "256", "--overlap", "0", "--suffix", ".jpg[Q=80]"],
                 name: "vips-dzsave", input: input))
         list.append(
             tool("vipsthumbnail", [loaderInput, "-s", "1500", "-o", scratch + "/vt.jpg[Q=80]"], name: "vipsthumbnail", input: loaderInput))
@@ -109,11 +112,18 @@ struct Scenario {
             }
             // The child's own high-water mark (see ownPeakMiB); wait4's figure only as a fallback.
             return (seconds, extras.removeValue(forKey: "rss") ?? child.peakMiB, extras)
-        case .external(let executable, let arguments):
+        case .external(let executable, var arguments):
             let scratch = NSTemporaryDirectory() + "/tiledimagekit-bench-\(getpid())"
             try? FileManager.default.removeItem(atPath: scratch)
             try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: scratch) }
+            // An export's output goes to a folder of its own that stays until the run ends
+            // (ExportScenarios.runFolder says why).
+            if arguments.contains(where: { $0.contains("{out}") }) {
+                let out = ExportScenarios.runFolder(parent: getpid()) + "/vips-\(UUID().uuidString)"
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                arguments = arguments.map { $0.replacingOccurrences(of: "{out}", with: out) }
+            }
             let child = try ChildProcess.run(executable, arguments)
             guard child.exitStatus == 0 else { throw BenchmarkError("\(name) exited with \(child.exitStatus)") }
             return (child.seconds, child.peakMiB, [:])

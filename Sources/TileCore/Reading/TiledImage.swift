@@ -112,6 +112,27 @@ public final class TiledImage: Sendable {
             path: storePath)
     }
 
+    /// Reads rows `rows` of a tile (0 ..< tile size) into the start of `buffer`, one `pread` of just
+    /// those rows, where tiles are stored upright (identity orientation); else the whole tile, as
+    /// ``readTile(level:column:row:into:)`` does. Returns the row of the tile that `buffer` starts with.
+    func readTileRows(level: Int, column: Int, row: Int, rows: Range<Int>, into buffer: UnsafeMutableRawBufferPointer)
+        throws(TileError) -> Int
+    {
+        guard geometry.orientation == .identity, geometry.readsWholeTiles, rows.count < geometry.tileSize else {
+            try readTile(level: level, column: column, row: row, into: buffer)
+            return 0
+        }
+        let rowBytes = geometry.tileSize * 4
+        guard let destination = buffer.baseAddress, buffer.count >= rows.count * rowBytes,
+            rows.lowerBound >= 0, rows.upperBound <= geometry.tileSize
+        else { throw TileError(.invalidArgument, "rows \(rows) do not fit a tile or the buffer") }
+        let (offset, _) = try checkedLocation(level: level, column: column, row: row)
+        try SystemCall.readFully(
+            files.descriptors[level], into: destination, count: rows.count * rowBytes,
+            offset: offset + rows.lowerBound * rowBytes, what: "a tile of level \(level)", path: storePath)
+        return rows.lowerBound
+    }
+
     /// Reads one tile into a new array (see ``readTile(level:column:row:into:)``).
     public func readTile(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8] {
         var result = [UInt8](repeating: 0, count: geometry.tileByteCount)

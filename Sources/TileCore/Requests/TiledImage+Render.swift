@@ -77,26 +77,25 @@ extension TiledImage {
         let side = geometry.tileSize
         let width = x1 - x0
         var strip = [UInt8](repeating: 0, count: width * side * 4)
+        // One pread a tile (of just the rows needed) into this buffer: cheaper than faulting in the
+        // pages of a mapping that is released after each tile.
+        let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: geometry.tileByteCount, alignment: 64)
+        defer { tile.deallocate() }
         for tileRow in (y0 / side)...((y1 - 1) / side) {
             let top = max(y0, tileRow * side), bottom = min(y1, (tileRow + 1) * side)
             for tileColumn in (x0 / side)...((x1 - 1) / side) {
                 let left = max(x0, tileColumn * side), right = min(x1, (tileColumn + 1) * side)
                 if let deadline { waitForTile(level: level, column: tileColumn, row: tileRow, until: deadline) }
-                do {
-                    try withTile(level: level, column: tileColumn, row: tileRow) { tile in
-                        strip.withUnsafeMutableBytes { out in
-                            for y in top..<bottom {
-                                let source = ((y - tileRow * side) * side + (left - tileColumn * side)) * 4
-                                let destination = ((y - top) * width + (left - x0)) * 4
-                                out.baseAddress!.advanced(by: destination).copyMemory(
-                                    from: tile.baseAddress!.advanced(by: source), byteCount: (right - left) * 4)
-                            }
-                        }
+                let first = try readTileRows(
+                    level: level, column: tileColumn, row: tileRow,
+                    rows: (top - tileRow * side)..<(bottom - tileRow * side), into: tile)
+                strip.withUnsafeMutableBytes { out in
+                    for y in top..<bottom {
+                        let source = ((y - tileRow * side - first) * side + (left - tileColumn * side)) * 4
+                        let destination = ((y - top) * width + (left - x0)) * 4
+                        out.baseAddress!.advanced(by: destination).copyMemory(
+                            from: tile.baseAddress!.advanced(by: source), byteCount: (right - left) * 4)
                     }
-                } catch let error as TileError {
-                    throw error
-                } catch {
-                    throw TileError(.io, "reading tile (\(tileColumn), \(tileRow)) of level \(level): \(error)")
                 }
             }
             strip.withUnsafeBytes { rows in

@@ -6,9 +6,14 @@ struct AreaResampler {
     let inputHeight: Int
     let outputWidth: Int
     let outputHeight: Int
-    /// Per output column: the input columns it covers and their weights (summing to 1).
-    private let columnTaps: [[(index: Int, weight: Float)]]
+    /// Per output column x: its taps are tapIndex/tapWeight[tapStart[x] ..< tapStart[x + 1]], the
+    /// input columns it covers and their weights (summing to 1), flat so the row loop reads them in order.
+    private let tapStart: [Int]
+    private let tapIndex: [Int]
+    private let tapWeight: [Float]
     private var accumulator: [Float]
+    /// The current input row, shrunk horizontally (computed once, added to one or two output rows).
+    private var shrunk: [Float]
     private var outputRow = 0
     private var inputRow = 0
     private(set) var output: [UInt8]
@@ -19,8 +24,12 @@ struct AreaResampler {
         self.inputHeight = inputHeight
         self.outputWidth = outputWidth
         self.outputHeight = outputHeight
-        columnTaps = Self.taps(input: inputWidth, output: outputWidth)
+        let taps = Self.taps(input: inputWidth, output: outputWidth)
+        tapStart = taps.reduce(into: [0]) { $0.append($0.last! + $1.count) }
+        tapIndex = taps.flatMap { $0.map(\.index) }
+        tapWeight = taps.flatMap { $0.map(\.weight) }
         accumulator = [Float](repeating: 0, count: outputWidth * 4)
+        shrunk = [Float](repeating: 0, count: outputWidth * 4)
         output = [UInt8](repeating: 0, count: outputWidth * outputHeight * 4)
     }
 
@@ -46,39 +55,54 @@ struct AreaResampler {
         let scale = Double(inputHeight) / Double(outputHeight)
         var y0 = Double(inputRow), y1 = y0 + 1
         inputRow += 1
+        shrinkHorizontally(row)
         while y0 < y1 && outputRow < outputHeight {
             let rowEnd = Double(outputRow + 1) * scale
             let covered = min(y1, rowEnd) - y0
-            accumulate(row, weight: Float(covered / scale))
+            accumulate(weight: Float(covered / scale))
             y0 += covered
             if rowEnd - y0 < 1e-9 || (inputRow == inputHeight && y0 >= y1) { emitRow() }
         }
     }
 
-    private mutating func accumulate(_ row: UnsafeRawBufferPointer, weight: Float) {
-        accumulator.withUnsafeMutableBufferPointer { acc in
-            for x in 0..<outputWidth {
-                var r: Float = 0, g: Float = 0, b: Float = 0, a: Float = 0
-                for tap in columnTaps[x] {
-                    let p = tap.index &* 4
-                    r += Float(row[p]) * tap.weight
-                    g += Float(row[p &+ 1]) * tap.weight
-                    b += Float(row[p &+ 2]) * tap.weight
-                    a += Float(row[p &+ 3]) * tap.weight
+    private mutating func shrinkHorizontally(_ row: UnsafeRawBufferPointer) {
+        guard let base = row.baseAddress else { return }
+        tapStart.withUnsafeBufferPointer { start in
+            tapIndex.withUnsafeBufferPointer { index in
+                tapWeight.withUnsafeBufferPointer { weights in
+                    shrunk.withUnsafeMutableBytes { raw in
+                        let out = raw.bindMemory(to: SIMD4<Float>.self)
+                        for x in 0..<outputWidth {
+                            var sum = SIMD4<Float>()
+                            for t in start[x]..<start[x &+ 1] {
+                                let pixel = base.loadUnaligned(fromByteOffset: index[t] &* 4, as: SIMD4<UInt8>.self)
+                                sum += SIMD4<Float>(pixel) * weights[t]
+                            }
+                            out[x] = sum
+                        }
+                    }
                 }
-                acc[x &* 4] += r * weight
-                acc[x &* 4 &+ 1] += g * weight
-                acc[x &* 4 &+ 2] += b * weight
-                acc[x &* 4 &+ 3] += a * weight
+            }
+        }
+    }
+
+    private mutating func accumulate(weight: Float) {
+        shrunk.withUnsafeBufferPointer { row in
+            accumulator.withUnsafeMutableBufferPointer { acc in
+                for i in 0..<(outputWidth &* 4) { acc[i] += row[i] * weight }
             }
         }
     }
 
     private mutating func emitRow() {
-        let base = outputRow * outputWidth * 4
-        for i in 0..<(outputWidth * 4) {
-            output[base + i] = UInt8(max(0, min(255, (accumulator[i] + 0.5).rounded(.down))))
-            accumulator[i] = 0
+        let base = outputRow * outputWidth * 4, count = outputWidth * 4
+        accumulator.withUnsafeMutableBufferPointer { acc in
+            output.withUnsafeMutableBufferPointer { out in
+                for i in 0..<count {
+                    out[base &+ i] = UInt8(clamping: Int(acc[i] + 0.5))  // non-negative: truncation rounds down
+                    acc[i] = 0
+                }
+            }
         }
         outputRow += 1
     }
