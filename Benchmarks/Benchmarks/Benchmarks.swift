@@ -29,8 +29,10 @@ struct Benchmarks: AsyncParsableCommand {
     @Option(help: "Runs per scenario, at least 1.")
     var runs = 5
 
-    @Option(help: "Run only this scenario.")
+    @Option(help: "Run only these scenarios (names separated by commas).")
     var scenario: String?
+
+    var selected: Set<String>? { scenario.map { Set($0.split(separator: ",").map(String.init)) } }
 
     @Flag(help: "Print JSON instead of the table.")
     var json = false
@@ -42,8 +44,9 @@ struct Benchmarks: AsyncParsableCommand {
     func validate() throws {
         guard runs >= 1 else { throw ValidationError("--runs must be at least 1, not \(runs).") }
         guard rateMbps > 0 else { throw ValidationError("--rate-mbps must be positive.") }
-        if let scenario, !Scenario.all(input: "", loaderInput: "", networkURL: "").contains(where: { $0.name == scenario }) {
-            throw ValidationError("no scenario named '\(scenario)' (BENCHMARKS.md lists them).")
+        let names = Set(Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name))
+        for name in selected ?? [] where !names.contains(name) {
+            throw ValidationError("no scenario named '\(name)' (BENCHMARKS.md lists them).")
         }
     }
 
@@ -66,8 +69,8 @@ struct Benchmarks: AsyncParsableCommand {
         defer { Task { await server.stop() } }
         let networkURL = "http://127.0.0.1:\(server.port)/image.jpg"
         if !json { print("download scenarios: served on loopback at \(rateMbps) MB/s") }
-        for scenario in Scenario.all(input: input, loaderInput: loaderInput, networkURL: networkURL)
-        where self.scenario == nil || scenario.name == self.scenario {
+        let all = Scenario.all(input: input, loaderInput: loaderInput, networkURL: networkURL)
+        for scenario in all where selected?.contains(scenario.name) ?? true {
             guard scenario.isAvailable else {
                 if !json { print("  \(scenario.name): skipped (\(scenario.missing ?? "not available"))") }
                 continue
@@ -79,9 +82,21 @@ struct Benchmarks: AsyncParsableCommand {
                 : scenario.name.hasPrefix("thumbnailer-") ? loaderMegapixels * 100
                 : scenario.input == loaderInput && loaderInput != input ? loaderMegapixels : megapixels
             let scenarioRuns = scenario.name.hasPrefix("thumbnailer-") ? 1 : runs
-            let result = try scenario.measure(runs: scenarioRuns, megapixels: scenarioMegapixels)
-            results.append(result)
-            if !json { print("  " + result.line(floor: results.first { $0.name == "decode-floor" })) }
+            if scenario.name == "vips-dzsave" && results.contains(where: { $0.name == "vips-dzsave" }) { continue }
+            var measured: [ScenarioResult]
+            if scenario.name == "export-dzi", let vips = all.first(where: { $0.name == "vips-dzsave" && $0.isAvailable }),
+                selected?.contains(vips.name) ?? true
+            {
+                // Alternately with vips, which creates the same files: see ExportScenarios.runFolder.
+                let (ours, theirs) = try scenario.measurePaired(with: vips, runs: scenarioRuns, megapixels: scenarioMegapixels)
+                measured = [ours, theirs]
+            } else {
+                measured = [try scenario.measure(runs: scenarioRuns, megapixels: scenarioMegapixels)]
+            }
+            for result in measured {
+                results.append(result)
+                if !json { print("  " + result.line(floor: results.first { $0.name == "decode-floor" })) }
+            }
         }
         if !json, let comparison = ExportScenarios.compareWithVips() { print("  " + comparison) }
         try? FileManager.default.removeItem(atPath: ExportScenarios.runFolder(parent: getpid()))

@@ -94,6 +94,25 @@ struct Scenario {
             name: name, seconds: times, peakMiB: peaks, megapixels: megapixels, isLatency: isLatency, extras: extras)
     }
 
+    /// Runs this scenario and `other` alternately, `runs` times each: for two that contend for the same
+    /// resource (here the file system's inode allocator), so that both meet the same conditions.
+    func measurePaired(with other: Scenario, runs: Int, megapixels: Double) throws -> (ScenarioResult, ScenarioResult) {
+        var mine: [(seconds: Double, peakMiB: Double, extras: [String: Double])] = []
+        var theirs = mine
+        for _ in 0..<runs {
+            mine.append(try runOnce())
+            theirs.append(try other.runOnce())
+        }
+        func result(_ scenario: Scenario, _ runs: [(seconds: Double, peakMiB: Double, extras: [String: Double])]) -> ScenarioResult {
+            var extras: [String: [Double]] = [:]
+            for run in runs { for (key, value) in run.extras { extras[key, default: []].append(value) } }
+            return ScenarioResult(
+                name: scenario.name, seconds: runs.map(\.seconds), peakMiB: runs.map(\.peakMiB), megapixels: megapixels,
+                extras: extras)
+        }
+        return (result(self, mine), result(other, theirs))
+    }
+
     private func runOnce() throws -> (seconds: Double, peakMiB: Double, extras: [String: Double]) {
         switch kind {
         case .inProcess:

@@ -264,6 +264,7 @@ struct ExportTests {
         FileManager.default.createFile(atPath: "\(out)/file", contents: Data("x".utf8))
         #expect(thrownCode { try TileExporter(name: "x", outputDirectory: "\(out)/file") } == .invalidArgument)
         #expect(thrownCode { try TileExporter(name: "x", outputDirectory: "\(out)/missing") } == .io)
+        #expect(thrownCode { try TileExporter(name: "x", outputDirectory: "/proc") } == .io)  // not writable, even for root
         // Names that are not plain file names, options out of range.
         for name in ["", "../up", "a/b", ".hidden"] {
             #expect(thrownCode { try TileExporter(name: name, outputDirectory: out) } == .invalidArgument)

@@ -27,6 +27,31 @@ struct HTTPImageSourceTests {
         }
     }
 
+    @Test("a download exported as it arrives has the tiles of an export of the same bytes from memory")
+    func downloadExport() async throws {
+        let data = try Self.jpeg()
+        let server = try await TestHTTPServer(data: data, chunkSize: 4096)
+        defer { Task { await server.stop() } }
+        let folder = NSTemporaryDirectory() + "net-export-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var options = ExportOptions()
+        options.format = .png
+        let exporter = try ImageExporter(name: "net", outputDirectory: folder, options: options)
+        try await HTTPImageSource(url: server.url("/image")).feed(into: exporter)
+        let result = try await exporter.finish()
+        #expect(result.width == 640 && result.height == 480 && result.levelCount == 11)
+        let local = try TileExporter(name: "local", outputDirectory: folder, options: options)
+        try local.append(data)
+        _ = try local.finish()
+        for level in 0..<11 {
+            for name in try FileManager.default.contentsOfDirectory(atPath: "\(folder)/local_files/\(level)") {
+                let a = FileManager.default.contents(atPath: "\(folder)/net_files/\(level)/\(name)")
+                #expect(a != nil && a == FileManager.default.contents(atPath: "\(folder)/local_files/\(level)/\(name)"))
+            }
+        }
+    }
+
     @Test("the tiles of a download equal a build of the same bytes; redirects are followed")
     func downloadMatchesFileBuild() async throws {
         let data = try Self.jpeg()
