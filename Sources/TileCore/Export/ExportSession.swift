@@ -72,6 +72,14 @@ final class ExportSession {
     /// Fails the export: its threads stop and every wait returns.
     func stop() { cjs_export_fail(handle, ECANCELED) }
 
+    /// Stops the export and waits until its writing thread has ended: after this, nothing of it
+    /// writes below `root` (which may then be removed).
+    func stopAndWait() {
+        stop()
+        drained.wait()
+        drained.signal()
+    }
+
     /// Waits until every tile is written.
     /// - Throws: the first failure (a tile that could not be written or encoded, a stop).
     func waitUntilWritten() throws(TileError) {

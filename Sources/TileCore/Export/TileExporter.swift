@@ -117,8 +117,7 @@ public final class TileExporter {
     public func cancel() {
         guard result == nil, failure == nil else { return }
         failure = TileError(.cancelled, "the export was cancelled")
-        builder.cancel()
-        session = nil
+        stopWriting()
         removeTree(staging)
     }
 
@@ -126,11 +125,18 @@ public final class TileExporter {
         if let failure { throw failure }
         do { return try body() } catch {
             failure = error
-            builder.cancel()
-            session = nil
+            stopWriting()
             removeTree(staging)
             throw error
         }
+    }
+
+    /// Cancels the build and waits until no thread of the export writes any more.
+    private func stopWriting() {
+        builder.cancel()
+        builder.exportSession?.stopAndWait()
+        session?.stopAndWait()
+        session = nil
     }
 
     /// Exports a finished (or at least fully written) pyramid, in its display orientation.
@@ -196,7 +202,7 @@ public final class TileExporter {
             try session.waitUntilWritten()
             return session
         } catch {
-            session.stop()
+            session.stopAndWait()
             throw error
         }
     }

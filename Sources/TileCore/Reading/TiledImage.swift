@@ -196,6 +196,12 @@ public final class TiledImage: Sendable {
         return ((stored.row * l.storedColumns + stored.column) * geometry.tileByteCount, stored)
     }
 
+    /// The byte offset of a tile that can be read now (``TileError/Code/notReady`` or the build's
+    /// failure otherwise).
+    func checkedTileOffset(level: Int, column: Int, row: Int) throws(TileError) -> Int {
+        try checkedLocation(level: level, column: column, row: row).0
+    }
+
     private func checkedLocation(level: Int, column: Int, row: Int) throws(TileError) -> (Int, (column: Int, row: Int)) {
         let location = try locate(level: level, column: column, row: row)
         if let failure = state.withLock({ $0.failure }) { throw failure }
@@ -248,7 +254,7 @@ public final class TiledImage: Sendable {
             what: "a tile of level \(level)", path: storePath)
     }
 
-    private func mapping(level: Int) throws(TileError) -> MappedFile {
+    func mapping(level: Int) throws(TileError) -> MappedFile {
         let result: Result<MappedFile, TileError> = state.withLock { s in
             if let existing = s.mappings[level] { return .success(existing) }
             do throws(TileError) {

@@ -53,10 +53,14 @@ extension TiledImage {
             y1 = min(top.height, max(y0 + 1, (request.y + request.height + half) >> k))
         }
         let (width, height) = (x1 - x0, y1 - y0)
-        var resampler = AreaResampler(
-            inputWidth: width, inputHeight: height, outputWidth: min(request.scaledWidth, width),
-            outputHeight: min(request.scaledHeight, height))
-        try readRegion(level: k, x0: x0, y0: y0, x1: x1, y1: y1, waitingUntil: deadline) { row in resampler.add(row: row) }
+        let (outputWidth, outputHeight) = (min(request.scaledWidth, width), min(request.scaledHeight, height))
+        var resampler: AreaResampler
+        if geometry.orientation == .identity && geometry.readsWholeTiles {
+            resampler = try resampleMapped(level: k, x0: x0, y0: y0, x1: x1, y1: y1, outputWidth, outputHeight, deadline)
+        } else {
+            resampler = AreaResampler(inputWidth: width, inputHeight: height, outputWidth: outputWidth, outputHeight: outputHeight)
+            try readRegion(level: k, x0: x0, y0: y0, x1: x1, y1: y1, waitingUntil: deadline) { row in resampler.add(row: row) }
+        }
         var pixels = RGBAPixels(width: resampler.outputWidth, height: resampler.outputHeight, bytes: resampler.output)
         if pixels.width != request.scaledWidth || pixels.height != request.scaledHeight {
             pixels = pixels.nearest(width: request.scaledWidth, height: request.scaledHeight)
@@ -66,6 +70,36 @@ extension TiledImage {
         pixels = pixels.oriented(turns[request.quarterTurns & 3])
         if request.quality == .gray { pixels.makeGray() }
         return pixels
+    }
+
+    /// Resamples a region of an upright level straight from its mapped file: the resampler reads each
+    /// pixel where it lies in its tile (tiles of a tile row are consecutive blocks), so nothing is
+    /// copied; the mapping's pages are dropped again afterwards (the page cache keeps them), so the
+    /// process's resident set does not grow with the regions read.
+    private func resampleMapped(
+        level: Int, x0: Int, y0: Int, x1: Int, y1: Int, _ outputWidth: Int, _ outputHeight: Int,
+        _ deadline: ContinuousClock.Instant?
+    ) throws(TileError) -> AreaResampler {
+        let side = geometry.tileSize, tileBytes = geometry.tileByteCount
+        let l = try self.level(level)
+        let firstColumn = x0 / side
+        var resampler = AreaResampler(
+            inputWidth: x1 - x0, inputHeight: y1 - y0, outputWidth: outputWidth, outputHeight: outputHeight,
+            columnOffset: { i in ((x0 + i) / side - firstColumn) * tileBytes + (x0 + i) % side * 4 })
+        let view = try mapping(level: level)
+        let (firstRow, lastRow) = (y0 / side, (y1 - 1) / side)
+        defer { view.release(offset: firstRow * l.columns * tileBytes, byteCount: (lastRow - firstRow + 1) * l.columns * tileBytes) }
+        for tileRow in firstRow...lastRow {
+            // Every tile the region needs in this row readable (or the deadline passed, or failed).
+            let lastColumn = (x1 - 1) / side
+            if let deadline { waitForTile(level: level, column: lastColumn, row: tileRow, until: deadline) }
+            for column in [firstColumn, lastColumn] { _ = try checkedTileOffset(level: level, column: column, row: tileRow) }
+            let rowBase = view.base + (tileRow * l.columns + firstColumn) * tileBytes
+            for y in max(y0, tileRow * side)..<min(y1, (tileRow + 1) * side) {
+                resampler.add(rowStart: rowBase + (y - tileRow * side) * side * 4)
+            }
+        }
+        return resampler
     }
 
     /// Calls `body` with each row of the region [x0, x1) x [y0, y1) of a level, top to bottom,

@@ -9,7 +9,8 @@ struct AreaResampler {
     /// Per output column x: its taps are tapIndex/tapWeight[tapStart[x] ..< tapStart[x + 1]], the
     /// input columns it covers and their weights (summing to 1), flat so the row loop reads them in order.
     private let tapStart: [Int]
-    private let tapIndex: [Int]
+    /// The byte offset of each tap's input pixel from the row's start (4 * column for a plain row).
+    private let tapOffset: [Int]
     private let tapWeight: [Float]
     private var accumulator: [Float]
     /// The current input row, shrunk horizontally (computed once, added to one or two output rows).
@@ -18,7 +19,11 @@ struct AreaResampler {
     private var inputRow = 0
     private(set) var output: [UInt8]
 
-    init(inputWidth: Int, inputHeight: Int, outputWidth: Int, outputHeight: Int) {
+    /// - Parameter columnOffset: where input column i lies, in bytes from a row's start (default 4 * i:
+    ///   a plain row; a row of tiles in a mapped level file has its columns in blocks).
+    init(
+        inputWidth: Int, inputHeight: Int, outputWidth: Int, outputHeight: Int, columnOffset: ((Int) -> Int)? = nil
+    ) {
         precondition(outputWidth >= 1 && outputHeight >= 1 && outputWidth <= inputWidth && outputHeight <= inputHeight)
         self.inputWidth = inputWidth
         self.inputHeight = inputHeight
@@ -26,7 +31,7 @@ struct AreaResampler {
         self.outputHeight = outputHeight
         let taps = Self.taps(input: inputWidth, output: outputWidth)
         tapStart = taps.reduce(into: [0]) { $0.append($0.last! + $1.count) }
-        tapIndex = taps.flatMap { $0.map(\.index) }
+        tapOffset = taps.flatMap { $0.map { columnOffset?($0.index) ?? $0.index * 4 } }
         tapWeight = taps.flatMap { $0.map(\.weight) }
         accumulator = [Float](repeating: 0, count: outputWidth * 4)
         shrunk = [Float](repeating: 0, count: outputWidth * 4)
@@ -51,11 +56,17 @@ struct AreaResampler {
 
     /// Adds the next input row (RGBA, inputWidth * 4 bytes).
     mutating func add(row: UnsafeRawBufferPointer) {
-        precondition(inputRow < inputHeight && row.count >= inputWidth * 4)
+        precondition(row.count >= inputWidth * 4)
+        add(rowStart: row.baseAddress!)
+    }
+
+    /// Adds the next input row, whose columns lie at `columnOffset` bytes from `rowStart`.
+    mutating func add(rowStart: UnsafeRawPointer) {
+        precondition(inputRow < inputHeight)
         let scale = Double(inputHeight) / Double(outputHeight)
         var y0 = Double(inputRow), y1 = y0 + 1
         inputRow += 1
-        shrinkHorizontally(row)
+        shrinkHorizontally(rowStart)
         while y0 < y1 && outputRow < outputHeight {
             let rowEnd = Double(outputRow + 1) * scale
             let covered = min(y1, rowEnd) - y0
@@ -65,17 +76,16 @@ struct AreaResampler {
         }
     }
 
-    private mutating func shrinkHorizontally(_ row: UnsafeRawBufferPointer) {
-        guard let base = row.baseAddress else { return }
+    private mutating func shrinkHorizontally(_ base: UnsafeRawPointer) {
         tapStart.withUnsafeBufferPointer { start in
-            tapIndex.withUnsafeBufferPointer { index in
+            tapOffset.withUnsafeBufferPointer { offset in
                 tapWeight.withUnsafeBufferPointer { weights in
                     shrunk.withUnsafeMutableBytes { raw in
                         let out = raw.bindMemory(to: SIMD4<Float>.self)
                         for x in 0..<outputWidth {
                             var sum = SIMD4<Float>()
                             for t in start[x]..<start[x &+ 1] {
-                                let pixel = base.loadUnaligned(fromByteOffset: index[t] &* 4, as: SIMD4<UInt8>.self)
+                                let pixel = base.loadUnaligned(fromByteOffset: offset[t], as: SIMD4<UInt8>.self)
                                 sum += SIMD4<Float>(pixel) * weights[t]
                             }
                             out[x] = sum
@@ -99,7 +109,8 @@ struct AreaResampler {
         accumulator.withUnsafeMutableBufferPointer { acc in
             output.withUnsafeMutableBufferPointer { out in
                 for i in 0..<count {
-                    out[base &+ i] = UInt8(clamping: Int(acc[i] + 0.5))  // non-negative: truncation rounds down
+                    // Clamped first, so the conversion (truncation: floor for these) is in range.
+                    out[base &+ i] = UInt8(min(max(acc[i] + 0.5, 0), 255))
                     acc[i] = 0
                 }
             }
