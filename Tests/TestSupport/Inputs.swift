@@ -56,3 +56,16 @@ public actor Recorder<Event: Sendable> {
     public private(set) var events: [Event] = []
     public func record(_ event: Event) { events.append(event) }
 }
+
+/// Every regular file below `root`, as paths relative to it, sorted.
+public func regularFiles(below root: String) -> [String] {
+    let enumerator = FileManager.default.enumerator(atPath: root)
+    var found: [String] = []
+    while let path = enumerator?.nextObject() as? String {
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: "\(root)/\(path)", isDirectory: &isFolder), !isFolder.boolValue {
+            found.append(path)
+        }
+    }
+    return found.sorted()
+}

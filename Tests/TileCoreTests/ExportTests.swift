@@ -15,18 +15,7 @@ struct ExportTests {
         return path
     }
 
-    /// Every regular file below `root`, relative, sorted.
-    static func files(_ root: String) -> [String] {
-        let enumerator = FileManager.default.enumerator(atPath: root)
-        var found: [String] = []
-        while let path = enumerator?.nextObject() as? String {
-            var isFolder: ObjCBool = false
-            if FileManager.default.fileExists(atPath: "\(root)/\(path)", isDirectory: &isFolder), !isFolder.boolValue {
-                found.append(path)
-            }
-        }
-        return found.sorted()
-    }
+    static func files(_ root: String) -> [String] { regularFiles(below: root) }
 
     /// DeepZoom's levels, from its definition: level N (the highest) is the full size, each level
     /// below is half the one above rounded up, level 0 is 1x1.

@@ -9,17 +9,7 @@ import TileCore
 struct ExportCommandTests {
     static let vips = ["/usr/bin/vips", "/usr/local/bin/vips"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
-    static func files(_ root: String) -> [String] {
-        let enumerator = FileManager.default.enumerator(atPath: root)
-        var found: [String] = []
-        while let path = enumerator?.nextObject() as? String {
-            var isFolder: ObjCBool = false
-            if FileManager.default.fileExists(atPath: "\(root)/\(path)", isDirectory: &isFolder), !isFolder.boolValue {
-                found.append(path)
-            }
-        }
-        return found.sorted()
-    }
+    static func files(_ root: String) -> [String] { regularFiles(below: root) }
 
     /// A 1300x900 photograph-like JPEG (smooth gradients and rings) in a fresh folder.
     static func folder() throws -> String {
