@@ -55,3 +55,14 @@ extension TiledImage {
         return TiledImage(geometry: geometry, files: LevelFiles(descriptors: fds), storePath: path, complete: true)
     }
 }
+
+extension TiledImage {
+    /// The byte count of the JPEG a persistent store was built from (its manifest's), or nil when
+    /// `path` holds no readable store: for callers that reuse a store while its source is unchanged.
+    public static func sourceByteCount(ofStore path: String) -> Int? {
+        (try? StoreManifest.read(store: path))?.sourceByteCount
+    }
+
+    /// The file in a store folder whose modification time says when the store was published.
+    public static let storeManifestName = StoreManifest.fileName
+}

@@ -73,7 +73,7 @@ extension ImageRequest {
     /// Applies the request to an image of `width` x `height` pixels (display orientation).
     /// - Throws: ``TileError/Code/invalidArgument`` for a region outside the image, a size larger than
     ///   the region without `^`, or an empty result; ``TileError/Code/tooLarge`` past `limits`;
-    ///   ``TileError/Code/unsupported`` for a rotation other than a multiple of 90 degrees, `bitonal`,
+    ///   ``TileError/Code/unsupported`` for a rotation other than a multiple of 90 degrees,
     ///   or a format other than `jpg` and `png`.
     public func resolve(width: Int, height: Int, limits: Limits = .default) throws(TileError) -> Resolved {
         guard width > 0, height > 0 else { throw TileError(.invalidArgument, "the image is empty (\(width)x\(height))") }
@@ -82,7 +82,6 @@ extension ImageRequest {
         guard rotation.truncatingRemainder(dividingBy: 90) == 0 else {
             throw TileError(.unsupported, "rotation \(Self.number(rotation)): only multiples of 90 degrees are offered")
         }
-        guard quality != .bitonal else { throw TileError(.unsupported, "quality bitonal is not offered (default, color, gray)") }
         guard format == .jpg || format == .png else {
             throw TileError(.unsupported, "format \(format.rawValue) is not offered (jpg, png)")
         }

@@ -6,7 +6,7 @@
 /// canonical form. Every malformed request throws a ``TileError`` naming the parameter:
 /// ``TileError/Code/invalidArgument`` for bad syntax or values the specification forbids (an HTTP
 /// server answers 400), ``TileError/Code/unsupported`` for valid requests of features not offered
-/// (arbitrary rotations, `bitonal`, formats other than `jpg` and `png`; 501), and
+/// (arbitrary rotations, formats other than `jpg` and `png`; 501), and
 /// ``TileError/Code/tooLarge`` for outputs past the limits (400).
 public struct ImageRequest: Sendable, Hashable {
     /// The part of the full image requested, in display orientation.

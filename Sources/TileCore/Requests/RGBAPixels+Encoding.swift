@@ -54,8 +54,8 @@ extension RGBAPixels {
 }
 
 extension TiledImage {
-    /// Renders a request (``render(_:waitingUntil:)``) and encodes it in its format (gray quality as
-    /// a gray image).
+    /// Renders a request (``render(_:waitingUntil:)``) and encodes it in its format (gray and bitonal
+    /// qualities as gray images).
     /// - Parameters:
     ///   - quality: JPEG quality, default 85.
     ///   - iccProfile: the source's colour profile, kept in JPEGs (``ImageInfo/iccProfile``).
@@ -68,6 +68,8 @@ extension TiledImage {
             throw TileError(.unsupported, "the \(request.format.rawValue) format is not offered (jpg and png are)")
         }
         let pixels = try render(request, waitingUntil: deadline)
-        return try pixels.encoded(as: request.format, quality: quality, gray: request.quality == .gray, iccProfile: iccProfile)
+        return try pixels.encoded(
+            as: request.format, quality: quality, gray: request.quality == .gray || request.quality == .bitonal,
+            iccProfile: iccProfile)
     }
 }

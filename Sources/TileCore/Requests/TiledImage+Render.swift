@@ -68,7 +68,8 @@ extension TiledImage {
         let turns: [ImageOrientation] = request.mirrored
             ? [.flipHorizontal, .transverse, .flipVertical, .transpose] : [.identity, .rotate90, .rotate180, .rotate270]
         pixels = pixels.oriented(turns[request.quarterTurns & 3])
-        if request.quality == .gray { pixels.makeGray() }
+        if request.quality == .gray || request.quality == .bitonal { pixels.makeGray() }
+        if request.quality == .bitonal { pixels.makeBitonal() }
         return pixels
     }
 
@@ -167,6 +168,16 @@ extension RGBAPixels {
             }
         }
         return RGBAPixels(width: width, height: height, bytes: out)
+    }
+
+    /// Gray pixels to black (below 128) or white, alpha kept.
+    mutating func makeBitonal() {
+        for p in stride(from: 0, to: bytes.count, by: 4) {
+            let value: UInt8 = bytes[p] < 128 ? 0 : 255
+            bytes[p] = value
+            bytes[p + 1] = value
+            bytes[p + 2] = value
+        }
     }
 
     /// Every pixel to its luma (ITU-R BT.601 weights, rounded), alpha kept.
