@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "TileCore", targets: ["TileCore"]),
         .library(name: "TileActors", targets: ["TileActors"]),
         .library(name: "TileNetwork", targets: ["TileNetwork"]),
+        .library(name: "TileServer", targets: ["TileServer"]),
         .executable(name: "tiler", targets: ["tiler"]),
     ],
     dependencies: [
@@ -20,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // `swift package generate-documentation --target TileCore` (the DocC catalogs in Sources/*/*.docc).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -76,10 +79,34 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // IIIF and DeepZoom over HTTP (Hummingbird 2): a library a Swift server can mount, and `tiler serve`.
+        .target(
+            name: "TileServer",
+            dependencies: [
+                "TileActors", "TileCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TileServerTests",
+            dependencies: [
+                "TileServer", "TileActors", "TileCore", "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "tiler",
             dependencies: [
-                "TileCore", "TileActors", "TileNetwork",
+                "TileCore", "TileActors", "TileNetwork", "TileServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

@@ -10,7 +10,8 @@ struct Tiler: AsyncParsableCommand {
         commandName: "tiler",
         abstract: "Turn huge JPEGs into zoomable tile pyramids with bounded memory.",
         subcommands: [
-            DemoCommand.self, BuildCommand.self, ExportCommand.self, RenderCommand.self, InfoCommand.self, ThumbCommand.self,
+            DemoCommand.self, BuildCommand.self, ExportCommand.self, ServeCommand.self, RenderCommand.self, InfoCommand.self,
+            ThumbCommand.self,
         ])
 
     static func main() async {

@@ -1,0 +1,172 @@
+public import Foundation
+public import TileActors
+public import TileCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The images a server offers: every JPEG (`.jpg`, `.jpeg`) and every store (`.tiles`) directly in
+/// one folder, named by their file name without the extension.
+///
+/// A JPEG is built into a persistent store in the cache folder on its first request, once however
+/// many requests arrive, through a ``HeavyWorkQueue`` (builds at once are limited); its image is
+/// handed out as soon as its header is read, so tiles of rows already decoded can be served while
+/// the rest is built. The store is reused while the source keeps its size and is not newer than it.
+public actor ImageCatalog {
+    /// Why an identifier has no image.
+    public enum LookupError: Error, Sendable, Equatable {
+        /// Not a plain name (a path, `..`, a hidden name, control characters): never looked up.
+        case invalidIdentifier
+        /// No JPEG or store of that name in the folder.
+        case notFound
+        /// The build of the JPEG failed.
+        case failed(TileError)
+    }
+
+    public nonisolated let root: String
+    public nonisolated let cache: String
+    private let builds: HeavyWorkQueue
+    private var entries: [String: Entry] = [:]
+
+    private enum Entry {
+        case building(ImageBuilder, Task<TiledImage, any Error>)
+        case ready(TiledImage)
+        case failed(TileError)
+    }
+
+    /// - Parameters:
+    ///   - root: the folder of images.
+    ///   - cache: where JPEGs' stores are built (created if missing).
+    ///   - concurrentBuilds: builds at once, at least 1.
+    public init(root: String, cache: String, concurrentBuilds: Int = 1) throws(TileError) {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
+            throw TileError(.invalidArgument, "\(root) is not a folder")
+        }
+        do { try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true) } catch {
+            throw TileError(.io, "cannot create the cache folder \(cache): \(error.localizedDescription)")
+        }
+        self.root = root
+        self.cache = cache
+        builds = HeavyWorkQueue(maximumConcurrency: max(1, concurrentBuilds))
+    }
+
+    /// Whether `id` may name an image: letters, digits, `-`, `_` and `.`, not first, at most 200.
+    public static func isValidIdentifier(_ id: String) -> Bool {
+        guard !id.isEmpty, id.utf8.count <= 200, !id.hasPrefix(".") else { return false }
+        return id.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0)) }
+    }
+
+    /// The identifiers offered now, sorted.
+    public func identifiers() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        return Set(names.compactMap { name -> String? in
+            let id = (name as NSString).deletingPathExtension
+            return Self.isValidIdentifier(id) && source(for: id) != nil ? id : nil
+        }).sorted()
+    }
+
+    /// The image named `id`: a store opened, or a JPEG's build started (or joined), returned once its
+    /// header is read.
+    public func image(_ id: String) async throws(LookupError) -> TiledImage {
+        guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
+        guard let source = source(for: id) else { throw .notFound }
+        switch entries[id] {
+        case .ready(let image):
+            return image
+        case .building(let builder, _):
+            if let image = await builder.image { return image }
+        case .failed(let error):
+            throw .failed(error)
+        case nil:
+            break
+        }
+        switch source {
+        case .store(let path):
+            do {
+                let image = try TiledImage.open(store: path)
+                entries[id] = .ready(image)
+                return image
+            } catch {
+                entries[id] = .failed(error)
+                throw .failed(error)
+            }
+        case .jpeg(let path):
+            return try await startBuild(id: id, path: path)
+        }
+    }
+
+    /// The state of a JPEG's build: nil for a store or an image never asked for.
+    public func isBuilding(_ id: String) -> Bool {
+        if case .building = entries[id] { return true }
+        return false
+    }
+
+    private enum Source {
+        case jpeg(String)
+        case store(String)
+    }
+
+    /// The file behind `id`: a regular file (a JPEG) or a folder (a store) directly in `root`, never a
+    /// symlink (so nothing outside the folder is ever read).
+    private func source(for id: String) -> Source? {
+        for suffix in ["jpg", "jpeg", "JPG", "JPEG"] {
+            if isRegular("\(root)/\(id).\(suffix)", folder: false) { return .jpeg("\(root)/\(id).\(suffix)") }
+        }
+        if isRegular("\(root)/\(id).tiles", folder: true) { return .store("\(root)/\(id).tiles") }
+        return nil
+    }
+
+    private func isRegular(_ path: String, folder: Bool) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return false }
+        return info.st_mode & S_IFMT == (folder ? S_IFDIR : S_IFREG)
+    }
+
+    private func startBuild(id: String, path: String) async throws(LookupError) -> TiledImage {
+        let store = "\(cache)/\(id).tiles"
+        if let reused = reusableStore(store, source: path) {
+            entries[id] = .ready(reused)
+            return reused
+        }
+        var options = BuildOptions()
+        options.storage = .persistent(path: store)
+        let builder: ImageBuilder
+        do { builder = try ImageBuilder(options: options) } catch { throw .failed(error) }
+        let queue = builds
+        let task = Task<TiledImage, any Error> {
+            try await queue.run {
+                try await FileImageSource(path: path).feed(into: builder)
+                return try await builder.finish()
+            }
+        }
+        entries[id] = .building(builder, task)
+        Task { await self.settle(id, task) }
+        // Hand the image out as soon as the header is read (or the build ends).
+        for await _ in builder.progress {
+            if let image = await builder.image { return image }
+        }
+        switch await task.result {
+        case .success(let image): return image
+        case .failure(let error): throw .failed(error as? TileError ?? TileError(.io, "\(error)"))
+        }
+    }
+
+    private func settle(_ id: String, _ task: Task<TiledImage, any Error>) async {
+        switch await task.result {
+        case .success(let image): entries[id] = .ready(image)
+        case .failure(let error): entries[id] = .failed(error as? TileError ?? TileError(.io, "\(error)"))
+        }
+    }
+
+    /// A store built earlier from this source, while the source keeps its size and is older.
+    private func reusableStore(_ store: String, source: String) -> TiledImage? {
+        guard let byteCount = TiledImage.sourceByteCount(ofStore: store) else { return nil }
+        var sourceInfo = stat(), storeInfo = stat()
+        guard stat(source, &sourceInfo) == 0, stat("\(store)/\(TiledImage.storeManifestName)", &storeInfo) == 0,
+            Int(sourceInfo.st_size) == byteCount, sourceInfo.st_mtim.tv_sec <= storeInfo.st_mtim.tv_sec
+        else { return nil }
+        return try? TiledImage.open(store: store)
+    }
+}

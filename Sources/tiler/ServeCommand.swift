@@ -1,0 +1,45 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import TileCore
+import TileServer
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve a folder of JPEGs and stores over IIIF Image API 3.0 and DeepZoom.",
+        discussion: """
+            Routes: GET /iiif/3/{id}/info.json, /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format}, /dzi/{id}.dzi, /dzi/{id}_files/{level}/{col}_{row}.jpg. The identifier is a file's name in DIR without its extension (.jpg, .jpeg, .tiles). A JPEG is built into a store in the cache folder on its first request; its tiles are served while it builds. SIGTERM or SIGINT stops the server.
+            """)
+
+    @Argument(help: "The folder of JPEGs and stores to serve.")
+    var folder: String
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0: any free port).")
+    var port = 8080
+
+    @Option(help: "Where JPEGs are built into stores (default: FOLDER/.tiler-cache).")
+    var cache: String?
+
+    @Option(help: "The base URL of the IIIF service as clients see it (default: from each request's Host header).")
+    var publicURL: String?
+
+    func run() async throws {
+        do {
+            let server = try TileServer(root: folder, cache: cache ?? "\(folder)/.tiler-cache", publicBaseURL: publicURL)
+            let host = self.host
+            let app = server.application(host: host, port: port) { channel in
+                let port = channel.localAddress?.port ?? 0
+                // On standard error, unbuffered: a script waiting for the port sees it at once.
+                FileHandle.standardError.write(
+                    Data("tiler: serving \(escapingControlCharacters(server.routes.catalog.root)) at http://\(host):\(port)/iiif/3/ and /dzi/\n".utf8))
+            }
+            try await app.runService()
+        } catch let error as TileError {
+            throw fail(folder, error)
+        }
+    }
+}

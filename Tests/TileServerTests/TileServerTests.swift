@@ -1,0 +1,179 @@
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+import NIOCore
+import NIOHTTP1
+import Testing
+import TestSupport
+import TileCore
+import TileServer
+
+/// `TileServer` on loopback, asked by a real HTTP client (AsyncHTTPClient), answers checked against
+/// the IIIF specification's rules and libjpeg's decode of the source with a plain box filter.
+@Suite("Tile server on loopback", .serialized)
+struct TileServerTests {
+    struct Reply {
+        var status: Int
+        var headers: [String: String]
+        var body: Data
+    }
+
+    /// A folder with `photo.jpg` (1300x900, smooth) and `kept.tiles` (a store of the same image).
+    static func folder() throws -> (path: String, jpeg: Data) {
+        let path = NSTemporaryDirectory() + "tile-server-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1300, height: 900), width: 1300, height: 900)
+        try jpeg.write(to: URL(fileURLWithPath: "\(path)/photo.jpg"))
+        var options = BuildOptions()
+        options.storage = .persistent(path: "\(path)/kept.tiles")
+        _ = try TileBuilder.build(data: jpeg, options: options)
+        return (path, jpeg)
+    }
+
+    /// Runs `body` against a server on a free loopback port.
+    static func withServer(_ folder: String, _ body: (String, HTTPClient) async throws -> Void) async throws {
+        let server = try TileServer(root: folder, cache: "\(folder)/.cache")
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = server.application(host: "127.0.0.1", port: 0) { channel in
+            continuation.yield(channel.localAddress?.port ?? 0)
+        }
+        let running = Task { try await app.runService(gracefulShutdownSignals: []) }
+        var iterator = ports.makeAsyncIterator()
+        let port = await iterator.next() ?? 0
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+        do {
+            try await body("http://127.0.0.1:\(port)", client)
+        } catch {
+            try? await client.shutdown()
+            running.cancel()
+            throw error
+        }
+        try await client.shutdown()
+        running.cancel()
+        _ = await running.result
+    }
+
+    static func get(_ client: HTTPClient, _ url: String, method: HTTPMethod = .GET, headers: [(String, String)] = []) async throws -> Reply {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let response = try await client.execute(request, timeout: .seconds(60))
+        let body = try await response.body.collect(upTo: 64 << 20)
+        var fields: [String: String] = [:]
+        for header in response.headers { fields[header.name.lowercased()] = header.value }
+        return Reply(status: Int(response.status.code), headers: fields, body: Data(body.readableBytesView))
+    }
+
+    @Test("info.json: context, id from the Host header, level 2, sizes and tiles; 303 from the base URI")
+    func info() async throws {
+        let (folder, _) = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await Self.withServer(folder) { base, client in
+            let reply = try await Self.get(client, "\(base)/iiif/3/photo/info.json")
+            #expect(reply.status == 200)
+            #expect(reply.headers["content-type"] == "application/ld+json;profile=\"http://iiif.io/api/image/3/context.json\"")
+            #expect(reply.headers["access-control-allow-origin"] == "*")
+            #expect(reply.headers["link"] == "<http://iiif.io/api/image/3/level2.json>;rel=\"profile\"")
+            let info = try JSONSerialization.jsonObject(with: reply.body) as! [String: Any]
+            #expect(info["@context"] as? String == "http://iiif.io/api/image/3/context.json")
+            #expect(info["id"] as? String == "\(base)/iiif/3/photo")
+            #expect(info["type"] as? String == "ImageService3" && info["profile"] as? String == "level2")
+            #expect(info["width"] as? Int == 1300 && info["height"] as? Int == 900)
+            let tiles = info["tiles"] as! [[String: Any]]
+            // 1300 -> 650 -> 325 -> 163: the first level in one 256-pixel tile is the fourth.
+            #expect(tiles[0]["width"] as? Int == 256 && tiles[0]["scaleFactors"] as? [Int] == [1, 2, 4, 8])
+            let redirect = try await Self.get(client, "\(base)/iiif/3/photo")
+            #expect(redirect.status == 303 && redirect.headers["location"] == "\(base)/iiif/3/photo/info.json")
+            let store = try await Self.get(client, "\(base)/iiif/3/kept/info.json")
+            #expect(store.status == 200)
+        }
+    }
+
+    @Test("image requests and DeepZoom tiles have the reference's pixels")
+    func pixels() async throws {
+        let (folder, jpeg) = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let full = try Reference.decode(jpeg).image
+        let half = Reference.shrink(full)
+        try await Self.withServer(folder) { base, client in
+            // Level 1's tile (1, 1): exactly its pixels, as PNG.
+            for id in ["photo", "kept"] {
+                let reply = try await Self.get(client, "\(base)/iiif/3/\(id)/512,512,512,388/256,/0/default.png")
+                #expect(reply.status == 200 && reply.headers["content-type"] == "image/png")
+                let png = try Reference.decodePNG(reply.body)
+                #expect(png == Reference.crop(half, x: 256, y: 256, width: 256, height: 194), "\(id)")
+            }
+            let dzi = try await Self.get(client, "\(base)/dzi/photo.dzi")
+            let xml = String(decoding: dzi.body, as: UTF8.self)
+            #expect(dzi.status == 200 && xml.contains("TileSize=\"256\"") && xml.contains("<Size Height=\"900\" Width=\"1300\"/>"))
+            // DeepZoom level 11 is the full size (2^11 >= 1300); its tile 4_3 is the 276x132 corner... 
+            let tile = try await Self.get(client, "\(base)/dzi/photo_files/11/5_3.jpg")
+            #expect(tile.status == 200 && tile.headers["content-type"] == "image/jpeg")
+            let decoded = try Reference.decode(tile.body).image
+            let want = Reference.crop(full, x: 1280, y: 768, width: 20, height: 132)
+            #expect(decoded.width == 20 && decoded.height == 132)
+            #expect(Reference.psnr(decoded, want) >= 30)
+            // DeepZoom level 0 is 1x1.
+            let dot = try Reference.decode(try await Self.get(client, "\(base)/dzi/photo_files/0/0_0.jpg").body).image
+            #expect(dot.width == 1 && dot.height == 1)
+        }
+    }
+
+    @Test("complete images carry an ETag and Cache-Control, 304 on If-None-Match; HEAD; bitonal is black and white")
+    func caching() async throws {
+        let (folder, _) = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await Self.withServer(folder) { base, client in
+            let url = "\(base)/iiif/3/kept/0,0,256,256/max/0/default.jpg"
+            let first = try await Self.get(client, url)
+            let tag = try #require(first.headers["etag"])
+            #expect(first.status == 200 && first.headers["cache-control"] == "public, max-age=86400")
+            let again = try await Self.get(client, url)
+            #expect(again.body == first.body && again.headers["etag"] == tag)
+            let unchanged = try await Self.get(client, url, headers: [("If-None-Match", tag)])
+            #expect(unchanged.status == 304 && unchanged.body.isEmpty)
+            let other = try await Self.get(client, "\(base)/iiif/3/kept/256,0,256,256/max/0/default.jpg", headers: [("If-None-Match", tag)])
+            #expect(other.status == 200 && other.headers["etag"] != tag)
+            let head = try await Self.get(client, url, method: .HEAD)
+            #expect(head.status == 200 && head.body.isEmpty && head.headers["content-type"] == "image/jpeg")
+            let bitonal = try Reference.decodePNG(try await Self.get(client, "\(base)/iiif/3/kept/full/200,/0/bitonal.png").body)
+            #expect(bitonal.pixels.enumerated().allSatisfy { $0.offset % 4 == 3 || $0.element == 0 || $0.element == 255 })
+        }
+    }
+
+    @Test("status codes: 400 for bad syntax or regions outside, 404 for unknown images, 501 for formats not offered")
+    func statuses() async throws {
+        let (folder, _) = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // A symlink out of the folder is never followed.
+        let outside = NSTemporaryDirectory() + "outside-\(UUID().uuidString).jpg"
+        try FileManager.default.copyItem(atPath: "\(folder)/photo.jpg", toPath: outside)
+        defer { try? FileManager.default.removeItem(atPath: outside) }
+        try FileManager.default.createSymbolicLink(atPath: "\(folder)/link.jpg", withDestinationPath: outside)
+        try await Self.withServer(folder) { base, client in
+            let cases: [(String, Int)] = [
+                ("/iiif/3/nothing/info.json", 404),
+                ("/iiif/3/link/info.json", 404),
+                ("/iiif/3/..%2Fphoto/info.json", 400),
+                ("/iiif/3/.hidden/info.json", 400),
+                ("/iiif/3/photo/bogus/max/0/default.jpg", 400),
+                ("/iiif/3/photo/5000,5000,10,10/max/0/default.jpg", 400),
+                ("/iiif/3/photo/full/max/45/default.jpg", 501),
+                ("/iiif/3/photo/full/max/0/default.webp", 501),
+                ("/iiif/3/photo/full/100000,/0/default.jpg", 400),
+                ("/dzi/photo_files/12/0_0.jpg", 404),
+                ("/dzi/photo_files/11/6_0.jpg", 404),
+                ("/dzi/nothing.dzi", 404),
+            ]
+            for (path, status) in cases {
+                let reply = try await Self.get(client, base + path)
+                #expect(reply.status == status, "\(path): \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+                #expect(reply.headers["access-control-allow-origin"] == "*", "\(path)")
+            }
+            let preflight = try await Self.get(
+                client, "\(base)/iiif/3/photo/info.json", method: .OPTIONS,
+                headers: [("Origin", "https://viewer.example"), ("Access-Control-Request-Method", "GET")])
+            #expect(preflight.status < 300 && preflight.headers["access-control-allow-origin"] == "*")
+        }
+    }
+}
