@@ -28,6 +28,8 @@ public actor ImageCatalog {
     public nonisolated let cache: String
     private let builds: HeavyWorkQueue
     private var entries: [String: Entry] = [:]
+    /// The image of each build in progress, once its header is read.
+    private var builderImages: [String: TiledImage?] = [:]
 
     private enum Entry {
         case building(ImageBuilder, Task<TiledImage, any Error>)
@@ -97,6 +99,64 @@ public actor ImageCatalog {
         }
     }
 
+    /// What a listing shows of an image, without building it.
+    public struct Summary: Sendable, Hashable {
+        public enum State: String, Sendable, Hashable {
+            /// A store, or a JPEG whose store is built.
+            case ready
+            /// Being built now.
+            case building
+            /// A JPEG not asked for yet.
+            case notBuilt = "not built"
+            case failed
+        }
+        public var id: String
+        /// Display size (from the store, or the JPEG's header); nil when unreadable.
+        public var width: Int?
+        public var height: Int?
+        public var state: State
+        /// Levels whose every tile is written, of `levelCount`.
+        public var levelsComplete: Int
+        public var levelCount: Int
+        /// Tile rows of the full-size level written so far.
+        public var tileRowsComplete: Int
+        /// The build's error, when it failed.
+        public var error: String?
+    }
+
+    /// The summary of `id`, or nil when there is no such image.
+    public func summary(_ id: String) -> Summary? {
+        guard Self.isValidIdentifier(id), let source = source(for: id) else { return nil }
+        var summary = Summary(id: id, state: .notBuilt, levelsComplete: 0, levelCount: 0, tileRowsComplete: 0)
+        var image: TiledImage?
+        switch entries[id] {
+        case .ready(let ready):
+            summary.state = .ready
+            image = ready
+        case .building:
+            summary.state = .building
+        case .failed(let error):
+            summary.state = .failed
+            summary.error = error.message
+        case nil:
+            if case .store(let path) = source {
+                image = try? TiledImage.open(store: path)
+                summary.state = image == nil ? .failed : .ready
+            }
+        }
+        if case .building = entries[id] { image = builderImages[id] ?? nil }
+        if let image {
+            let g = image.geometry
+            (summary.width, summary.height, summary.levelCount) = (g.width, g.height, g.levels.count)
+            summary.levelsComplete = g.levels.indices.filter { image.isLevelComplete($0) }.count
+            summary.tileRowsComplete = (0..<g.levels[0].rows).filter { image.isTileReady(level: 0, column: 0, row: $0) }.count
+        } else if case .jpeg(let path) = source, let info = try? ImageInfo.read(contentsOfFile: path) {
+            let turned = (info.exifOrientation ?? 1) >= 5
+            (summary.width, summary.height) = turned ? (info.height, info.width) : (info.width, info.height)
+        }
+        return summary
+    }
+
     /// The state of a JPEG's build: nil for a store or an image never asked for.
     public func isBuilding(_ id: String) -> Bool {
         if case .building = entries[id] { return true }
@@ -145,7 +205,10 @@ public actor ImageCatalog {
         Task { await self.settle(id, task) }
         // Hand the image out as soon as the header is read (or the build ends).
         for await _ in builder.progress {
-            if let image = await builder.image { return image }
+            if let image = await builder.image {
+                builderImages[id] = image
+                return image
+            }
         }
         switch await task.result {
         case .success(let image): return image
@@ -154,6 +217,7 @@ public actor ImageCatalog {
     }
 
     private func settle(_ id: String, _ task: Task<TiledImage, any Error>) async {
+        defer { builderImages[id] = nil }
         switch await task.result {
         case .success(let image): entries[id] = .ready(image)
         case .failure(let error): entries[id] = .failed(error as? TileError ?? TileError(.io, "\(error)"))

@@ -29,6 +29,7 @@ public struct TileServer: Sendable {
         router.add(middleware: HeadMiddleware())
         router.add(middleware: CORSMiddleware(allowOrigin: .all, allowHeaders: [.accept, .contentType, .ifNoneMatch], allowMethods: [.get, .head, .options]))
         routes.register(on: router)
+        routes.registerPages(on: router)
         return router
     }
 

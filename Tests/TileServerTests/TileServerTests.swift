@@ -141,6 +141,34 @@ struct TileServerTests {
         }
     }
 
+    @Test("the listing page and an image's build state: not built, then ready after its first request")
+    func pages() async throws {
+        let (folder, _) = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await Self.withServer(folder) { base, client in
+            let page = try await Self.get(client, "\(base)/")
+            let html = String(decoding: page.body, as: UTF8.self)
+            #expect(page.status == 200 && page.headers["content-type"] == "text/html; charset=utf-8")
+            #expect(html.contains(">photo</a></td><td>1300 x 900</td><td>not built</td>"), "\(html)")
+            #expect(html.contains(">kept</a></td><td>1300 x 900</td><td>ready</td>"))
+            #expect(html.contains("<img src=\"/iiif/3/photo/full/!160,160/0/default.jpg\""))
+            func state() async throws -> [String: Any] {
+                try JSONSerialization.jsonObject(with: try await Self.get(client, "\(base)/images/photo").body) as! [String: Any]
+            }
+            #expect(try await state()["state"] as? String == "not built")
+            #expect(try await Self.get(client, "\(base)/iiif/3/photo/full/!160,160/0/default.jpg").status == 200)
+            var ready = try await state()
+            for _ in 0..<100 where ready["state"] as? String != "ready" {
+                try await Task.sleep(for: .milliseconds(50))
+                ready = try await state()
+            }
+            #expect(ready["state"] as? String == "ready" && ready["width"] as? Int == 1300)
+            #expect(ready["levelsComplete"] as? Int == 4 && ready["levelCount"] as? Int == 4 && ready["tileRowsComplete"] as? Int == 4)
+            #expect(try await Self.get(client, "\(base)/images/nothing").status == 404)
+            #expect(try await Self.get(client, "\(base)/images/..%2Fphoto").status == 400)
+        }
+    }
+
     @Test("status codes: 400 for bad syntax or regions outside, 404 for unknown images, 501 for formats not offered")
     func statuses() async throws {
         let (folder, _) = try Self.folder()
