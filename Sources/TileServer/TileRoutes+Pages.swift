@@ -3,13 +3,14 @@ import HTTPTypes
 public import Hummingbird
 
 extension TileRoutes {
-    /// `GET /`: a page listing the images (name, size, build state, a thumbnail through IIIF), and
-    /// `GET /images/{id}`: an image's build state as JSON.
+    /// `GET /`: a page listing the images (name, size, build state, a thumbnail through IIIF),
+    /// `GET /images/{id}`: an image's build state as JSON, and `GET /view/{id}`: the viewer.
     public func registerPages<Context: RequestContext>(on router: Router<Context>) {
         router.on("", method: .get) { _, _ in await listing() }
         router.on("", method: .head) { _, _ in await listing() }
         router.on("images/:id", method: .get) { _, context in await state(id: context.parameters.get("id") ?? "") }
         router.on("images/:id", method: .head) { _, context in await state(id: context.parameters.get("id") ?? "") }
+        router.on("view/:id", method: .get) { _, context in await viewer(id: context.parameters.get("id") ?? "") }
     }
 
     func listing() async -> Response {
@@ -21,7 +22,7 @@ extension TileRoutes {
             let encoded = id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? id
             rows += """
                 <tr><td><img src="/iiif/3/\(encoded)/full/!160,160/0/default.jpg" alt="" loading="lazy"></td>\
-                <td><a href="/iiif/3/\(encoded)/info.json">\(name)</a></td><td>\(size)</td><td>\(s.state.rawValue)</td></tr>
+                <td><a href="/view/\(encoded)">\(name)</a></td><td>\(size)</td><td>\(s.state.rawValue)</td></tr>
 
                 """
         }
@@ -56,6 +57,16 @@ extension TileRoutes {
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"
         return Self.response(.ok, headers: headers, body: data)
+    }
+
+    func viewer(id encoded: String) async -> Response {
+        guard let id = encoded.removingPercentEncoding, ImageCatalog.isValidIdentifier(id) else {
+            return Self.plain(.badRequest, "not an image identifier")
+        }
+        guard await catalog.summary(id) != nil else { return Self.plain(.notFound, "no image named \(id)") }
+        var headers = HTTPFields()
+        headers[.contentType] = "text/html; charset=utf-8"
+        return Self.response(.ok, headers: headers, body: Data(ViewerPage.html(id: id).utf8))
     }
 
     /// Text for HTML: `&`, `<`, `>` and `"` escaped.

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import Hummingbird
 import TileCore
+import TileServer
 
-struct DemoCommand: ParsableCommand {
+struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "Tile an embedded default image (generated in code, encoded with libjpeg) and print the pyramid.")
@@ -18,7 +20,37 @@ struct DemoCommand: ParsableCommand {
 
     @OptionGroup var decode: DecodeOptions
 
-    func run() throws {
+    @Flag(help: "Then serve the image and print the viewer's URL (until SIGINT or SIGTERM).")
+    var serve = false
+
+    @Option(help: "The port to serve on, with --serve.")
+    var port = 8080
+
+    func run() async throws {
+        try tile()
+        if serve { try await serveDemo() }
+    }
+
+    /// Writes the demo image into a folder of its own and serves it: the viewer shows it built.
+    private func serveDemo() async throws {
+        let folder = NSTemporaryDirectory() + "tiler-demo-\(getpid())"
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try DemoImage.jpeg(width: width, height: height).write(to: URL(fileURLWithPath: "\(folder)/demo.jpg"))
+            let server = try TileServer(root: folder, cache: "\(folder)/cache")
+            let app = server.application(host: "127.0.0.1", port: port) { channel in
+                let port = channel.localAddress?.port ?? 0
+                print("open http://127.0.0.1:\(port)/view/demo in a browser (the listing: http://127.0.0.1:\(port)/); Ctrl-C stops")
+                fflush(nil)
+            }
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            try await app.runService()
+        } catch let error as TileError {
+            throw fail("demo", error)
+        }
+    }
+
+    private func tile() throws {
         let clock = ContinuousClock()
         do {
             var start = clock.now

@@ -149,7 +149,7 @@ struct TileServerTests {
             let page = try await Self.get(client, "\(base)/")
             let html = String(decoding: page.body, as: UTF8.self)
             #expect(page.status == 200 && page.headers["content-type"] == "text/html; charset=utf-8")
-            #expect(html.contains(">photo</a></td><td>1300 x 900</td><td>not built</td>"), "\(html)")
+            #expect(html.contains("<a href=\"/view/photo\">photo</a></td><td>1300 x 900</td><td>not built</td>"), "\(html)")
             #expect(html.contains(">kept</a></td><td>1300 x 900</td><td>ready</td>"))
             #expect(html.contains("<img src=\"/iiif/3/photo/full/!160,160/0/default.jpg\""))
             func state() async throws -> [String: Any] {
