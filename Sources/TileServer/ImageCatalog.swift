@@ -30,6 +30,8 @@ public actor ImageCatalog {
     private var entries: [String: Entry] = [:]
     /// The image of each build in progress, once its header is read.
     private var builderImages: [String: TiledImage?] = [:]
+    /// Identifiers being uploaded now.
+    private var uploads: Set<String> = []
 
     private enum Entry {
         case building(ImageBuilder, Task<TiledImage, any Error>)
@@ -73,6 +75,12 @@ public actor ImageCatalog {
     /// header is read.
     public func image(_ id: String) async throws(LookupError) -> TiledImage {
         guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
+        if uploads.contains(id) {  // an upload in progress: its image once the header is in
+            if case .failed(let error) = entries[id] { throw .failed(error) }
+            if case .ready(let image) = entries[id] { return image }
+            if case .building(let builder, _) = entries[id], let image = await builder.image { return image }
+            throw .failed(TileError(.notReady, "\(id) is being uploaded; its header has not arrived yet"))
+        }
         guard let source = source(for: id) else { throw .notFound }
         switch entries[id] {
         case .ready(let image):
@@ -126,7 +134,14 @@ public actor ImageCatalog {
 
     /// The summary of `id`, or nil when there is no such image.
     public func summary(_ id: String) -> Summary? {
-        guard Self.isValidIdentifier(id), let source = source(for: id) else { return nil }
+        guard Self.isValidIdentifier(id) else { return nil }
+        if uploads.contains(id) {
+            var summary = Summary(id: id, state: .building, levelsComplete: 0, levelCount: 0, tileRowsComplete: 0)
+            if case .failed(let error) = entries[id] { (summary.state, summary.error) = (.failed, error.message) }
+            if let image = builderImages[id] ?? nil { fill(&summary, from: image) }
+            return summary
+        }
+        guard let source = source(for: id) else { return nil }
         var summary = Summary(id: id, state: .notBuilt, levelsComplete: 0, levelCount: 0, tileRowsComplete: 0)
         var image: TiledImage?
         switch entries[id] {
@@ -146,15 +161,67 @@ public actor ImageCatalog {
         }
         if case .building = entries[id] { image = builderImages[id] ?? nil }
         if let image {
-            let g = image.geometry
-            (summary.width, summary.height, summary.levelCount) = (g.width, g.height, g.levels.count)
-            summary.levelsComplete = g.levels.indices.filter { image.isLevelComplete($0) }.count
-            summary.tileRowsComplete = (0..<g.levels[0].rows).filter { image.isTileReady(level: 0, column: 0, row: $0) }.count
+            fill(&summary, from: image)
         } else if case .jpeg(let path) = source, let info = try? ImageInfo.read(contentsOfFile: path) {
             let turned = (info.exifOrientation ?? 1) >= 5
             (summary.width, summary.height) = turned ? (info.height, info.width) : (info.width, info.height)
         }
         return summary
+    }
+
+    private func fill(_ summary: inout Summary, from image: TiledImage) {
+        let g = image.geometry
+        (summary.width, summary.height, summary.levelCount) = (g.width, g.height, g.levels.count)
+        summary.levelsComplete = g.levels.indices.filter { image.isLevelComplete($0) }.count
+        summary.tileRowsComplete = (0..<g.levels[0].rows).filter { image.isTileReady(level: 0, column: 0, row: $0) }.count
+    }
+
+    /// Why an upload cannot start.
+    public enum UploadRefusal: Error, Sendable, Equatable {
+        case invalidIdentifier
+        /// An image of that name exists, or is being uploaded.
+        case exists
+        case failed(TileError)
+    }
+
+    /// Starts an upload of `id`: the caller appends the JPEG's bytes to the builder as they arrive
+    /// and ends with ``endUpload(_:with:)``. It is built into the store `root/id.tiles`, published
+    /// when complete; its tiles are served meanwhile.
+    public func beginUpload(_ id: String, options: BuildOptions = BuildOptions()) throws(UploadRefusal) -> ImageBuilder {
+        guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
+        guard !uploads.contains(id), source(for: id) == nil else { throw .exists }
+        var options = options
+        options.storage = .persistent(path: "\(root)/\(id).tiles")
+        let builder: ImageBuilder
+        do { builder = try ImageBuilder(options: options) } catch { throw .failed(error) }
+        uploads.insert(id)
+        entries[id] = .building(builder, Task { throw CancellationError() })
+        Task { await self.watchHeader(id, builder) }
+        return builder
+    }
+
+    private func watchHeader(_ id: String, _ builder: ImageBuilder) async {
+        for await _ in builder.progress {
+            if let image = await builder.image {
+                builderImages[id] = image
+                return
+            }
+        }
+    }
+
+    /// Ends an upload: a complete image stays (now a store in the folder); a failed or refused one is
+    /// forgotten and its files removed.
+    public func endUpload(_ id: String, with result: Result<TiledImage, TileError>) {
+        uploads.remove(id)
+        builderImages[id] = nil
+        switch result {
+        case .success(let image): entries[id] = .ready(image)
+        case .failure:
+            entries[id] = nil
+            // A body refused after its image was complete (past the size limit): its store goes too.
+            // Nothing else can be at this path: beginUpload refused names in use.
+            try? FileManager.default.removeItem(atPath: "\(root)/\(id).tiles")
+        }
     }
 
     /// The state of a JPEG's build: nil for a store or an image never asked for.

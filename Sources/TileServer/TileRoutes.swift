@@ -27,6 +27,8 @@ public struct TileRoutes: Sendable {
     public var waitLimit: Duration = .seconds(20)
     /// Encoded images of complete pyramids, kept for repeated requests.
     public var cache = EncodedTileCache()
+    /// Uploads (`PUT /images/{id}`): nil, the default, refuses them.
+    public var uploads: UploadPolicy?
 
     public init(catalog: ImageCatalog, publicBaseURL: String? = nil) {
         self.catalog = catalog
@@ -226,6 +228,8 @@ public struct TileRoutes: Sendable {
             switch error {
             case .invalidIdentifier: return .failure(Refusal(response: Self.plain(.badRequest, "not an image identifier")))
             case .notFound: return .failure(Refusal(response: Self.plain(.notFound, "no image named \(id)")))
+            case .failed(let failure) where failure.code == .notReady:
+                return .failure(Refusal(response: Self.failure(failure)))
             case .failed(let failure):
                 return .failure(Refusal(response: Self.plain(.internalServerError, "the image could not be built: \(failure.message)")))
             }

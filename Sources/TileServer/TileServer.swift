@@ -17,8 +17,10 @@ public struct TileServer: Sendable {
     ///   - root: the folder whose JPEGs and stores are served.
     ///   - cache: where JPEGs are built into stores.
     ///   - publicBaseURL: the IIIF base URL ids start with; nil: from each request's `Host`.
-    public init(root: String, cache: String, publicBaseURL: String? = nil) throws(TileError) {
+    ///   - uploads: who may upload (`PUT /images/{id}`); nil refuses uploads.
+    public init(root: String, cache: String, publicBaseURL: String? = nil, uploads: UploadPolicy? = nil) throws(TileError) {
         routes = TileRoutes(catalog: try ImageCatalog(root: root, cache: cache), publicBaseURL: publicBaseURL)
+        routes.uploads = uploads
     }
 
     /// The router: the routes, `HEAD` for each, CORS (preflight and `Access-Control-Allow-Origin: *`),
@@ -27,9 +29,10 @@ public struct TileServer: Sendable {
         let router = Router()
         router.add(middleware: LogRequestsMiddleware(.info))
         router.add(middleware: HeadMiddleware())
-        router.add(middleware: CORSMiddleware(allowOrigin: .all, allowHeaders: [.accept, .contentType, .ifNoneMatch], allowMethods: [.get, .head, .options]))
+        router.add(middleware: CORSMiddleware(allowOrigin: .all, allowHeaders: [.accept, .contentType, .ifNoneMatch, .authorization], allowMethods: [.get, .head, .put, .options]))
         routes.register(on: router)
         routes.registerPages(on: router)
+        routes.registerUploads(on: router)
         return router
     }
 

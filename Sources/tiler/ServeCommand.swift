@@ -9,7 +9,7 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve a folder of JPEGs and stores over IIIF Image API 3.0 and DeepZoom.",
         discussion: """
-            Routes: GET /iiif/3/{id}/info.json, /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format}, /dzi/{id}.dzi, /dzi/{id}_files/{level}/{col}_{row}.jpg. The identifier is a file's name in DIR without its extension (.jpg, .jpeg, .tiles). A JPEG is built into a store in the cache folder on its first request; its tiles are served while it builds. SIGTERM or SIGINT stops the server.
+            Routes: GET /iiif/3/{id}/info.json, /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format}, /dzi/{id}.dzi, /dzi/{id}_files/{level}/{col}_{row}.jpg. The identifier is a file's name in DIR without its extension (.jpg, .jpeg, .tiles). A JPEG is built into a store in the cache folder on its first request; its tiles are served while it builds. GET / lists the images, GET /view/{id} is the viewer. With --allow-uploads, PUT /images/{id} builds an uploaded JPEG into {id}.tiles as it arrives. SIGTERM or SIGINT stops the server.
             """)
 
     @Argument(help: "The folder of JPEGs and stores to serve.")
@@ -27,9 +27,30 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The base URL of the IIIF service as clients see it (default: from each request's Host header).")
     var publicURL: String?
 
+    @Flag(help: "Accept uploads: PUT /images/{id} with a JPEG body, built as it arrives.")
+    var allowUploads = false
+
+    @Option(help: "The bearer token uploads must present (default: $TILER_UPLOAD_TOKEN); required unless the server listens on loopback only.")
+    var uploadToken: String?
+
+    @Option(help: "The largest upload, in bytes.")
+    var maxUploadBytes = 1 << 30
+
+    var token: String? { uploadToken ?? ProcessInfo.processInfo.environment["TILER_UPLOAD_TOKEN"] }
+
+    func validate() throws {
+        let loopback = ["127.0.0.1", "::1", "localhost"].contains(host)
+        if allowUploads && token == nil && !loopback {
+            throw ValidationError("--allow-uploads on \(host) needs --upload-token (or TILER_UPLOAD_TOKEN): only a loopback server may take uploads without one.")
+        }
+        guard maxUploadBytes > 0 else { throw ValidationError("--max-upload-bytes must be positive.") }
+    }
+
     func run() async throws {
         do {
-            let server = try TileServer(root: folder, cache: cache ?? "\(folder)/.tiler-cache", publicBaseURL: publicURL)
+            let uploads = allowUploads ? UploadPolicy(token: token, maximumBytes: maxUploadBytes) : nil
+            let server = try TileServer(
+                root: folder, cache: cache ?? "\(folder)/.tiler-cache", publicBaseURL: publicURL, uploads: uploads)
             let host = self.host
             let app = server.application(host: host, port: port) { channel in
                 let port = channel.localAddress?.port ?? 0

@@ -31,8 +31,10 @@ struct TileServerTests {
     }
 
     /// Runs `body` against a server on a free loopback port.
-    static func withServer(_ folder: String, _ body: (String, HTTPClient) async throws -> Void) async throws {
-        let server = try TileServer(root: folder, cache: "\(folder)/.cache")
+    static func withServer(
+        _ folder: String, uploads: UploadPolicy? = nil, _ body: (String, HTTPClient) async throws -> Void
+    ) async throws {
+        let server = try TileServer(root: folder, cache: "\(folder)/.cache", uploads: uploads)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = server.application(host: "127.0.0.1", port: 0) { channel in
             continuation.yield(channel.localAddress?.port ?? 0)
@@ -53,9 +55,18 @@ struct TileServerTests {
         _ = await running.result
     }
 
-    static func get(_ client: HTTPClient, _ url: String, method: HTTPMethod = .GET, headers: [(String, String)] = []) async throws -> Reply {
+    static func get(
+        _ client: HTTPClient, _ url: String, method: HTTPMethod = .GET, headers: [(String, String)] = [], body: Data? = nil
+    ) async throws -> Reply {
         var request = HTTPClientRequest(url: url)
         request.method = method
+        if let body {  // streamed in 16 KiB parts, without a length, as an upload from a pipe would be
+            let parts = stride(from: 0, to: body.count, by: 16384).map { ByteBuffer(bytes: body[$0..<min($0 + 16384, body.count)]) }
+            let (stream, continuation) = AsyncStream.makeStream(of: ByteBuffer.self)
+            for part in parts { continuation.yield(part) }
+            continuation.finish()
+            request.body = .stream(stream, length: .unknown)
+        }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         let response = try await client.execute(request, timeout: .seconds(60))
         let body = try await response.body.collect(upTo: 64 << 20)
@@ -166,6 +177,38 @@ struct TileServerTests {
             #expect(ready["levelsComplete"] as? Int == 4 && ready["levelCount"] as? Int == 4 && ready["tileRowsComplete"] as? Int == 4)
             #expect(try await Self.get(client, "\(base)/images/nothing").status == 404)
             #expect(try await Self.get(client, "\(base)/images/..%2Fphoto").status == 400)
+        }
+    }
+
+    @Test("uploads: off by default, a bearer token, streamed and built, 409 for a name in use, 400 for half a JPEG, 413 past the limit")
+    func uploads() async throws {
+        let (folder, jpeg) = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await Self.withServer(folder) { base, client in
+            let refused = try await Self.get(client, "\(base)/images/up", method: .PUT, body: jpeg)
+            #expect(refused.status == 403)
+        }
+        let policy = UploadPolicy(token: "s3cret", maximumBytes: jpeg.count * 2)
+        try await Self.withServer(folder, uploads: policy) { base, client in
+            let auth = [("Authorization", "Bearer s3cret")]
+            #expect(try await Self.get(client, "\(base)/images/up", method: .PUT, body: jpeg).status == 401)
+            #expect(try await Self.get(client, "\(base)/images/up", method: .PUT, headers: [("Authorization", "Bearer nope")], body: jpeg).status == 401)
+            let created = try await Self.get(client, "\(base)/images/up", method: .PUT, headers: auth, body: jpeg)
+            #expect(created.status == 201, "\(String(decoding: created.body, as: UTF8.self))")
+            let state = try JSONSerialization.jsonObject(with: created.body) as! [String: Any]
+            #expect(state["state"] as? String == "ready" && state["width"] as? Int == 1300)
+            #expect(FileManager.default.fileExists(atPath: "\(folder)/up.tiles/manifest.json"))
+            let png = try Reference.decodePNG(try await Self.get(client, "\(base)/iiif/3/up/512,512,512,388/256,/0/default.png").body)
+            #expect(png == Reference.crop(Reference.shrink(try Reference.decode(jpeg).image), x: 256, y: 256, width: 256, height: 194))
+            #expect(try await Self.get(client, "\(base)/images/up", method: .PUT, headers: auth, body: jpeg).status == 409)
+            #expect(try await Self.get(client, "\(base)/images/photo", method: .PUT, headers: auth, body: jpeg).status == 409)
+            let half = try await Self.get(client, "\(base)/images/half", method: .PUT, headers: auth, body: jpeg.prefix(jpeg.count / 2))
+            #expect(half.status == 400 && !FileManager.default.fileExists(atPath: "\(folder)/half.tiles"))
+            #expect(try await Self.get(client, "\(base)/images/half").status == 404)
+            let big = try await Self.get(client, "\(base)/images/big", method: .PUT, headers: auth, body: jpeg + jpeg + jpeg)
+            #expect(big.status == 413 && !FileManager.default.fileExists(atPath: "\(folder)/big.tiles"))
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix(".half") || $0.hasPrefix(".big") }
+            #expect(leftovers.isEmpty, "\(leftovers)")
         }
     }
 
