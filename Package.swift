@@ -115,8 +115,10 @@ let package = Package(
         .executableTarget(
             name: "Benchmarks",
             dependencies: [
-                "TileCore", "TileActors", "TileNetwork", "CJpegShim", "CJpegReference",
+                "TileCore", "TileActors", "TileNetwork", "TileServer", "CJpegShim", "CJpegReference",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

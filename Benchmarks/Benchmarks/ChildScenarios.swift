@@ -138,6 +138,10 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
         // encoded from the build's rows on every core. Outputs stay until the run ends (see
         // ExportScenarios.outputFolder).
         try ExportScenarios.exportDZI(input: input)
+    case "serve-dropped":
+        let extras = try await ServeScenarios.dropped(input: input)
+        try writeReport(extras["fitted"] ?? 0, extras: extras)
+        return
     case "files-floor":
         try ExportScenarios.createFiles(input: input)
     case "render-512":

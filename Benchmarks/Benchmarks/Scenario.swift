@@ -43,6 +43,7 @@ struct Scenario {
             Scenario(name: "export-dzi", kind: .inProcess, input: input),
             Scenario(name: "files-floor", kind: .inProcess, input: input),
             Scenario(name: "render-512", kind: .inProcess, input: input, isLatency: true),
+            Scenario(name: "serve-dropped", kind: .inProcess, input: input),
             Scenario(name: "load-8-c1", kind: .inProcess, input: loaderInput),
             Scenario(name: "load-8-c2", kind: .inProcess, input: loaderInput),
             Scenario(name: "net-download-only", kind: .inProcess, input: input, childArguments: ["--url", networkURL]),

@@ -85,8 +85,8 @@ public actor ImageCatalog {
         switch entries[id] {
         case .ready(let image):
             return image
-        case .building(let builder, _):
-            if let image = await builder.image { return image }
+        case .building(let builder, let task):
+            return try await header(of: builder, task)
         case .failed(let error):
             throw .failed(error)
         case nil:
@@ -270,17 +270,41 @@ public actor ImageCatalog {
         }
         entries[id] = .building(builder, task)
         Task { await self.settle(id, task) }
-        // Hand the image out as soon as the header is read (or the build ends).
-        for await _ in builder.progress {
-            if let image = await builder.image {
-                builderImages[id] = image
-                return image
+        let image = try await header(of: builder, task)
+        if case .building = entries[id] { builderImages[id] = image }
+        return image
+    }
+
+    /// The image of a build once its header is read (polled every 2 ms: any number of requests may
+    /// wait for the same build), or the build's failure.
+    private func header(of builder: ImageBuilder, _ task: Task<TiledImage, any Error>) async throws(LookupError) -> TiledImage {
+        while true {
+            if let image = await builder.image { return image }
+            switch await builder.currentState {
+            case .failed, .cancelled, .complete:
+                switch await task.result {
+                case .success(let image): return image
+                case .failure(let error): throw .failed(error as? TileError ?? TileError(.io, "\(error)"))
+                }
+            case .waitingForHeader, .decoding:
+                try? await Task.sleep(for: .milliseconds(2))
             }
         }
-        switch await task.result {
-        case .success(let image): return image
-        case .failure(let error): throw .failed(error as? TileError ?? TileError(.io, "\(error)"))
+    }
+
+    /// The geometry of `id` (display size, levels, tiles), as soon as it is known: for a JPEG not
+    /// built yet, from its header alone (no decode; the build starts meanwhile), so `info.json` is
+    /// answered at once.
+    public func geometry(_ id: String) async throws(LookupError) -> TileGeometry {
+        if Self.isValidIdentifier(id), entries[id] == nil, !uploads.contains(id), case .jpeg(let path) = source(for: id),
+            reusableStore("\(cache)/\(id).tiles", source: path) == nil,
+            let info = try? ImageInfo.read(contentsOfFile: path),
+            let geometry = try? TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
+        {
+            Task { _ = try? await self.image(id) }
+            return geometry
         }
+        return try await image(id).geometry
     }
 
     private func settle(_ id: String, _ task: Task<TiledImage, any Error>) async {

@@ -80,12 +80,11 @@ public struct TileRoutes: Sendable {
     // MARK: - IIIF
 
     func info(id: String, base: String) async -> Response {
-        let image: TiledImage
-        switch await lookup(id) {
-        case .success(let found): image = found
+        let g: TileGeometry
+        switch await lookupGeometry(id) {
+        case .success(let found): g = found
         case .failure(let refusal): return refusal.response
         }
-        let g = image.geometry
         let scaleFactors = g.levels.indices.map { 1 << $0 }
         let sizes = g.levels.reversed().filter { $0.width <= g.tileSize && $0.height <= g.tileSize }
             .map { ["width": $0.width, "height": $0.height] }
@@ -216,6 +215,18 @@ public struct TileRoutes: Sendable {
         var response: Response
     }
 
+    /// The geometry of an identifier (``ImageCatalog/geometry(_:)``: from a JPEG's header at once).
+    private func lookupGeometry(_ encoded: String) async -> Result<TileGeometry, Refusal> {
+        guard let id = encoded.removingPercentEncoding, ImageCatalog.isValidIdentifier(id) else {
+            return .failure(Refusal(response: Self.plain(.badRequest, "not an image identifier")))
+        }
+        do throws(ImageCatalog.LookupError) {
+            return .success(try await catalog.geometry(id))
+        } catch {
+            return .failure(Self.refusal(error, id: id))
+        }
+    }
+
     /// The image of an identifier as it appears in a path (percent-encoded: `%2D` is `-`; an encoded
     /// slash decodes to a `/`, which no identifier has).
     private func lookup(_ encoded: String) async -> Result<TiledImage, Refusal> {
@@ -225,14 +236,18 @@ public struct TileRoutes: Sendable {
         do throws(ImageCatalog.LookupError) {
             return .success(try await catalog.image(id))
         } catch {
-            switch error {
-            case .invalidIdentifier: return .failure(Refusal(response: Self.plain(.badRequest, "not an image identifier")))
-            case .notFound: return .failure(Refusal(response: Self.plain(.notFound, "no image named \(id)")))
-            case .failed(let failure) where failure.code == .notReady:
-                return .failure(Refusal(response: Self.failure(failure)))
-            case .failed(let failure):
-                return .failure(Refusal(response: Self.plain(.internalServerError, "the image could not be built: \(failure.message)")))
-            }
+            return .failure(Self.refusal(error, id: id))
+        }
+    }
+
+    /// The response to a failed lookup: 400, 404, 503 (not ready yet) or 500 (the build failed).
+    static func refusal(_ error: ImageCatalog.LookupError, id: String) -> Refusal {
+        switch error {
+        case .invalidIdentifier: return Refusal(response: plain(.badRequest, "not an image identifier"))
+        case .notFound: return Refusal(response: plain(.notFound, "no image named \(id)"))
+        case .failed(let failure) where failure.code == .notReady: return Refusal(response: Self.failure(failure))
+        case .failed(let failure):
+            return Refusal(response: plain(.internalServerError, "the image could not be built: \(failure.message)"))
         }
     }
 
