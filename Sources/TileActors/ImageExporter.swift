@@ -1,7 +1,7 @@
 public import Foundation
 public import TileCore
 
-/// The async owner of a ``TileExporter``: exports a JPEG whose bytes arrive from any source (a file,
+/// The async owner of a `TileExporter`: exports a JPEG whose bytes arrive from any source (a file,
 /// an HTTP response, an upload) as DeepZoom or IIIF tiles, on a dispatch queue of its own, never on
 /// Swift's cooperative pool (decoding and file writes block).
 ///
@@ -12,7 +12,7 @@ public actor ImageExporter {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private let exporter: TileExporter
 
-    /// See ``TileExporter/init(name:outputDirectory:options:buildOptions:keepingStoreAt:replacingExisting:)``.
+    /// See `TileExporter.init(name:outputDirectory:options:buildOptions:keepingStoreAt:replacingExisting:)`.
     public init(
         name: String, outputDirectory: String, options: ExportOptions = ExportOptions(),
         buildOptions: BuildOptions = BuildOptions(), keepingStoreAt: String? = nil, replacingExisting: Bool = false
@@ -31,7 +31,7 @@ public actor ImageExporter {
     public var hasReachedEndOfImage: Bool { exporter.hasReachedEndOfImage }
 
     /// Pushes the next bytes; tiles are written as their rows decode.
-    /// - Throws: ``TileError``, and ``TileError/Code/cancelled`` when the task is cancelled (the
+    /// - Throws: `TileError`, and `TileError.Code.cancelled` when the task is cancelled (the
     ///   export is then removed).
     public func append<Bytes: ContiguousBytes & Sendable>(_ bytes: Bytes) throws(TileError) {
         if Task.isCancelled {
@@ -43,7 +43,7 @@ public actor ImageExporter {
 
     /// Reads a JPEG file (`-`: standard input) chunk by chunk into the export, on the export's own
     /// queue, up to the end of its image.
-    /// - Throws: ``TileError/Code/io`` naming the file, the export's errors, ``TileError/Code/cancelled``.
+    /// - Throws: `TileError.Code.io` naming the file, the export's errors, `TileError.Code.cancelled`.
     public func appendFile(at path: String, chunkSize: Int = 1 << 20) throws(TileError) {
         let file = try InputFile(path: path)
         var chunk = Data(count: max(1, chunkSize))

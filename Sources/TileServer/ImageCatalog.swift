@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import TileActors
 public import TileCore
 
@@ -10,7 +10,7 @@ import Glibc
 /// one folder, named by their file name without the extension.
 ///
 /// A JPEG is built into a persistent store in the cache folder on its first request, once however
-/// many requests arrive, through a ``HeavyWorkQueue`` (builds at once are limited); its image is
+/// many requests arrive, through a `HeavyWorkQueue` (builds at once are limited); its image is
 /// handed out as soon as its header is read, so tiles of rows already decoded can be served while
 /// the rest is built. The store is reused while the source keeps its size and is not newer than it.
 public actor ImageCatalog {

@@ -19,7 +19,7 @@ public struct TileRoutes: Sendable {
     /// The base URL `info.json` ids start with (`https://example.org/iiif/3`); nil: from the request's
     /// `Host` header.
     public var publicBaseURL: String?
-    /// Limits on rendered sizes (``ImageRequest/Limits``), also announced in `info.json`.
+    /// Limits on rendered sizes (`ImageRequest.Limits`), also announced in `info.json`.
     public var limits = ImageRequest.Limits.default
     /// JPEG quality of rendered images and tiles.
     public var jpegQuality = 80

@@ -46,6 +46,9 @@ public final class TileExporter {
     /// - Parameters:
     ///   - name: the base name of what is written (`NAME.dzi`, `NAME/`): a plain file name.
     ///   - outputDirectory: an existing folder that receives it.
+    ///   - options: the layout, tile size, overlap, format and encoder threads.
+    ///   - buildOptions: how the JPEG is decoded (orientation, truncation, limits; its storage is the
+    ///     export's).
     ///   - keepingStoreAt: also write the tile store (``TileStorage/persistent(path:)``) there.
     ///   - replacingExisting: replace an earlier export of the same name (else it is refused).
     /// - Throws: ``TileError/Code/invalidArgument`` for a bad name or options, ``TileError/Code/io``

@@ -57,6 +57,7 @@ extension TiledImage {
     /// Renders a request (``render(_:waitingUntil:)``) and encodes it in its format (gray and bitonal
     /// qualities as gray images).
     /// - Parameters:
+    ///   - request: the request, resolved against this image's size.
     ///   - quality: JPEG quality, default 85.
     ///   - iccProfile: the source's colour profile, kept in JPEGs (``ImageInfo/iccProfile``).
     ///   - deadline: until when to wait for tiles still being built.

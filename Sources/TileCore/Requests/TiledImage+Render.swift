@@ -2,7 +2,7 @@ import Foundation
 
 extension TiledImage {
     /// Renders an image request resolved against this image's display size
-    /// (``ImageRequest/resolve(width:height:limits:)`` with ``width``... of level 0).
+    /// (``ImageRequest/resolve(width:height:limits:)`` with the width and height of level 0).
     ///
     /// Reads only the tiles the region covers, from the coarsest level that still has at least the
     /// requested resolution, one `pread` or mapping per tile, shrinks them by area averaging, then
@@ -12,7 +12,9 @@ extension TiledImage {
     /// region is read from the coarsest level that still has twice the requested resolution, its edges
     /// rounded to that level's grid (at most a quarter of an output pixel off).
     /// Memory: one tile row of the region at that level, and the output.
-    /// - Parameter deadline: until when to wait for tiles still being built (default: no wait).
+    /// - Parameters:
+    ///   - request: the request, resolved against this image's size.
+    ///   - deadline: until when to wait for tiles still being built (default: no wait).
     /// - Throws: ``TileError/Code/notReady`` when a tile the region needs is not written by the
     ///   deadline, and what tile reads throw.
     public func render(_ request: ImageRequest.Resolved, waitingUntil deadline: ContinuousClock.Instant? = nil)
