@@ -60,13 +60,10 @@ struct TileServerTests {
     ) async throws -> Reply {
         var request = HTTPClientRequest(url: url)
         request.method = method
-        if let body {  // streamed in 16 KiB parts, without a length, as an upload from a pipe would be
-            let parts = stride(from: 0, to: body.count, by: 16384).map { ByteBuffer(bytes: body[$0..<min($0 + 16384, body.count)]) }
-            let (stream, continuation) = AsyncStream.makeStream(of: ByteBuffer.self)
-            for part in parts { continuation.yield(part) }
-            continuation.finish()
-            request.body = .stream(stream, length: .unknown)
-        }
+        // A body of known length (the server reads it part by part as it arrives either way). Not an
+        // unbounded stream: a server that answers before reading it (401, 409, 413) leaves the
+        // client's stream writer behind, which the leak checker reports at exit.
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         let response = try await client.execute(request, timeout: .seconds(60))
         let body = try await response.body.collect(upTo: 64 << 20)
