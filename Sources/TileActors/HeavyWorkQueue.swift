@@ -17,7 +17,7 @@ public actor HeavyWorkQueue {
     }
 
     /// The most jobs that run at once.
-    public let maximumConcurrency: Int
+    public nonisolated let maximumConcurrency: Int
     /// Every change of the counts, starting with the current ones. One consumer.
     public nonisolated let counts: AsyncStream<Counts>
     private let countsContinuation: AsyncStream<Counts>.Continuation

@@ -10,9 +10,19 @@ import Glibc
 /// one folder, named by their file name without the extension.
 ///
 /// A JPEG is built into a persistent store in the cache folder on its first request, once however
-/// many requests arrive, through a `HeavyWorkQueue` (builds at once are limited); its image is
+/// many requests arrive, through a `HeavyWorkQueue` (builds at once are limited, and so are builds
+/// waiting: past ``maximumPendingBuilds`` a lookup fails with ``LookupError/busy``); its image is
 /// handed out as soon as its header is read, so tiles of rows already decoded can be served while
-/// the rest is built. The store is reused while the source keeps its size and is not newer than it.
+/// the rest is built. The store is reused while the source keeps its size, is not newer than it and
+/// has the fingerprint the store's manifest keeps.
+///
+/// The cache's stores count against a `DiskCacheBudget`: at most ``maximumOpenImages`` of them are
+/// kept open; past the budget's total, the least recently used of the others are removed from disk
+/// (and built again when asked for).
+///
+/// Run the catalog as a service beside the server (``TileServer/application(host:port:logger:onServerRunning:)``
+/// does): when the service group shuts down it cancels the builds still running, which removes their
+/// unfinished files.
 public actor ImageCatalog {
     /// Why an identifier has no image.
     public enum LookupError: Error, Sendable, Equatable {
@@ -20,30 +30,63 @@ public actor ImageCatalog {
         case invalidIdentifier
         /// No JPEG or store of that name in the folder.
         case notFound
+        /// The image needs a build, and ``maximumPendingBuilds`` builds already wait for their turn:
+        /// try again later (HTTP 503 with `Retry-After`).
+        case busy
         /// The build of the JPEG failed.
         case failed(TileError)
     }
 
     public nonisolated let root: String
     public nonisolated let cache: String
+    /// Builds waiting for their turn at most; a lookup that would start one more fails with
+    /// ``LookupError/busy``.
+    public nonisolated let maximumPendingBuilds: Int
+    /// Images of cache stores kept open at most; the least recently used of the others may be evicted.
+    public nonisolated let maximumOpenImages: Int
+    /// The budget the cache's stores count against.
+    public nonisolated let budget: DiskCacheBudget
     private let builds: HeavyWorkQueue
-    private var entries: [String: Entry] = [:]
+    private let headerWaitLimit: Duration
+    private let concurrentBuilds: Int
+    var entries: [String: Entry] = [:]
     /// The image of each build in progress, once its header is read.
-    private var builderImages: [String: TiledImage?] = [:]
+    var builderImages: [String: TiledImage?] = [:]
     /// Identifiers being uploaded now.
-    private var uploads: Set<String> = []
+    var uploads: Set<String> = []
+    /// The budget's account of each cache store the catalog knows.
+    private var budgetIDs: [String: DiskCacheBudget.StoreID] = [:]
+    private var lastUse: [String: UInt64] = [:]
+    private var useClock: UInt64 = 0
+    /// Set once the catalog has shut down: no build starts after it.
+    var isShutDown = false
 
-    private enum Entry {
+    enum Entry {
         case building(ImageBuilder, Task<TiledImage, any Error>)
         case ready(TiledImage)
+        /// A cache store whose image was closed; the budget may have evicted it since.
+        case closed(DiskCacheBudget.StoreID)
         case failed(TileError)
     }
 
     /// - Parameters:
     ///   - root: the folder of images.
     ///   - cache: where JPEGs' stores are built (created if missing).
-    ///   - concurrentBuilds: builds at once, at least 1.
-    public init(root: String, cache: String, concurrentBuilds: Int = 1) throws(TileError) {
+    ///   - concurrentBuilds: builds at once, at least 1 (default 1).
+    ///   - maximumPendingBuilds: builds waiting for their turn at most (default 16).
+    ///   - maximumOpenImages: cache stores kept open at most, at least 1 (default 64).
+    ///   - cacheByteBudget: bytes of cache stores past which unused ones are evicted; nil: the
+    ///     `DiskCacheBudget` default (a quarter of the free space of `$TMPDIR`, at least 1 GiB).
+    ///   - buildQueue: the queue builds take turns on, to share one with other memory-heavy work;
+    ///     nil: a queue of the catalog's own, running `concurrentBuilds` at once.
+    ///   - headerWaitLimit: how long a lookup waits for a build to read its header (a build waiting
+    ///     for its turn has not) before it fails as `notReady` (default 20 s).
+    /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
+    public init(
+        root: String, cache: String, concurrentBuilds: Int = 1, maximumPendingBuilds: Int = 16,
+        maximumOpenImages: Int = 64, cacheByteBudget: Int? = nil, buildQueue: HeavyWorkQueue? = nil,
+        headerWaitLimit: Duration = .seconds(20)
+    ) throws(TileError) {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
             throw TileError(.invalidArgument, "\(root) is not a folder")
@@ -53,7 +96,12 @@ public actor ImageCatalog {
         }
         self.root = root
         self.cache = cache
-        builds = HeavyWorkQueue(maximumConcurrency: max(1, concurrentBuilds))
+        builds = buildQueue ?? HeavyWorkQueue(maximumConcurrency: max(1, concurrentBuilds))
+        self.concurrentBuilds = builds.maximumConcurrency
+        self.maximumPendingBuilds = max(0, maximumPendingBuilds)
+        self.maximumOpenImages = max(1, maximumOpenImages)
+        self.headerWaitLimit = headerWaitLimit
+        budget = DiskCacheBudget(totalByteBudget: cacheByteBudget)
     }
 
     /// Whether `id` may name an image: letters, digits, `-`, `_` and `.`, not first, at most 200.
@@ -73,20 +121,19 @@ public actor ImageCatalog {
 
     /// The image named `id`: a store opened, or a JPEG's build started (or joined), returned once its
     /// header is read.
+    /// - Throws: ``LookupError``.
     public func image(_ id: String) async throws(LookupError) -> TiledImage {
         guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
-        if uploads.contains(id) {  // an upload in progress: its image once the header is in
-            if case .failed(let error) = entries[id] { throw .failed(error) }
-            if case .ready(let image) = entries[id] { return image }
-            if case .building(let builder, _) = entries[id], let image = await builder.image { return image }
-            throw .failed(TileError(.notReady, "\(id) is being uploaded; its header has not arrived yet"))
-        }
+        if uploads.contains(id) { return try await uploadImage(id) }
         guard let source = source(for: id) else { throw .notFound }
+        touch(id)
         switch entries[id] {
         case .ready(let image):
             return image
         case .building(let builder, let task):
             return try await header(of: builder, task)
+        case .closed(let storeID):
+            if let image = await reopen(id, storeID) { return image }
         case .failed(let error):
             throw .failed(error)
         case nil:
@@ -107,137 +154,20 @@ public actor ImageCatalog {
         }
     }
 
-    /// What a listing shows of an image, without building it.
-    public struct Summary: Sendable, Hashable {
-        public enum State: String, Sendable, Hashable {
-            /// A store, or a JPEG whose store is built.
-            case ready
-            /// Being built now.
-            case building
-            /// A JPEG not asked for yet.
-            case notBuilt = "not built"
-            case failed
-        }
-        public var id: String
-        /// Display size (from the store, or the JPEG's header); nil when unreadable.
-        public var width: Int?
-        public var height: Int?
-        public var state: State
-        /// Levels whose every tile is written, of `levelCount`.
-        public var levelsComplete: Int
-        public var levelCount: Int
-        /// Tile rows of the full-size level written so far.
-        public var tileRowsComplete: Int
-        /// The build's error, when it failed.
-        public var error: String?
-    }
-
-    /// The summary of `id`, or nil when there is no such image.
-    public func summary(_ id: String) -> Summary? {
-        guard Self.isValidIdentifier(id) else { return nil }
-        if uploads.contains(id) {
-            var summary = Summary(id: id, state: .building, levelsComplete: 0, levelCount: 0, tileRowsComplete: 0)
-            if case .failed(let error) = entries[id] { (summary.state, summary.error) = (.failed, error.message) }
-            if let image = builderImages[id] ?? nil { fill(&summary, from: image) }
-            return summary
-        }
-        guard let source = source(for: id) else { return nil }
-        var summary = Summary(id: id, state: .notBuilt, levelsComplete: 0, levelCount: 0, tileRowsComplete: 0)
-        var image: TiledImage?
-        switch entries[id] {
-        case .ready(let ready):
-            summary.state = .ready
-            image = ready
-        case .building:
-            summary.state = .building
-        case .failed(let error):
-            summary.state = .failed
-            summary.error = error.message
-        case nil:
-            if case .store(let path) = source {
-                image = try? TiledImage.open(store: path)
-                summary.state = image == nil ? .failed : .ready
-            }
-        }
-        if case .building = entries[id] { image = builderImages[id] ?? nil }
-        if let image {
-            fill(&summary, from: image)
-        } else if case .jpeg(let path) = source, let info = try? ImageInfo.read(contentsOfFile: path) {
-            let turned = (info.exifOrientation ?? 1) >= 5
-            (summary.width, summary.height) = turned ? (info.height, info.width) : (info.width, info.height)
-        }
-        return summary
-    }
-
-    private func fill(_ summary: inout Summary, from image: TiledImage) {
-        let g = image.geometry
-        (summary.width, summary.height, summary.levelCount) = (g.width, g.height, g.levels.count)
-        summary.levelsComplete = g.levels.indices.filter { image.isLevelComplete($0) }.count
-        summary.tileRowsComplete = (0..<g.levels[0].rows).filter { image.isTileReady(level: 0, column: 0, row: $0) }.count
-    }
-
-    /// Why an upload cannot start.
-    public enum UploadRefusal: Error, Sendable, Equatable {
-        case invalidIdentifier
-        /// An image of that name exists, or is being uploaded.
-        case exists
-        case failed(TileError)
-    }
-
-    /// Starts an upload of `id`: the caller appends the JPEG's bytes to the builder as they arrive
-    /// and ends with ``endUpload(_:with:)``. It is built into the store `root/id.tiles`, published
-    /// when complete; its tiles are served meanwhile.
-    public func beginUpload(_ id: String, options: BuildOptions = BuildOptions()) throws(UploadRefusal) -> ImageBuilder {
-        guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
-        guard !uploads.contains(id), source(for: id) == nil else { throw .exists }
-        var options = options
-        options.storage = .persistent(path: "\(root)/\(id).tiles")
-        let builder: ImageBuilder
-        do { builder = try ImageBuilder(options: options) } catch { throw .failed(error) }
-        uploads.insert(id)
-        entries[id] = .building(builder, Task { throw CancellationError() })
-        Task { await self.watchHeader(id, builder) }
-        return builder
-    }
-
-    private func watchHeader(_ id: String, _ builder: ImageBuilder) async {
-        for await _ in builder.progress {
-            if let image = await builder.image {
-                builderImages[id] = image
-                return
-            }
-        }
-    }
-
-    /// Ends an upload: a complete image stays (now a store in the folder); a failed or refused one is
-    /// forgotten and its files removed.
-    public func endUpload(_ id: String, with result: Result<TiledImage, TileError>) {
-        uploads.remove(id)
-        builderImages[id] = nil
-        switch result {
-        case .success(let image): entries[id] = .ready(image)
-        case .failure:
-            entries[id] = nil
-            // A body refused after its image was complete (past the size limit): its store goes too.
-            // Nothing else can be at this path: beginUpload refused names in use.
-            try? FileManager.default.removeItem(atPath: "\(root)/\(id).tiles")
-        }
-    }
-
     /// The state of a JPEG's build: nil for a store or an image never asked for.
     public func isBuilding(_ id: String) -> Bool {
         if case .building = entries[id] { return true }
         return false
     }
 
-    private enum Source {
+    enum Source {
         case jpeg(String)
         case store(String)
     }
 
     /// The file behind `id`: a regular file (a JPEG) or a folder (a store) directly in `root`, never a
     /// symlink (so nothing outside the folder is ever read).
-    private func source(for id: String) -> Source? {
+    func source(for id: String) -> Source? {
         for suffix in ["jpg", "jpeg", "JPG", "JPEG"] {
             if isRegular("\(root)/\(id).\(suffix)", folder: false) { return .jpeg("\(root)/\(id).\(suffix)") }
         }
@@ -253,40 +183,56 @@ public actor ImageCatalog {
 
     private func startBuild(id: String, path: String) async throws(LookupError) -> TiledImage {
         let store = "\(cache)/\(id).tiles"
-        if let reused = reusableStore(store, source: path) {
-            entries[id] = .ready(reused)
+        if let reused = await reusableStore(store, source: path) {
+            // Another request may have started a build meanwhile (the check above suspends).
+            if case .building(let builder, let task) = entries[id] { return try await header(of: builder, task) }
+            await adopt(id, reused, store: store)
             return reused
         }
+        if case .building(let builder, let task) = entries[id] { return try await header(of: builder, task) }
+        guard !isShutDown else { throw .failed(TileError(.cancelled, "the server is shutting down")) }
+        let waiting = entries.values.filter { if case .building = $0 { return true } else { return false } }.count
+            - uploads.count - concurrentBuilds
+        guard waiting < maximumPendingBuilds else { throw .busy }
         var options = BuildOptions()
         options.storage = .persistent(path: store)
         let builder: ImageBuilder
         do { builder = try ImageBuilder(options: options) } catch { throw .failed(error) }
         let queue = builds
         let task = Task<TiledImage, any Error> {
-            try await queue.run {
-                try await FileImageSource(path: path).feed(into: builder)
-                return try await builder.finish()
+            do {
+                return try await queue.run {
+                    try await FileImageSource(path: path).feed(into: builder)
+                    return try await builder.finish()
+                }
+            } catch {
+                await builder.cancel()  // a cancelled feed or turn: the builder removes its files
+                throw error
             }
         }
         entries[id] = .building(builder, task)
-        Task { await self.settle(id, task) }
+        Task { await self.settle(id, task, store: store) }
         let image = try await header(of: builder, task)
         if case .building = entries[id] { builderImages[id] = image }
         return image
     }
 
     /// The image of a build once its header is read (polled every 2 ms: any number of requests may
-    /// wait for the same build), or the build's failure.
-    private func header(of builder: ImageBuilder, _ task: Task<TiledImage, any Error>) async throws(LookupError) -> TiledImage {
+    /// wait for the same build), or the build's failure; `notReady` past ``headerWaitLimit``.
+    func header(of builder: ImageBuilder, _ task: Task<TiledImage, any Error>) async throws(LookupError) -> TiledImage {
+        let deadline = ContinuousClock.now + headerWaitLimit
         while true {
             if let image = await builder.image { return image }
             switch await builder.currentState {
             case .failed, .cancelled, .complete:
                 switch await task.result {
                 case .success(let image): return image
-                case .failure(let error): throw .failed(error as? TileError ?? TileError(.io, "\(error)"))
+                case .failure(let error): throw .failed(error as? TileError ?? TileError(.cancelled, "\(error)"))
                 }
             case .waitingForHeader, .decoding:
+                guard ContinuousClock.now < deadline else {
+                    throw .failed(TileError(.notReady, "the image is waiting for its turn to be built"))
+                }
                 try? await Task.sleep(for: .milliseconds(2))
             }
         }
@@ -295,9 +241,10 @@ public actor ImageCatalog {
     /// The geometry of `id` (display size, levels, tiles), as soon as it is known: for a JPEG not
     /// built yet, from its header alone (no decode; the build starts meanwhile), so `info.json` is
     /// answered at once.
+    /// - Throws: ``LookupError``.
     public func geometry(_ id: String) async throws(LookupError) -> TileGeometry {
         if Self.isValidIdentifier(id), entries[id] == nil, !uploads.contains(id), case .jpeg(let path) = source(for: id),
-            reusableStore("\(cache)/\(id).tiles", source: path) == nil,
+            TiledImage.sourceByteCount(ofStore: "\(cache)/\(id).tiles") == nil,
             let info = try? ImageInfo.read(contentsOfFile: path),
             let geometry = try? TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
         {
@@ -307,21 +254,61 @@ public actor ImageCatalog {
         return try await image(id).geometry
     }
 
-    private func settle(_ id: String, _ task: Task<TiledImage, any Error>) async {
+    private func settle(_ id: String, _ task: Task<TiledImage, any Error>, store: String) async {
         defer { builderImages[id] = nil }
         switch await task.result {
-        case .success(let image): entries[id] = .ready(image)
-        case .failure(let error): entries[id] = .failed(error as? TileError ?? TileError(.io, "\(error)"))
+        case .success(let image): await adopt(id, image, store: store)
+        case .failure(let error):
+            let failure = error as? TileError ?? TileError(.cancelled, "\(error)")
+            // A cancelled build (the server shutting down) is forgotten, not remembered as failed.
+            entries[id] = failure.code == .cancelled ? nil : .failed(failure)
         }
     }
 
-    /// A store built earlier from this source, while the source keeps its size and is older.
-    private func reusableStore(_ store: String, source: String) -> TiledImage? {
+    /// A complete cache store: open, in the budget's accounts, the least recently used ones closed
+    /// past ``maximumOpenImages``.
+    private func adopt(_ id: String, _ image: TiledImage, store: String) async {
+        entries[id] = .ready(image)
+        touch(id)
+        if budgetIDs[id] == nil { budgetIDs[id] = await budget.register(image: image, path: store) }
+        let open = entries.compactMap { key, entry -> String? in
+            if case .ready = entry, budgetIDs[key] != nil { return key }
+            return nil
+        }
+        guard open.count > maximumOpenImages else { return }
+        for key in open.sorted(by: { lastUse[$0, default: 0] < lastUse[$1, default: 0] }).prefix(open.count - maximumOpenImages) {
+            guard let storeID = budgetIDs[key] else { continue }
+            entries[key] = .closed(storeID)
+            await budget.close(storeID)  // evicts what the budget then allows
+        }
+    }
+
+    /// A closed cache store opened again, or nil (and forgotten) when the budget has evicted it.
+    private func reopen(_ id: String, _ storeID: DiskCacheBudget.StoreID) async -> TiledImage? {
+        if await budget.isRegistered(storeID), let image = try? await budget.open(storeID) {
+            if case .closed = entries[id] { entries[id] = .ready(image) }
+            return image
+        }
+        if case .closed = entries[id] { entries[id] = nil }
+        budgetIDs[id] = nil
+        return nil
+    }
+
+    private func touch(_ id: String) {
+        useClock += 1
+        lastUse[id] = useClock
+    }
+
+    /// A store built earlier from this source, while the source keeps its size, is older and has the
+    /// fingerprint the store's manifest keeps (read on a thread of its own).
+    private func reusableStore(_ store: String, source: String) async -> TiledImage? {
         guard let byteCount = TiledImage.sourceByteCount(ofStore: store) else { return nil }
         var sourceInfo = stat(), storeInfo = stat()
         guard stat(source, &sourceInfo) == 0, stat("\(store)/\(TiledImage.storeManifestName)", &storeInfo) == 0,
             Int(sourceInfo.st_size) == byteCount, sourceInfo.st_mtim.tv_sec <= storeInfo.st_mtim.tv_sec
         else { return nil }
+        let same = try? await TileRoutes.blocking { () throws(TileError) in try TiledImage.isStore(store, builtFrom: source) }
+        guard same == true else { return nil }
         return try? TiledImage.open(store: store)
     }
 }

@@ -240,11 +240,16 @@ public struct TileRoutes: Sendable {
         }
     }
 
-    /// The response to a failed lookup: 400, 404, 503 (not ready yet) or 500 (the build failed).
+    /// The response to a failed lookup: 400, 404, 503 (not ready yet, or too many builds waiting) or
+    /// 500 (the build failed).
     static func refusal(_ error: ImageCatalog.LookupError, id: String) -> Refusal {
         switch error {
         case .invalidIdentifier: return Refusal(response: plain(.badRequest, "not an image identifier"))
         case .notFound: return Refusal(response: plain(.notFound, "no image named \(id)"))
+        case .busy:
+            return Refusal(response: failure(TileError(.notReady, "too many images are waiting to be built; try again shortly")))
+        case .failed(let failure) where failure.code == .cancelled:
+            return Refusal(response: Self.failure(TileError(.notReady, "the build of \(id) was stopped: \(failure.message)")))
         case .failed(let failure) where failure.code == .notReady: return Refusal(response: Self.failure(failure))
         case .failed(let failure):
             return Refusal(response: plain(.internalServerError, "the image could not be built: \(failure.message)"))

@@ -36,6 +36,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The largest upload, in bytes.")
     var maxUploadBytes = 1 << 30
 
+    @Option(help: "Builds that may wait for their turn; a request needing one more gets 503 with Retry-After.")
+    var maxPendingBuilds = 16
+
+    @Option(help: "Bytes of stores in the cache folder past which the least recently used are removed (default: a quarter of the free space of $TMPDIR, at least 1 GiB).")
+    var cacheBudget: Int?
+
+    @Option(help: "Seconds a connection may send nothing (a stalled request or body) before it is closed.")
+    var idleTimeout = 60
+
     var token: String? { uploadToken ?? ProcessInfo.processInfo.environment["TILER_UPLOAD_TOKEN"] }
 
     func validate() throws {
@@ -44,19 +53,24 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--allow-uploads on \(host) needs --upload-token (or TILER_UPLOAD_TOKEN): only a loopback server may take uploads without one.")
         }
         guard maxUploadBytes > 0 else { throw ValidationError("--max-upload-bytes must be positive.") }
+        guard maxPendingBuilds >= 0 else { throw ValidationError("--max-pending-builds must not be negative.") }
+        guard cacheBudget.map({ $0 > 0 }) ?? true else { throw ValidationError("--cache-budget must be positive.") }
+        guard idleTimeout > 0 else { throw ValidationError("--idle-timeout must be positive.") }
     }
 
     func run() async throws {
         do {
             let uploads = allowUploads ? UploadPolicy(token: token, maximumBytes: maxUploadBytes) : nil
-            let server = try TileServer(
-                root: folder, cache: cache ?? "\(folder)/.tiler-cache", publicBaseURL: publicURL, uploads: uploads)
-            let host = self.host
+            var server = try TileServer(
+                root: folder, cache: cache ?? "\(folder)/.tiler-cache", publicBaseURL: publicURL, uploads: uploads,
+                maximumPendingBuilds: maxPendingBuilds, cacheByteBudget: cacheBudget)
+            server.idleTimeout = .seconds(idleTimeout)
+            let (host, root) = (self.host, server.routes.catalog.root)
             let app = server.application(host: host, port: port) { channel in
                 let port = channel.localAddress?.port ?? 0
                 // On standard error, unbuffered: a script waiting for the port sees it at once.
                 FileHandle.standardError.write(
-                    Data("tiler: serving \(escapingControlCharacters(server.routes.catalog.root)) at http://\(host):\(port)/iiif/3/ and /dzi/\n".utf8))
+                    Data("tiler: serving \(escapingControlCharacters(root)) at http://\(host):\(port)/iiif/3/ and /dzi/\n".utf8))
             }
             try await app.runService()
         } catch let error as TileError {

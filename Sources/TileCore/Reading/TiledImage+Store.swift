@@ -66,3 +66,25 @@ extension TiledImage {
     /// The file in a store folder whose modification time says when the store was published.
     public static let storeManifestName = StoreManifest.fileName
 }
+
+extension TiledImage {
+    /// Whether the persistent store at `store` was built from the bytes of the file at `source`: the
+    /// same byte count and the same fingerprint (FNV-1a over the bytes, as the store's manifest keeps
+    /// it). Reads the whole source, a megabyte at a time: blocking; call it off the cooperative pool.
+    /// - Returns: false when `store` holds no readable store, or the two differ.
+    /// - Throws: ``TileError/Code/io`` when `source` cannot be read.
+    public static func isStore(_ store: String, builtFrom source: String) throws(TileError) -> Bool {
+        guard let manifest = try? StoreManifest.read(store: store) else { return false }
+        let file = try InputFile(regularFile: source)
+        guard file.byteCount == manifest.sourceByteCount else { return false }
+        var fingerprint = Fingerprint()
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { chunk.deallocate() }
+        while true {
+            let n = try file.read(into: chunk)
+            if n == 0 { break }
+            fingerprint.add(UnsafeRawBufferPointer(rebasing: chunk[..<n]))
+        }
+        return fingerprint.hex == manifest.sourceFingerprint
+    }
+}

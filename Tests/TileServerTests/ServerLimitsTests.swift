@@ -1,0 +1,234 @@
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+import NIOCore
+import Testing
+import TestSupport
+import TileActors
+import TileCore
+import TileServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What bounds a server: builds waiting (503 with `Retry-After`), connections that stall (closed at
+/// the idle timeout, an upload's files removed), the cache's disk budget (stores evicted and built
+/// again), a store reused only while its source is the same bytes, builds cancelled at shutdown.
+@Suite("Tile server limits", .serialized)
+struct ServerLimitsTests {
+    static func folder(_ images: [String: Data]) throws -> String {
+        let path = NSTemporaryDirectory() + "tile-server-limits-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        for (name, data) in images { try data.write(to: URL(fileURLWithPath: "\(path)/\(name)")) }
+        return path
+    }
+
+    static func withServer(
+        _ server: TileServer, _ body: (String, HTTPClient) async throws -> Void
+    ) async throws {
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = server.application(host: "127.0.0.1", port: 0) { continuation.yield($0.localAddress?.port ?? 0) }
+        let running = Task { try await app.runService(gracefulShutdownSignals: []) }
+        var iterator = ports.makeAsyncIterator()
+        let port = await iterator.next() ?? 0
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        do { try await body("http://127.0.0.1:\(port)", client) } catch {
+            try? await client.shutdown()
+            running.cancel()
+            throw error
+        }
+        try await client.shutdown()
+        running.cancel()
+        _ = await running.result
+    }
+
+    /// Waits (polling the catalog) until `id` is no longer being built.
+    static func waitForBuild(_ catalog: ImageCatalog, _ id: String) async throws {
+        for _ in 0..<1200 where await catalog.isBuilding(id) { try await Task.sleep(for: .milliseconds(25)) }
+        #expect(await catalog.isBuilding(id) == false, "the build of \(id) did not end in 30 s")
+    }
+
+    @Test("a build past the pending limit is refused with 503 and Retry-After, then served once the queue drains")
+    func busy() async throws {
+        let big = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 900, height: 600), width: 900, height: 600)
+        let small = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 300, height: 200), width: 300, height: 200)
+        let folder = try Self.folder(["big.jpg": big, "small.jpg": small])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // The build queue is held by a job of the test's (a gate), so big's build waits its turn.
+        let queue = HeavyWorkQueue(maximumConcurrency: 1)
+        let (gate, opener) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task { try await queue.run { for await _ in gate { break } } }
+        var counts = queue.counts.makeAsyncIterator()
+        while let c = await counts.next(), c.active == 0 {}
+        let catalog = try ImageCatalog(
+            root: folder, cache: "\(folder)/.cache", maximumPendingBuilds: 0, buildQueue: queue, headerWaitLimit: .milliseconds(300))
+        try await Self.withServer(TileServer(catalog: catalog)) { base, client in
+            // info.json comes from the header, and starts the build (which waits for its turn).
+            let info = try await TileServerTests.get(client, "\(base)/iiif/3/big/info.json")
+            #expect(info.status == 200)
+            while await !catalog.isBuilding("big") { await Task.yield() }
+            // A request needing big's pixels waits for its header, then gives up: 503.
+            let waited = try await TileServerTests.get(client, "\(base)/iiif/3/big/0,0,256,256/max/0/default.jpg")
+            #expect(waited.status == 503 && waited.headers["retry-after"] != nil, "\(waited.status)")
+            // A second build would wait too, past the limit of none waiting: refused at once.
+            let refused = try await TileServerTests.get(client, "\(base)/iiif/3/small/full/max/0/default.jpg")
+            #expect(refused.status == 503 && refused.headers["retry-after"] != nil, "\(refused.status)")
+            #expect(String(decoding: refused.body, as: UTF8.self).contains("too many images"))
+            opener.yield()
+            _ = try await holder.value
+            try await Self.waitForBuild(catalog, "big")
+            let served = try await TileServerTests.get(client, "\(base)/iiif/3/small/full/max/0/default.png")
+            #expect(served.status == 200)
+            let png = try Reference.decodePNG(served.body)
+            #expect(png == (try Reference.decode(small).image))
+        }
+    }
+
+    @Test("a connection that stops sending is closed at the idle timeout; a stalled upload leaves nothing")
+    func idleTimeout() async throws {
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 600, height: 400), width: 600, height: 400)
+        let folder = try Self.folder([:])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", uploads: UploadPolicy())
+        server.idleTimeout = .seconds(1)
+        try await Self.withServer(server) { base, client in
+            let port = UInt16(base.split(separator: ":").last!)!
+            // Half a body, then silence: a body that never ends.
+            let head = "PUT /images/stalled HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(jpeg.count)\r\n\r\n"
+            let stalled = try RawConnection(port: port)
+            try stalled.send(Data(head.utf8) + jpeg.prefix(jpeg.count / 2))
+            // Headers that never end.
+            let slow = try RawConnection(port: port)
+            try slow.send(Data("GET /iiif/3/x/info.json HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8))
+            let clock = ContinuousClock()
+            let start = clock.now
+            #expect(stalled.waitForClose(timeout: .seconds(10)), "the stalled upload's connection stayed open")
+            #expect(slow.waitForClose(timeout: .seconds(10)), "the slow request's connection stayed open")
+            #expect(clock.now - start < .seconds(8))
+            // Meanwhile and afterwards, everyone else is served; the upload left nothing.
+            var state = try await TileServerTests.get(client, "\(base)/images/stalled").status
+            for _ in 0..<100 where state != 404 {
+                try await Task.sleep(for: .milliseconds(20))
+                state = try await TileServerTests.get(client, "\(base)/images/stalled").status
+            }
+            #expect(state == 404)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0 != ".cache" } == [])
+        }
+    }
+
+    @Test("past the disk budget, a closed cache store is evicted and built again when asked for")
+    func eviction() async throws {
+        let a = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 700, height: 500), width: 700, height: 500)
+        let b = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 500, height: 300), width: 500, height: 300)
+        let folder = try Self.folder(["a.jpg": a, "b.jpg": b])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", maximumOpenImages: 1, cacheByteBudget: 1)
+        var events = catalog.budget.events.makeAsyncIterator()
+        _ = try await catalog.image("a")
+        try await Self.waitForBuild(catalog, "a")
+        #expect(FileManager.default.fileExists(atPath: "\(folder)/.cache/a.tiles/manifest.json"))
+        _ = try await catalog.image("b")
+        try await Self.waitForBuild(catalog, "b")
+        // b's adoption closed a (one open image at most), and the budget of 1 byte evicted it.
+        let event = try #require(await events.next())
+        guard case .evicted(let path, _) = event else { Issue.record("\(event)"); return }
+        #expect(path == "\(folder)/.cache/a.tiles")
+        #expect(!FileManager.default.fileExists(atPath: "\(folder)/.cache/a.tiles"))
+        #expect(FileManager.default.fileExists(atPath: "\(folder)/.cache/b.tiles/manifest.json"))
+        // Asked for again: built again, the same pixels as libjpeg's decode.
+        let again = try await catalog.image("a")
+        try await Self.waitForBuild(catalog, "a")
+        let rgba = try again.readTile(level: 0, column: 0, row: 0)
+        let reference = try Reference.decode(a).image
+        #expect(Array(rgba[0..<1024]) == Array(reference.pixels[0..<1024]), "row 0 of the tile is not libjpeg's")
+    }
+
+    @Test("a cached store is reused for the same bytes, and built again for a source of the same size and date but other bytes")
+    func fingerprint() async throws {
+        let original = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 400, height: 300), width: 400, height: 300)
+        let folder = try Self.folder(["photo.jpg": original])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let first = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
+        _ = try await first.image("photo")
+        try await Self.waitForBuild(first, "photo")
+        let manifest = "\(folder)/.cache/photo.tiles/manifest.json"
+        let built = try FileManager.default.attributesOfItem(atPath: manifest)[.modificationDate] as! Date
+        // The same bytes: reused (the manifest is not written again).
+        let second = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
+        _ = try await second.image("photo")
+        #expect(await second.isBuilding("photo") == false)
+        #expect(try FileManager.default.attributesOfItem(atPath: manifest)[.modificationDate] as! Date == built)
+        // Other bytes, same size, an older date (a quantization table changed: other pixels).
+        var changed = original
+        let dqt = try #require(changed.indices.first { changed[$0] == 0xFF && changed[$0 + 1] == 0xDB })
+        changed[dqt + 6] = changed[dqt + 6] == 255 ? 254 : changed[dqt + 6] + 1
+        try changed.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
+        try FileManager.default.setAttributes([.modificationDate: built.addingTimeInterval(-3600)], ofItemAtPath: "\(folder)/photo.jpg")
+        let third = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
+        let image = try await third.image("photo")
+        try await Self.waitForBuild(third, "photo")
+        let tile = try image.readTile(level: 0, column: 0, row: 0)
+        let reference = try Reference.decode(changed).image
+        #expect(reference.pixels != (try Reference.decode(original).image.pixels))
+        #expect(Array(tile[0..<1024]) == Array(reference.pixels[0..<1024]), "row 0 of the tile is not the new source's")
+    }
+
+    @Test("shutting the catalog down cancels a build in progress, removes its unfinished files, and starts no other")
+    func shutdown() async throws {
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1200, height: 900), width: 1200, height: 900)
+        let folder = try Self.folder(["later.jpg": jpeg])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
+        // An upload half in: a build in progress, its files being written beside the folder's images.
+        let builder = try await catalog.beginUpload("up")
+        try await builder.append(jpeg.prefix(jpeg.count / 2))
+        let during = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
+        #expect(during.count > 2, "no build files while the upload is in progress: \(during)")
+        await catalog.shutDown()
+        #expect(await catalog.isBuilding("up") == false)
+        let after = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
+        #expect(after == [".cache", "later.jpg"], "\(after)")
+        await #expect(throws: TileError.self) { try await builder.append(jpeg.suffix(jpeg.count / 2)) }
+        await #expect(throws: ImageCatalog.LookupError.self) { try await catalog.image("later") }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: "\(folder)/.cache") == [])
+    }
+}
+
+/// A plain TCP connection to a loopback port, for requests no HTTP client would send.
+final class RawConnection {
+    private let fd: Int32
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard fd >= 0, connected == 0 else { throw TileError(.io, "cannot connect to port \(port)") }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ data: Data) throws {
+        let sent = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == data.count else { throw TileError(.io, "short send") }
+    }
+
+    /// Whether the peer closes the connection within `timeout` (whatever it sends first is read and dropped).
+    func waitForClose(timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while ContinuousClock.now < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) >= 0 else { return false }
+            if poller.revents == 0 { continue }
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { return true }
+        }
+        return false
+    }
+}
