@@ -167,3 +167,43 @@ cjs_status cjs_png_encode(const void *rows, size_t stride, uint32_t width, uint3
 }
 
 void cjs_free(void *pointer) { free(pointer); }
+
+/* ---- The exported tile encoder: a tile_jpeg and its output ------------------------------- */
+
+struct cjs_tile_encoder {
+    tile_jpeg *jpeg;
+    cjs_bytes out;
+};
+
+cjs_status cjs_tile_encoder_create(int32_t quality, cjs_tile_encoder **out) {
+    *out = NULL;
+    if (quality < 1 || quality > 100) return CJS_ERR_ARGUMENT;
+    cjs_tile_encoder *e = calloc(1, sizeof *e);
+    if (!e) return CJS_ERR_NOMEM;
+    cjs_status status = tile_jpeg_create(quality, &e->jpeg);
+    if (status != CJS_OK) {
+        free(e);
+        return status;
+    }
+    *out = e;
+    return CJS_OK;
+}
+
+void cjs_tile_encoder_destroy(cjs_tile_encoder *e) {
+    if (!e) return;
+    tile_jpeg_destroy(e->jpeg);
+    free(e->out.data);
+    free(e);
+}
+
+cjs_status cjs_tile_encoder_encode(cjs_tile_encoder *e, const void *rows, size_t stride, uint32_t width, uint32_t height,
+                                   const void **out, size_t *length) {
+    *out = NULL;
+    *length = 0;
+    if (!rows || stride < (size_t)width * 4) return CJS_ERR_ARGUMENT;
+    cjs_status status = tile_jpeg_encode(e->jpeg, rows, stride, width, height, &e->out);
+    if (status != CJS_OK) return status;
+    *out = e->out.data;
+    *length = e->out.length;
+    return CJS_OK;
+}

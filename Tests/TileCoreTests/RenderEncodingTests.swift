@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
-import TileCore
+@testable import TileCore
 
 /// Encoded renders (JPEG, PNG, gray, the ICC profile), regions off every level's grid, and renders
 /// that wait for rows still being decoded. References: libjpeg's and libpng's own decodes, and the
@@ -91,5 +91,44 @@ struct RenderEncodingTests {
         let rendered = try image.render(bottom, waitingUntil: .now + .seconds(10))
         finished.wait()
         #expect(RGBAImage(width: 100, height: 100, pixels: rendered.bytes) == RenderTests.crop(f.full, 0, 1000, 100, 100))
+    }
+}
+
+/// A stored tile asked for as it is takes the short path (read, encode with a reused compressor):
+/// the same JPEG settings as any render, so its decode matches libjpeg's reference pyramid as closely.
+@Suite("Exact tile requests")
+struct ExactTileRequestTests {
+    @Test("tiles of every level, edge tiles included, decode to the reference pyramid's tiles within 38 dB",
+          arguments: ["0,0,256,256/256,256", "1280,1024,220,76/220,76", "512,512,512,512/256,256", "1024,512,476,512/238,256",
+                      "0,0,1500,1100/188,138"])
+    func exactTiles(path: String) throws {
+        let f = try RenderEncodingTests.fixture()
+        let request = try ImageRequest(path: "\(path)/0/default.jpg").resolve(width: 1500, height: 1100)
+        #expect(f.image.exactTile(for: request) != nil, "\(path) does not take the short path")
+        let jpeg = try f.image.renderEncoded(request, quality: 90)
+        let decoded = try Reference.decode(jpeg).image
+        // The reference: libjpeg's decode, shrunk by 2x2 box averages to the request's level, cropped.
+        var (level, k) = (f.full, 1)
+        while (request.width + k - 1) / k > request.scaledWidth {
+            level = Reference.shrink(level)
+            k *= 2
+        }
+        let want = Reference.crop(level, x: request.x / k, y: request.y / k, width: request.scaledWidth, height: request.scaledHeight)
+        #expect(decoded.width == request.scaledWidth && decoded.height == request.scaledHeight)
+        #expect(Reference.psnr(decoded, want) >= 38, "\(path): \(Reference.psnr(decoded, want)) dB")
+        // The general path's pixels encoded by the general encoder: the same settings, the same quality.
+        let general = try f.image.render(request).encoded(as: .jpg, quality: 90)
+        #expect(Reference.psnr(decoded, try Reference.decode(general).image) >= 45)
+    }
+
+    @Test("the encoder refuses qualities out of range and empty images")
+    func encoderArguments() throws {
+        #expect(thrownCode { try TileJPEGEncoder(quality: 0) } == .invalidArgument)
+        let encoder = try TileJPEGEncoder(quality: 80)
+        let pixels = [UInt8](repeating: 128, count: 16 * 16 * 4)
+        let code = pixels.withUnsafeBytes { raw in thrownCode { try encoder.encode(raw, stride: 64, width: 0, height: 16) } }
+        #expect(code == .invalidArgument)
+        let jpeg = try pixels.withUnsafeBytes { raw in try encoder.encode(raw, stride: 64, width: 16, height: 16) }
+        #expect(try Reference.decode(jpeg).image.pixels.enumerated().allSatisfy { $0.offset % 4 == 3 || abs(Int($0.element) - 128) <= 1 })
     }
 }

@@ -382,6 +382,21 @@ cjs_status cjs_encoder_write_rows(cjs_encoder *e, const void *rows, size_t strid
 cjs_status cjs_encoder_finish(cjs_encoder *e, const void **out, size_t *length);
 const char *cjs_encoder_message(const cjs_encoder *e);
 
+/* ---- Tile encoder: one small image after another, one compressor reused -------------------- */
+
+/** A JPEG compressor (4:2:0, RGBX rows, 4 bytes a pixel) whose settings are made once and reused from
+    image to image: for encoding tiles one after another on one thread. Not thread-safe. */
+typedef struct cjs_tile_encoder cjs_tile_encoder;
+
+/** Creates an encoder at `quality` (1...100). */
+cjs_status cjs_tile_encoder_create(int32_t quality, cjs_tile_encoder **out);
+void cjs_tile_encoder_destroy(cjs_tile_encoder *e);
+/** Encodes `height` rows of `width` RGBX pixels, `stride` bytes apart. `*out` points into the
+    encoder's memory, valid until the next encode or destroy. Calls `jpeg_start_compress`,
+    `jpeg_write_scanlines` and `jpeg_finish_compress` under one setjmp guard. */
+cjs_status cjs_tile_encoder_encode(cjs_tile_encoder *e, const void *rows, size_t stride, uint32_t width, uint32_t height,
+                                   const void **out, size_t *length);
+
 
 #ifdef __cplusplus
 }
