@@ -34,6 +34,9 @@ struct Benchmarks: AsyncParsableCommand {
 
     var selected: Set<String>? { scenario.map { Set($0.split(separator: ",").map(String.init)) } }
 
+    @Option(help: "How long serve-soak runs, in seconds.")
+    var soakSeconds = 180
+
     @Flag(help: "Print JSON instead of the table.")
     var json = false
 
@@ -44,7 +47,7 @@ struct Benchmarks: AsyncParsableCommand {
     func validate() throws {
         guard runs >= 1 else { throw ValidationError("--runs must be at least 1, not \(runs).") }
         guard rateMbps > 0 else { throw ValidationError("--rate-mbps must be positive.") }
-        let names = Set(Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name))
+        let names = Set(Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name) + LoadScenarios.names)
         for name in selected ?? [] where !names.contains(name) {
             throw ValidationError("no scenario named '\(name)' (BENCHMARKS.md lists them).")
         }
@@ -99,6 +102,19 @@ struct Benchmarks: AsyncParsableCommand {
             }
         }
         if !json, let comparison = ExportScenarios.compareWithVips() { print("  " + comparison) }
+        // The load scenarios (their own processes: our server, nginx, wrk, h2load); serve-soak only
+        // when named. Printed as they finish; not in the JSON.
+        let load = LoadScenarios.names.filter { selected?.contains($0) ?? ($0 != "serve-soak") }
+        if !load.isEmpty && !json {
+            let setup = try LoadScenarios.prepare(input: input)
+            defer { try? FileManager.default.removeItem(atPath: setup.folder) }
+            print("load scenarios: level 0 of \(input) as DeepZoom tiles, 64 connections, loopback")
+            if load.contains("serve-warm") { for line in try LoadScenarios.warm(setup, runs: min(runs, 3)) { print("  " + line) } }
+            if load.contains("serve-cold") { for line in try LoadScenarios.cold(setup, input: input, runs: min(runs, 3)) { print("  " + line) } }
+            if load.contains("serve-soak") {
+                for line in try await LoadScenarios.soak(setup, jpeg: loaderInput, seconds: soakSeconds) { print("  " + line) }
+            }
+        }
         try? FileManager.default.removeItem(atPath: ExportScenarios.runFolder(parent: getpid()))
         if json { print(try ScenarioResult.json(results, input: input, megapixels: megapixels)) }
     }

@@ -144,6 +144,12 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
         return
     case "files-floor":
         try ExportScenarios.createFiles(input: input)
+    case "serve-server", "serve-server-uploads":
+        try await LoadChildren.serve(input: input, report: report, uploads: name == "serve-server-uploads")
+        return
+    case "encode-floor":
+        try writeReport(try LoadChildren.encodeFloor(input: input), extras: [:])
+        return
     case "render-512":
         let (cold, warm) = try ExportScenarios.renders(input: input)
         try latencyReport(["warm": warm, "cold": cold], to: report)

@@ -15,6 +15,7 @@ extension ImageCatalog: Service {
     /// end; a cancelled build removes its unfinished files. No build starts afterwards.
     public func shutDown() async {
         isShutDown = true
+        for id in entries.keys { forgetReady(id) }
         var running: [(String, ImageBuilder, Task<TiledImage, any Error>)] = []
         for (id, entry) in entries {
             if case .building(let builder, let task) = entry { running.append((id, builder, task)) }

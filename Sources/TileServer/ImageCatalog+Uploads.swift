@@ -51,6 +51,7 @@ extension ImageCatalog {
     public func endUpload(_ id: String, with result: Result<TiledImage, TileError>) {
         uploads.remove(id)
         builderImages[id] = nil
+        forgetReady(id)
         switch result {
         case .success(let image): entries[id] = .ready(image)
         case .failure:

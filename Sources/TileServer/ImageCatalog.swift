@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 public import TileActors
 public import TileCore
 
@@ -60,6 +61,11 @@ public actor ImageCatalog {
     private var useClock: UInt64 = 0
     /// Set once the catalog has shut down: no build starts after it.
     var isShutDown = false
+    /// Complete images and when their source was last seen (``readyImage(_:)``), readable from any
+    /// thread without a hop to the actor.
+    private nonisolated let readyImages = Mutex<[String: (image: TiledImage, checked: ContinuousClock.Instant)]>([:])
+    /// How long ``readyImage(_:)`` trusts a source seen without looking at the folder again.
+    nonisolated static let sourceRecheckInterval: Duration = .seconds(1)
 
     enum Entry {
         case building(ImageBuilder, Task<TiledImage, any Error>)
@@ -125,10 +131,14 @@ public actor ImageCatalog {
     public func image(_ id: String) async throws(LookupError) -> TiledImage {
         guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
         if uploads.contains(id) { return try await uploadImage(id) }
-        guard let source = source(for: id) else { throw .notFound }
+        guard let source = source(for: id) else {
+            forgetReady(id)
+            throw .notFound
+        }
         touch(id)
         switch entries[id] {
         case .ready(let image):
+            if image.isComplete { rememberReady(id, image) }
             return image
         case .building(let builder, let task):
             return try await header(of: builder, task)
@@ -152,6 +162,25 @@ public actor ImageCatalog {
         case .jpeg(let path):
             return try await startBuild(id: id, path: path)
         }
+    }
+
+    /// The complete image named `id` when the catalog has handed it out within the last
+    /// ``sourceRecheckInterval`` (its source seen in the folder then), without waiting for the actor:
+    /// the path of a warm server's requests. Nil otherwise: ask ``image(_:)``.
+    public nonisolated func readyImage(_ id: String) -> TiledImage? {
+        readyImages.withLock { ready in
+            guard let entry = ready[id], ContinuousClock.now - entry.checked < Self.sourceRecheckInterval else { return nil }
+            return entry.image
+        }
+    }
+
+    func rememberReady(_ id: String, _ image: TiledImage) {
+        let now = ContinuousClock.now
+        readyImages.withLock { $0[id] = (image, now) }
+    }
+
+    func forgetReady(_ id: String) {
+        _ = readyImages.withLock { $0.removeValue(forKey: id) }
     }
 
     /// The state of a JPEG's build: nil for a store or an image never asked for.
@@ -279,6 +308,7 @@ public actor ImageCatalog {
         for key in open.sorted(by: { lastUse[$0, default: 0] < lastUse[$1, default: 0] }).prefix(open.count - maximumOpenImages) {
             guard let storeID = budgetIDs[key] else { continue }
             entries[key] = .closed(storeID)
+            forgetReady(key)
             await budget.close(storeID)  // evicts what the budget then allows
         }
     }

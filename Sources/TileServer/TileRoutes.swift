@@ -106,35 +106,41 @@ public struct TileRoutes: Sendable {
     }
 
     /// An image request. A complete pyramid's images never change: they carry an `ETag` (answered
-    /// with 304 on `If-None-Match`) and `Cache-Control`, and are kept in ``cache``.
-    func image(id: String, path: [String], ifNoneMatch: String? = nil) async -> Response {
-        let request: ImageRequest
-        do { request = try ImageRequest(path: path.joined(separator: "/")) } catch {
-            return Self.failure(error)
-        }
+    /// with 304 on `If-None-Match`) and `Cache-Control`, and are kept in ``cache``, keyed by the store
+    /// and the request as written (`variant`: the path after the identifier), so that a repeated request
+    /// is answered before it is even parsed.
+    func image(id: String, path: [String], ifNoneMatch: String? = nil, variant: String? = nil) async -> Response {
         let image: TiledImage
         switch await lookup(id) {
         case .success(let found): image = found
-        case .failure(let refusal): return refusal.response
+        case .failure(let refusal):
+            // A bad request is a bad request whether or not the image exists.
+            if (try? ImageRequest(path: path.joined(separator: "/"))) == nil, let error = Self.parseError(path) { return Self.failure(error) }
+            return refusal.response
+        }
+        let complete = image.isComplete
+        var headers = HTTPFields()
+        headers[Self.link] = Self.profileLink
+        var key = ""
+        if complete {
+            key = "\(image.storePath ?? id)|\(jpegQuality)|\(variant ?? path.joined(separator: "/"))"
+            let tag = Self.entityTag(key)
+            headers[.eTag] = tag
+            headers[.cacheControl] = "public, max-age=86400"
+            if let format = path.last?.split(separator: ".").last.flatMap({ ImageRequest.Format(rawValue: String($0)) }) {
+                headers[.contentType] = format.mediaType
+            }
+            if let ifNoneMatch, ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == tag || $0 == "*" }) {
+                return Self.response(.notModified, headers: headers)
+            }
+            if let data = cache.data(for: key) { return Self.response(.ok, headers: headers, body: data) }
+        } else {
+            headers[.cacheControl] = "no-store"  // preliminary or still being built
         }
         do {
+            let request = try ImageRequest(path: path.joined(separator: "/"))
             let resolved = try request.resolve(width: image.geometry.width, height: image.geometry.height, limits: limits)
-            let complete = image.isComplete
-            let key = "\(image.storePath ?? id)|\(jpegQuality)|\(resolved.canonicalPath)"
-            var headers = HTTPFields()
             headers[.contentType] = resolved.format.mediaType
-            headers[Self.link] = Self.profileLink
-            if complete {
-                let tag = Self.entityTag(key)
-                headers[.eTag] = tag
-                headers[.cacheControl] = "public, max-age=86400"
-                if let ifNoneMatch, ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == tag || $0 == "*" }) {
-                    return Self.response(.notModified, headers: headers)
-                }
-                if let data = cache.data(for: key) { return Self.response(.ok, headers: headers, body: data) }
-            } else {
-                headers[.cacheControl] = "no-store"  // preliminary or still being built
-            }
             let (quality, deadline) = (jpegQuality, ContinuousClock.now + waitLimit)
             let data = try await Self.blocking { () throws(TileError) in
                 try image.renderEncoded(resolved, quality: quality, waitingUntil: deadline)
@@ -142,8 +148,18 @@ public struct TileRoutes: Sendable {
             if complete { cache.insert(data, for: key) }
             return Self.response(.ok, headers: headers, body: data)
         } catch {
-            return Self.failure(error)
+            headers[.eTag] = nil
+            headers[.cacheControl] = nil
+            var failure = Self.failure(error)
+            failure.headers[Self.link] = Self.profileLink
+            return failure
         }
+    }
+
+    /// Why an image request's path does not parse, if it does not.
+    static func parseError(_ path: [String]) -> TileError? {
+        do { _ = try ImageRequest(path: path.joined(separator: "/")) } catch { return error }
+        return nil
     }
 
     // MARK: - DeepZoom
@@ -198,7 +214,7 @@ public struct TileRoutes: Sendable {
         let (sw, sh) = (min(side, levelWidth - c * side), min(side, levelHeight - r * side))
         return await image(
             id: String(files.dropLast(6)), path: ["\(x),\(y),\(w),\(h)", "\(sw),\(sh)", "0", "default.\(format.rawValue)"],
-            ifNoneMatch: ifNoneMatch)
+            ifNoneMatch: ifNoneMatch, variant: "dzi/\(level)/\(tile)")
     }
 
     // MARK: - Shared
@@ -217,6 +233,7 @@ public struct TileRoutes: Sendable {
 
     /// The geometry of an identifier (``ImageCatalog/geometry(_:)``: from a JPEG's header at once).
     private func lookupGeometry(_ encoded: String) async -> Result<TileGeometry, Refusal> {
+        if let ready = catalog.readyImage(encoded) { return .success(ready.geometry) }
         guard let id = encoded.removingPercentEncoding, ImageCatalog.isValidIdentifier(id) else {
             return .failure(Refusal(response: Self.plain(.badRequest, "not an image identifier")))
         }
@@ -230,6 +247,7 @@ public struct TileRoutes: Sendable {
     /// The image of an identifier as it appears in a path (percent-encoded: `%2D` is `-`; an encoded
     /// slash decodes to a `/`, which no identifier has).
     private func lookup(_ encoded: String) async -> Result<TiledImage, Refusal> {
+        if let ready = catalog.readyImage(encoded) { return .success(ready) }  // a plain name, seen within a second
         guard let id = encoded.removingPercentEncoding else {
             return .failure(Refusal(response: Self.plain(.badRequest, "not an image identifier")))
         }

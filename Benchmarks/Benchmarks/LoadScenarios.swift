@@ -1,0 +1,201 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import TileCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The server under load on loopback, side by side with nginx serving `vips dzsave`'s static tiles of
+/// the same image (256, overlap 0, Q80): level-0 DeepZoom tiles, 64 connections.
+///
+/// - `serve-warm`: a working set of 400 tiles already encoded (each server asked for all once first),
+///   `wrk -t2 -c64` for 10 s, nginx and ours alternately: requests per second and p99.
+/// - `serve-cold`: every level-0 tile once, in random order, none encoded before (a new server process
+///   each run), 64 clients (`h2load`, one per client: see ``OnceEachResult``); against the rate at which
+///   the same tiles are read and encoded in-process on both cores (`encode-floor`, measured just before).
+/// - `serve-soak` (run only when named): `wrk -c256` for `--soak-seconds` with mixed IIIF and DeepZoom
+///   requests while JPEGs are built (first requests of 8 JPEGs, an upload every 15 s): errors, peak RSS,
+///   descriptors before and after.
+///
+/// Access logs are off on both sides (nginx `access_log off`; our logger at `warning`).
+enum LoadScenarios {
+    static let names = ["serve-warm", "serve-cold", "serve-soak"]
+
+    struct Setup {
+        var folder: String
+        /// The served folder: `photo.tiles`, the store of the input.
+        var images: String
+        /// vips dzsave's output (`dz.dzi`, `dz_files/`), when vips is on PATH.
+        var deepZoom: String?
+        /// DeepZoom's number of the full-size level, and its tile columns and rows.
+        var top: Int
+        var columns: Int
+        var rows: Int
+    }
+
+    static func prepare(input: String) throws -> Setup {
+        let folder = NSTemporaryDirectory() + "/tiledimagekit-load-\(getpid())"
+        try? FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.createDirectory(atPath: "\(folder)/images", withIntermediateDirectories: true)
+        var options = BuildOptions()
+        options.storage = .persistent(path: "\(folder)/images/photo.tiles")
+        let image = try TileBuilder.build(contentsOfFile: input, options: options)
+        let g = image.geometry
+        var top = 0
+        while (g.width - 1) >> top > 0 || (g.height - 1) >> top > 0 { top += 1 }
+        var deepZoom: String?
+        if let vips = Scenario.which("vips") {
+            let run = try ChildProcess.run(
+                vips, ["dzsave", input, "\(folder)/dz", "--tile-size", "256", "--overlap", "0", "--suffix", ".jpg[Q=80]"])
+            if run.exitStatus == 0 { deepZoom = folder }
+        }
+        return Setup(folder: folder, images: "\(folder)/images", deepZoom: deepZoom, top: top, columns: g.levels[0].columns, rows: g.levels[0].rows)
+    }
+
+    /// Our server in a child process (`--child serve-server`), once it listens; its base URL.
+    static func startServer(_ setup: Setup, uploads: Bool = false) throws -> (BackgroundProcess, String) {
+        let report = "\(setup.folder)/server-\(UUID().uuidString).txt"
+        let process = try BackgroundProcess(
+            ChildProcess.selfExecutable,
+            ["--child", uploads ? "serve-server-uploads" : "serve-server", "--input", setup.images, "--report", report],
+            outputPath: "\(setup.folder)/server.log")
+        for _ in 0..<600 {
+            if let text = try? String(contentsOfFile: report, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                return (process, "http://127.0.0.1:\(port)")
+            }
+            usleep(50_000)
+        }
+        process.stop()
+        throw BenchmarkError("the server did not start: \(process.output)")
+    }
+
+    /// nginx (Debian's nginx-light) on a free loopback port, serving `root` at `/dzi/`.
+    static func startNginx(_ setup: Setup, root: String) throws -> (BackgroundProcess, String)? {
+        guard let nginx = Scenario.which("nginx") ?? ["/usr/sbin/nginx"].first(where: { access($0, X_OK) == 0 }) else { return nil }
+        let port = 20000 + Int(getpid() % 20000)
+        let config = """
+            worker_processes auto;
+            pid \(setup.folder)/nginx.pid;
+            error_log \(setup.folder)/nginx-error.log;
+            daemon off;
+            events { worker_connections 4096; }
+            http {
+              access_log off;
+              sendfile on;
+              tcp_nopush on;
+              keepalive_requests 1000000;
+              open_file_cache max=20000 inactive=60s;
+              types { image/jpeg jpg; application/xml dzi; }
+              client_body_temp_path \(setup.folder)/nginx-body;
+              proxy_temp_path \(setup.folder)/nginx-proxy;
+              server { listen 127.0.0.1:\(port); location /dzi/ { alias \(root)/; } }
+            }
+
+            """
+        try config.write(toFile: "\(setup.folder)/nginx.conf", atomically: false, encoding: .utf8)
+        let process = try BackgroundProcess(nginx, ["-c", "\(setup.folder)/nginx.conf"], outputPath: "\(setup.folder)/nginx.log")
+        for _ in 0..<100 {
+            if FileManager.default.fileExists(atPath: "\(setup.folder)/nginx.pid") { return (process, "http://127.0.0.1:\(port)") }
+            usleep(50_000)
+        }
+        process.stop()
+        return nil
+    }
+
+    /// A wrk script cycling through `paths`.
+    static func cyclingScript(_ paths: [String], at path: String) throws -> String {
+        let list = paths.map { "\"\($0)\"" }.joined(separator: ",\n")
+        try """
+            local paths = {\(list)}
+            local i = 0
+            request = function()
+              i = i % #paths + 1
+              return wrk.format(nil, paths[i])
+            end
+
+            """.write(toFile: path, atomically: false, encoding: .utf8)
+        return path
+    }
+
+    /// `(column, row)` of every level-0 tile, shuffled with a fixed seed.
+    static func shuffledTiles(_ setup: Setup) -> [(Int, Int)] {
+        var generator = SeededGenerator(seed: 42)
+        return (0..<setup.rows).flatMap { r in (0..<setup.columns).map { ($0, r) } }.shuffled(using: &generator)
+    }
+
+    static func warm(_ setup: Setup, runs: Int) throws -> [String] {
+        guard setup.deepZoom != nil, Scenario.which("wrk") != nil else { return ["serve-warm: skipped (needs vips and wrk on PATH)"] }
+        let workingSet = shuffledTiles(setup).prefix(400)
+        let ours = try cyclingScript(workingSet.map { "/dzi/photo_files/\(setup.top)/\($0.0)_\($0.1).jpg" }, at: "\(setup.folder)/ours.lua")
+        let theirs = try cyclingScript(workingSet.map { "/dzi/dz_files/\(setup.top)/\($0.0)_\($0.1).jpg" }, at: "\(setup.folder)/nginx.lua")
+        let (server, base) = try startServer(setup)
+        defer { server.stop() }
+        guard let (nginx, nginxBase) = try startNginx(setup, root: setup.folder) else { return ["serve-warm: skipped (no nginx)"] }
+        defer { nginx.stop() }
+        // Every tile of the working set asked for once (encoded, cached), and both warmed up.
+        _ = try WrkResult.run(url: base, connections: 64, seconds: 3, script: ours)
+        _ = try WrkResult.run(url: nginxBase, connections: 64, seconds: 3, script: theirs)
+        var (mine, nginxRuns): ([WrkResult], [WrkResult]) = ([], [])
+        for _ in 0..<runs {
+            nginxRuns.append(try WrkResult.run(url: nginxBase, connections: 64, seconds: 10, script: theirs))
+            mine.append(try WrkResult.run(url: base, connections: 64, seconds: 10, script: ours))
+        }
+        func line(_ name: String, _ results: [WrkResult]) -> String {
+            String(
+                format: "%@ %8.0f req/s  p50 %.2f ms  p99 %.2f ms  max %.1f ms  errors %d  (rates %@)", name.padding(toLength: 19, withPad: " ", startingAt: 0),
+                ScenarioResult.median(results.map(\.requestsPerSecond)), ScenarioResult.median(results.map(\.p50Milliseconds)),
+                ScenarioResult.median(results.map(\.p99Milliseconds)), results.map(\.maxMilliseconds).max() ?? .nan,
+                results.map(\.errors).reduce(0, +), results.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", "))
+        }
+        let ratio = ScenarioResult.median(mine.map(\.requestsPerSecond)) / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond))
+        return [
+            line("nginx-warm", nginxRuns),
+            line("serve-warm", mine) + String(format: "  %.2fx nginx  server peak RSS %.0f MiB", ratio, server.statusMiB("VmHWM")),
+        ]
+    }
+
+    static func cold(_ setup: Setup, input: String, runs: Int) throws -> [String] {
+        guard Scenario.which("h2load") != nil else { return ["serve-cold: skipped (needs h2load, Debian's nghttp2-client)"] }
+        let tiles = shuffledTiles(setup)
+        let paths = tiles.map { "/dzi/photo_files/\(setup.top)/\($0.0)_\($0.1).jpg" }
+        var (rates, floors, maxima, failures, peaks): ([Double], [Double], [Double], Int, [Double]) = ([], [], [], 0, [])
+        for _ in 0..<runs {
+            // The floor: the same tiles read and encoded in this process's child, on both cores.
+            let report = "\(setup.folder)/floor.txt"
+            let child = try ChildProcess.run(ChildProcess.selfExecutable, ["--child", "encode-floor", "--input", setup.images, "--report", report])
+            guard child.exitStatus == 0, let text = try? String(contentsOfFile: report, encoding: .utf8),
+                let elapsed = Double(text.split(separator: " ").first ?? "")
+            else { throw BenchmarkError("encode-floor failed") }
+            floors.append(Double(tiles.count) / elapsed)
+            let (server, base) = try startServer(setup)
+            let result = try OnceEachResult.run(base: base, paths: paths, connections: 64)
+            peaks.append(server.statusMiB("VmHWM"))
+            server.stop()
+            rates.append(result.requestsPerSecond)
+            maxima.append(result.maxMilliseconds)
+            failures += result.failures
+        }
+        let (rate, floor) = (ScenarioResult.median(rates), ScenarioResult.median(floors))
+        return [
+            String(format: "encode-floor        %8.0f tiles/s (read + JPEG Q80, 2 threads, in-process)", floor),
+            String(
+                format: "serve-cold          %8.0f req/s  %.2fx encode-floor  max %.0f ms  failures %d  server peak RSS %.0f MiB  (rates %@)", rate,
+                rate / floor, maxima.max() ?? .nan, failures, ScenarioResult.median(peaks), rates.map { String(format: "%.0f", $0) }.joined(separator: ", ")),
+        ]
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so every run asks for tiles in the same order.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
