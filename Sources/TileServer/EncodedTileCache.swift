@@ -4,14 +4,20 @@ import Synchronization
 /// Encoded images of complete pyramids, most recently used kept, bounded by their bytes: a viewer's
 /// working set of tiles is answered without reading or encoding again.
 ///
-/// Only images of complete pyramids go in (they never change); a lookup is one dictionary access
-/// under a lock, from any thread.
+/// Only images of complete pyramids go in (they never change). The entries are spread over 16 shards by
+/// their key's hash, each with its own lock and a sixteenth of the capacity, so that the event loops
+/// answering cached tiles at once seldom wait for each other.
 public final class EncodedTileCache: Sendable {
     /// Bytes of encoded images kept at most.
     public let capacity: Int
-    private let state: Mutex<State>
+    private let shards: [Locked]
 
-    private struct State {
+    /// One shard behind its lock (a class: a `Mutex` cannot be an array's element).
+    private final class Locked: Sendable {
+        let state = Mutex(Shard())
+    }
+
+    private struct Shard {
         var entries: [String: Entry] = [:]
         var bytes = 0
         var clock: UInt64 = 0
@@ -25,35 +31,44 @@ public final class EncodedTileCache: Sendable {
     /// - Parameter capacity: bytes kept at most (default 64 MiB; 0 keeps nothing).
     public init(capacity: Int = 64 << 20) {
         self.capacity = max(0, capacity)
-        state = Mutex(State())
+        shards = (0..<16).map { _ in Locked() }
+    }
+
+    private var shardCapacity: Int { capacity / shards.count }
+
+    private func shard(_ key: String) -> Locked {
+        var hash: UInt32 = 2_166_136_261
+        for byte in key.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        return shards[Int(hash % UInt32(shards.count))]
     }
 
     /// Bytes kept now.
-    public var byteCount: Int { state.withLock { $0.bytes } }
+    public var byteCount: Int { shards.reduce(0) { total, shard in total + shard.state.withLock { $0.bytes } } }
     /// Images kept now.
-    public var count: Int { state.withLock { $0.entries.count } }
+    public var count: Int { shards.reduce(0) { total, shard in total + shard.state.withLock { $0.entries.count } } }
 
+    /// The image kept for `key`, marked as just used; nil when none is.
     public func data(for key: String) -> Data? {
-        state.withLock { s in
-            guard var entry = s.entries[key] else { return nil }
+        shard(key).state.withLock { s in
+            guard let entry = s.entries[key] else { return nil }
             s.clock += 1
-            entry.lastUse = s.clock
-            s.entries[key] = entry
+            s.entries[key]!.lastUse = s.clock
             return entry.data
         }
     }
 
-    /// Keeps `data`, dropping the least recently used entries past the capacity.
+    /// Keeps `data`, dropping the least recently used entries of its shard past the shard's capacity.
     public func insert(_ data: Data, for key: String) {
-        guard data.count <= capacity else { return }
-        state.withLock { s in
+        let limit = shardCapacity
+        guard data.count <= limit else { return }
+        shard(key).state.withLock { s in
             s.clock += 1
             if let old = s.entries.updateValue(Entry(data: data, lastUse: s.clock), forKey: key) { s.bytes -= old.data.count }
             s.bytes += data.count
-            guard s.bytes > capacity else { return }
-            // Evict in one pass: oldest first, until a quarter below the capacity (so that a full cache
+            guard s.bytes > limit else { return }
+            // Evict in one pass: oldest first, until a quarter below the capacity (so that a full shard
             // does not sort on every insert).
-            let target = capacity - capacity / 4
+            let target = limit - limit / 4
             for (oldKey, entry) in s.entries.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where s.bytes > target {
                 s.entries[oldKey] = nil
                 s.bytes -= entry.data.count

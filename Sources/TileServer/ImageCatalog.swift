@@ -3,9 +3,6 @@ import Synchronization
 public import TileActors
 public import TileCore
 
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The images a server offers: every JPEG (`.jpg`, `.jpeg`) and every store (`.tiles`) directly in
 /// one folder, named by their file name without the extension.
@@ -154,6 +151,7 @@ public actor ImageCatalog {
             do {
                 let image = try TiledImage.open(store: path)
                 entries[id] = .ready(image)
+                rememberReady(id, image)
                 return image
             } catch {
                 entries[id] = .failed(error)
@@ -205,9 +203,9 @@ public actor ImageCatalog {
     }
 
     private func isRegular(_ path: String, folder: Bool) -> Bool {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return false }
-        return info.st_mode & S_IFMT == (folder ? S_IFDIR : S_IFREG)
+        // The attributes of the path itself (lstat): a symlink is a symlink, never what it points to.
+        guard let type = (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType else { return false }
+        return type == (folder ? .typeDirectory : .typeRegular)
     }
 
     private func startBuild(id: String, path: String) async throws(LookupError) -> TiledImage {
@@ -298,6 +296,7 @@ public actor ImageCatalog {
     /// past ``maximumOpenImages``.
     private func adopt(_ id: String, _ image: TiledImage, store: String) async {
         entries[id] = .ready(image)
+        rememberReady(id, image)
         touch(id)
         if budgetIDs[id] == nil { budgetIDs[id] = await budget.register(image: image, path: store) }
         let open = entries.compactMap { key, entry -> String? in
@@ -333,9 +332,12 @@ public actor ImageCatalog {
     /// fingerprint the store's manifest keeps (read on a thread of its own).
     private func reusableStore(_ store: String, source: String) async -> TiledImage? {
         guard let byteCount = TiledImage.sourceByteCount(ofStore: store) else { return nil }
-        var sourceInfo = stat(), storeInfo = stat()
-        guard stat(source, &sourceInfo) == 0, stat("\(store)/\(TiledImage.storeManifestName)", &storeInfo) == 0,
-            Int(sourceInfo.st_size) == byteCount, sourceInfo.st_mtim.tv_sec <= storeInfo.st_mtim.tv_sec
+        let files = FileManager.default
+        guard let sourceInfo = try? files.attributesOfItem(atPath: source),
+            let storeInfo = try? files.attributesOfItem(atPath: "\(store)/\(TiledImage.storeManifestName)"),
+            (sourceInfo[.size] as? NSNumber)?.intValue == byteCount,
+            let sourceDate = sourceInfo[.modificationDate] as? Date, let storeDate = storeInfo[.modificationDate] as? Date,
+            sourceDate.timeIntervalSince1970.rounded(.down) <= storeDate.timeIntervalSince1970.rounded(.down)
         else { return nil }
         let same = try? await TileRoutes.blocking { () throws(TileError) in try TiledImage.isStore(store, builtFrom: source) }
         guard same == true else { return nil }

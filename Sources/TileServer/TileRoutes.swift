@@ -120,21 +120,15 @@ public struct TileRoutes: Sendable {
         }
         let complete = image.isComplete
         var headers = HTTPFields()
-        headers[Self.link] = Self.profileLink
         var key = ""
         if complete {
-            key = "\(image.storePath ?? id)|\(jpegQuality)|\(variant ?? path.joined(separator: "/"))"
-            let tag = Self.entityTag(key)
-            headers[.eTag] = tag
-            headers[.cacheControl] = "public, max-age=86400"
-            if let format = path.last?.split(separator: ".").last.flatMap({ ImageRequest.Format(rawValue: String($0)) }) {
-                headers[.contentType] = format.mediaType
-            }
-            if let ifNoneMatch, ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == tag || $0 == "*" }) {
-                return Self.response(.notModified, headers: headers)
-            }
+            key = cacheKey(image: image, id: id, variant: variant ?? path.joined(separator: "/"))
+            let format = path.last?.split(separator: ".").last.flatMap { ImageRequest.Format(rawValue: String($0)) }
+            headers = cachedImageHeaders(key: key, mediaType: format?.mediaType)
+            if let ifNoneMatch, Self.matches(ifNoneMatch, headers[.eTag] ?? "") { return Self.response(.notModified, headers: headers) }
             if let data = cache.data(for: key) { return Self.response(.ok, headers: headers, body: data) }
         } else {
+            headers[Self.link] = Self.profileLink
             headers[.cacheControl] = "no-store"  // preliminary or still being built
         }
         do {
@@ -154,6 +148,29 @@ public struct TileRoutes: Sendable {
             failure.headers[Self.link] = Self.profileLink
             return failure
         }
+    }
+
+    /// The key of an image of a complete pyramid in ``cache``: the store, the JPEG quality and the
+    /// request as written after the identifier.
+    func cacheKey(image: TiledImage, id: String, variant: String) -> String {
+        "\(image.storePath ?? id)|\(jpegQuality)|\(variant)"
+    }
+
+    /// The headers of an image of a complete pyramid (it never changes): its entity tag, a day of
+    /// caching, the profile link, CORS.
+    func cachedImageHeaders(key: String, mediaType: String?) -> HTTPFields {
+        var headers = HTTPFields()
+        if let mediaType { headers[.contentType] = mediaType }
+        headers[Self.link] = Self.profileLink
+        headers[.eTag] = Self.entityTag(key)
+        headers[.cacheControl] = "public, max-age=86400"
+        headers[.accessControlAllowOrigin] = "*"
+        return headers
+    }
+
+    /// Whether an `If-None-Match` value names `tag` (or is `*`).
+    static func matches(_ ifNoneMatch: String, _ tag: String) -> Bool {
+        ifNoneMatch.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == tag || $0.trimmingCharacters(in: .whitespaces) == "*" }
     }
 
     /// Why an image request's path does not parse, if it does not.

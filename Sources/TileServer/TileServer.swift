@@ -1,5 +1,6 @@
 public import TileCore
 public import Hummingbird
+import HummingbirdCore
 public import Logging
 public import NIOCore
 
@@ -71,8 +72,13 @@ public struct TileServer: Sendable {
         if logger == nil { log.logLevel = .info }
         let (seconds, attoseconds) = idleTimeout.components
         let idle = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        // Per connection: the idle timer, and cached tiles answered before the router (CachedTileHandler,
+        // which also closes silent connections: Hummingbird's own idle timeout is not used).
+        let (routes, accessLog) = (self.routes, log.logLevel <= .info ? log : nil)
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [IdleStateHandler(readTimeout: idle), CachedTileHandler(routes: routes, logger: accessLog)])
         return Application(
-            router: router(), server: .http1(configuration: .init(idleTimeout: idle)),
+            router: router(), server: .http1(configuration: http1),
             configuration: .init(address: .hostname(host, port: port), serverName: "tiler"),
             services: [routes.catalog], onServerRunning: onServerRunning, logger: log)
     }

@@ -9,7 +9,10 @@ import Foundation
 /// the view; and draws the coarsest level under the finer ones as a placeholder. The view (centre in
 /// image pixels, zoom in screen pixels per image pixel) lives in the URL fragment
 /// (`#x=…&y=…&z=…`), so a view is a link. While the image is being built it shows the progress
-/// (`/images/{id}`), and tiles that were not ready are asked for again.
+/// (`/images/{id}`, polled every second; before the header has arrived, `info.json`'s 503 message, asked
+/// again) and asks for the tiles of the rows written so far, plus one other tile at a time: the server
+/// holds a request for a tile not written yet (up to 20 s), and six of those would take every connection
+/// a browser opens to a host, keeping back the tiles that are ready and the progress itself.
 enum ViewerPage {
     static func html(id: String) -> String {
         let name = TileRoutes.html(id)
@@ -27,17 +30,17 @@ enum ViewerPage {
         #view{position:absolute;inset:0;overflow:hidden;touch-action:none;cursor:grab}
         #view.dragging{cursor:grabbing}
         #view img{position:absolute;display:block;user-select:none;-webkit-user-drag:none;pointer-events:none;image-rendering:auto}
-        #status{position:absolute;left:8px;bottom:8px;background:rgba(0,0,0,.6);padding:3px 8px;border-radius:3px}
+        #status{position:absolute;z-index:2;left:8px;bottom:8px;background:rgba(0,0,0,.6);padding:3px 8px;border-radius:3px}
         </style></head>
         <body><div id="view" tabindex="0"></div><div id="status">loading</div>
         <script>
         "use strict";
         const ID = "{{ID}}", BASE = "/iiif/3/" + ID, view = document.getElementById("view"), statusLine = document.getElementById("status");
-        const MAX_IN_FLIGHT = 6;
+        const MAX_IN_FLIGHT = 6;   // a browser's connections to a host; one is kept free while building
         let info = null, W = 0, H = 0, T = 256, scales = [1];
         let cx = 0, cy = 0, z = 1, minZ = 1, maxZ = 4;
-        const tiles = new Map();   // key -> {img, level, c, r, state: "queued"|"loading"|"done"|"error", retryAt}
-        let inFlight = 0, building = false;
+        const tiles = new Map();   // key -> {img, level, c, r, state: "queued"|"loading"|"done"|"error"|"dropped", retryAt, waiting}
+        let inFlight = 0, building = false, rowsWritten = 0, waiting = 0;   // waiting: requests for tiles not written yet
 
         function fit() { const s = Math.min(view.clientWidth / W, view.clientHeight / H); return s > 0 ? s : 1; }
         function clampView() {
@@ -97,7 +100,7 @@ enum ViewerPage {
           const wanted = new Set();
           for (const t of visible(coarse).concat(k === coarse ? [] : visible(k))) wanted.add(t.k + "/" + t.c + "/" + t.r);
           for (const [key, t] of tiles) {          // tiles that left the view: drop them (and their requests)
-            if (!wanted.has(key)) { if (t.state === "loading") inFlight--; t.img.removeAttribute("src"); t.img.remove(); tiles.delete(key); }
+            if (!wanted.has(key)) { if (t.state === "loading") settled(t); t.state = "dropped"; t.img.removeAttribute("src"); t.img.remove(); tiles.delete(key); }
           }
           for (const key of wanted) {
             let t = tiles.get(key);
@@ -106,23 +109,31 @@ enum ViewerPage {
               const img = new Image();
               img.style.zIndex = tk === coarse ? 0 : 1;
               img.dataset.key = key;
-              t = {img, level: tk, c, r, state: "queued", retryAt: 0};
+              t = {img, level: tk, c, r, state: "queued", retryAt: 0, waiting: false};
               tiles.set(key, t);
             }
             place(t.img, t.level, t.c, t.r);
           }
           pump(); writeHash();
         }
+        // Whether the build has written the full-size rows under a tile (all of them once it is complete). The
+        // rows are counted down the first column: for an image turned by its EXIF orientation only a guess,
+        // and the one waiting request still shows the other tiles as they are written.
+        function written(k, r) { return !building || Math.min(Math.ceil(H / T), (r + 1) * scales[k]) <= rowsWritten; }
+        function settled(t) { inFlight--; if (t.waiting) { t.waiting = false; waiting--; } }
         function pump() {
           const now = performance.now(), k = levelFor(z), coarse = scales.length - 1;
-          const order = visible(coarse).concat(k === coarse ? [] : visible(k));
+          // The coarsest level is written last: while building, the one waiting request goes to the level shown.
+          const order = k === coarse ? visible(coarse) : building ? visible(k).concat(visible(coarse)) : visible(coarse).concat(visible(k));
           for (const v of order) {
-            if (inFlight >= MAX_IN_FLIGHT) break;
+            if (inFlight >= MAX_IN_FLIGHT - (building ? 1 : 0)) break;
             const t = tiles.get(v.k + "/" + v.c + "/" + v.r);
             if (!t || !(t.state === "queued" || (t.state === "error" && now >= t.retryAt))) continue;
-            t.state = "loading"; inFlight++;
-            t.img.onload = () => { if (t.state !== "loading") return; t.state = "done"; inFlight--; if (!t.img.isConnected) view.appendChild(t.img); pump(); };
-            t.img.onerror = () => { if (t.state !== "loading") return; t.state = "error"; t.retryAt = performance.now() + 1000; inFlight--; setTimeout(pump, 1000); };
+            const ready = written(t.level, t.r);
+            if (!ready && waiting > 0) continue;
+            t.state = "loading"; inFlight++; t.waiting = !ready; if (!ready) waiting++;
+            t.img.onload = () => { if (t.state !== "loading") return; t.state = "done"; settled(t); if (!t.img.isConnected) view.appendChild(t.img); pump(); };
+            t.img.onerror = () => { if (t.state !== "loading") return; t.state = "error"; t.retryAt = performance.now() + 1000; settled(t); setTimeout(pump, 1000); };
             t.img.src = tileURL(t.level, t.c, t.r);
           }
         }
@@ -162,22 +173,27 @@ enum ViewerPage {
           try {
             const s = await (await fetch("/images/" + ID)).json();
             building = s.state === "building" || s.state === "not built";
+            rowsWritten = s.tileRowsComplete || 0;
             statusLine.textContent = s.state === "ready" ? W + " x " + H
               : s.state === "failed" ? "failed: " + (s.error || "")
               : "building: " + s.tileRowsComplete + " tile rows, " + s.levelsComplete + " of " + s.levelCount + " levels";
-            if (building) { for (const t of tiles.values()) if (t.state === "error") t.retryAt = 0; pump(); setTimeout(progress, 1000); }
+            if (building) { for (const t of tiles.values()) if (t.state === "error") t.retryAt = 0; setTimeout(progress, 1000); }
+            pump();
           } catch (e) { setTimeout(progress, 2000); }
         }
         async function start() {
           try {
             const response = await fetch(BASE + "/info.json");
+            // 503: an upload whose header has not arrived, or a build waiting for its turn.
+            if (response.status === 503) { statusLine.textContent = (await response.text()).trim(); setTimeout(start, 1000); return; }
             if (!response.ok) { statusLine.textContent = "no image: HTTP " + response.status; return; }
             info = await response.json();
           } catch (e) { statusLine.textContent = "cannot load " + BASE + "/info.json"; return; }
           W = info.width; H = info.height; T = info.tiles[0].width; scales = info.tiles[0].scaleFactors;
           minZ = Math.min(fit(), 1); maxZ = 4 * (window.devicePixelRatio || 1);
           if (!readHash()) { z = fit(); cx = W / 2; cy = H / 2; }
-          render(); progress(); view.focus();
+          await progress();   // before the first requests: which rows are written
+          render(); view.focus();
         }
         start();
         </script></body></html>

@@ -4,11 +4,13 @@ Starts `tiler serve` on a folder holding a generated photograph-like JPEG, then:
   1. screenshots at view states given in the URL fragment, compared with the source's own pixels
      (Pillow's decode, cropped, box-averaged for coarser zooms): PSNR thresholds stated below;
   2. a drag and a wheel zoom: the view (the fragment) moves as far as the pointer did, the zoom
-     doubles about the pointer, and the tiles requested are those of the level the zoom needs.
+     doubles about the pointer, and the tiles requested are those of the level the zoom needs;
+  3. an image still being uploaded (a second server, `--allow-uploads`): the page shows the progress and
+     the tiles of the rows written so far, then the whole image once the upload ends.
 Screenshots are kept in the folder given as the first argument, to look at.
 Exits non-zero on any failure.
 """
-import math, os, re, subprocess, sys, tempfile, time
+import http.client, json, math, os, re, subprocess, sys, tempfile, threading, time
 import numpy as np
 from PIL import Image
 from playwright.sync_api import sync_playwright
@@ -24,16 +26,16 @@ def check(ok, what):
     if not ok:
         failures.append(what)
 
-def make_image(path):
-    y, x = np.mgrid[0:H, 0:W].astype(np.float64)
+def make_image(path, width=W, height=H, **save):
+    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
     r = 127.5 + 127.5 * np.sin(x / 97.0) * np.cos(y / 131.0)
-    g = 255.0 * x / (W - 1)
-    b = 127.5 + 127.5 * np.sin(np.hypot(x - W / 3, y - H / 2) / 40.0)
+    g = 255.0 * x / (width - 1)
+    b = 127.5 + 127.5 * np.sin(np.hypot(x - width / 3, y - height / 2) / 40.0)
     pixels = np.dstack([r, g, b]).clip(0, 255).astype(np.uint8)
     # Grid lines every 500 pixels, so misplaced tiles show.
     pixels[::500, :, :] = 0
     pixels[:, ::500, :] = 0
-    Image.fromarray(pixels).save(path, quality=95, subsampling=0)
+    Image.fromarray(pixels).save(path, **(save or {"quality": 95, "subsampling": 0}))
 
 def psnr(a, b):
     mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
@@ -41,10 +43,19 @@ def psnr(a, b):
 
 def expected_view(source, cx, cy, z):
     """What the view shows: the source box-averaged by 1/z (z = 1/2^k) around (cx, cy)."""
-    f = int(round(1 / z))
-    small = source.reshape(H // f, f, W // f, f, 3).mean(axis=(1, 3)) if f > 1 else source.astype(np.float64)
+    f, (h, w) = int(round(1 / z)), source.shape[:2]
+    small = source.reshape(h // f, f, w // f, f, 3).mean(axis=(1, 3)) if f > 1 else source.astype(np.float64)
     left, top = int(round(cx * z - VIEW_W / 2)), int(round(cy * z - VIEW_H / 2))
     return small[top:top + VIEW_H, left:left + VIEW_W]
+
+def waits(page, expression, arg=None, timeout=20000):
+    """Whether `expression` (a function) became true within `timeout` milliseconds."""
+    try:
+        page.wait_for_function(expression, arg=arg, timeout=timeout)
+        return True
+    except Exception as error:
+        print(f"     (waited {timeout} ms in vain: {str(error).splitlines()[0]})")
+        return False
 
 def fragment(page):
     values = dict(re.findall(r"([xyz])=([0-9.e+-]+)", page.evaluate("location.hash")))
@@ -56,22 +67,173 @@ def settle(page):
         " return imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0); }", timeout=30000)
     page.wait_for_timeout(300)
 
+class SlowUpload(threading.Thread):
+    """`PUT /images/{name}` of `data` (Content-Length known), 16 KiB every 50 ms, stopping twice until the
+    test says go on: before the first byte of the body (`body`), and at `hold_at` bytes (`rest`), so the
+    upload is certainly still in progress while the test looks. `held` is set at the second stop."""
+    def __init__(self, port, name, data, hold_at):
+        super().__init__(daemon=True)
+        self.port, self.name, self.data, self.hold_at = port, name, data, hold_at
+        self.started, self.body, self.held, self.rest = (threading.Event() for _ in range(4))
+        self.status, self.reply = None, b""
+
+    def go_on(self):
+        self.body.set()
+        self.rest.set()
+
+    def run(self):
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+            connection.putrequest("PUT", f"/images/{self.name}")
+            connection.putheader("Content-Type", "image/jpeg")
+            connection.putheader("Content-Length", str(len(self.data)))
+            connection.endheaders()
+            self.started.set()
+            self.body.wait(50)   # the server drops a body idle for 60 s
+            for offset in range(0, len(self.data), 16384):
+                if offset == self.hold_at:
+                    self.held.set()
+                    self.rest.wait(50)
+                connection.send(self.data[offset:offset + 16384])
+                time.sleep(0.05)
+            response = connection.getresponse()
+            self.status, self.reply = response.status, response.read()
+        except Exception as error:
+            self.reply = repr(error).encode()
+
+def uploading(browser):
+    """The viewer of an image still being uploaded: the issue's promise, "While an image is still being
+    built or uploaded, the page shows its progress and tiles appear as they become ready"."""
+    uw, uh = 4000, 3000                      # 12 tile rows at full size; 5 levels
+    work, folder = tempfile.mkdtemp(), tempfile.mkdtemp()
+    make_image(os.path.join(work, "big.jpg"), uw, uh, quality=90)
+    data = open(os.path.join(work, "big.jpg"), "rb").read()
+    source = np.asarray(Image.open(os.path.join(work, "big.jpg")).convert("RGB"))
+    server, port = serve(folder, "--allow-uploads")
+    # Held at 60 % of the bytes: about 6 of 12 tile rows decoded, level 2's first tile row written.
+    upload = SlowUpload(port, "big", data, hold_at=int(len(data) * 0.6) // 16384 * 16384)
+    page = browser.new_page(viewport={"width": VIEW_W, "height": VIEW_H}, device_scale_factor=1)
+    pending, most_pending = set(), [0]   # tile requests not answered yet, while uploading
+    def sent(r):
+        if "/iiif/3/big/" in r.url and r.url.endswith(".jpg"):
+            pending.add(r)
+            if upload.status is None:
+                most_pending[0] = max(most_pending[0], len(pending))
+    page.on("request", sent)
+    page.on("requestfinished", lambda r: pending.discard(r))
+    page.on("requestfailed", lambda r: pending.discard(r))
+    status = lambda: page.evaluate("document.getElementById('status').textContent")
+    shown = lambda: page.evaluate("[...document.querySelectorAll('#view img')]"
+                                  ".filter(i => i.isConnected && i.complete && i.naturalWidth > 0).map(i => i.dataset.key)")
+    def outside_status():
+        """The screen's pixels but the status line's, and the median brightness (a pixel's largest
+        channel) under the line in a screenshot and in the expected view: the line's background (black
+        at 60 %) leaves 40 % of the image's light where it is drawn over the tiles, all of it where the
+        tiles cover the line."""
+        box, keep = page.locator("#status").bounding_box(), np.ones((VIEW_H, VIEW_W), bool)
+        keep[int(box["y"]) - 1:int(box["y"] + box["height"]) + 2, int(box["x"]) - 1:int(box["x"] + box["width"]) + 2] = False
+        inside = (slice(int(box["y"]) + 1, int(box["y"] + box["height"]) - 1), slice(int(box["x"]) + 1, int(box["x"] + box["width"]) - 1))
+        return keep, lambda got, want: tuple(float(np.median(a[inside].max(axis=2))) for a in (got, want))
+    try:
+        upload.start()
+        # The server knows the upload once it has read the request's head: /images/big answers 200.
+        known = upload.started.wait(10)
+        for _ in range(200):
+            if not known or urlstatus(port, "/images/big") == 200:
+                break
+            time.sleep(0.05)
+        else:
+            known = False
+        check(known, "the upload has started: GET /images/big answers 200")
+        # At zoom 1/4 the page shows level 2 (1000 x 750, tiles of 1024 full-size rows) one to one.
+        page.goto(f"http://127.0.0.1:{port}/view/big#x=2000&y=1500&z=0.25")
+        # Before the header: the server's 503 explains, and the page asks again.
+        said = waits(page, "() => document.getElementById('status').textContent.includes('header')")
+        page.screenshot(path=os.path.join(OUT, "upload-before-header.png"))
+        check(said, f"before the header has arrived the page says so: {status()!r}")
+        upload.body.set()
+        check(upload.held.wait(60), "the upload is held at 60 % of its bytes")
+        # The progress: at least the 4 full-size tile rows under level 2's first row, not all 12.
+        waits(page, r"() => { const m = /^building: (\d+) tile rows, \d+ of 5 levels$/"
+                    r".exec(document.getElementById('status').textContent); return m && +m[1] >= 4; }")
+        text = status()
+        rows = int((re.match(r"building: (\d+)", text) or [0, -1])[1])
+        state = json.loads(urlread(port, "/images/big"))
+        check(4 <= rows < 12 and page.is_visible("#status") and state["state"] == "building",
+              f"while uploading the page shows the progress: {text!r} (server: {state['tileRowsComplete']} tile rows, {state['state']})")
+        # The tiles written so far are shown while the upload is still held: level 2's first row.
+        first_row = [f"2/{c}/0" for c in range(4)]
+        waits(page, "keys => { const shown = new Set([...document.querySelectorAll('#view img')]"
+                    ".filter(i => i.isConnected && i.complete && i.naturalWidth > 0).map(i => i.dataset.key));"
+                    " return keys.every(k => shown.has(k)); }", arg=first_row)
+        page.wait_for_timeout(300)
+        shot = os.path.join(OUT, "upload-building.png")
+        page.screenshot(path=shot)
+        keys = shown()
+        check(upload.is_alive() and upload.status is None and sorted(keys) == first_row,
+              f"while the upload is held, the first tile row of level 2 is shown, nothing else: {sorted(keys)}")
+        got = np.asarray(Image.open(shot).convert("RGB"))
+        want = expected_view(source, 2000, 1500, 0.25)
+        # Screen rows 0..230: full-size rows 100..1023 (level 2's first tile row); from 500 down: rows
+        # 2100.. (its last tile row, written only at the end): the background.
+        value = psnr(got[:231], want[:231])
+        check(value >= 27, f"while uploading, the rows shown against the source: {value:.1f} dB (at least 27)")
+        check(got[500:][outside_status()[0][500:]].max() < 60, "while uploading, the rows not written yet: the dark background")
+        check(most_pending[0] <= 5, f"while uploading, at most 5 tile requests at a time, one connection kept for "
+              f"the progress: {most_pending[0]}")
+        upload.rest.set()
+        upload.join(60)
+        check(upload.status == 201, f"the upload ends with 201: {upload.status} {upload.reply[:120]!r}")
+        # The progress gives way to the size, and the whole view matches the source.
+        waits(page, f"() => document.getElementById('status').textContent === '{uw} x {uh}'", timeout=30000)
+        settle(page)
+        shot = os.path.join(OUT, "upload-complete.png")
+        page.screenshot(path=shot)
+        got = np.asarray(Image.open(shot).convert("RGB"))
+        keep, under = outside_status()
+        value = psnr(got[keep], want[keep])
+        check(value >= 27, f"after the upload, the view (zoom 1/4) against the source: {value:.1f} dB (at least 27)")
+        line, image = under(got, want)
+        check(status() == f"{uw} x {uh}" and line < 0.7 * image,
+              f"after the upload, the status line shows the size over the tiles: {status()!r}, median brightness "
+              f"under it {line:.0f}, of the image there {image:.0f}")
+    finally:
+        upload.go_on()
+        page.close()
+        server.terminate()
+        server.wait(10)
+
+def urlread(port, path):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("GET", path)
+    return connection.getresponse().read()
+
+def urlstatus(port, path):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request("GET", path)
+    return connection.getresponse().status
+
+def serve(folder, *options):
+    """Starts `tiler serve folder --port 0 options...`; returns the process and the port it printed."""
+    log = open(os.path.join(folder, "serve.log"), "w+")
+    server = subprocess.Popen([TILER, "serve", folder, "--port", "0", *options], stderr=log, stdout=log)
+    port = None
+    for _ in range(200):
+        log.seek(0)
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", log.read())
+        if found:
+            port = int(found.group(1))
+            break
+        time.sleep(0.05)
+    check(port is not None, f"tiler serve {' '.join(options)} started")
+    return server, port
+
 def main():
     folder = tempfile.mkdtemp()
     make_image(os.path.join(folder, "photo.jpg"))
     source = np.asarray(Image.open(os.path.join(folder, "photo.jpg")).convert("RGB"))
-    log = open(os.path.join(folder, "serve.log"), "w+")
-    server = subprocess.Popen([TILER, "serve", folder, "--port", "0", "--cache", os.path.join(folder, "cache")], stderr=log, stdout=log)
+    server, port = serve(folder, "--cache", os.path.join(folder, "cache"))
     try:
-        port = None
-        for _ in range(200):
-            log.seek(0)
-            found = re.search(r"http://127\.0\.0\.1:(\d+)/", log.read())
-            if found:
-                port = int(found.group(1))
-                break
-            time.sleep(0.05)
-        check(port is not None, "tiler serve started")
         base = f"http://127.0.0.1:{port}"
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
@@ -142,6 +304,8 @@ def main():
             fresh = [u for u in requested if "/iiif/3/photo/" in u and u.endswith(".jpg")]
             check(all(round(int(re.findall(r"/\d+,\d+,(\d+),\d+/(\d+),", u)[0][0]) / int(re.findall(r"/\d+,\d+,(\d+),\d+/(\d+),", u)[0][1])) >= 2 for u in fresh),
                   f"no level-0 tile was requested after zooming out ({len(fresh)} requests)")
+            page.close()
+            uploading(browser)
             browser.close()
     finally:
         server.terminate()

@@ -149,6 +149,27 @@ struct TileServerTests {
         }
     }
 
+    @Test("a repeated request is answered from the cache with the same bytes and headers; HEAD and 304 too; a render waiting on the application keeps the order")
+    func cachedAnswers() async throws {
+        let (folder, _) = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await Self.withServer(folder) { base, client in
+            for path in ["/iiif/3/kept/256,256,256,256/max/0/default.jpg", "/dzi/kept_files/10/1_1.jpg", "/iiif/3/kept/full/100,/0/gray.png?x=1"] {
+                let first = try await Self.get(client, base + path)  // rendered by the application
+                let second = try await Self.get(client, base + path)  // from the cache, before the router
+                #expect(first.status == 200 && second.status == 200 && second.body == first.body, "\(path)")
+                var (a, b) = (first.headers, second.headers)
+                for name in ["date", "transfer-encoding"] { (a[name], b[name]) = (nil, nil) }
+                #expect(a == b, "\(path): \(a) vs \(b)")
+                #expect(second.headers["date"] != nil && second.headers["content-length"] == String(first.body.count))
+                let head = try await Self.get(client, base + path, method: .HEAD)
+                #expect(head.status == 200 && head.body.isEmpty && head.headers["content-length"] == String(first.body.count))
+                let unchanged = try await Self.get(client, base + path, headers: [("If-None-Match", first.headers["etag"] ?? "-")])
+                #expect(unchanged.status == 304 && unchanged.body.isEmpty)
+            }
+        }
+    }
+
     @Test("the listing page and an image's build state: not built, then ready after its first request")
     func pages() async throws {
         let (folder, _) = try Self.folder()
