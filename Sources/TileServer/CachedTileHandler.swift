@@ -94,6 +94,8 @@ final class CachedTileHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The response to `request` when it is a tile in the cache, else nil.
     private func cachedResponse(_ request: HTTPRequest) -> (head: HTTPResponse, body: Data)? {
         guard request.method == .get || request.method == .head, var path = request.path?.utf8[...] else { return nil }
+        // A client that asks to close after the response gets it from the application, which does.
+        if let connection = request.headerFields[.connection], connection.lowercased().contains("close") { return nil }
         if let query = path.firstIndex(of: UInt8(ascii: "?")) { path = path[..<query] }
         let parts = path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { Substring($0) }
         // "" / "dzi" / "{id}_files" / level / tile, or "" / "iiif" / "3" / id / region / size / rotation / file.

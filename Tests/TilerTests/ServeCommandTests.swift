@@ -1,0 +1,158 @@
+import Foundation
+import Testing
+import TestSupport
+import TileCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `tiler serve` as a user runs it: the built binary in a child process, asked over loopback with plain
+/// HTTP/1.1, stopped with SIGTERM while an upload is still arriving.
+@Suite("tiler serve on the command line", .serialized)
+struct ServeCommandTests {
+    /// A running `tiler serve`: its process, the port it printed, and its standard error so far.
+    final class Server {
+        let process = Process()
+        let errors = Pipe()
+        private(set) var port = 0
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = URL(fileURLWithPath: TilerCommandTests.binary)
+            process.arguments = ["serve"] + arguments
+            var environment = ProcessInfo.processInfo.environment
+            environment["ASAN_OPTIONS"] = "detect_leaks=0"
+            process.environment = environment
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            // "tiler: serving FOLDER at http://127.0.0.1:PORT/iiif/3/ and /dzi/", within 60 s.
+            var text = ""
+            let deadline = Date().addingTimeInterval(60)
+            while port == 0, Date() < deadline {
+                let data = errors.fileHandleForReading.availableData
+                if data.isEmpty { break }
+                text += String(decoding: data, as: UTF8.self)
+                if let range = text.range(of: "at http://127.0.0.1:") {
+                    port = Int(text[range.upperBound...].prefix { $0.isNumber }) ?? 0
+                }
+            }
+            guard port > 0 else { throw TileError(.io, "tiler serve did not say where it listens: \(text)") }
+        }
+
+        /// Sends SIGTERM and waits (at most `seconds`) for the exit.
+        func terminate(within seconds: Double) -> (status: Int32, signalled: Bool)? {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(seconds)
+            while process.isRunning, Date() < deadline { usleep(50_000) }
+            guard !process.isRunning else {
+                kill(process.processIdentifier, SIGKILL)
+                return nil
+            }
+            return (process.terminationStatus, process.terminationReason == .uncaughtSignal)
+        }
+    }
+
+    /// One HTTP/1.1 exchange on a connection of its own (`Connection: close`): status, headers, body.
+    static func request(_ port: Int, _ method: String, _ path: String) throws -> (status: Int, headers: [String: String], body: Data) {
+        let connection = try PlainConnection(port: UInt16(port))
+        try connection.send(Data("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8))
+        let reply = connection.readToEnd(timeout: 60)
+        guard let split = reply.range(of: Data("\r\n\r\n".utf8)) else { throw TileError(.io, "no HTTP reply to \(path)") }
+        let lines = String(decoding: reply[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        let status = Int(lines[0].split(separator: " ")[1]) ?? 0
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return (status, headers, Data(reply[split.upperBound...]))
+    }
+
+    @Test("serves IIIF, DeepZoom and the pages; SIGTERM mid-upload exits 0 and leaves no unfinished files")
+    func serveAndStop() throws {
+        let folder = try TilerCommandTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let photo = try DemoImage.jpeg(width: 1200, height: 800)
+        try photo.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
+        let server = try Server([folder, "--port", "0", "--allow-uploads", "--idle-timeout", "2"])
+        defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
+        let port = server.port
+
+        let info = try Self.request(port, "GET", "/iiif/3/photo/info.json")
+        #expect(info.status == 200 && info.headers["content-type"]?.hasPrefix("application/ld+json") == true)
+        let json = try JSONSerialization.jsonObject(with: info.body) as? [String: Any]
+        #expect(json?["width"] as? Int == 1200 && json?["height"] as? Int == 800)
+        // A tile twice (rendered, then from the cache): libjpeg's decode of the source, within JPEG's error.
+        let reference = try Reference.decode(photo).image
+        for _ in 0..<2 {
+            let tile = try Self.request(port, "GET", "/dzi/photo_files/11/1_1.jpg")
+            #expect(tile.status == 200 && tile.headers["content-type"] == "image/jpeg")
+            let decoded = try Reference.decode(tile.body).image
+            #expect(decoded.width == 256 && decoded.height == 256)
+            #expect(Reference.psnr(decoded, Reference.crop(reference, x: 256, y: 256, width: 256, height: 256)) >= 30)
+        }
+        let listing = try Self.request(port, "GET", "/")
+        #expect(listing.status == 200 && String(decoding: listing.body, as: UTF8.self).contains(">photo</a>"))
+        #expect(try Self.request(port, "GET", "/view/photo").status == 200)
+        #expect(try Self.request(port, "GET", "/iiif/3/..%2Fetc/info.json").status == 400)
+
+        // An upload that stops half-way: being built when SIGTERM arrives.
+        let upload = try PlainConnection(port: UInt16(port))
+        try upload.send(Data("PUT /images/up HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(photo.count)\r\n\r\n".utf8) + photo.prefix(photo.count / 2))
+        var state = ""
+        for _ in 0..<200 where !state.contains("\"building\"") {
+            state = String(decoding: try Self.request(port, "GET", "/images/up").body, as: UTF8.self)
+            usleep(20_000)
+        }
+        #expect(state.contains("\"building\""), "\(state)")
+        let ended = server.terminate(within: 30)
+        #expect(ended?.status == 0 && ended?.signalled == false, "\(String(describing: ended))")
+        // Left: the source, and the complete store of photo in the cache; nothing of the upload.
+        let left = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
+        #expect(left == [".tiler-cache", "base.jpg", "p.jpg", "photo.jpg"], "\(left)")
+        let cached = try FileManager.default.contentsOfDirectory(atPath: "\(folder)/.tiler-cache")
+        #expect(cached == ["photo.tiles"], "\(cached)")
+        #expect(try TiledImage.open(store: "\(folder)/.tiler-cache/photo.tiles").isComplete)
+    }
+}
+
+/// A plain TCP connection to a loopback port.
+final class PlainConnection {
+    private let fd: Int32
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard fd >= 0, connected == 0 else { throw TileError(.io, "cannot connect to port \(port)") }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ data: Data) throws {
+        let sent = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == data.count else { throw TileError(.io, "short send") }
+    }
+
+    /// Everything the peer sends until it closes (or `timeout` seconds pass).
+    func readToEnd(timeout: Double) -> Data {
+        var received = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) >= 0 else { break }
+            if poller.revents == 0 { continue }
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            received.append(contentsOf: buffer[0..<n])
+        }
+        return received
+    }
+}
