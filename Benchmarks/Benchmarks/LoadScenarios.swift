@@ -137,10 +137,13 @@ enum LoadScenarios {
         // Every tile of the working set asked for once (encoded, cached), and both warmed up.
         _ = try WrkResult.run(url: base, connections: 64, seconds: 3, script: ours)
         _ = try WrkResult.run(url: nginxBase, connections: 64, seconds: 3, script: theirs)
-        var (mine, nginxRuns): ([WrkResult], [WrkResult]) = ([], [])
+        // The HTTP stack's own floor: a route that answers at once, without a body (303 to info.json).
+        let floorScript = try cyclingScript(["/iiif/3/photo"], at: "\(setup.folder)/floor.lua")
+        var (mine, nginxRuns, floors): ([WrkResult], [WrkResult], [WrkResult]) = ([], [], [])
         for _ in 0..<runs {
             nginxRuns.append(try WrkResult.run(url: nginxBase, connections: 64, seconds: 10, script: theirs))
             mine.append(try WrkResult.run(url: base, connections: 64, seconds: 10, script: ours))
+            floors.append(try WrkResult.run(url: base, connections: 64, seconds: 10, script: floorScript))
         }
         func line(_ name: String, _ results: [WrkResult]) -> String {
             String(
@@ -150,9 +153,13 @@ enum LoadScenarios {
                 results.map(\.errors).reduce(0, +), results.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", "))
         }
         let ratio = ScenarioResult.median(mine.map(\.requestsPerSecond)) / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond))
+        let floorRate = ScenarioResult.median(floors.map(\.requestsPerSecond))
         return [
+            line("serve-303-floor", floors) + String(format: "  %.2fx nginx (our HTTP stack, no tile)", floorRate / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond))),
             line("nginx-warm", nginxRuns),
-            line("serve-warm", mine) + String(format: "  %.2fx nginx  server peak RSS %.0f MiB", ratio, server.statusMiB("VmHWM")),
+            line("serve-warm", mine) + String(
+                format: "  %.2fx nginx, %.2fx the 303 floor  server peak RSS %.0f MiB", ratio,
+                ScenarioResult.median(mine.map(\.requestsPerSecond)) / floorRate, server.statusMiB("VmHWM")),
         ]
     }
 

@@ -76,6 +76,10 @@ public actor ImageBuilder {
     public var info: ImageInfo? { builder.info }
     /// Where the build stands.
     public var currentState: State { state }
+    /// The JPEG's bytes taken in so far.
+    public var bytesReceived: Int { builder.bytesReceived }
+    /// Full-size rows decoded so far.
+    public var rowsDecoded: Int { builder.rowsDecoded }
     /// Corrupt-data warnings so far, and the last one's text.
     public var warningCount: Int { builder.warningCount }
     public var lastWarning: String? { builder.lastWarning }

@@ -1,4 +1,5 @@
 import Foundation
+import TileActors
 public import TileCore
 
 extension ImageCatalog {
@@ -25,10 +26,24 @@ extension ImageCatalog {
         public var tileRowsComplete: Int
         /// The build's error, when it failed.
         public var error: String?
+        /// Of a build in progress: the JPEG's bytes taken in so far, and of how many (nil: unknown).
+        public var bytesReceived: Int?
+        public var expectedBytes: Int?
+        /// Of a build in progress: full-size rows decoded so far.
+        public var rowsDecoded: Int?
     }
 
     /// The summary of `id`, or nil when there is no such image.
-    public func summary(_ id: String) -> Summary? {
+    public func summary(_ id: String) async -> Summary? {
+        guard var summary = stateSummary(id) else { return nil }
+        if case .building(let builder, _) = entries[id] {
+            let (received, expected, rows) = (await builder.bytesReceived, await builder.expectedBytes, await builder.rowsDecoded)
+            (summary.bytesReceived, summary.expectedBytes, summary.rowsDecoded) = (received, expected, rows)
+        }
+        return summary
+    }
+
+    private func stateSummary(_ id: String) -> Summary? {
         guard Self.isValidIdentifier(id) else { return nil }
         if uploads.contains(id) {
             var summary = Summary(id: id, state: .building, levelsComplete: 0, levelCount: 0, tileRowsComplete: 0)

@@ -52,6 +52,9 @@ extension TileRoutes {
         ]
         if let width = s.width, let height = s.height { (object["width"], object["height"]) = (width, height) }
         if let error = s.error { object["error"] = error }
+        if let bytes = s.bytesReceived { object["bytesReceived"] = bytes }
+        if let bytes = s.expectedBytes { object["expectedBytes"] = bytes }
+        if let rows = s.rowsDecoded { object["rowsDecoded"] = rows }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         var headers = HTTPFields()
         headers[.contentType] = "application/json"

@@ -136,9 +136,10 @@ public struct TileRoutes: Sendable {
             let resolved = try request.resolve(width: image.geometry.width, height: image.geometry.height, limits: limits)
             headers[.contentType] = resolved.format.mediaType
             let (quality, deadline) = (jpegQuality, ContinuousClock.now + waitLimit)
-            let data = try await Self.blocking { () throws(TileError) in
-                try image.renderEncoded(resolved, quality: quality, waitingUntil: deadline)
-            }
+            let render = { @Sendable () throws(TileError) -> Data in try image.renderEncoded(resolved, quality: quality, waitingUntil: deadline) }
+            // A render of an image still being built may wait for its rows (up to waitLimit): on a thread
+            // of its own, never holding one of the render threads meanwhile.
+            let data = complete ? try await Self.blocking(render) : try await Self.waiting(render)
             if complete { cache.insert(data, for: key) }
             return Self.response(.ok, headers: headers, body: data)
         } catch {
@@ -291,8 +292,14 @@ public struct TileRoutes: Sendable {
         }
     }
 
-    /// Runs blocking work (reads, resampling, encoding) off Swift's cooperative pool.
+    /// Runs blocking work (reads, resampling, encoding) off Swift's cooperative pool, on the render
+    /// threads (one per core).
     static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws(TileError) -> T) async throws(TileError) -> T {
+        try await RenderThreads.shared.run(work)
+    }
+
+    /// Runs blocking work that may wait (for rows still being decoded) on a dispatch thread.
+    static func waiting<T: Sendable>(_ work: @escaping @Sendable () throws(TileError) -> T) async throws(TileError) -> T {
         let result: Result<T, TileError> = await withCheckedContinuation { continuation in
             DispatchQueue.global(qos: .userInitiated).async {
                 do throws(TileError) { continuation.resume(returning: .success(try work())) } catch {

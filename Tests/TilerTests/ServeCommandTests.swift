@@ -100,12 +100,14 @@ struct ServeCommandTests {
         // An upload that stops half-way: being built when SIGTERM arrives.
         let upload = try PlainConnection(port: UInt16(port))
         try upload.send(Data("PUT /images/up HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(photo.count)\r\n\r\n".utf8) + photo.prefix(photo.count / 2))
+        // Its state: building, every byte sent so far taken in, of the announced length.
         var state = ""
-        for _ in 0..<200 where !state.contains("\"building\"") {
+        let received = "\"bytesReceived\":\(photo.count / 2)"
+        for _ in 0..<200 where !(state.contains("\"building\"") && state.contains(received)) {
             state = String(decoding: try Self.request(port, "GET", "/images/up").body, as: UTF8.self)
             usleep(20_000)
         }
-        #expect(state.contains("\"building\""), "\(state)")
+        #expect(state.contains("\"building\"") && state.contains(received) && state.contains("\"rowsDecoded\":"), "\(state)")
         let ended = server.terminate(within: 30)
         #expect(ended?.status == 0 && ended?.signalled == false, "\(String(describing: ended))")
         // Left: the source, and the complete store of photo in the cache; nothing of the upload.
