@@ -28,7 +28,7 @@ enum LoadChildren {
     static func encodeFloor(input: String) throws -> Double {
         let image = try TiledImage.open(store: "\(input)/photo.tiles")
         let g = image.geometry
-        var generator = SeededGenerator(seed: 42)
+        var generator = SplitMix(seed: 42)
         let tiles = (0..<g.levels[0].rows).flatMap { r in (0..<g.levels[0].columns).map { ($0, r) } }.shuffled(using: &generator)
         // Untimed: every tile read once, so the page cache holds the level as it does for the server
         // that runs after this (the store was written with O_DIRECT, past the page cache).

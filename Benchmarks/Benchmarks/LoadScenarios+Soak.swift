@@ -23,7 +23,7 @@ extension LoadScenarios {
         defer { server.stop() }
         // Warm-up: a few seconds of the same mix, so that what is opened once (stores, caches) is open.
         _ = try WrkResult.run(url: base, connections: 32, seconds: 3, script: script, timeoutSeconds: 30)
-        let descriptorsBefore = server.descriptorCount
+        let descriptorsBefore = server.descriptorKinds
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         let body = try Data(contentsOf: URL(fileURLWithPath: jpeg))
         let uploads = Task {
@@ -57,13 +57,14 @@ extension LoadScenarios {
         let samples = await sampler.value
         try await client.shutdown()
         try await Task.sleep(for: .seconds(2))  // connections closed by wrk's exit
-        let descriptorsAfter = server.descriptorCount
+        let descriptorsAfter = server.descriptorKinds
         return [
             String(
                 format: "serve-soak          %d s, 256 connections: %d requests (%.0f/s), p99 %.1f ms, max %.0f ms, errors %d; %d uploads (%d failed); "
-                    + "server RSS peak %.0f MiB (samples %.0f-%.0f); descriptors %d before, %d after",
+                    + "server RSS peak %.0f MiB (samples %.0f-%.0f); descriptors before/after: sockets %d/%d, store level files %d/%d, others %d/%d",
                 seconds, result.requests, result.requestsPerSecond, result.p99Milliseconds, result.maxMilliseconds, result.errors, uploadCount,
-                uploadFailures, server.statusMiB("VmHWM"), samples.min() ?? .nan, samples.max() ?? .nan, descriptorsBefore, descriptorsAfter)
+                uploadFailures, server.statusMiB("VmHWM"), samples.min() ?? .nan, samples.max() ?? .nan, descriptorsBefore.sockets,
+                descriptorsAfter.sockets, descriptorsBefore.stores, descriptorsAfter.stores, descriptorsBefore.others, descriptorsAfter.others)
         ]
     }
 

@@ -121,7 +121,7 @@ enum LoadScenarios {
 
     /// `(column, row)` of every level-0 tile, shuffled with a fixed seed.
     static func shuffledTiles(_ setup: Setup) -> [(Int, Int)] {
-        var generator = SeededGenerator(seed: 42)
+        var generator = SplitMix(seed: 42)
         return (0..<setup.rows).flatMap { r in (0..<setup.columns).map { ($0, r) } }.shuffled(using: &generator)
     }
 
@@ -191,18 +191,5 @@ enum LoadScenarios {
                 format: "serve-cold          %8.0f req/s  %.2fx encode-floor  max %.0f ms  failures %d  server peak RSS %.0f MiB  (rates %@)", rate,
                 rate / floor, maxima.max() ?? .nan, failures, ScenarioResult.median(peaks), rates.map { String(format: "%.0f", $0) }.joined(separator: ", ")),
         ]
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so every run asks for tiles in the same order.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -45,6 +45,17 @@ final class BackgroundProcess: Sendable {
     /// Descriptors the process has open now.
     var descriptorCount: Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1 }
 
+    /// Descriptors the process has open now, by kind: sockets, level files of stores (`.tiles/`), others.
+    var descriptorKinds: (sockets: Int, stores: Int, others: Int) {
+        let folder = "/proc/\(pid)/fd"
+        var kinds = (sockets: 0, stores: 0, others: 0)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+            let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\(name)")) ?? ""
+            if target.hasPrefix("socket:") { kinds.sockets += 1 } else if target.contains(".tiles/") { kinds.stores += 1 } else { kinds.others += 1 }
+        }
+        return kinds
+    }
+
     /// A `kB` field of `/proc/PID/status` (VmRSS, VmHWM), in MiB.
     func statusMiB(_ field: String) -> Double {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),

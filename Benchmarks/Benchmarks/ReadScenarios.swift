@@ -39,7 +39,8 @@ enum ReadScenarios {
     }
 }
 
-struct SplitMix {
+/// SplitMix64: a small deterministic generator, so every run asks for the same tiles in the same order.
+struct SplitMix: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

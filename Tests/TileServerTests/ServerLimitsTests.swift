@@ -24,25 +24,6 @@ struct ServerLimitsTests {
         return path
     }
 
-    static func withServer(
-        _ server: TileServer, _ body: (String, HTTPClient) async throws -> Void
-    ) async throws {
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = server.application(host: "127.0.0.1", port: 0) { continuation.yield($0.localAddress?.port ?? 0) }
-        let running = Task { try await app.runService(gracefulShutdownSignals: []) }
-        var iterator = ports.makeAsyncIterator()
-        let port = await iterator.next() ?? 0
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        do { try await body("http://127.0.0.1:\(port)", client) } catch {
-            try? await client.shutdown()
-            running.cancel()
-            throw error
-        }
-        try await client.shutdown()
-        running.cancel()
-        _ = await running.result
-    }
-
     /// Waits (polling the catalog) until `id` is no longer being built.
     static func waitForBuild(_ catalog: ImageCatalog, _ id: String) async throws {
         for _ in 0..<1200 where await catalog.isBuilding(id) { try await Task.sleep(for: .milliseconds(25)) }
@@ -63,7 +44,7 @@ struct ServerLimitsTests {
         while let c = await counts.next(), c.active == 0 {}
         let catalog = try ImageCatalog(
             root: folder, cache: "\(folder)/.cache", maximumPendingBuilds: 0, buildQueue: queue, headerWaitLimit: .milliseconds(300))
-        try await Self.withServer(TileServer(catalog: catalog)) { base, client in
+        try await TileServerTests.withServer(TileServer(catalog: catalog)) { base, client in
             // info.json comes from the header, and starts the build (which waits for its turn).
             let info = try await TileServerTests.get(client, "\(base)/iiif/3/big/info.json")
             #expect(info.status == 200)
@@ -92,19 +73,19 @@ struct ServerLimitsTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         var server = try TileServer(root: folder, cache: "\(folder)/.cache", uploads: UploadPolicy())
         server.idleTimeout = .seconds(1)
-        try await Self.withServer(server) { base, client in
+        try await TileServerTests.withServer(server) { base, client in
             let port = UInt16(base.split(separator: ":").last!)!
             // Half a body, then silence: a body that never ends.
             let head = "PUT /images/stalled HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(jpeg.count)\r\n\r\n"
-            let stalled = try RawConnection(port: port)
+            let stalled = try LoopbackConnection(port: port)
             try stalled.send(Data(head.utf8) + jpeg.prefix(jpeg.count / 2))
             // Headers that never end.
-            let slow = try RawConnection(port: port)
+            let slow = try LoopbackConnection(port: port)
             try slow.send(Data("GET /iiif/3/x/info.json HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8))
             let clock = ContinuousClock()
             let start = clock.now
-            #expect(stalled.waitForClose(timeout: .seconds(10)), "the stalled upload's connection stayed open")
-            #expect(slow.waitForClose(timeout: .seconds(10)), "the slow request's connection stayed open")
+            #expect(stalled.read(timeout: .seconds(10)).closed, "the stalled upload's connection stayed open")
+            #expect(slow.read(timeout: .seconds(10)).closed, "the slow request's connection stayed open")
             #expect(clock.now - start < .seconds(8))
             // Meanwhile and afterwards, everyone else is served; the upload left nothing.
             var state = try await TileServerTests.get(client, "\(base)/images/stalled").status
@@ -192,43 +173,5 @@ struct ServerLimitsTests {
         await #expect(throws: TileError.self) { try await builder.append(jpeg.suffix(jpeg.count / 2)) }
         await #expect(throws: ImageCatalog.LookupError.self) { try await catalog.image("later") }
         #expect(try FileManager.default.contentsOfDirectory(atPath: "\(folder)/.cache") == [])
-    }
-}
-
-/// A plain TCP connection to a loopback port, for requests no HTTP client would send.
-final class RawConnection {
-    private let fd: Int32
-
-    init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard fd >= 0, connected == 0 else { throw TileError(.io, "cannot connect to port \(port)") }
-    }
-
-    deinit { close(fd) }
-
-    func send(_ data: Data) throws {
-        let sent = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        guard sent == data.count else { throw TileError(.io, "short send") }
-    }
-
-    /// Whether the peer closes the connection within `timeout` (whatever it sends first is read and dropped).
-    func waitForClose(timeout: Duration) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while ContinuousClock.now < deadline {
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, 100) >= 0 else { return false }
-            if poller.revents == 0 { continue }
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { return true }
-        }
-        return false
     }
 }

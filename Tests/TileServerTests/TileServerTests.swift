@@ -34,7 +34,11 @@ struct TileServerTests {
     static func withServer(
         _ folder: String, uploads: UploadPolicy? = nil, _ body: (String, HTTPClient) async throws -> Void
     ) async throws {
-        let server = try TileServer(root: folder, cache: "\(folder)/.cache", uploads: uploads)
+        try await withServer(try TileServer(root: folder, cache: "\(folder)/.cache", uploads: uploads), body)
+    }
+
+    /// Runs `body` against `server` on a free loopback port.
+    static func withServer(_ server: TileServer, _ body: (String, HTTPClient) async throws -> Void) async throws {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = server.application(host: "127.0.0.1", port: 0) { channel in
             continuation.yield(channel.localAddress?.port ?? 0)

@@ -55,9 +55,9 @@ struct ServeCommandTests {
 
     /// One HTTP/1.1 exchange on a connection of its own (`Connection: close`): status, headers, body.
     static func request(_ port: Int, _ method: String, _ path: String) throws -> (status: Int, headers: [String: String], body: Data) {
-        let connection = try PlainConnection(port: UInt16(port))
+        let connection = try LoopbackConnection(port: UInt16(port))
         try connection.send(Data("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8))
-        let reply = connection.readToEnd(timeout: 60)
+        let reply = connection.read(timeout: .seconds(60)).bytes
         guard let split = reply.range(of: Data("\r\n\r\n".utf8)) else { throw TileError(.io, "no HTTP reply to \(path)") }
         let lines = String(decoding: reply[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
         let status = Int(lines[0].split(separator: " ")[1]) ?? 0
@@ -98,7 +98,7 @@ struct ServeCommandTests {
         #expect(try Self.request(port, "GET", "/iiif/3/..%2Fetc/info.json").status == 400)
 
         // An upload that stops half-way: being built when SIGTERM arrives.
-        let upload = try PlainConnection(port: UInt16(port))
+        let upload = try LoopbackConnection(port: UInt16(port))
         try upload.send(Data("PUT /images/up HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(photo.count)\r\n\r\n".utf8) + photo.prefix(photo.count / 2))
         // Its state: building, every byte sent so far taken in, of the announced length.
         var state = ""
@@ -116,45 +116,5 @@ struct ServeCommandTests {
         let cached = try FileManager.default.contentsOfDirectory(atPath: "\(folder)/.tiler-cache")
         #expect(cached == ["photo.tiles"], "\(cached)")
         #expect(try TiledImage.open(store: "\(folder)/.tiler-cache/photo.tiles").isComplete)
-    }
-}
-
-/// A plain TCP connection to a loopback port.
-final class PlainConnection {
-    private let fd: Int32
-
-    init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard fd >= 0, connected == 0 else { throw TileError(.io, "cannot connect to port \(port)") }
-    }
-
-    deinit { close(fd) }
-
-    func send(_ data: Data) throws {
-        let sent = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        guard sent == data.count else { throw TileError(.io, "short send") }
-    }
-
-    /// Everything the peer sends until it closes (or `timeout` seconds pass).
-    func readToEnd(timeout: Double) -> Data {
-        var received = Data()
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, 100) >= 0 else { break }
-            if poller.revents == 0 { continue }
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { break }
-            received.append(contentsOf: buffer[0..<n])
-        }
-        return received
     }
 }

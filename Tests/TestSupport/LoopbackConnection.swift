@@ -1,0 +1,51 @@
+public import Foundation
+import TileCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A plain TCP connection to a loopback port, for what no HTTP client sends: a body that stops, headers
+/// that never end, a request written by hand.
+public final class LoopbackConnection {
+    private let fd: Int32
+
+    public init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard fd >= 0, connected == 0 else {
+            if fd >= 0 { close(fd) }
+            throw TileError(.io, "cannot connect to port \(port)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    public func send(_ data: Data) throws {
+        let sent = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == data.count else { throw TileError(.io, "short send") }
+    }
+
+    /// Everything the peer sends until it closes the connection, or until `timeout` passes.
+    /// - Returns: the bytes, and whether the peer closed.
+    public func read(timeout: Duration) -> (bytes: Data, closed: Bool) {
+        var received = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) >= 0 else { break }
+            if poller.revents == 0 { continue }
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { return (received, true) }
+            received.append(contentsOf: buffer[0..<n])
+        }
+        return (received, false)
+    }
+}
