@@ -1,74 +1,65 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTPTypes
 import TileCore
 
-/// Answers repeated tile requests on the connection's event loop, before the router: a `GET` or `HEAD`
-/// of an image (IIIF or DeepZoom) of a complete pyramid, already encoded and in the routes' cache, is
-/// written back at once (200, or 304 on `If-None-Match`), with the same headers the routes give it.
-/// Everything else goes on to the application unchanged.
-///
-/// Requests are answered in order: while a request of the connection is with the application (its
-/// response not yet written), later ones go to the application too. The handler also closes connections
-/// that stay silent for the idle timeout (no request, or a request or body that stalls), the job
-/// Hummingbird's connection state handler does for the requests it sees, which does not see these.
-final class CachedTileHandler: ChannelDuplexHandler, RemovableChannelHandler {
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the two per-connection handlers share (both run on the connection's event loop).
+final class ConnectionState {
+    /// Requests handed to the application whose responses have not ended.
+    var requestsWithApplication = 0
+    /// A request handed to the application whose body has not ended.
+    var isPassingRequestBody = false
+
+    var isApplicationIdle: Bool { requestsWithApplication == 0 && !isPassingRequestBody }
+}
+
+/// Watches the requests the application answers (after NIO's HTTP decoder), and closes connections
+/// that stay silent for the idle timeout (the job Hummingbird's connection state handler does for the
+/// requests it sees, which does not see those ``CachedTileResponder`` answers). Installs the responder
+/// and the idle timer at the front of the pipeline when it is added.
+final class ApplicationTracker: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
+    private let state = ConnectionState()
     private let routes: TileRoutes
     private let logger: Logger?
-    /// Requests passed on whose responses have not ended.
-    private var requestsWithApplication = 0
-    /// A request passed on whose body has not ended.
-    private var isPassingRequestBody = false
-    /// A request answered here whose (empty) body and end are still to be read and dropped.
-    private var isDroppingRequest = false
-    /// The image this connection asked for last, and when the catalog handed it out: a viewer's
-    /// connection asks for one image, so most lookups need no lock shared with other connections.
-    private var recent: (id: Substring, image: TiledImage, at: ContinuousClock.Instant)?
-    /// The `Date` header of this second.
-    private var date: (second: Int, value: String) = (-1, "")
-    // A cached answer goes through NIO's HTTP/1 encoder like any other (not as bytes written past it):
-    // the encoder pairs each response with its request's method (a HEAD's response has no body).
+    private let idleTimeout: TimeAmount
 
-    init(routes: TileRoutes, logger: Logger?) {
+    init(routes: TileRoutes, logger: Logger?, idleTimeout: TimeAmount) {
         self.routes = routes
         self.logger = logger
+        self.idleTimeout = idleTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        // Raw bytes first reach the idle timer, then the responder, then NIO's HTTP decoder.
+        let responder = CachedTileResponder(routes: routes, state: state, logger: logger, idleTimeout: idleTimeout)
+        try? context.pipeline.syncOperations.addHandler(responder, position: .first)
+        try? context.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: idleTimeout), position: .first)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = unwrapInboundIn(data)
-        switch part {
-        case .head(let head):
-            if requestsWithApplication == 0, let response = cachedResponse(head) {
-                isDroppingRequest = true
-                write(response, head: head, context: context)
-                return
-            }
-            requestsWithApplication += 1
-            isPassingRequestBody = true
-        case .body:
-            if isDroppingRequest { return }
-        case .end:
-            if isDroppingRequest {
-                isDroppingRequest = false
-                return
-            }
-            isPassingRequestBody = false
+        switch unwrapInboundIn(data) {
+        case .head:
+            state.requestsWithApplication += 1
+            state.isPassingRequestBody = true
+        case .body: break
+        case .end: state.isPassingRequestBody = false
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { requestsWithApplication = max(0, requestsWithApplication - 1) }
+        if case .end = unwrapOutboundIn(data) { state.requestsWithApplication = max(0, state.requestsWithApplication - 1) }
         context.write(data, promise: promise)
     }
 
@@ -76,34 +67,143 @@ final class CachedTileHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
             // Silent for the idle timeout: close, unless the application is still answering a request
             // it has read whole (a render waiting for rows has its own deadline).
-            if requestsWithApplication == 0 || isPassingRequestBody || isDroppingRequest { context.close(promise: nil) }
+            if state.requestsWithApplication == 0 || state.isPassingRequestBody { context.close(promise: nil) }
             return
         }
         context.fireUserInboundEventTriggered(event)
     }
+}
 
-    private func write(_ response: (head: HTTPResponse, body: Data), head request: HTTPRequest, context: ChannelHandlerContext) {
-        context.write(wrapOutboundOut(.head(response.head)), promise: nil)
-        if request.method != .head, !response.body.isEmpty {
-            context.write(wrapOutboundOut(.body(ByteBuffer(bytes: response.body))), promise: nil)
-        }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        logger?.info("Request", metadata: ["hb.request.method": "\(request.method)", "hb.request.path": "\(request.path ?? "")", "cached": "true"])
+/// Answers repeated tile requests from the bytes as they arrive, before NIO's HTTP decoder and the
+/// router: a `GET` or `HEAD` (HTTP/1.1, no body) of an image of a complete pyramid (IIIF or DeepZoom)
+/// that is in the routes' cache is written back at once, as the routes would answer it (200, or 304
+/// on `If-None-Match`; the same headers). Every other request is passed on whole, unchanged.
+///
+/// Requests are answered in order: while a request of the connection is with the application, later
+/// ones go to the application too. Anything it does not parse plainly (a chunked body, an obsolete
+/// header continuation, a request line that is not `METHOD /target HTTP/1.1`, a head over 16 KiB)
+/// passes the rest of the connection to NIO's decoder, which answers such requests as HTTP says.
+final class CachedTileResponder: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let routes: TileRoutes
+    private let state: ConnectionState
+    private let logger: Logger?
+    private let idleTimeout: TimeAmount
+    /// The start of a head not complete yet, and since when it has been arriving.
+    private var pending: ByteBuffer?
+    private var pendingSince: NIODeadline?
+    /// Body bytes of a request handed on that are still to come.
+    private var bodyBytesToPass = 0
+    /// Set when the responder stops parsing: the connection's bytes go to the decoder as they come.
+    private var passesEverything = false
+    /// The image this connection asked for last, and when the catalog handed it out: a viewer's
+    /// connection asks for one image, so most lookups need no lock shared with other connections.
+    private var recent: (id: Substring, image: TiledImage, at: ContinuousClock.Instant)?
+    /// The `Date` header of this second.
+    private var date: (second: Int, value: String) = (-1, "")
+
+    static let maximumHeadBytes = 16384
+    /// The fields every cached image has, as `TileRoutes.cachedImageHeaders` sets them.
+    static let fixedFields =
+        "Link: \(TileRoutes.profileLink)\r\nCache-Control: public, max-age=86400\r\nAccess-Control-Allow-Origin: *\r\nServer: tiler\r\n"
+
+    init(routes: TileRoutes, state: ConnectionState, logger: Logger?, idleTimeout: TimeAmount) {
+        self.routes = routes
+        self.state = state
+        self.logger = logger
+        self.idleTimeout = idleTimeout
     }
 
-    /// The response to `request` when it is a tile in the cache, else nil.
-    private func cachedResponse(_ request: HTTPRequest) -> (head: HTTPResponse, body: Data)? {
-        guard request.method == .get || request.method == .head, var path = request.path?.utf8[...] else { return nil }
-        // A client that asks to close after the response gets it from the application, which does.
-        if let connection = request.headerFields[.connection], connection.lowercased().contains("close") { return nil }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !passesEverything else { return context.fireChannelRead(data) }
+        var input = unwrapInboundIn(data)
+        if var earlier = pending {
+            earlier.writeBuffer(&input)
+            input = earlier
+            pending = nil
+        }
+        var answered = false
+        while input.readableBytes > 0 {
+            if bodyBytesToPass > 0 {
+                let count = min(bodyBytesToPass, input.readableBytes)
+                bodyBytesToPass -= count
+                context.fireChannelRead(wrapInboundOut(input.readSlice(length: count)!))
+                continue
+            }
+            guard let headLength = Self.headLength(input.readableBytesView) else {
+                if input.readableBytes > Self.maximumHeadBytes { return passEverything(input, context) }
+                // A head still arriving; one that takes longer than the idle timeout is closed.
+                let now = NIODeadline.now()
+                if let since = pendingSince, now - since > idleTimeout { return context.close(promise: nil) }
+                pendingSince = pendingSince ?? now
+                pending = input
+                break
+            }
+            pendingSince = nil
+            guard let head = RequestHead(input.readableBytesView.prefix(headLength)), !head.isChunked else {
+                return passEverything(input, context)
+            }
+            if state.isApplicationIdle, head.contentLength == 0, let response = cachedResponse(head) {
+                input.moveReaderIndex(forwardBy: headLength)
+                context.write(wrapOutboundOut(response.head), promise: nil)
+                if let body = response.body { context.write(wrapOutboundOut(body), promise: nil) }
+                answered = true
+                continue
+            }
+            // To the application: the head and its body as they come.
+            context.fireChannelRead(wrapInboundOut(input.readSlice(length: headLength)!))
+            bodyBytesToPass = head.contentLength
+        }
+        if answered { context.flush() }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read, pending != nil {
+            return context.close(promise: nil)  // a head that stopped arriving
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func passEverything(_ input: ByteBuffer, _ context: ChannelHandlerContext) {
+        passesEverything = true
+        context.fireChannelRead(wrapInboundOut(input))
+    }
+
+    /// The bytes up to and including the blank line that ends a head, if it has arrived.
+    static func headLength(_ bytes: ByteBufferView) -> Int? {
+        var index = bytes.startIndex
+        while index + 3 < bytes.endIndex {
+            if bytes[index + 3] == 10, bytes[index + 2] == 13, bytes[index + 1] == 10, bytes[index] == 13 {
+                return index + 4 - bytes.startIndex
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    /// The serialized response to `head` when it asks for an image in the cache (its head, and its
+    /// body if it has one), else nil.
+    private func cachedResponse(_ head: RequestHead) -> (head: ByteBuffer, body: ByteBuffer?)? {
+        guard head.isGetOrHead, !head.closesConnection else { return nil }
+        // "/dzi/{id}_files/{level}/{tile}" or "/iiif/3/{id}/{region}/{size}/{rotation}/{file}", no query.
+        var path = head.target.utf8[...]
         if let query = path.firstIndex(of: UInt8(ascii: "?")) { path = path[..<query] }
-        let parts = path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).map { Substring($0) }
-        // "" / "dzi" / "{id}_files" / level / tile, or "" / "iiif" / "3" / id / region / size / rotation / file.
         let id: Substring, variant: String
-        if parts.count == 5, parts[0].isEmpty, parts[1] == "dzi", parts[2].hasSuffix("_files") {
-            (id, variant) = (parts[2].dropLast(6), "dzi/\(parts[3])/\(parts[4])")
-        } else if parts.count == 8, parts[0].isEmpty, parts[1] == "iiif", parts[2] == "3" {
-            (id, variant) = (parts[3], parts[4...].joined(separator: "/"))
+        if path.starts(with: "/dzi/".utf8) {
+            let parts = path.dropFirst(5).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+            guard parts.count == 3, parts[0].count > 6, parts[0].suffix(6).elementsEqual("_files".utf8) else { return nil }
+            id = Substring(parts[0].dropLast(6))
+            variant = "dzi/" + String(Substring(parts[1])) + "/" + String(Substring(parts[2]))
+        } else if path.starts(with: "/iiif/3/".utf8) {
+            let rest = path.dropFirst(8)
+            guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else { return nil }
+            let parameters = rest[rest.index(after: slash)...]
+            guard parameters.count(where: { $0 == UInt8(ascii: "/") }) == 3 else { return nil }
+            id = Substring(rest[..<slash])
+            variant = String(Substring(parameters))
         } else {
             return nil
         }
@@ -111,15 +211,19 @@ final class CachedTileHandler: ChannelDuplexHandler, RemovableChannelHandler {
             let format = variant.split(separator: ".").last.flatMap({ ImageRequest.Format(rawValue: String($0)) })
         else { return nil }
         let key = routes.cacheKey(image: image, id: String(id), variant: variant)
-        guard let body = routes.cache.data(for: key) else { return nil }
-        var headers = routes.cachedImageHeaders(key: key, mediaType: format.mediaType)
-        headers[.date] = currentDate()
-        headers[.server] = "tiler"
-        if let ifNoneMatch = request.headerFields[.ifNoneMatch], TileRoutes.matches(ifNoneMatch, headers[.eTag] ?? "") {
-            return (HTTPResponse(status: .notModified, headerFields: headers), Data())
-        }
-        headers[.contentLength] = String(body.count)
-        return (HTTPResponse(status: .ok, headerFields: headers), body)
+        guard let body = routes.cache.buffer(for: key) else { return nil }
+        // The routes' headers for it (TileRoutes.cachedImageHeaders), with the date and the server.
+        let tag = TileRoutes.entityTag(key)
+        let notModified = head.ifNoneMatch.map { TileRoutes.matches($0, tag) } ?? false
+        var bytes = ByteBuffer()
+        bytes.reserveCapacity(512)
+        bytes.writeString(notModified ? "HTTP/1.1 304 Not Modified\r\n" : "HTTP/1.1 200 OK\r\n")
+        bytes.writeString("Content-Type: \(format.mediaType)\r\n\(Self.fixedFields)ETag: \(tag)\r\nDate: \(currentDate())\r\n")
+        if !notModified { bytes.writeString("Content-Length: \(body.readableBytes)\r\n") }
+        bytes.writeString("\r\n")
+        // The head, then the body as the cache keeps it (shared, not copied): one writev.
+        if let logger { logger.info("Request", metadata: ["hb.request.method": "\(head.isHead ? "HEAD" : "GET")", "hb.request.path": "\(head.target)", "cached": "true"]) }
+        return (bytes, notModified || head.isHead ? nil : body)
     }
 
     /// The catalog's complete image named `id`, remembered for as long as the catalog trusts it.
@@ -134,13 +238,13 @@ final class CachedTileHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func currentDate() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        if now.tv_sec != date.second { date = (now.tv_sec, Self.httpDate(Date(timeIntervalSince1970: TimeInterval(now.tv_sec)))) }
+        if now.tv_sec != date.second { date = (now.tv_sec, Self.httpDate(now.tv_sec)) }
         return date.value
     }
 
     /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
-    static func httpDate(_ date: Date) -> String {
-        var time = time_t(date.timeIntervalSince1970)
+    static func httpDate(_ seconds: Int) -> String {
+        var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
         let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
@@ -148,5 +252,83 @@ final class CachedTileHandler: ChannelDuplexHandler, RemovableChannelHandler {
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+}
+
+/// The parts of an HTTP/1.1 request head the responder needs, read strictly from its bytes:
+/// `METHOD /target HTTP/1.1`, then `name: value` lines, each ended by CRLF. Nil for anything else (a
+/// lone CR or LF, a folded line, a line without a colon, conflicting lengths): NIO's decoder then deals
+/// with it.
+struct RequestHead {
+    var isHead: Bool
+    var isGet: Bool
+    var target: String
+    var contentLength = 0
+    var isChunked = false
+    var closesConnection = false
+    var hasExpectation = false
+    var ifNoneMatch: String?
+
+    var isGetOrHead: Bool { (isGet || isHead) && !hasExpectation }
+
+    init?(_ bytes: ByteBufferView) {
+        let (cr, lf, space, tab, colon): (UInt8, UInt8, UInt8, UInt8, UInt8) = (13, 10, 32, 9, 58)
+        // The lines, as index ranges without their CRLF; the head ends with an empty line.
+        var lines: [Range<Int>] = []
+        var start = bytes.startIndex
+        var index = start
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if byte == lf { return nil }  // a lone LF
+            if byte == cr {
+                guard index + 1 < bytes.endIndex, bytes[index + 1] == lf else { return nil }  // a lone CR
+                lines.append(start..<index)
+                index += 2
+                start = index
+                continue
+            }
+            index += 1
+        }
+        guard start == bytes.endIndex, lines.count >= 2, lines.last!.isEmpty else { return nil }
+        lines.removeLast()
+        // The request line.
+        let first = lines.removeFirst()
+        guard let space1 = bytes[first].firstIndex(of: space), let space2 = bytes[(space1 + 1)..<first.upperBound].firstIndex(of: space),
+            space1 > first.lowerBound, bytes[space1 + 1] == UInt8(ascii: "/"),
+            bytes[(space2 + 1)..<first.upperBound].elementsEqual("HTTP/1.1".utf8),
+            bytes[first.lowerBound..<space1].allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
+        else { return nil }
+        let method = bytes[first.lowerBound..<space1]
+        isGet = method.elementsEqual("GET".utf8)
+        isHead = method.elementsEqual("HEAD".utf8)
+        target = String(decoding: bytes[(space1 + 1)..<space2], as: UTF8.self)
+        guard !target.utf8.contains(space) else { return nil }
+        // The fields this responder cares about.
+        for line in lines {
+            guard let first = bytes[line].first, first != space, first != tab, let colon = bytes[line].firstIndex(of: colon) else {
+                return nil
+            }
+            var valueStart = colon + 1, valueEnd = line.upperBound
+            while valueStart < valueEnd, bytes[valueStart] == space || bytes[valueStart] == tab { valueStart += 1 }
+            while valueEnd > valueStart, bytes[valueEnd - 1] == space || bytes[valueEnd - 1] == tab { valueEnd -= 1 }
+            let name = bytes[line.lowerBound..<colon], value = bytes[valueStart..<valueEnd]
+            func named(_ known: String) -> Bool {
+                name.count == known.utf8.count && zip(name, known.utf8).allSatisfy { $0 | 0x20 == $1 }
+            }
+            if named("content-length") {
+                guard let length = Int(String(decoding: value, as: UTF8.self)), length >= 0, contentLength == 0 || contentLength == length
+                else { return nil }
+                contentLength = length
+            } else if named("transfer-encoding") {
+                isChunked = true
+            } else if named("connection") {
+                closesConnection = closesConnection || String(decoding: value, as: UTF8.self).lowercased().contains("close")
+            } else if named("expect") || named("upgrade") {
+                hasExpectation = true
+            } else if named("if-none-match") {
+                let text = String(decoding: value, as: UTF8.self)
+                ifNoneMatch = ifNoneMatch.map { "\($0), \(text)" } ?? text
+            }
+        }
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+public import NIOCore
 import Synchronization
 
 /// Encoded images of complete pyramids, most recently used kept, bounded by their bytes: a viewer's
@@ -24,7 +25,7 @@ public final class EncodedTileCache: Sendable {
     }
 
     private struct Entry {
-        var data: Data
+        var bytes: ByteBuffer
         var lastUse: UInt64
     }
 
@@ -49,11 +50,16 @@ public final class EncodedTileCache: Sendable {
 
     /// The image kept for `key`, marked as just used; nil when none is.
     public func data(for key: String) -> Data? {
+        buffer(for: key).map { Data($0.readableBytesView) }
+    }
+
+    /// The image kept for `key` as a buffer (sharing the cache's storage: no copy), marked as just used.
+    public func buffer(for key: String) -> ByteBuffer? {
         shard(key).state.withLock { s in
             guard let entry = s.entries[key] else { return nil }
             s.clock += 1
             s.entries[key]!.lastUse = s.clock
-            return entry.data
+            return entry.bytes
         }
     }
 
@@ -61,17 +67,18 @@ public final class EncodedTileCache: Sendable {
     public func insert(_ data: Data, for key: String) {
         let limit = shardCapacity
         guard data.count <= limit else { return }
+        let bytes = ByteBuffer(bytes: data)
         shard(key).state.withLock { s in
             s.clock += 1
-            if let old = s.entries.updateValue(Entry(data: data, lastUse: s.clock), forKey: key) { s.bytes -= old.data.count }
-            s.bytes += data.count
+            if let old = s.entries.updateValue(Entry(bytes: bytes, lastUse: s.clock), forKey: key) { s.bytes -= old.bytes.readableBytes }
+            s.bytes += bytes.readableBytes
             guard s.bytes > limit else { return }
             // Evict in one pass: oldest first, until a quarter below the capacity (so that a full shard
             // does not sort on every insert).
             let target = limit - limit / 4
             for (oldKey, entry) in s.entries.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where s.bytes > target {
                 s.entries[oldKey] = nil
-                s.bytes -= entry.data.count
+                s.bytes -= entry.bytes.readableBytes
             }
         }
     }

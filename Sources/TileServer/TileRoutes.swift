@@ -126,7 +126,7 @@ public struct TileRoutes: Sendable {
             let format = path.last?.split(separator: ".").last.flatMap { ImageRequest.Format(rawValue: String($0)) }
             headers = cachedImageHeaders(key: key, mediaType: format?.mediaType)
             if let ifNoneMatch, Self.matches(ifNoneMatch, headers[.eTag] ?? "") { return Self.response(.notModified, headers: headers) }
-            if let data = cache.data(for: key) { return Self.response(.ok, headers: headers, body: data) }
+            if let bytes = cache.buffer(for: key) { return Self.response(.ok, headers: headers, bytes: bytes) }
         } else {
             headers[Self.link] = Self.profileLink
             headers[.cacheControl] = "no-store"  // preliminary or still being built
@@ -329,8 +329,12 @@ public struct TileRoutes: Sendable {
     }
 
     static func response(_ status: HTTPResponse.Status, headers: HTTPFields = [:], body: Data = Data()) -> Response {
+        response(status, headers: headers, bytes: ByteBuffer(bytes: body))
+    }
+
+    static func response(_ status: HTTPResponse.Status, headers: HTTPFields = [:], bytes: ByteBuffer) -> Response {
         var headers = headers
         headers[.accessControlAllowOrigin] = "*"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: bytes))
     }
 }

@@ -72,11 +72,12 @@ public struct TileServer: Sendable {
         if logger == nil { log.logLevel = .info }
         let (seconds, attoseconds) = idleTimeout.components
         let idle = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        // Per connection: the idle timer, and cached tiles answered before the router (CachedTileHandler,
-        // which also closes silent connections: Hummingbird's own idle timeout is not used).
+        // Per connection: cached tiles answered from the bytes as they arrive, before NIO's HTTP decoder
+        // (CachedTileResponder), and silent connections closed at the idle timeout (ApplicationTracker,
+        // which installs both; Hummingbird's own idle timeout is not used).
         let (routes, accessLog) = (self.routes, log.logLevel <= .info ? log : nil)
         let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [IdleStateHandler(readTimeout: idle), CachedTileHandler(routes: routes, logger: accessLog)])
+            additionalChannelHandlers: [ApplicationTracker(routes: routes, logger: accessLog, idleTimeout: idle)])
         return Application(
             router: router(), server: .http1(configuration: http1),
             configuration: .init(address: .hostname(host, port: port), serverName: "tiler"),
