@@ -105,4 +105,38 @@ struct CachedTileResponderTests {
         #expect(CachedTileResponder.headLength(ByteBuffer(string: "GET / HTTP/1.1\r\nA: b\r\n\r").readableBytesView) == nil)
         #expect(CachedTileResponder.httpDate(784111777) == "Sun, 06 Nov 1994 08:49:37 GMT")
     }
+
+    @Test("mutated heads never crash the reader, and what it accepts is plain")
+    func mutatedHeads() {
+        var seed: UInt64 = 0x5EED
+        func next() -> UInt64 {  // a fixed sequence: SplitMix64
+            seed &+= 0x9E37_79B9_7F4A_7C15
+            var z = seed
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        let valid = Array("GET /dzi/a_files/12/3_4.jpg HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"abc\"\r\nContent-Length: 0\r\n\r\n".utf8)
+        let alphabet: [UInt8] = [0, 9, 10, 13, 32, 58, 47, 65, 97, 255] + Array("GETHTP/1.chunkedlose-".utf8)
+        var accepted = 0
+        for _ in 0..<5000 {
+            var bytes = valid
+            for _ in 0...(next() % 4) {
+                let at = Int(next() % UInt64(bytes.count))
+                switch next() % 3 {
+                case 0: bytes[at] = alphabet[Int(next() % UInt64(alphabet.count))]
+                case 1: bytes.remove(at: at)
+                default: bytes.insert(alphabet[Int(next() % UInt64(alphabet.count))], at: at)
+                }
+            }
+            let buffer = ByteBuffer(bytes: bytes)
+            _ = CachedTileResponder.headLength(buffer.readableBytesView)
+            if let head = RequestHead(buffer.readableBytesView) {
+                accepted += 1
+                #expect(head.target.hasPrefix("/") && !head.target.utf8.contains(32) && head.contentLength >= 0)
+                #expect(!bytes.contains(0x0A) || bytes.indices.allSatisfy { bytes[$0] != 0x0A || ($0 > 0 && bytes[$0 - 1] == 0x0D) })
+            }
+        }
+        #expect(accepted > 0)
+    }
 }

@@ -82,11 +82,21 @@ struct ServerLimitsTests {
             // Headers that never end.
             let slow = try LoopbackConnection(port: port)
             try slow.send(Data("GET /iiif/3/x/info.json HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8))
+            // A head sent a byte every 300 ms: never silent for a second, never complete.
+            let trickle = try LoopbackConnection(port: port)
+            let trickling = Task.detached {
+                for byte in "GET /iiif/3/x/info.json HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ".utf8 + Array(repeating: UInt8(ascii: "a"), count: 100) {
+                    guard (try? trickle.send(Data([byte]))) != nil else { return true }  // closed by the server
+                    try? await Task.sleep(for: .milliseconds(300))
+                }
+                return false
+            }
             let clock = ContinuousClock()
             let start = clock.now
             #expect(stalled.read(timeout: .seconds(10)).closed, "the stalled upload's connection stayed open")
             #expect(slow.read(timeout: .seconds(10)).closed, "the slow request's connection stayed open")
             #expect(clock.now - start < .seconds(8))
+            #expect(await trickling.value, "a head sent a byte at a time kept its connection open")
             // Meanwhile and afterwards, everyone else is served; the upload left nothing.
             var state = try await TileServerTests.get(client, "\(base)/images/stalled").status
             for _ in 0..<100 where state != 404 {
