@@ -211,7 +211,7 @@ final class CachedTileResponder: ChannelInboundHandler, RemovableChannelHandler 
             let format = variant.split(separator: ".").last.flatMap({ ImageRequest.Format(rawValue: String($0)) })
         else { return nil }
         let key = routes.cacheKey(image: image, id: String(id), variant: variant)
-        guard let body = routes.cache.buffer(for: key) else { return nil }
+        guard let body = routes.cache.buffer(for: key) ?? encodeStoredTile(image, variant: variant, key: key) else { return nil }
         // The routes' headers for it (TileRoutes.cachedImageHeaders), with the date and the server.
         let tag = TileRoutes.entityTag(key)
         let notModified = head.ifNoneMatch.map { TileRoutes.matches($0, tag) } ?? false
@@ -224,6 +224,32 @@ final class CachedTileResponder: ChannelInboundHandler, RemovableChannelHandler 
         // The head, then the body as the cache keeps it (shared, not copied): one writev.
         if let logger { logger.info("Request", metadata: ["hb.request.method": "\(head.isHead ? "HEAD" : "GET")", "hb.request.path": "\(head.target)", "cached": "true"]) }
         return (bytes, notModified || head.isHead ? nil : body)
+    }
+
+    /// A stored tile asked for as it is (a JPEG of one tile of one level, upright), encoded here and now
+    /// and kept in the cache: one read and one encode (a fraction of a millisecond), so it runs on the
+    /// event loop, without the hops to a handler task and a render thread and back. Nil for anything
+    /// else (other renders can take long: they go to the application and its render threads).
+    private func encodeStoredTile(_ image: TiledImage, variant: String, key: String) -> ByteBuffer? {
+        let parts = variant.split(separator: "/").map(String.init)
+        let path: [String]
+        if parts.count == 3, parts[0] == "dzi" {  // dzi / level / column_row.format
+            let name = parts[2].split(separator: ".")
+            let indices = name.first?.split(separator: "_").compactMap { Int($0) } ?? []
+            guard name.count == 2, name[1] == "jpg", indices.count == 2, let level = Int(parts[1]),
+                let request = TileRoutes.deepZoomRequest(image.geometry, level: level, column: indices[0], row: indices[1], format: .jpg)
+            else { return nil }
+            path = request
+        } else {
+            path = parts
+        }
+        guard path.count == 4, let request = try? ImageRequest(path: path.joined(separator: "/")),
+            let resolved = try? request.resolve(width: image.geometry.width, height: image.geometry.height, limits: routes.limits),
+            resolved.format == .jpg, image.exactTile(for: resolved) != nil,
+            let data = try? image.renderEncoded(resolved, quality: routes.jpegQuality)
+        else { return nil }
+        routes.cache.insert(data, for: key)
+        return ByteBuffer(bytes: data)
     }
 
     /// The catalog's complete image named `id`, remembered for as long as the catalog trusts it.

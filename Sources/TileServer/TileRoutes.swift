@@ -215,24 +215,28 @@ public struct TileRoutes: Sendable {
         case .success(let image): found = image
         case .failure(let refusal): return refusal.response
         }
-        let g = found.geometry
+        guard let path = Self.deepZoomRequest(found.geometry, level: number, column: indices[0], row: indices[1], format: format) else {
+            return Self.plain(.notFound, "no tile \(indices[0])_\(indices[1]) at DeepZoom level \(number)")
+        }
+        return await image(id: String(files.dropLast(6)), path: path, ifNoneMatch: ifNoneMatch, variant: "dzi/\(level)/\(tile)")
+    }
+
+    /// The IIIF request (region, size, rotation, quality.format) of DeepZoom tile (column, row) at
+    /// DeepZoom level `level`, or nil when there is no such tile. DeepZoom's level L is the store's
+    /// level (top - L), where top is DeepZoom's full-size level; the request engine reads the tile
+    /// from that level exactly (its region is on that level's grid), or renders it from the smallest
+    /// level for the DeepZoom levels below the store's.
+    static func deepZoomRequest(_ g: TileGeometry, level: Int, column c: Int, row r: Int, format: ImageRequest.Format) -> [String]? {
         var top = 0
         while (g.width - 1) >> top > 0 || (g.height - 1) >> top > 0 { top += 1 }
-        let k = top - number, side = g.tileSize
-        guard number <= top else { return Self.plain(.notFound, "DeepZoom level \(number) does not exist (0...\(top))") }
+        guard level >= 0, level <= top else { return nil }
+        let k = top - level, side = g.tileSize
         let (levelWidth, levelHeight) = ((g.width + (1 << k) - 1) >> k, (g.height + (1 << k) - 1) >> k)
-        let (c, r) = (indices[0], indices[1])
-        guard c >= 0, r >= 0, c * side < levelWidth, r * side < levelHeight else {
-            return Self.plain(.notFound, "no tile \(c)_\(r) at DeepZoom level \(number)")
-        }
-        // The tile's region at full size, and its size at this level: the request engine reads it from
-        // the store's level k (exactly: the region is on that level's grid).
+        guard c >= 0, r >= 0, c * side < levelWidth, r * side < levelHeight else { return nil }
         let x = c * side << k, y = r * side << k
         let w = min(side << k, g.width - x), h = min(side << k, g.height - y)
         let (sw, sh) = (min(side, levelWidth - c * side), min(side, levelHeight - r * side))
-        return await image(
-            id: String(files.dropLast(6)), path: ["\(x),\(y),\(w),\(h)", "\(sw),\(sh)", "0", "default.\(format.rawValue)"],
-            ifNoneMatch: ifNoneMatch, variant: "dzi/\(level)/\(tile)")
+        return ["\(x),\(y),\(w),\(h)", "\(sw),\(sh)", "0", "default.\(format.rawValue)"]
     }
 
     // MARK: - Shared

@@ -71,7 +71,7 @@ final class TileJPEGEncoderPool: @unchecked Sendable {
 extension TiledImage {
     /// The stored tile a request asks for exactly (its region is tile (column, row) of level k, at that
     /// level's size, upright, in colour), when that tile is ready: such a request needs no resampling.
-    func exactTile(for request: ImageRequest.Resolved) -> (level: Int, column: Int, row: Int, width: Int, height: Int)? {
+    package func exactTile(for request: ImageRequest.Resolved) -> (level: Int, column: Int, row: Int, width: Int, height: Int)? {
         guard request.quarterTurns == 0, !request.mirrored, request.quality == .default || request.quality == .color else {
             return nil
         }
