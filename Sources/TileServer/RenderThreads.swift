@@ -7,8 +7,10 @@ import TileCore
 /// yet is worked through a few at a time, each encoder kept busy, instead of one thread per request
 /// contending for the cores with the event loops. Never Swift's cooperative pool.
 final class RenderThreads: Sendable {
+    /// Jobs in order; a job taken is cleared from its slot at once (it holds what it renders: an image,
+    /// a continuation), and the taken slots are dropped from time to time.
     private struct Queue {
-        var jobs: [@Sendable () -> Void] = []
+        var jobs: [(@Sendable () -> Void)?] = []
         var head = 0
     }
 
@@ -32,8 +34,12 @@ final class RenderThreads: Sendable {
             let job = queue.withLock { q -> (@Sendable () -> Void)? in
                 guard q.head < q.jobs.count else { return nil }
                 let job = q.jobs[q.head]
+                q.jobs[q.head] = nil
                 q.head += 1
-                if q.head > 1024, q.head * 2 > q.jobs.count {
+                if q.head == q.jobs.count {
+                    q.jobs.removeAll(keepingCapacity: true)
+                    q.head = 0
+                } else if q.head > 256, q.head * 2 > q.jobs.count {
                     q.jobs.removeFirst(q.head)
                     q.head = 0
                 }
