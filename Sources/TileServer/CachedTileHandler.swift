@@ -169,6 +169,7 @@ final class CachedTileResponder: ChannelInboundHandler, RemovableChannelHandler 
 
     private func passEverything(_ input: ByteBuffer, _ context: ChannelHandlerContext) {
         passesEverything = true
+        context.flush()  // answers written before this head go out first
         context.fireChannelRead(wrapInboundOut(input))
     }
 
