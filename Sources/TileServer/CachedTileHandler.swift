@@ -102,8 +102,8 @@ final class CachedTileResponder: ChannelInboundHandler, RemovableChannelHandler 
     /// The image this connection asked for last, and when the catalog handed it out: a viewer's
     /// connection asks for one image, so most lookups need no lock shared with other connections.
     private var recent: (id: Substring, image: TiledImage, at: ContinuousClock.Instant)?
-    /// The `Date` header of this second.
-    private var date: (second: Int, value: String) = (-1, "")
+    /// `Date: ...` and the blank line that ends a head, for this second.
+    private var date: (second: Int, line: ByteBuffer) = (-1, ByteBuffer())
 
     static let maximumHeadBytes = 16384
     /// The fields every cached image has, as `TileRoutes.cachedImageHeaders` sets them.
@@ -149,6 +149,7 @@ final class CachedTileResponder: ChannelInboundHandler, RemovableChannelHandler 
             if state.isApplicationIdle, head.contentLength == 0, let response = cachedResponse(head) {
                 input.moveReaderIndex(forwardBy: headLength)
                 context.write(wrapOutboundOut(response.head), promise: nil)
+                context.write(wrapOutboundOut(response.date), promise: nil)
                 if let body = response.body { context.write(wrapOutboundOut(body), promise: nil) }
                 answered = true
                 continue
@@ -185,9 +186,9 @@ final class CachedTileResponder: ChannelInboundHandler, RemovableChannelHandler 
         return nil
     }
 
-    /// The serialized response to `head` when it asks for an image in the cache (its head, and its
-    /// body if it has one), else nil.
-    private func cachedResponse(_ head: RequestHead) -> (head: ByteBuffer, body: ByteBuffer?)? {
+    /// The serialized response to `head` when it asks for an image in the cache (its status line and
+    /// fields, the date line that ends the head, and its body if it has one), else nil.
+    private func cachedResponse(_ head: RequestHead) -> (head: ByteBuffer, date: ByteBuffer, body: ByteBuffer?)? {
         guard head.isGetOrHead, !head.closesConnection else { return nil }
         // "/dzi/{id}_files/{level}/{tile}" or "/iiif/3/{id}/{region}/{size}/{rotation}/{file}", no query.
         var path = head.target.utf8[...]
@@ -212,19 +213,35 @@ final class CachedTileResponder: ChannelInboundHandler, RemovableChannelHandler 
             let format = variant.split(separator: ".").last.flatMap({ ImageRequest.Format(rawValue: String($0)) })
         else { return nil }
         let key = routes.cacheKey(image: image, id: String(id), variant: variant)
-        guard let body = routes.cache.buffer(for: key) ?? encodeStoredTile(image, variant: variant, key: key) else { return nil }
-        // The routes' headers for it (TileRoutes.cachedImageHeaders), with the date and the server.
-        let tag = TileRoutes.entityTag(key)
-        let notModified = head.ifNoneMatch.map { TileRoutes.matches($0, tag) } ?? false
-        var bytes = ByteBuffer()
-        bytes.reserveCapacity(512)
-        bytes.writeString(notModified ? "HTTP/1.1 304 Not Modified\r\n" : "HTTP/1.1 200 OK\r\n")
-        bytes.writeString("Content-Type: \(format.mediaType)\r\n\(Self.fixedFields)ETag: \(tag)\r\nDate: \(currentDate())\r\n")
-        if !notModified { bytes.writeString("Content-Length: \(body.readableBytes)\r\n") }
-        bytes.writeString("\r\n")
-        // The head, then the body as the cache keeps it (shared, not copied): one writev.
+        let body: ByteBuffer, stored: ByteBuffer?
+        if let entry = routes.cache.entry(for: key) {
+            (body, stored) = entry
+        } else if let encoded = encodeStoredTile(image, variant: variant, key: key) {
+            (body, stored) = (encoded, nil)
+        } else {
+            return nil
+        }
+        // The routes' headers for it (TileRoutes.cachedImageHeaders) with the server, made once and kept
+        // with the image; this second's date line added per request.
+        if let ifNoneMatch = head.ifNoneMatch, TileRoutes.matches(ifNoneMatch, TileRoutes.entityTag(key)) {
+            var bytes = ByteBuffer()
+            bytes.writeString("HTTP/1.1 304 Not Modified\r\nContent-Type: \(format.mediaType)\r\n")
+            bytes.writeString("\(Self.fixedFields)ETag: \(TileRoutes.entityTag(key))\r\n")
+            return (bytes, dateLine(), nil)
+        }
+        let prefix: ByteBuffer
+        if let stored {
+            prefix = stored
+        } else {
+            var made = ByteBuffer()
+            made.writeString("HTTP/1.1 200 OK\r\nContent-Type: \(format.mediaType)\r\n\(Self.fixedFields)ETag: \(TileRoutes.entityTag(key))\r\n")
+            made.writeString("Content-Length: \(body.readableBytes)\r\n")
+            routes.cache.setHead(made, for: key)
+            prefix = made
+        }
         if let logger { logger.info("Request", metadata: ["hb.request.method": "\(head.isHead ? "HEAD" : "GET")", "hb.request.path": "\(head.target)", "cached": "true"]) }
-        return (bytes, notModified || head.isHead ? nil : body)
+        // Three buffers, none copied (the kept prefix and body are shared with the cache): one writev.
+        return (prefix, dateLine(), head.isHead ? nil : body)
     }
 
     /// A stored tile asked for as it is (a JPEG of one tile of one level, upright), encoded here and now
@@ -262,11 +279,12 @@ final class CachedTileResponder: ChannelInboundHandler, RemovableChannelHandler 
         return image
     }
 
-    private func currentDate() -> String {
+    /// `Date: ...` with the blank line that ends a head, made once a second.
+    private func dateLine() -> ByteBuffer {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        if now.tv_sec != date.second { date = (now.tv_sec, Self.httpDate(now.tv_sec)) }
-        return date.value
+        if now.tv_sec != date.second { date = (now.tv_sec, ByteBuffer(string: "Date: \(Self.httpDate(now.tv_sec))\r\n\r\n")) }
+        return date.line
     }
 
     /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).

@@ -26,7 +26,10 @@ public final class EncodedTileCache: Sendable {
 
     private struct Entry {
         var bytes: ByteBuffer
+        /// The response head stored with it (``setHead(_:for:)``), counted in the bytes kept.
+        var head: ByteBuffer?
         var lastUse: UInt64
+        var byteCount: Int { bytes.readableBytes + (head?.readableBytes ?? 0) }
     }
 
     /// - Parameter capacity: bytes kept at most (default 64 MiB; 0 keeps nothing).
@@ -55,11 +58,27 @@ public final class EncodedTileCache: Sendable {
 
     /// The image kept for `key` as a buffer (sharing the cache's storage: no copy), marked as just used.
     public func buffer(for key: String) -> ByteBuffer? {
+        entry(for: key)?.body
+    }
+
+    /// The image kept for `key` and the response head stored with it (nil until one is), marked as
+    /// just used.
+    public func entry(for key: String) -> (body: ByteBuffer, head: ByteBuffer?)? {
         shard(key).state.withLock { s in
             guard let entry = s.entries[key] else { return nil }
             s.clock += 1
             s.entries[key]!.lastUse = s.clock
-            return entry.bytes
+            return (entry.bytes, entry.head)
+        }
+    }
+
+    /// Stores a response head with the image kept for `key` (a server's status line and fields for
+    /// it, made once); nothing when no image is kept for `key`.
+    public func setHead(_ head: ByteBuffer, for key: String) {
+        shard(key).state.withLock { s in
+            guard s.entries[key] != nil else { return }
+            s.bytes += head.readableBytes - (s.entries[key]!.head?.readableBytes ?? 0)
+            s.entries[key]!.head = head
         }
     }
 
@@ -70,7 +89,7 @@ public final class EncodedTileCache: Sendable {
         let bytes = ByteBuffer(bytes: data)
         shard(key).state.withLock { s in
             s.clock += 1
-            if let old = s.entries.updateValue(Entry(bytes: bytes, lastUse: s.clock), forKey: key) { s.bytes -= old.bytes.readableBytes }
+            if let old = s.entries.updateValue(Entry(bytes: bytes, lastUse: s.clock), forKey: key) { s.bytes -= old.byteCount }
             s.bytes += bytes.readableBytes
             guard s.bytes > limit else { return }
             // Evict in one pass: oldest first, until a quarter below the capacity (so that a full shard
@@ -78,7 +97,7 @@ public final class EncodedTileCache: Sendable {
             let target = limit - limit / 4
             for (oldKey, entry) in s.entries.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where s.bytes > target {
                 s.entries[oldKey] = nil
-                s.bytes -= entry.bytes.readableBytes
+                s.bytes -= entry.byteCount
             }
         }
     }
