@@ -1,6 +1,6 @@
 import Foundation
 import TileActors
-public import TileCore
+import TileCore
 
 extension ImageCatalog {
     /// What a listing shows of an image, without building it.

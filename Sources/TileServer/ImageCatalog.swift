@@ -340,9 +340,7 @@ public actor ImageCatalog {
             sourceDate.timeIntervalSince1970.rounded(.down) <= storeDate.timeIntervalSince1970.rounded(.down)
         else { return nil }
         // Reading a whole source takes a while: on a dispatch thread, not the render threads.
-        let same = await withCheckedContinuation { continuation in
-            DispatchQueue.global(qos: .utility).async { continuation.resume(returning: (try? TiledImage.isStore(store, builtFrom: source)) == true) }
-        }
+        let same = (try? await TileRoutes.waiting { () throws(TileError) in try TiledImage.isStore(store, builtFrom: source) }) == true
         guard same else { return nil }
         return try? TiledImage.open(store: store)
     }

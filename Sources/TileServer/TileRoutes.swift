@@ -115,7 +115,7 @@ public struct TileRoutes: Sendable {
         case .success(let found): image = found
         case .failure(let refusal):
             // A bad request is a bad request whether or not the image exists.
-            if (try? ImageRequest(path: path.joined(separator: "/"))) == nil, let error = Self.parseError(path) { return Self.failure(error) }
+            if let error = Self.parseError(path) { return Self.failure(error) }
             return refusal.response
         }
         let complete = image.isComplete
