@@ -167,7 +167,12 @@ enum LoadScenarios {
         guard Scenario.which("h2load") != nil else { return ["serve-cold: skipped (needs h2load, Debian's nghttp2-client)"] }
         let tiles = shuffledTiles(setup)
         let paths = tiles.map { "/dzi/photo_files/\(setup.top)/\($0.0)_\($0.1).jpg" }
-        var (rates, floors, maxima, failures, peaks): ([Double], [Double], [Double], Int, [Double]) = ([], [], [], 0, [])
+        let theirPaths = tiles.map { "/dzi/dz_files/\(setup.top)/\($0.0)_\($0.1).jpg" }
+        if setup.deepZoom != nil {
+            // nginx's tiles in the page cache, as the floor puts our level there.
+            for path in theirPaths { _ = FileManager.default.contents(atPath: setup.folder + path.dropFirst(4)) }
+        }
+        var (rates, floors, nginxRates, maxima, failures, peaks): ([Double], [Double], [Double], [Double], Int, [Double]) = ([], [], [], [], 0, [])
         for _ in 0..<runs {
             // The floor: the same tiles read and encoded in this process's child, on both cores.
             let report = "\(setup.folder)/floor.txt"
@@ -177,19 +182,41 @@ enum LoadScenarios {
             else { throw BenchmarkError("encode-floor failed") }
             floors.append(Double(tiles.count) / elapsed)
             let (server, base) = try startServer(setup)
-            let result = try OnceEachResult.run(base: base, paths: paths, connections: 64)
+            let result = try OnceEachResult.run(base: base, paths: paths, connections: 64, suspending: [server.pid])
             peaks.append(server.statusMiB("VmHWM"))
             server.stop()
             rates.append(result.requestsPerSecond)
             maxima.append(result.maxMilliseconds)
             failures += result.failures
+            // The same clients against nginx serving vips's tiles of the same level: what the clients,
+            // the loopback and a static file server cost per request, with nothing to encode.
+            if setup.deepZoom != nil, let (nginx, nginxBase) = try startNginx(setup, root: setup.folder) {
+                let theirs = try OnceEachResult.run(
+                    base: nginxBase, paths: theirPaths, connections: 64, suspending: [nginx.pid] + childProcesses(of: nginx.pid))
+                nginx.stop()
+                if theirs.failures == 0 { nginxRates.append(theirs.requestsPerSecond) }
+            }
         }
         let (rate, floor) = (ScenarioResult.median(rates), ScenarioResult.median(floors))
-        return [
-            String(format: "encode-floor        %8.0f tiles/s (read + JPEG Q80, 2 threads, in-process)", floor),
+        var lines = [
+            String(format: "encode-floor        %8.0f tiles/s (read + JPEG Q80, 2 threads, in-process)", floor)
+        ]
+        if !nginxRates.isEmpty {
+            // Two cores' time per request adds up: a server that spent exactly the floor's time on each
+            // tile, and otherwise cost what nginx and the clients cost, would reach this rate.
+            let nginxRate = ScenarioResult.median(nginxRates)
+            let ceiling = 1 / (1 / floor + 1 / nginxRate)
+            lines.append(
+                String(
+                    format: "nginx-cold          %8.0f req/s  (vips's static tiles, the same clients; %.0f us of two cores per request)", nginxRate,
+                    2e6 / nginxRate))
+            lines.append(
+                String(format: "cold-ceiling        %8.0f req/s  %.2fx encode-floor (the floor's time per tile plus nginx-cold's per request)", ceiling, ceiling / floor))
+        }
+        lines.append(
             String(
                 format: "serve-cold          %8.0f req/s  %.2fx encode-floor  max %.0f ms  failures %d  server peak RSS %.0f MiB  (rates %@)", rate,
-                rate / floor, maxima.max() ?? .nan, failures, ScenarioResult.median(peaks), rates.map { String(format: "%.0f", $0) }.joined(separator: ", ")),
-        ]
+                rate / floor, maxima.max() ?? .nan, failures, ScenarioResult.median(peaks), rates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+        return lines
     }
 }

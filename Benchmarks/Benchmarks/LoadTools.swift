@@ -120,49 +120,72 @@ struct WrkResult {
 /// Every URI requested exactly once, by `connections` clients at once: one `h2load --h1 -c1` per
 /// client, each given its own share of the URIs (h2load's `-i` gives every client the same list, in
 /// the same order, so a single h2load with `-c 64` would ask for the first URIs 64 times).
+///
+/// Starting 64 h2load processes costs about 0.45 s of CPU (7 ms each: exec, its libraries, its set-up),
+/// as much as the server's whole cold run; started against a running server, that start-up competes
+/// with the server for the two cores and is charged to it. So the server's processes (`suspended`) are
+/// stopped (SIGSTOP) while the clients start, connect (the kernel completes the handshakes into the
+/// listen backlog) and send their first requests, and continued (SIGCONT) when all are waiting: the
+/// clock starts there, as wrk's does after its threads have connected. Times come from h2load's own
+/// per-request log (`--log-file`: start in microseconds since the epoch, status, duration): the run
+/// ends with the last response; a request's latency counts from its start or the SIGCONT, whichever
+/// is later.
 struct OnceEachResult {
     var requestsPerSecond: Double
     var maxMilliseconds: Double
     var requests: Int
     var failures: Int
 
-    static func run(base: String, paths: [String], connections: Int) throws -> OnceEachResult {
+    static func run(base: String, paths: [String], connections: Int, suspending suspended: [pid_t]) throws -> OnceEachResult {
         let folder = NSTemporaryDirectory() + "/tiledimagekit-h2load-\(getpid())"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let shares = (0..<connections).map { i in stride(from: i, to: paths.count, by: connections).map { paths[$0] } }
-        let clock = ContinuousClock()
-        let start = clock.now
-        var clients: [BackgroundProcess] = []
+        for pid in suspended { kill(pid, SIGSTOP) }
+        var clients: [(BackgroundProcess, log: String)] = []
         for (i, share) in shares.enumerated() where !share.isEmpty {
-            let list = "\(folder)/\(i).txt"
+            let list = "\(folder)/\(i).txt", log = "\(folder)/\(i).log"
             try share.map { base + $0 }.joined(separator: "\n").appending("\n").write(toFile: list, atomically: false, encoding: .utf8)
             clients.append(
-                try BackgroundProcess(
-                    Scenario.which("h2load") ?? "/usr/bin/h2load", ["--h1", "-c1", "-n\(share.count)", "-i", list],
-                    outputPath: "\(folder)/\(i).out"))
+                (try BackgroundProcess(
+                    Scenario.which("h2load") ?? "/usr/bin/h2load", ["--h1", "-c1", "-n\(share.count)", "-i", list, "--log-file=\(log)"],
+                    outputPath: "\(folder)/\(i).out"), log))
         }
+        // Every client started and waiting on its first response (7 ms each; a wide margin).
+        usleep(1_500_000)
+        var now = timeval()
+        gettimeofday(&now, nil)
+        let start = Int(now.tv_sec) * 1_000_000 + Int(now.tv_usec)
+        for pid in suspended { kill(pid, SIGCONT) }
         var result = OnceEachResult(requestsPerSecond: 0, maxMilliseconds: 0, requests: 0, failures: 0)
-        for client in clients {
+        var end = start
+        for (client, log) in clients {
             client.wait()
-            for line in client.output.split(separator: "\n") {
-                let words = line.split(separator: " ", omittingEmptySubsequences: true)
-                if line.hasPrefix("requests:"), let done = words.firstIndex(of: "done,") {
-                    result.requests += Int(words[done - 1]) ?? 0
-                    for key in ["failed,", "errored,"] { if let i = words.firstIndex(of: Substring(key)) { result.failures += Int(words[i - 1]) ?? 0 } }
-                } else if line.hasPrefix("status codes:") {
-                    result.failures += words.enumerated().filter { $0.element.hasPrefix("4xx") || $0.element.hasPrefix("5xx") }
-                        .map { Int(words[$0.offset - 1]) ?? 0 }.reduce(0, +)
-                } else if line.hasPrefix("time for request:"), words.count >= 5 {
-                    let max = words[4]
-                    let value = max.hasSuffix("ms") ? Double(max.dropLast(2)) : max.hasSuffix("us") ? Double(max.dropLast(2)).map { $0 / 1000 } : Double(max.dropLast()).map { $0 * 1000 }
-                    result.maxMilliseconds = Swift.max(result.maxMilliseconds, value ?? .infinity)
-                }
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") {
+                let fields = line.split(separator: "\t")
+                guard fields.count >= 3, let began = Int(fields[0]), let status = Int(fields[1]), let took = Int(fields[2]) else { continue }
+                result.requests += 1
+                if !(200..<300).contains(status) { result.failures += 1 }
+                end = max(end, began + took)
+                result.maxMilliseconds = max(result.maxMilliseconds, Double(began + took - max(began, start)) / 1000)
             }
         }
-        let elapsed = seconds(clock.now - start)
         result.failures += paths.count - result.requests
-        result.requestsPerSecond = Double(result.requests) / elapsed
+        result.requestsPerSecond = Double(result.requests) / (Double(end - start) / 1e6)
         return result
+    }
+}
+
+/// The processes whose parent is `pid` (nginx's workers).
+func childProcesses(of pid: pid_t) -> [pid_t] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.compactMap { name -> pid_t? in
+        guard let child = pid_t(name), let stat = try? String(contentsOfFile: "/proc/\(name)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        // "pid (comm) state ppid ...": the comm may hold spaces and parentheses, so read after the last ")".
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 1 && pid_t(fields[1]) == pid ? child : nil
     }
 }

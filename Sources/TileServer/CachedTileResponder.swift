@@ -183,23 +183,21 @@ final class CachedTileResponder: ChannelInboundHandler, RemovableChannelHandler 
     /// event loop, without the hops to a handler task and a render thread and back. Nil for anything
     /// else (other renders can take long: they go to the application and its render threads).
     private func encodeStoredTile(_ image: TiledImage, variant: String, key: String) -> ByteBuffer? {
-        let parts = variant.split(separator: "/").map(String.init)
-        let path: [String]
-        if parts.count == 3, parts[0] == "dzi" {  // dzi / level / column_row.format
+        let tile: (level: Int, column: Int, row: Int, width: Int, height: Int)?
+        let parts = variant.split(separator: "/")
+        if parts.count == 3, parts[0] == "dzi" {  // dzi / level / column_row.jpg: integers only
             let name = parts[2].split(separator: ".")
             let indices = name.first?.split(separator: "_").compactMap { Int($0) } ?? []
-            guard name.count == 2, name[1] == "jpg", indices.count == 2, let level = Int(parts[1]),
-                let request = TileRoutes.deepZoomRequest(image.geometry, level: level, column: indices[0], row: indices[1], format: .jpg)
-            else { return nil }
-            path = request
+            guard name.count == 2, name[1] == "jpg", indices.count == 2, let level = Int(parts[1]) else { return nil }
+            tile = image.exactTile(deepZoomLevel: level, column: indices[0], row: indices[1])
         } else {
-            path = parts
+            guard parts.count == 4, let request = try? ImageRequest(path: variant),
+                let resolved = try? request.resolve(width: image.geometry.width, height: image.geometry.height, limits: routes.limits),
+                resolved.format == .jpg
+            else { return nil }
+            tile = image.exactTile(for: resolved)
         }
-        guard path.count == 4, let request = try? ImageRequest(path: path.joined(separator: "/")),
-            let resolved = try? request.resolve(width: image.geometry.width, height: image.geometry.height, limits: routes.limits),
-            resolved.format == .jpg, image.exactTile(for: resolved) != nil,
-            let data = try? image.renderEncoded(resolved, quality: routes.jpegQuality)
-        else { return nil }
+        guard let tile, let data = try? image.encodedTile(tile, quality: routes.jpegQuality) else { return nil }
         routes.cache.insert(data, for: key)
         return ByteBuffer(bytes: data)
     }

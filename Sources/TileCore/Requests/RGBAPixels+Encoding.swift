@@ -70,17 +70,7 @@ extension TiledImage {
         }
         // A stored tile asked for as it is (a viewer's tile requests): read and encoded, nothing more.
         if request.format == .jpg, iccProfile?.isEmpty ?? true, let tile = exactTile(for: request) {
-            do {
-                return try withTile(level: tile.level, column: tile.column, row: tile.row) { bytes in
-                    try TileJPEGEncoderPool.shared.withEncoder(quality: quality) { encoder throws(TileError) in
-                        try encoder.encode(bytes, stride: geometry.tileSize * 4, width: tile.width, height: tile.height)
-                    }
-                }
-            } catch let error as TileError {
-                throw error
-            } catch {
-                throw TileError(.io, "\(error)")
-            }
+            return try encodedTile(tile, quality: quality)
         }
         let pixels = try render(request, waitingUntil: deadline)
         return try pixels.encoded(

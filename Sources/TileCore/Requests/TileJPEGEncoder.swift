@@ -90,4 +90,40 @@ extension TiledImage {
         }
         return nil
     }
+
+    /// The stored tile that is tile (`column`, `row`) of DeepZoom level `deepZoomLevel` (DeepZoom numbers
+    /// levels up from 1x1; its tiles are this store's tiles, overlap 0, wherever a DeepZoom level is one
+    /// of the store's levels), when that tile is ready: the same answer as ``exactTile(for:)`` for the
+    /// request of that DeepZoom tile, found with integers only (no request text is made or parsed).
+    package func exactTile(deepZoomLevel: Int, column: Int, row: Int) -> (level: Int, column: Int, row: Int, width: Int, height: Int)? {
+        let g = geometry
+        var top = 0
+        while (g.width - 1) >> top > 0 || (g.height - 1) >> top > 0 { top += 1 }
+        let k = top - deepZoomLevel
+        guard deepZoomLevel >= 0, k >= 0, k < g.levels.count, column >= 0, row >= 0 else { return nil }
+        // DeepZoom's level k halves k times rounding up; a store level of another size is no match.
+        let level = g.levels[k]
+        guard level.width == (g.width + (1 << k) - 1) >> k, level.height == (g.height + (1 << k) - 1) >> k,
+            column < level.columns, row < level.rows
+        else { return nil }
+        let side = g.tileSize
+        guard isTileReady(level: k, column: column, row: row) else { return nil }
+        return (k, column, row, min(side, level.width - column * side), min(side, level.height - row * side))
+    }
+
+    /// A stored tile (``exactTile(for:)``) encoded as a JPEG of `quality` by a pooled encoder: one
+    /// mapped read and one encode.
+    package func encodedTile(_ tile: (level: Int, column: Int, row: Int, width: Int, height: Int), quality: Int) throws(TileError) -> Data {
+        do {
+            return try withTile(level: tile.level, column: tile.column, row: tile.row) { bytes in
+                try TileJPEGEncoderPool.shared.withEncoder(quality: quality) { encoder throws(TileError) in
+                    try encoder.encode(bytes, stride: geometry.tileSize * 4, width: tile.width, height: tile.height)
+                }
+            }
+        } catch let error as TileError {
+            throw error
+        } catch {
+            throw TileError(.io, "\(error)")
+        }
+    }
 }
