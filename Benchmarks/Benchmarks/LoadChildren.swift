@@ -24,7 +24,9 @@ enum LoadChildren {
     }
 
     /// `encode-floor`: every level-0 tile of the store `input/photo.tiles`, in the cold scenario's order,
-    /// read and encoded as JPEG Q80 by the server's encoder, on two threads; the elapsed seconds.
+    /// read (`readTile`, one `pread` into the thread's own buffer) and encoded as JPEG Q80 by the
+    /// server's encoder, on two threads, as the server reads and encodes a tile not yet cached; the
+    /// elapsed seconds.
     static func encodeFloor(input: String) throws -> Double {
         let image = try TiledImage.open(store: "\(input)/photo.tiles")
         let g = image.geometry
@@ -45,14 +47,16 @@ enum LoadChildren {
             Thread.detachNewThread {
                 defer { done.leave() }
                 guard let encoder = try? TileJPEGEncoder(quality: 80) else { return failed.store(true, ordering: .relaxed) }
+                var own = [UInt8](repeating: 0, count: g.tileByteCount)  // as the server's encoders keep one
                 while true {
                     let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
                     guard i < tiles.count else { return }
                     let (c, r) = tiles[i]
                     let (w, h) = (min(g.tileSize, g.levels[0].width - c * g.tileSize), min(g.tileSize, g.levels[0].height - r * g.tileSize))
                     do {
-                        let data = try image.withTile(level: 0, column: c, row: r) { bytes in
-                            try encoder.encode(bytes, stride: g.tileSize * 4, width: w, height: h)
+                        let data = try own.withUnsafeMutableBytes { raw in
+                            try image.readTile(level: 0, column: c, row: r, into: raw)
+                            return try encoder.encode(UnsafeRawBufferPointer(raw), stride: g.tileSize * 4, width: w, height: h)
                         }
                         if data.isEmpty { failed.store(true, ordering: .relaxed) }
                     } catch { failed.store(true, ordering: .relaxed) }
