@@ -56,6 +56,8 @@ public actor DiskCacheBudget {
     private var nextID = 0
     private var useCounter: UInt64 = 0
     private var flushInProgress: Task<[(Int, TileError)], Never>?
+    /// Evicted stores whose files are being deleted, by path (``waitForRemoval(at:)``).
+    private var removals: [String: Task<TileError?, Never>] = [:]
     private let logger: Logger
 
     /// Creates a budget.
@@ -147,8 +149,18 @@ public actor DiskCacheBudget {
         await evictIfNeeded()
     }
 
-    /// Whether a store is still registered (not evicted, not unregistered).
+    /// Whether a store is still registered (not evicted, not unregistered). An evicted store is
+    /// unregistered before its files are gone: see ``waitForRemoval(at:)``.
     public func isRegistered(_ id: StoreID) -> Bool { entries[id.value] != nil }
+
+    /// Returns once no eviction is deleting files at `path` (at once when none is). Call it before
+    /// building a store again at the path of one that may have been evicted: the deletion, which runs
+    /// after the store left the accounts, would otherwise remove the new store's files.
+    public func waitForRemoval(at path: String) async {
+        // Once: the eviction that started the task takes it out of `removals` only when it resumes,
+        // and a finished task's value returns without suspending.
+        if let removal = removals[path] { _ = await removal.value }
+    }
 
     /// Flushes every store with data written since its last flush; concurrent callers share one flush.
     /// The syncs run on a thread of their own; a store whose sync fails is reported and logged, and
@@ -201,10 +213,15 @@ public actor DiskCacheBudget {
             // Out of the accounts first: the actor may run other calls while the files are deleted.
             entries[victim.key] = nil
             let path = victim.value.path!
-            let outcome = await BlockingWork.run { () -> TileError? in
-                do throws(TileError) { try TiledImage.removeStore(at: path) } catch { return error }
-                return nil
+            let removal = Task {
+                await BlockingWork.run { () -> TileError? in
+                    do throws(TileError) { try TiledImage.removeStore(at: path) } catch { return error }
+                    return nil
+                }
             }
+            removals[path] = removal
+            let outcome = await removal.value
+            removals[path] = nil
             if let outcome {
                 report("evict", path: path, outcome)
             } else {

@@ -210,6 +210,9 @@ public actor ImageCatalog {
 
     private func startBuild(id: String, path: String) async throws(LookupError) -> TiledImage {
         let store = "\(cache)/\(id).tiles"
+        // An eviction of this store (it leaves the budget's accounts before its files are deleted) done
+        // before anything is read or built there.
+        await budget.waitForRemoval(at: store)
         if let reused = await reusableStore(store, source: path) {
             // Another request may have started a build meanwhile (the check above suspends).
             if case .building(let builder, let task) = entries[id] { return try await header(of: builder, task) }

@@ -86,4 +86,24 @@ struct DiskCacheBudgetTests {
         #expect(await tight.isRegistered(ids[0]))
         _ = try openA.readTile(level: 0, column: 0, row: 0)
     }
+
+    @Test("an evicted store leaves the accounts before its files are gone; waitForRemoval returns once they are")
+    func waitsForRemoval() async throws {
+        let folder = try Inputs.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("big.tiles").path
+        var options = BuildOptions()
+        options.storage = .persistent(path: path)
+        // 64 MB of tiles: deleting them takes the kernel a moment.
+        _ = try TileBuilder.build(data: try Inputs.jpeg(width: 4000, height: 3000), options: options)
+        let budget = DiskCacheBudget(dirtyByteThreshold: 1 << 40, totalByteBudget: 1)
+        let id = await budget.register(image: try TiledImage.open(store: path), path: path)
+        let eviction = Task { await budget.close(id) }  // over budget: evicted
+        while await budget.isRegistered(id) { await Task.yield() }
+        // What a catalog about to build the store again at the same path does.
+        await budget.waitForRemoval(at: path)
+        #expect(!FileManager.default.fileExists(atPath: path), "the store's files outlived waitForRemoval")
+        await eviction.value
+        await budget.waitForRemoval(at: folder.appendingPathComponent("never.tiles").path)  // none: returns at once
+    }
 }
