@@ -103,8 +103,11 @@ public final class TiledImage: Sendable {
             // A tile's first read brings it into the page cache through the level's huge-page mapping:
             // the kernel then reads its 2 MiB neighbourhood as one large folio, and later reads copy
             // from large folios (21 us here) instead of the 4 KiB pages a plain cold pread leaves
-            // (35 to 45 us). Errors surface in the pread below.
-            try mapping(level: level).populate(offset: offset, byteCount: byteCount)
+            // (35 to 45 us). Errors surface in the pread below. Not when the page cache holds the
+            // tile already (another image of the same store, an earlier process): mapping and
+            // unmapping it would cost a TLB flush on every core for nothing.
+            let view = try mapping(level: level)
+            if !view.isResident(offset: offset, byteCount: byteCount) { view.populate(offset: offset, byteCount: byteCount) }
             state.withLock { $0.cachedTiles[level][tile / 64] |= 1 << (tile % 64) }
         }
         try SystemCall.readFully(

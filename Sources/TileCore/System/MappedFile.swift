@@ -34,6 +34,16 @@ final class MappedFile: @unchecked Sendable {
         if madvise(start, byteCount, Self.populateRead) == 0 { release(offset: offset, byteCount: byteCount) }
     }
 
+    /// Whether every page of a range is in the page cache (`mincore`: nothing is read or mapped).
+    func isResident(offset: Int, byteCount: Int) -> Bool {
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let pages = (byteCount + pageSize - 1) / pageSize
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: pages) { vector in
+            mincore(UnsafeMutableRawPointer(mutating: base + offset), byteCount, vector.baseAddress) == 0
+                && vector.allSatisfy { $0 & 1 != 0 }
+        }
+    }
+
     /// `MADV_POPULATE_READ` (Linux 5.14), which older C headers lack.
     private static let populateRead: Int32 = 22
 
