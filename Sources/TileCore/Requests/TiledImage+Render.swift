@@ -152,7 +152,8 @@ extension TiledImage {
         while !isTileReady(level: level, column: column, row: row) && !hasFailed {
             let now = ContinuousClock.now
             guard now < deadline else { return }
-            Thread.sleep(forTimeInterval: Double(min(pause, deadline - now).components.attoseconds) / 1e18)
+            let wait = min(pause, deadline - now).components
+            Thread.sleep(forTimeInterval: Double(wait.seconds) + Double(wait.attoseconds) / 1e18)
             pause = min(pause * 2, .milliseconds(20))
         }
     }
