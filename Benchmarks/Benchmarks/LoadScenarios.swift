@@ -182,18 +182,27 @@ enum LoadScenarios {
             else { throw BenchmarkError("encode-floor failed") }
             floors.append(Double(tiles.count) / elapsed)
             let (server, base) = try startServer(setup)
-            let result = try OnceEachResult.run(base: base, paths: paths, connections: 64, suspending: [server.pid])
-            peaks.append(server.statusMiB("VmHWM"))
-            server.stop()
+            let result: OnceEachResult
+            do {
+                defer { server.stop() }
+                result = try OnceEachResult.run(base: base, paths: paths, connections: 64, suspending: [server.pid])
+                peaks.append(server.statusMiB("VmHWM"))
+            }
             rates.append(result.requestsPerSecond)
             maxima.append(result.maxMilliseconds)
             failures += result.failures
             // The same clients against nginx serving vips's tiles of the same level: what the clients,
             // the loopback and a static file server cost per request, with nothing to encode.
             if setup.deepZoom != nil, let (nginx, nginxBase) = try startNginx(setup, root: setup.folder) {
-                let theirs = try OnceEachResult.run(
-                    base: nginxBase, paths: theirPaths, connections: 64, suspending: [nginx.pid] + childProcesses(of: nginx.pid))
-                nginx.stop()
+                defer { nginx.stop() }
+                // nginx writes its pid file before it forks its workers (one per core): every one of
+                // them stopped too, or they would answer before the clock starts.
+                var workers = childProcesses(of: nginx.pid)
+                for _ in 0..<100 where workers.count < ProcessInfo.processInfo.activeProcessorCount {
+                    usleep(50_000)
+                    workers = childProcesses(of: nginx.pid)
+                }
+                let theirs = try OnceEachResult.run(base: nginxBase, paths: theirPaths, connections: 64, suspending: [nginx.pid] + workers)
                 if theirs.failures == 0 { nginxRates.append(theirs.requestsPerSecond) }
             }
         }

@@ -142,14 +142,24 @@ struct OnceEachResult {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let shares = (0..<connections).map { i in stride(from: i, to: paths.count, by: connections).map { paths[$0] } }
         for pid in suspended { kill(pid, SIGSTOP) }
+        // Never left stopped, whatever throws below (a stopped process would not even take SIGTERM).
+        defer { for pid in suspended { kill(pid, SIGCONT) } }
         var clients: [(BackgroundProcess, log: String)] = []
-        for (i, share) in shares.enumerated() where !share.isEmpty {
-            let list = "\(folder)/\(i).txt", log = "\(folder)/\(i).log"
-            try share.map { base + $0 }.joined(separator: "\n").appending("\n").write(toFile: list, atomically: false, encoding: .utf8)
-            clients.append(
-                (try BackgroundProcess(
-                    Scenario.which("h2load") ?? "/usr/bin/h2load", ["--h1", "-c1", "-n\(share.count)", "-i", list, "--log-file=\(log)"],
-                    outputPath: "\(folder)/\(i).out"), log))
+        do {
+            for (i, share) in shares.enumerated() where !share.isEmpty {
+                let list = "\(folder)/\(i).txt", log = "\(folder)/\(i).log"
+                try share.map { base + $0 }.joined(separator: "\n").appending("\n").write(toFile: list, atomically: false, encoding: .utf8)
+                clients.append(
+                    (try BackgroundProcess(
+                        Scenario.which("h2load") ?? "/usr/bin/h2load", ["--h1", "-c1", "-n\(share.count)", "-i", list, "--log-file=\(log)"],
+                        outputPath: "\(folder)/\(i).out"), log))
+            }
+        } catch {
+            for (client, _) in clients {
+                kill(client.pid, SIGKILL)
+                client.wait()
+            }
+            throw error
         }
         // Every client started and waiting on its first response (7 ms each; a wide margin).
         usleep(1_500_000)
@@ -172,6 +182,8 @@ struct OnceEachResult {
             }
         }
         result.failures += paths.count - result.requests
+        // No response after the SIGCONT: the server was not stopped (a process missed), not a rate.
+        guard end > start else { throw BenchmarkError("every response came before the clock started") }
         result.requestsPerSecond = Double(result.requests) / (Double(end - start) / 1e6)
         return result
     }

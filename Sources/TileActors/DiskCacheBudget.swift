@@ -221,7 +221,7 @@ public actor DiskCacheBudget {
             }
             removals[path] = removal
             let outcome = await removal.value
-            removals[path] = nil
+            if removals[path] == removal { removals[path] = nil }
             if let outcome {
                 report("evict", path: path, outcome)
             } else {

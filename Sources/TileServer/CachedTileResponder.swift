@@ -197,7 +197,10 @@ final class CachedTileResponder: ChannelInboundHandler, RemovableChannelHandler 
             else { return nil }
             tile = image.exactTile(for: resolved)
         }
-        guard let tile, let data = try? image.encodedTile(tile, quality: routes.jpegQuality) else { return nil }
+        // The size limits the application's resolve applies (a tile past them is its refusal to give).
+        guard let tile, routes.limits.allows(tile.width, tile.height),
+            let data = try? image.encodedTile(tile, quality: routes.jpegQuality)
+        else { return nil }
         routes.cache.insert(data, for: key)
         return ByteBuffer(bytes: data)
     }

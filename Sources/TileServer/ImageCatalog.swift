@@ -214,12 +214,15 @@ public actor ImageCatalog {
         // before anything is read or built there.
         await budget.waitForRemoval(at: store)
         if let reused = await reusableStore(store, source: path) {
-            // Another request may have started a build meanwhile (the check above suspends).
+            // Another request may have started a build, or adopted the same store, meanwhile (the
+            // checks above suspend): one image and one budget entry a store.
             if case .building(let builder, let task) = entries[id] { return try await header(of: builder, task) }
+            if case .ready(let image) = entries[id] { return image }
             await adopt(id, reused, store: store)
             return reused
         }
         if case .building(let builder, let task) = entries[id] { return try await header(of: builder, task) }
+        if case .ready(let image) = entries[id] { return image }
         guard !isShutDown else { throw .failed(TileError(.cancelled, "the server is shutting down")) }
         let waiting = entries.values.filter { if case .building = $0 { return true } else { return false } }.count
             - uploads.count - concurrentBuilds
@@ -301,7 +304,12 @@ public actor ImageCatalog {
         entries[id] = .ready(image)
         rememberReady(id, image)
         touch(id)
-        if budgetIDs[id] == nil { budgetIDs[id] = await budget.register(image: image, path: store) }
+        if budgetIDs[id] == nil {
+            let storeID = await budget.register(image: image, path: store)
+            // Registered meanwhile by another adoption: a second entry for the same path would be
+            // "unused" to the budget, and its eviction would delete the store in use.
+            if budgetIDs[id] == nil { budgetIDs[id] = storeID } else { await budget.unregister(storeID) }
+        }
         let open = entries.compactMap { key, entry -> String? in
             if case .ready = entry, budgetIDs[key] != nil { return key }
             return nil
@@ -317,9 +325,14 @@ public actor ImageCatalog {
 
     /// A closed cache store opened again, or nil (and forgotten) when the budget has evicted it.
     private func reopen(_ id: String, _ storeID: DiskCacheBudget.StoreID) async -> TiledImage? {
-        if await budget.isRegistered(storeID), let image = try? await budget.open(storeID) {
-            if case .closed = entries[id] { entries[id] = .ready(image) }
-            return image
+        if await budget.isRegistered(storeID) {
+            if let image = try? await budget.open(storeID) {
+                if case .closed = entries[id] { entries[id] = .ready(image) }
+                return image
+            }
+            // Not opened (out of descriptors, say): out of the budget's accounts, so that the entry
+            // cannot be evicted later under a store built or reused again at the same path.
+            await budget.unregister(storeID)
         }
         if case .closed = entries[id] { entries[id] = nil }
         budgetIDs[id] = nil

@@ -232,7 +232,8 @@ public struct TileRoutes: Sendable {
         guard level >= 0, level <= top else { return nil }
         let k = top - level, side = g.tileSize
         let (levelWidth, levelHeight) = ((g.width + (1 << k) - 1) >> k, (g.height + (1 << k) - 1) >> k)
-        guard c >= 0, r >= 0, c * side < levelWidth, r * side < levelHeight else { return nil }
+        // Compared as tile counts: c * side overflows for a column from a hostile path.
+        guard c >= 0, r >= 0, c < (levelWidth + side - 1) / side, r < (levelHeight + side - 1) / side else { return nil }
         let x = c * side << k, y = r * side << k
         let w = min(side << k, g.width - x), h = min(side << k, g.height - y)
         let (sw, sh) = (min(side, levelWidth - c * side), min(side, levelHeight - r * side))

@@ -141,6 +141,40 @@ struct ImageRequestTests {
         #expect(error.map { !$0.message.isEmpty } == true)
     }
 
+    @Test("absurd numbers, from a path or from a caller, give an error or a bounded size, never a trap")
+    func absurdNumbers() throws {
+        let huge = "9223372036854775807"
+        let cases: [(String, TileError.Code)] = [
+            ("full/pct:\(huge)/0/default.jpg", .invalidArgument),  // larger than the region without ^
+            ("full/^pct:\(huge)/0/default.jpg", .tooLarge),
+            ("full/^\(huge.prefix(9)),/0/default.jpg", .tooLarge),
+            ("pct:\(huge),0,10,10/max/0/default.jpg", .invalidArgument),  // outside the image
+            ("full/^pct:0.00000000000000000000000000001/0/default.jpg", .invalidArgument),  // empty
+        ]
+        for (path, code) in cases {
+            #expect(thrownCode { try Self.resolve(path, limits: .default) } == code, "\(path)")
+        }
+        // A region far past the image is cropped to it.
+        let cropped = try Self.resolve("pct:0,0,9999999999999999999999999999999,9999999999999999999999999999999/max/0/default.jpg")
+        #expect(cropped.width == 300 && cropped.height == 200)
+        // Without limits, ^pct of 2^63 percent is a number, not a trap (2^53 at most).
+        #expect(try Self.resolve("full/^pct:\(huge)/0/default.jpg").scaledWidth <= 1 << 53)
+        // Values only a caller can give.
+        for region in [ImageRequest.Region.percent(x: .nan, y: 0, width: 10, height: 10), .percent(x: 0, y: 0, width: .infinity, height: -.infinity)] {
+            #expect(thrownCode { try ImageRequest(region: region).resolve(width: 300, height: 200) } == .invalidArgument)
+        }
+        #expect(thrownCode { try ImageRequest(size: .percent(.infinity), upscales: true).resolve(width: 300, height: 200) } == .invalidArgument)
+        #expect(thrownCode { try ImageRequest(size: .percent(1e300), upscales: true).resolve(width: 300, height: 200) } == .tooLarge)
+        #expect(thrownCode { try ImageRequest(size: .width(Int.max), upscales: true).resolve(width: 300, height: 200) } == .tooLarge)
+        #expect(thrownCode { try ImageRequest(size: .exactly(width: Int.max, height: Int.max), upscales: true).resolve(width: 300, height: 200) } == .tooLarge)
+        for rotation in [-90.0, 450, .nan, .infinity] {
+            #expect(thrownCode { try ImageRequest(rotation: rotation).resolve(width: 300, height: 200) } != nil, "rotation \(rotation)")
+        }
+        let unlimited = ImageRequest.Limits(maxWidth: Int.max, maxHeight: Int.max, maxArea: Int.max)
+        let max = try ImageRequest(size: .max, upscales: true).resolve(width: 300, height: 200, limits: unlimited)
+        #expect(max.scaledWidth >= 300 && max.scaledHeight >= 200)
+    }
+
     @Test("limits refuse oversize outputs before any work; max stays within them")
     func limits() throws {
         let limits = ImageRequest.Limits(maxWidth: 1000, maxArea: 500_000)

@@ -263,6 +263,22 @@ struct TileServerTests {
                 #expect(reply.status == status, "\(path): \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
                 #expect(reply.headers["access-control-allow-origin"] == "*", "\(path)")
             }
+            // Numbers that overflow when multiplied or subtracted, once the image is complete (its tiles
+            // then answered before the router, by the cached-tile responder) and before.
+            let huge = "9223372036854775807"
+            let absurd: [(String, Int)] = [
+                ("/dzi/photo_files/-\(huge)/0_0.jpg", 404), ("/dzi/photo_files/\(huge)/0_0.jpg", 404),
+                ("/dzi/photo_files/11/36028797018963968_0.jpg", 404), ("/dzi/photo_files/11/0_36028797018963968.jpg", 404),
+                ("/dzi/photo_files/11/\(huge)_\(huge).jpg", 404), ("/dzi/photo_files/11/-1_0.jpg", 404),
+                ("/iiif/3/photo/full/pct:\(huge)/0/default.jpg", 400), ("/iiif/3/photo/full/^pct:\(huge)/0/default.jpg", 400),
+                ("/iiif/3/photo/pct:\(huge),0,10,10/max/0/default.jpg", 400),
+            ]
+            #expect(try await Self.get(client, base + "/dzi/photo_files/11/0_0.jpg").status == 200)
+            for (path, status) in absurd {
+                let reply = try await Self.get(client, base + path)
+                #expect(reply.status == status, "\(path): \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+            }
+            #expect(try await Self.get(client, base + "/dzi/photo_files/11/0_0.jpg").status == 200, "the server still serves")
             let preflight = try await Self.get(
                 client, "\(base)/iiif/3/photo/info.json", method: .OPTIONS,
                 headers: [("Origin", "https://viewer.example"), ("Access-Control-Request-Method", "GET")])

@@ -21,10 +21,14 @@ extension ImageRequest {
 
         var effectiveMaxHeight: Int? { maxHeight ?? maxWidth }
 
-        func allows(_ width: Int, _ height: Int) -> Bool {
+        /// Whether an image of `width` x `height` pixels is within these limits.
+        public func allows(_ width: Int, _ height: Int) -> Bool {
             if let maxWidth, width > maxWidth { return false }
             if let maxHeight = effectiveMaxHeight, height > maxHeight { return false }
-            if let maxArea, width * height > maxArea { return false }
+            if let maxArea {
+                let (area, overflows) = width.multipliedReportingOverflow(by: height)
+                if overflows || area > maxArea { return false }
+            }
             return true
         }
 
@@ -37,11 +41,11 @@ extension ImageRequest {
             if let maxArea { scale = min(scale, (Double(maxArea) / (Double(width) * Double(height))).squareRoot()) }
             if !scale.isFinite { scale = 1 }
             // The tiny epsilon keeps 1000/18000 * 18000 from flooring to 999.
-            var w = max(1, Int((Double(width) * scale + 1e-9).rounded(.down)))
-            var h = max(1, Int((Double(height) * scale + 1e-9).rounded(.down)))
+            var w = max(1, ImageRequest.integer(Double(width) * scale + 1e-9, .down))
+            var h = max(1, ImageRequest.integer(Double(height) * scale + 1e-9, .down))
             while !allows(w, h) && (w > 1 || h > 1) {  // floating point at the edge
                 w = max(1, w - 1)
-                h = max(1, Int((Double(w) * Double(height) / Double(width)).rounded(.down)))
+                h = max(1, ImageRequest.integer(Double(w) * Double(height) / Double(width), .down))
             }
             return (w, h)
         }
@@ -72,13 +76,17 @@ extension ImageRequest {
 
     /// Applies the request to an image of `width` x `height` pixels (display orientation).
     /// - Throws: ``TileError/Code/invalidArgument`` for a region outside the image, a size larger than
-    ///   the region without `^`, or an empty result; ``TileError/Code/tooLarge`` past `limits`;
+    ///   the region without `^`, an empty result, or a rotation outside 0...360; ``TileError/Code/tooLarge``
+    ///   past `limits`;
     ///   ``TileError/Code/unsupported`` for a rotation other than a multiple of 90 degrees,
     ///   or a format other than `jpg` and `png`.
     public func resolve(width: Int, height: Int, limits: Limits = .default) throws(TileError) -> Resolved {
         guard width > 0, height > 0 else { throw TileError(.invalidArgument, "the image is empty (\(width)x\(height))") }
         let (x, y, w, h) = try resolveRegion(width, height)
         let (sw, sh, isMax) = try resolveSize(w, h, limits)
+        guard (0...360).contains(rotation) else {  // a request's text is checked when parsed; a caller's here
+            throw TileError(.invalidArgument, "rotation \(Self.number(rotation)): degrees must be within 0...360")
+        }
         guard rotation.truncatingRemainder(dividingBy: 90) == 0 else {
             throw TileError(.unsupported, "rotation \(Self.number(rotation)): only multiples of 90 degrees are offered")
         }
@@ -95,6 +103,13 @@ extension ImageRequest {
             canonicalPath: "\(regionText)/\(sizeText)/\(rotationText)/\(quality.rawValue).\(format.rawValue)")
     }
 
+    /// `value` rounded to the nearest integer, clamped to +-2^53 (no image or limit comes near it) and
+    /// NaN read as 0: a percentage from a request (`pct:1e30`) or from a caller never traps.
+    static func integer(_ value: Double, _ rule: FloatingPointRoundingRule = .toNearestOrAwayFromZero) -> Int {
+        guard !value.isNaN else { return 0 }
+        return Int(Swift.max(-0x1p53, Swift.min(0x1p53, value.rounded(rule))))
+    }
+
     private func resolveRegion(_ width: Int, _ height: Int) throws(TileError) -> (Int, Int, Int, Int) {
         let x: Int, y: Int, w: Int, h: Int
         switch region {
@@ -106,7 +121,10 @@ extension ImageRequest {
         case .pixels(let px, let py, let pw, let ph):
             (x, y, w, h) = (px, py, pw, ph)
         case .percent(let px, let py, let pw, let ph):
-            func scaled(_ p: Double, _ total: Int) -> Int { Int((p * Double(total) / 100).rounded()) }
+            guard [px, py, pw, ph].allSatisfy({ $0.isFinite && $0 >= 0 }) else {
+                throw TileError(.invalidArgument, "region \(describe(region)): percentages must be finite and not negative")
+            }
+            func scaled(_ p: Double, _ total: Int) -> Int { Self.integer(p * Double(total) / 100) }
             (x, y, w, h) = (scaled(px, width), scaled(py, height), scaled(pw, width), scaled(ph, height))
         }
         guard w > 0, h > 0 else {
@@ -121,7 +139,7 @@ extension ImageRequest {
     private func resolveSize(_ w: Int, _ h: Int, _ limits: Limits) throws(TileError) -> (Int, Int, Bool) {
         let sw: Int, sh: Int
         func aspect(_ value: Int, _ numerator: Int, _ denominator: Int) -> Int {
-            max(1, Int((Double(value) * Double(numerator) / Double(denominator)).rounded()))
+            max(1, Self.integer(Double(value) * Double(numerator) / Double(denominator)))
         }
         switch size {
         case .max:
@@ -132,15 +150,16 @@ extension ImageRequest {
         case .height(let height):
             (sw, sh) = (aspect(height, w, h), height)
         case .percent(let n):
-            sw = Int((Double(w) * n / 100).rounded())
-            sh = Int((Double(h) * n / 100).rounded())
+            guard n.isFinite, n >= 0 else { throw TileError(.invalidArgument, "size \(describe(size)): the percentage must be finite and not negative") }
+            sw = Self.integer(Double(w) * n / 100)
+            sh = Self.integer(Double(h) * n / 100)
         case .exactly(let width, let height):
             (sw, sh) = (width, height)
         case .fitting(let width, let height):
             var scale = min(Double(width) / Double(w), Double(height) / Double(h))
             if !upscales { scale = min(scale, 1) }
-            sw = min(width, max(1, Int((Double(w) * scale).rounded())))
-            sh = min(height, max(1, Int((Double(h) * scale).rounded())))
+            sw = min(width, max(1, Self.integer(Double(w) * scale)))
+            sh = min(height, max(1, Self.integer(Double(h) * scale)))
         }
         let text = describe(size)
         guard sw >= 1, sh >= 1 else { throw TileError(.invalidArgument, "size \(text) of a \(w)x\(h) region is empty") }

@@ -113,8 +113,10 @@ extension TiledImage {
         let g = geometry
         var top = 0
         while (g.width - 1) >> top > 0 || (g.height - 1) >> top > 0 { top += 1 }
+        // Checked before any arithmetic: the numbers come from a request path (Int.min parses).
+        guard (0...top).contains(deepZoomLevel), column >= 0, row >= 0 else { return nil }
         let k = top - deepZoomLevel
-        guard deepZoomLevel >= 0, k >= 0, k < g.levels.count, column >= 0, row >= 0 else { return nil }
+        guard k < g.levels.count else { return nil }
         // DeepZoom's level k halves k times rounding up; a store level of another size is no match.
         let level = g.levels[k]
         guard level.width == (g.width + (1 << k) - 1) >> k, level.height == (g.height + (1 << k) - 1) >> k,

@@ -30,19 +30,29 @@ final class MappedFile: @unchecked Sendable {
     /// Reads a range into the page cache through this mapping (`MADV_POPULATE_READ`: an I/O error is
     /// an error return, not a SIGBUS), then drops the mapping's pages again. Best effort.
     func populate(offset: Int, byteCount: Int) {
-        let start = UnsafeMutableRawPointer(mutating: base + offset)
-        if madvise(start, byteCount, Self.populateRead) == 0 { release(offset: offset, byteCount: byteCount) }
+        let (start, length) = pages(offset, byteCount)
+        if madvise(UnsafeMutableRawPointer(mutating: base + start), length, Self.populateRead) == 0 {
+            release(offset: offset, byteCount: byteCount)
+        }
+    }
+
+    /// The whole pages holding a range (madvise and mincore want a page-aligned start; a tile of a
+    /// size not a multiple of 32 pixels does not start on a page): their offset and length.
+    private func pages(_ offset: Int, _ byteCount: Int) -> (offset: Int, length: Int) {
+        let start = offset / Self.pageSize * Self.pageSize
+        return (start, offset + byteCount - start)
     }
 
     /// Whether every page of a range is in the page cache (`mincore`: nothing is read or mapped).
     func isResident(offset: Int, byteCount: Int) -> Bool {
-        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
-        let pages = (byteCount + pageSize - 1) / pageSize
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: pages) { vector in
-            mincore(UnsafeMutableRawPointer(mutating: base + offset), byteCount, vector.baseAddress) == 0
+        let (start, length) = pages(offset, byteCount)
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: (length + Self.pageSize - 1) / Self.pageSize) { vector in
+            mincore(UnsafeMutableRawPointer(mutating: base + start), length, vector.baseAddress) == 0
                 && vector.allSatisfy { $0 & 1 != 0 }
         }
     }
+
+    private static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
     /// `MADV_POPULATE_READ` (Linux 5.14), which older C headers lack.
     private static let populateRead: Int32 = 22
@@ -50,6 +60,7 @@ final class MappedFile: @unchecked Sendable {
     /// Drops this mapping's pages of one tile (the page cache keeps them), so reading many tiles does
     /// not pile mapped pages up in the process's resident set.
     func release(offset: Int, byteCount: Int) {
-        _ = madvise(UnsafeMutableRawPointer(mutating: base + offset), byteCount, MADV_DONTNEED)
+        let (start, length) = pages(offset, byteCount)
+        _ = madvise(UnsafeMutableRawPointer(mutating: base + start), length, MADV_DONTNEED)
     }
 }
