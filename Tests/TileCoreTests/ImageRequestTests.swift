@@ -175,6 +175,57 @@ struct ImageRequestTests {
         #expect(max.scaledWidth >= 300 && max.scaledHeight >= 200)
     }
 
+    @Test("20,000 random requests built from hostile pieces resolve or throw, never trap")
+    func randomHostileRequests() {
+        // A fixed-seed generator (xorshift), so that a failure can be replayed.
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return Int(state % UInt64(bound))
+        }
+        // Mostly numbers the parser takes (so that resolve sees extremes), some it refuses.
+        let numbers = ["0", "1", "255", "256", "299", "300", "999999999", "100", "100.0", "0.5", "9223372036854775807",
+                       "99999999999999999999999999999999", "0.00000000000000000000000000000001", "90", "180", "270", "360"]
+        let refused = ["-1", "1000000000", "9223372036854775808", "-9223372036854775808", "1e308", "nan", "inf", "", "1.",
+                       ".1", "+1", "0x10"]
+        func number() -> String { next(8) == 0 ? refused[next(refused.count)] : numbers[next(numbers.count)] }
+        func region() -> String {
+            switch next(4) {
+            case 0: return ["full", "square", "max", ""][next(4)]
+            case 1: return "\(number()),\(number()),\(number()),\(number())"
+            case 2: return "pct:\(number()),\(number()),\(number()),\(number())"
+            default: return (0..<next(6)).map { _ in number() }.joined(separator: ",")
+            }
+        }
+        func size() -> String {
+            let up = next(2) == 0 ? "^" : ""
+            switch next(6) {
+            case 0: return up + ["max", "full", ""][next(3)]
+            case 1: return up + "\(number()),"
+            case 2: return up + ",\(number())"
+            case 3: return up + "pct:\(number())"
+            case 4: return up + "!\(number()),\(number())"
+            default: return up + "\(number()),\(number())"
+            }
+        }
+        let sizes = [(300, 200), (1, 1), (18000, 18000), (65500, 3), (3, 65500)]
+        var resolved = 0
+        for _ in 0..<20_000 {
+            let rotation = (next(2) == 0 ? "!" : "") + number()
+            let path = "\(region())/\(size())/\(rotation)/\(["default", "gray", "color", "bitonal", "default", "x"][next(6)]).\(["jpg", "png", "jpg", "webp"][next(4)])"
+            let (width, height) = sizes[next(sizes.count)]
+            let limits = next(2) == 0 ? ImageRequest.Limits.default : ImageRequest.Limits()
+            if let request = try? ImageRequest(path: path), let result = try? request.resolve(width: width, height: height, limits: limits) {
+                resolved += 1
+                #expect(result.x >= 0 && result.y >= 0 && result.x + result.width <= width && result.y + result.height <= height, "\(path)")
+                #expect(result.scaledWidth >= 1 && result.scaledHeight >= 1, "\(path)")
+            }
+        }
+        #expect(resolved > 100, "the generator should also make valid requests (\(resolved))")
+    }
+
     @Test("limits refuse oversize outputs before any work; max stays within them")
     func limits() throws {
         let limits = ImageRequest.Limits(maxWidth: 1000, maxArea: 500_000)
