@@ -285,4 +285,56 @@ struct TileServerTests {
             #expect(preflight.status < 300 && preflight.headers["access-control-allow-origin"] == "*")
         }
     }
+
+    @Test("1,500 random paths made of hostile pieces get a status, and the server keeps serving")
+    func randomHostilePaths() async throws {
+        let (folder, _) = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D  // xorshift, fixed seed: a failure can be replayed
+        func next(_ bound: Int) -> Int {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return Int(state % UInt64(bound))
+        }
+        let pieces = ["0", "1", "-1", "11", "10", "12", "5", "9223372036854775807", "-9223372036854775808", "36028797018963968",
+                      "999999999", "pct:50", "pct:9223372036854775807", "^pct:9223372036854775807", "full", "max", "^max", "square",
+                      "!1,1", "0,0,1,1", "..", "%2e%2e", "%2F", "%00", "photo", "kept", "nothing", ".cache", "default.jpg",
+                      "gray.png", "0_0.jpg", "-1_-1.jpg", "9223372036854775807_0.jpg", "0_0.png", "x.jpg", "info.json", "", "%ZZ",
+                      "a%20b", "\u{e9}t\u{e9}", String(repeating: "a", count: 300)]
+        let numbers = ["0", "1", "-1", "5", "10", "11", "12", "90", "100", "9223372036854775807", "-9223372036854775808",
+                       "36028797018963968", "999999999", "1e308", "0.5", "99999999999999999999999999999999"]
+        let prefixes = ["/dzi/photo_files/", "/dzi/kept_files/", "/dzi/", "/iiif/3/photo/", "/iiif/3/kept/", "/iiif/3/", "/images/", "/view/", "/"]
+        let allowed: Set<Int> = [200, 303, 304, 400, 401, 403, 404, 405, 413, 501, 503]
+        try await Self.withServer(folder) { base, client in
+            let first = try await Self.get(client, base + "/dzi/photo_files/11/0_0.jpg")  // complete: the cached path on
+            #expect(first.status == 200)
+            for _ in 0..<1500 {
+                func piece() -> String { pieces[next(pieces.count)] }
+                func number() -> String { numbers[next(numbers.count)] }
+                let path: String
+                switch next(3) {
+                case 0:  // a DeepZoom tile's shape, hostile numbers
+                    path = "/dzi/\(["photo", "kept", "nothing"][next(3)])_files/\(number())/\(number())_\(number()).\(["jpg", "png", "gif"][next(3)])"
+                case 1:  // an IIIF request's shape
+                    let region = ["full", "square", "\(number()),\(number()),\(number()),\(number())", "pct:\(number()),\(number()),\(number()),\(number())"][next(4)]
+                    let size = ["max", "^max", "\(number()),", ",\(number())", "pct:\(number())", "^pct:\(number())", "!\(number()),\(number())", "^\(number()),\(number())"][next(8)]
+                    path = "/iiif/3/\(["photo", "kept", "nothing"][next(3)])/\(region)/\(size)/\(number())/\(["default", "gray", "bitonal"][next(3)]).\(["jpg", "png", "webp"][next(3)])"
+                default:
+                    let segments = (0..<(1 + next(5))).map { _ in piece() }
+                    path = prefixes[next(prefixes.count)] + segments.joined(separator: next(4) == 0 ? "_" : "/")
+                }
+                guard let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.union(["%"])) else { continue }
+                let reply: Reply
+                do { reply = try await Self.get(client, base + encoded) } catch { continue }  // a URL the client refuses
+                #expect(allowed.contains(reply.status), "\(encoded): \(reply.status)")
+            }
+            let tile = try await Self.get(client, base + "/dzi/photo_files/11/0_0.jpg")
+            let info = try await Self.get(client, base + "/iiif/3/photo/info.json")
+            #expect(tile.status == 200 && info.status == 200, "the server still serves")
+        }
+        // Nothing outside the folder and its cache was written.
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
+        #expect(names == [".cache", "kept.tiles", "photo.jpg"], "\(names)")
+    }
 }
