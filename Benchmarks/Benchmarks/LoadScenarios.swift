@@ -43,8 +43,7 @@ enum LoadScenarios {
         options.storage = .persistent(path: "\(folder)/images/photo.tiles")
         let image = try TileBuilder.build(contentsOfFile: input, options: options)
         let g = image.geometry
-        var top = 0
-        while (g.width - 1) >> top > 0 || (g.height - 1) >> top > 0 { top += 1 }
+        let top = g.deepZoomTopLevel
         var deepZoom: String?
         if let vips = Scenario.which("vips") {
             let run = try ChildProcess.run(

@@ -227,8 +227,7 @@ public struct TileRoutes: Sendable {
     /// from that level exactly (its region is on that level's grid), or renders it from the smallest
     /// level for the DeepZoom levels below the store's.
     static func deepZoomRequest(_ g: TileGeometry, level: Int, column c: Int, row r: Int, format: ImageRequest.Format) -> [String]? {
-        var top = 0
-        while (g.width - 1) >> top > 0 || (g.height - 1) >> top > 0 { top += 1 }
+        let top = g.deepZoomTopLevel
         guard level >= 0, level <= top else { return nil }
         let k = top - level, side = g.tileSize
         let (levelWidth, levelHeight) = ((g.width + (1 << k) - 1) >> k, (g.height + (1 << k) - 1) >> k)

@@ -62,6 +62,14 @@ public struct TileGeometry: Sendable, Hashable {
     public var width: Int { levels[0].width }
     public var height: Int { levels[0].height }
 
+    /// DeepZoom's number for the full-size level: DeepZoom numbers levels up from 1x1, each twice the
+    /// one below (rounded up), so this is the number of halvings from the display size down to 1x1.
+    public var deepZoomTopLevel: Int {
+        var top = 0
+        while (width - 1) >> top > 0 || (height - 1) >> top > 0 { top += 1 }
+        return top
+    }
+
     /// Computes the geometry of an image.
     /// - Parameters:
     ///   - storedWidth: width as stored in the JPEG, at least 1.

@@ -110,9 +110,7 @@ extension TiledImage {
     /// of the store's levels), when that tile is ready: the same answer as ``exactTile(for:)`` for the
     /// request of that DeepZoom tile, found with integers only (no request text is made or parsed).
     package func exactTile(deepZoomLevel: Int, column: Int, row: Int) -> (level: Int, column: Int, row: Int, width: Int, height: Int)? {
-        let g = geometry
-        var top = 0
-        while (g.width - 1) >> top > 0 || (g.height - 1) >> top > 0 { top += 1 }
+        let g = geometry, top = g.deepZoomTopLevel
         // Checked before any arithmetic: the numbers come from a request path (Int.min parses).
         guard (0...top).contains(deepZoomLevel), column >= 0, row >= 0 else { return nil }
         let k = top - deepZoomLevel
