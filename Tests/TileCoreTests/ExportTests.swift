@@ -250,7 +250,7 @@ struct ExportTests {
         #expect(thrownCode { try garbage.append(Data(repeating: 0x41, count: 5000)) } == .corrupt)
         #expect(try FileManager.default.contentsOfDirectory(atPath: out).isEmpty)
         // The output is a file; then a folder that does not exist.
-        FileManager.default.createFile(atPath: "\(out)/file", contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: "\(out)/file", contents: Data("x".utf8))
         #expect(thrownCode { try TileExporter(name: "x", outputDirectory: "\(out)/file") } == .invalidArgument)
         #expect(thrownCode { try TileExporter(name: "x", outputDirectory: "\(out)/missing") } == .io)
         #expect(thrownCode { try TileExporter(name: "x", outputDirectory: "/proc") } == .io)  // not writable, even for root
