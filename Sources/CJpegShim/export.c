@@ -110,7 +110,7 @@ static cjs_status encode_tile(cjs_export *e, tile_jpeg *jpeg, const strip *s, ui
 static void *encoder_main(void *arg) {
     cjs_export *e = arg;
     tile_jpeg *jpeg = NULL;
-    cjs_status created = e->options.format == CJS_TILE_PNG ? CJS_OK : tile_jpeg_create(e->options.quality, &jpeg);
+    cjs_status created = e->options.format == CJS_TILE_PNG ? CJS_OK : tile_jpeg_create(e->options.quality, 0, &jpeg);
     pthread_mutex_lock(&e->lock);
     if (created != CJS_OK) fail_locked(e, created, created == CJS_ERR_NOMEM ? ENOMEM : 0);
     uint32_t column;

@@ -53,7 +53,7 @@ static void dest_term(j_compress_ptr cinfo) {
     d->out->length = d->out->capacity - d->pub.free_in_buffer;
 }
 
-cjs_status tile_jpeg_create(int quality, tile_jpeg **out) {
+cjs_status tile_jpeg_create(int quality, int gray, tile_jpeg **out) {
     *out = NULL;
     tile_jpeg *t = calloc(1, sizeof *t);
     if (!t) return CJS_ERR_NOMEM;
@@ -68,6 +68,8 @@ cjs_status tile_jpeg_create(int quality, tile_jpeg **out) {
     t->cinfo.in_color_space = JCS_EXT_RGBX;
     t->cinfo.input_components = 4;
     jpeg_set_defaults(&t->cinfo);
+    /* Gray: one component, libjpeg's own RGB-to-luma conversion (exact for pixels with R = G = B). */
+    if (gray) jpeg_set_colorspace(&t->cinfo, JCS_GRAYSCALE);
     jpeg_set_quality(&t->cinfo, quality >= 1 && quality <= 100 ? quality : 80, TRUE);
     t->dest.pub.init_destination = dest_init;
     t->dest.pub.empty_output_buffer = dest_empty;
@@ -175,12 +177,12 @@ struct cjs_tile_encoder {
     cjs_bytes out;
 };
 
-cjs_status cjs_tile_encoder_create(int32_t quality, cjs_tile_encoder **out) {
+cjs_status cjs_tile_encoder_create(int32_t quality, int32_t gray, cjs_tile_encoder **out) {
     *out = NULL;
     if (quality < 1 || quality > 100) return CJS_ERR_ARGUMENT;
     cjs_tile_encoder *e = calloc(1, sizeof *e);
     if (!e) return CJS_ERR_NOMEM;
-    cjs_status status = tile_jpeg_create(quality, &e->jpeg);
+    cjs_status status = tile_jpeg_create(quality, gray, &e->jpeg);
     if (status != CJS_OK) {
         free(e);
         return status;

@@ -20,8 +20,9 @@ typedef struct {
 
 typedef struct tile_jpeg tile_jpeg;
 
-/** A JPEG compressor for RGBX rows (4 bytes a pixel, the 4th ignored) at `quality`, 4:2:0. */
-cjs_status tile_jpeg_create(int quality, tile_jpeg **out);
+/** A JPEG compressor for RGBX rows (4 bytes a pixel, the 4th ignored) at `quality`: YCbCr 4:2:0, or
+    with `gray` a one-component JPEG of the rows' luma. */
+cjs_status tile_jpeg_create(int quality, int gray, tile_jpeg **out);
 void tile_jpeg_destroy(tile_jpeg *t);
 /** Encodes `height` rows of `width` pixels, `stride` bytes apart, into `out` (replacing its bytes). */
 cjs_status tile_jpeg_encode(tile_jpeg *t, const uint8_t *rows, size_t stride, uint32_t width, uint32_t height,

@@ -141,6 +141,19 @@ public actor DiskCacheBudget {
         return image
     }
 
+    /// Marks a registered persistent store in use, as ``open(_:)`` does, without opening it: for callers
+    /// that open it themselves, off the actor (opening reads the disk). Close it with ``close(_:)``
+    /// when done, also when the caller's own open fails.
+    /// - Returns: the store's folder, or nil when it is no longer registered (evicted).
+    public func checkOut(_ id: StoreID) -> String? {
+        guard var entry = entries[id.value], let path = entry.path else { return nil }
+        useCounter += 1
+        entry.openCount += 1
+        entry.lastUse = useCounter
+        entries[id.value] = entry
+        return path
+    }
+
     /// Says a store opened with ``open(_:)`` is no longer used; evicts what the budget then allows.
     public func close(_ id: StoreID) async {
         guard var entry = entries[id.value] else { return }

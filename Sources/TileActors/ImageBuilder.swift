@@ -76,6 +76,9 @@ public actor ImageBuilder {
     public var info: ImageInfo? { builder.info }
     /// Where the build stands.
     public var currentState: State { state }
+    /// The store's account in the budget given at init, once the first bytes are written (a completed
+    /// build stays registered: its owner closes or unregisters it).
+    public var budgetStoreID: DiskCacheBudget.StoreID? { budgetID }
     /// The JPEG's bytes taken in so far.
     public var bytesReceived: Int { builder.bytesReceived }
     /// Full-size rows decoded so far.

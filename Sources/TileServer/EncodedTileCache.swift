@@ -1,13 +1,23 @@
-public import Foundation
 public import NIOCore
 import Synchronization
+
+/// An encoded image of a complete pyramid (a tile, a region), as the server answers it.
+public struct EncodedImage: Sendable {
+    /// The encoded bytes (shared, never copied, by every answer that sends them).
+    public var body: ByteBuffer
+    public var mediaType: String
+    /// Its strong validator (`"…"`), derived from the source's fingerprint and the request; nil for an
+    /// image of a pyramid still being built (never cached, `no-store`).
+    public var entityTag: String?
+}
 
 /// Encoded images of complete pyramids, most recently used kept, bounded by their bytes: a viewer's
 /// working set of tiles is answered without reading or encoding again.
 ///
-/// Only images of complete pyramids go in (they never change). The entries are spread over 16 shards by
-/// their key's hash, each with its own lock and a sixteenth of the capacity, so that the event loops
-/// answering cached tiles at once seldom wait for each other.
+/// Keys name the source's version and the request (``TileService`` makes them), so an entry is never
+/// stale: a changed source has other keys. The entries are spread over 16 shards by their key's hash,
+/// each with its own lock and a sixteenth of the capacity, so that the event loops answering cached
+/// tiles at once seldom wait for each other.
 public final class EncodedTileCache: Sendable {
     /// Bytes of encoded images kept at most.
     public let capacity: Int
@@ -19,17 +29,9 @@ public final class EncodedTileCache: Sendable {
     }
 
     private struct Shard {
-        var entries: [String: Entry] = [:]
+        var entries: [String: (image: EncodedImage, lastUse: UInt64)] = [:]
         var bytes = 0
         var clock: UInt64 = 0
-    }
-
-    private struct Entry {
-        var bytes: ByteBuffer
-        /// The response head stored with it (``setHead(_:for:)``), counted in the bytes kept.
-        var head: ByteBuffer?
-        var lastUse: UInt64
-        var byteCount: Int { bytes.readableBytes + (head?.readableBytes ?? 0) }
     }
 
     /// - Parameter capacity: bytes kept at most (default 64 MiB; 0 keeps nothing).
@@ -51,53 +53,31 @@ public final class EncodedTileCache: Sendable {
     /// Images kept now.
     public var count: Int { shards.reduce(0) { total, shard in total + shard.state.withLock { $0.entries.count } } }
 
-    /// The image kept for `key`, marked as just used; nil when none is.
-    public func data(for key: String) -> Data? {
-        buffer(for: key).map { Data($0.readableBytesView) }
-    }
-
-    /// The image kept for `key` as a buffer (sharing the cache's storage: no copy), marked as just used.
-    public func buffer(for key: String) -> ByteBuffer? {
-        entry(for: key)?.body
-    }
-
-    /// The image kept for `key` and the response head stored with it (nil until one is), marked as
-    /// just used.
-    public func entry(for key: String) -> (body: ByteBuffer, head: ByteBuffer?)? {
+    /// The image kept for `key` (sharing the cache's storage), marked as just used; nil when none is.
+    public func image(for key: String) -> EncodedImage? {
         shard(key).state.withLock { s in
             guard let entry = s.entries[key] else { return nil }
             s.clock += 1
             s.entries[key]!.lastUse = s.clock
-            return (entry.bytes, entry.head)
+            return entry.image
         }
     }
 
-    /// Stores a response head with the image kept for `key` (a server's status line and fields for
-    /// it, made once); nothing when no image is kept for `key`.
-    public func setHead(_ head: ByteBuffer, for key: String) {
-        shard(key).state.withLock { s in
-            guard s.entries[key] != nil else { return }
-            s.bytes += head.readableBytes - (s.entries[key]!.head?.readableBytes ?? 0)
-            s.entries[key]!.head = head
-        }
-    }
-
-    /// Keeps `data`, dropping the least recently used entries of its shard past the shard's capacity.
-    public func insert(_ data: Data, for key: String) {
-        let limit = shardCapacity
-        guard data.count <= limit else { return }
-        let bytes = ByteBuffer(bytes: data)
+    /// Keeps `image`, dropping the least recently used entries of its shard past the shard's capacity.
+    public func insert(_ image: EncodedImage, for key: String) {
+        let limit = shardCapacity, size = image.body.readableBytes
+        guard size <= limit else { return }
         shard(key).state.withLock { s in
             s.clock += 1
-            if let old = s.entries.updateValue(Entry(bytes: bytes, lastUse: s.clock), forKey: key) { s.bytes -= old.byteCount }
-            s.bytes += bytes.readableBytes
+            if let old = s.entries.updateValue((image, s.clock), forKey: key) { s.bytes -= old.image.body.readableBytes }
+            s.bytes += size
             guard s.bytes > limit else { return }
             // Evict in one pass: oldest first, until a quarter below the capacity (so that a full shard
             // does not sort on every insert).
             let target = limit - limit / 4
             for (oldKey, entry) in s.entries.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where s.bytes > target {
                 s.entries[oldKey] = nil
-                s.bytes -= entry.byteCount
+                s.bytes -= entry.image.body.readableBytes
             }
         }
     }

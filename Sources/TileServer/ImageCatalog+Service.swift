@@ -15,19 +15,18 @@ extension ImageCatalog: Service {
     /// end; a cancelled build removes its unfinished files. No build starts afterwards.
     public func shutDown() async {
         isShutDown = true
-        for id in entries.keys { forgetReady(id) }
-        var running: [(String, ImageBuilder, Task<TiledImage, any Error>)] = []
-        for (id, entry) in entries {
-            if case .building(let builder, let task) = entry { running.append((id, builder, task)) }
+        var running: [(builder: ImageBuilder, feed: Task<Void, Never>?, watcher: Task<Void, Never>?)] = []
+        for (id, state) in states {
+            forgetReady(id)
+            if case .building(let build) = state { running.append((build.builder, build.task, build.watcher)) }
         }
-        for (_, builder, task) in running {
-            task.cancel()
-            await builder.cancel()
+        for build in running {
+            build.feed?.cancel()
+            await build.builder.cancel()
         }
-        for (id, _, task) in running {
-            _ = await task.result
-            if case .building = entries[id] { entries[id] = nil }
-            builderImages[id] = nil
+        for build in running {
+            await build.feed?.value
+            await build.watcher?.value
         }
     }
 }

@@ -4,8 +4,8 @@ import TileCore
 
 extension ImageCatalog {
     /// What a listing shows of an image, without building it.
-    public struct Summary: Sendable, Hashable {
-        public enum State: String, Sendable, Hashable {
+    public struct Summary: Sendable, Hashable, Codable {
+        public enum State: String, Sendable, Hashable, Codable {
             /// A store, or a JPEG whose store is built.
             case ready
             /// Being built now.
@@ -33,51 +33,48 @@ extension ImageCatalog {
         public var rowsDecoded: Int?
     }
 
-    /// The summary of `id`, or nil when there is no such image.
+    /// The summary of `id`, or nil when there is no such image. Looks at the folder (as a lookup does)
+    /// but starts no build.
     public func summary(_ id: String) async -> Summary? {
-        guard var summary = stateSummary(id) else { return nil }
-        if case .building(let builder, _) = entries[id] {
-            let (received, expected, rows) = (await builder.bytesReceived, await builder.expectedBytes, await builder.rowsDecoded)
-            (summary.bytesReceived, summary.expectedBytes, summary.rowsDecoded) = (received, expected, rows)
-        }
-        return summary
-    }
-
-    private func stateSummary(_ id: String) -> Summary? {
         guard Self.isValidIdentifier(id) else { return nil }
-        if uploads.contains(id) {
-            var summary = Summary(id: id, state: .building, levelsComplete: 0, levelCount: 0, tileRowsComplete: 0)
-            if case .failed(let error) = entries[id] { (summary.state, summary.error) = (.failed, error.message) }
-            if let image = builderImages[id] ?? nil { fill(&summary, from: image) }
-            return summary
-        }
-        guard let source = source(for: id) else { return nil }
         var summary = Summary(id: id, state: .notBuilt, levelsComplete: 0, levelCount: 0, tileRowsComplete: 0)
-        var image: TiledImage?
-        switch entries[id] {
-        case .ready(let ready):
-            summary.state = .ready
-            image = ready
-        case .building:
+        switch states[id] {
+        case .building(let build):
             summary.state = .building
-            image = builderImages[id] ?? nil
+            let builder = build.builder
+            (summary.bytesReceived, summary.expectedBytes, summary.rowsDecoded) =
+                (await builder.bytesReceived, await builder.expectedBytes, await builder.rowsDecoded)
+            if let image = build.image { fill(&summary, from: image) }
+            return summary
+        case .ready(let image, _):
+            summary.state = .ready
+            fill(&summary, from: image.pyramid)
+            return summary
+        case .failed(let error, _, _):
+            (summary.state, summary.error) = (.failed, error.message)
         case .closed:
             summary.state = .ready
-            image = try? TiledImage.open(store: "\(cache)/\(id).tiles")
-        case .failed(let error):
-            summary.state = .failed
-            summary.error = error.message
         case nil:
-            if case .store(let path) = source {
-                image = try? TiledImage.open(store: path)
-                summary.state = image == nil ? .failed : .ready
-            }
+            break
         }
-        if let image {
-            fill(&summary, from: image)
-        } else if case .jpeg(let path) = source, let info = try? ImageInfo.read(contentsOfFile: path) {
-            let turned = (info.exifOrientation ?? 1) >= 5
-            (summary.width, summary.height) = turned ? (info.height, info.width) : (info.width, info.height)
+        let root = self.root
+        guard let source = try? await threadPool.blocking({ () throws(TileError) in SourceFile.find(id, in: root, known: nil) }) ?? nil
+        else { return nil }
+        let path = source.path, kind = source.kind
+        let size = try? await threadPool.blocking { () throws(TileError) -> (Int, Int, Int) in
+            if kind == .store {
+                let g = try TiledImage.open(store: path).geometry
+                return (g.width, g.height, g.levels.count)
+            }
+            let info = try ImageInfo.read(contentsOfFile: path)
+            let g = try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
+            return (g.width, g.height, g.levels.count)
+        }
+        if let (width, height, levels) = size {
+            (summary.width, summary.height) = (width, height)
+            if kind == .store, summary.state == .notBuilt { (summary.state, summary.levelsComplete, summary.levelCount) = (.ready, levels, levels) }
+        } else if kind == .store {
+            summary.state = .failed
         }
         return summary
     }

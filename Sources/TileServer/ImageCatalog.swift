@@ -1,22 +1,25 @@
 import Foundation
+public import NIOPosix
 import Synchronization
 public import TileActors
 public import TileCore
 
-
 /// The images a server offers: every JPEG (`.jpg`, `.jpeg`) and every store (`.tiles`) directly in
-/// one folder, named by their file name without the extension.
+/// one folder, named by their file name without the extension, each with one state:
+/// absent, building (its tiles readable as their rows are written), ready, or failed.
 ///
-/// A JPEG is built into a persistent store in the cache folder on its first request, once however
-/// many requests arrive, through a `HeavyWorkQueue` (builds at once are limited, and so are builds
-/// waiting: past ``maximumPendingBuilds`` a lookup fails with ``LookupError/busy``); its image is
-/// handed out as soon as its header is read, so tiles of rows already decoded can be served while
-/// the rest is built. The store is reused while the source keeps its size, is not newer than it and
-/// has the fingerprint the store's manifest keeps.
+/// Every lookup checks the file behind the identifier (a `stat`, and a hash of its ends when it
+/// changed: ``TileCore/SourceFingerprint``), once however many requests ask at once. A JPEG is built
+/// into a persistent store in the cache folder on its first request, through a `HeavyWorkQueue`
+/// (past ``maximumPendingBuilds`` builds waiting, a lookup fails with ``LookupError/busy``); a store
+/// built earlier is reused while its source is the same version. A ready image whose source changes
+/// is built again; a failed one is tried again when its source changes, or after ``retryInterval``.
 ///
-/// The cache's stores count against a `DiskCacheBudget`: at most ``maximumOpenImages`` of them are
-/// kept open; past the budget's total, the least recently used of the others are removed from disk
-/// (and built again when asked for).
+/// The cache's stores count against ``budget`` (a `DiskCacheBudget`) from their first bytes: at most
+/// ``maximumOpenImages`` of them are kept open, and past the budget the least recently used of the
+/// others are removed from disk (built again when asked for). Blocking work (file system calls,
+/// opening stores, reading the JPEGs) runs on ``threadPool``; waits (for a header, for rows) are
+/// continuations resumed by the build's progress, never polls.
 ///
 /// Run the catalog as a service beside the server (``TileServer/application(host:port:logger:onServerRunning:)``
 /// does): when the service group shuts down it cancels the builds still running, which removes their
@@ -31,8 +34,22 @@ public actor ImageCatalog {
         /// The image needs a build, and ``maximumPendingBuilds`` builds already wait for their turn:
         /// try again later (HTTP 503 with `Retry-After`).
         case busy
-        /// The build of the JPEG failed.
+        /// The build failed (or, as ``TileCore/TileError/Code/notReady``, has not read the header in time).
         case failed(TileError)
+    }
+
+    /// An image the catalog hands out: its pyramid, and which version of its file it shows.
+    public struct Image: Sendable {
+        public let id: String
+        public let pyramid: TiledImage
+        /// The source's fingerprint (the JPEG's, or a store's manifest's); nil for an upload in progress.
+        public let fingerprint: SourceFingerprint?
+        /// The fingerprint's text, made once: what cache keys and entity tags are derived from.
+        public let version: String?
+
+        init(id: String, pyramid: TiledImage, fingerprint: SourceFingerprint?) {
+            (self.id, self.pyramid, self.fingerprint, version) = (id, pyramid, fingerprint, fingerprint?.description)
+        }
     }
 
     public nonisolated let root: String
@@ -42,35 +59,54 @@ public actor ImageCatalog {
     public nonisolated let maximumPendingBuilds: Int
     /// Images of cache stores kept open at most; the least recently used of the others may be evicted.
     public nonisolated let maximumOpenImages: Int
+    /// How long a failed build stays failed while its source is unchanged.
+    public nonisolated let retryInterval: Duration
     /// The budget the cache's stores count against.
     public nonisolated let budget: DiskCacheBudget
-    private let builds: HeavyWorkQueue
-    private let headerWaitLimit: Duration
-    private let concurrentBuilds: Int
-    var entries: [String: Entry] = [:]
-    /// The image of each build in progress, once its header is read.
-    var builderImages: [String: TiledImage?] = [:]
-    /// Identifiers being uploaded now.
-    var uploads: Set<String> = []
-    /// The budget's account of each cache store the catalog knows.
-    private var budgetIDs: [String: DiskCacheBudget.StoreID] = [:]
+    /// Where blocking work runs.
+    public nonisolated let threadPool: NIOThreadPool
+    let builds: HeavyWorkQueue
+    let headerWaitLimit: Duration
+    let concurrentBuilds: Int
+
+    enum State {
+        case building(Build)
+        case ready(Image, storeID: DiskCacheBudget.StoreID?)
+        /// A cache store closed to keep the open ones few; the budget may have evicted it since.
+        case closed(DiskCacheBudget.StoreID, SourceFingerprint?)
+        case failed(TileError, SourceFingerprint?, at: ContinuousClock.Instant)
+    }
+
+    var states: [String: State] = [:]
+    /// The fingerprint last seen of each identifier's file (its hash is reused while its identity holds).
+    private var known: [String: SourceFingerprint] = [:]
+    /// Lookups in progress: concurrent requests for one identifier share one.
+    private var refreshes: [String: Task<LookupError?, Never>] = [:]
     private var lastUse: [String: UInt64] = [:]
+    /// Stores opened so far (for tests: concurrent first requests open a store once).
+    package internal(set) var storesOpened = 0
     private var useClock: UInt64 = 0
+    var nextWaiter = 0
     /// Set once the catalog has shut down: no build starts after it.
     var isShutDown = false
-    /// Complete images and when their source was last seen (``readyImage(_:)``), readable from any
+    /// Ready images and when their source was last checked (``readyImage(_:)``), readable from any
     /// thread without a hop to the actor.
-    private nonisolated let readyImages = Mutex<[String: (image: TiledImage, checked: ContinuousClock.Instant)]>([:])
-    /// How long ``readyImage(_:)`` trusts a source seen without looking at the folder again.
-    nonisolated static let sourceRecheckInterval: Duration = .seconds(1)
+    private nonisolated let readyImages = ReadyImages()
+    /// Forgets the ready images whose files change in the folder, as they change.
+    private nonisolated let watcher: FolderWatcher?
 
-    enum Entry {
-        case building(ImageBuilder, Task<TiledImage, any Error>)
-        case ready(TiledImage)
-        /// A cache store whose image was closed; the budget may have evicted it since.
-        case closed(DiskCacheBudget.StoreID)
-        case failed(TileError)
+    /// A lock around the ready images (a class: the folder watcher's thread shares it).
+    final class ReadyImages: Sendable {
+        let entries = Mutex<[String: (image: Image, checked: ContinuousClock.Instant)]>([:])
+
+        /// Forgets the image of the folder entry `name` (`photo.jpg`, `kept.tiles`).
+        func forget(entry name: String) {
+            let id = (name as NSString).deletingPathExtension
+            _ = entries.withLock { $0.removeValue(forKey: id) }
+        }
     }
+    /// How long ``readyImage(_:)`` trusts a source checked without looking at the folder again.
+    public nonisolated static let sourceRecheckInterval: Duration = .seconds(1)
 
     /// - Parameters:
     ///   - root: the folder of images.
@@ -84,11 +120,14 @@ public actor ImageCatalog {
     ///     nil: a queue of the catalog's own, running `concurrentBuilds` at once.
     ///   - headerWaitLimit: how long a lookup waits for a build to read its header (a build waiting
     ///     for its turn has not) before it fails as `notReady` (default 20 s).
+    ///   - retryInterval: how long a failed build of an unchanged source stays failed (default 60 s).
+    ///   - threadPool: where blocking work runs (default NIO's shared pool).
     /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
     public init(
         root: String, cache: String, concurrentBuilds: Int = 1, maximumPendingBuilds: Int = 16,
         maximumOpenImages: Int = 64, cacheByteBudget: Int? = nil, buildQueue: HeavyWorkQueue? = nil,
-        headerWaitLimit: Duration = .seconds(20)
+        headerWaitLimit: Duration = .seconds(20), retryInterval: Duration = .seconds(60),
+        threadPool: NIOThreadPool = .singleton
     ) throws(TileError) {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
@@ -104,260 +143,191 @@ public actor ImageCatalog {
         self.maximumPendingBuilds = max(0, maximumPendingBuilds)
         self.maximumOpenImages = max(1, maximumOpenImages)
         self.headerWaitLimit = headerWaitLimit
+        self.retryInterval = retryInterval
+        self.threadPool = threadPool
         budget = DiskCacheBudget(totalByteBudget: cacheByteBudget)
+        watcher = FolderWatcher(folder: root) { [readyImages] name in readyImages.forget(entry: name) }
     }
 
-    /// Whether `id` may name an image: letters, digits, `-`, `_` and `.`, not first, at most 200.
-    public static func isValidIdentifier(_ id: String) -> Bool {
-        guard !id.isEmpty, id.utf8.count <= 200, !id.hasPrefix(".") else { return false }
-        return id.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.".unicodeScalars.contains($0)) }
-    }
-
-    /// The identifiers offered now, sorted.
-    public func identifiers() -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
-        return Set(names.compactMap { name -> String? in
-            let id = (name as NSString).deletingPathExtension
-            return Self.isValidIdentifier(id) && source(for: id) != nil ? id : nil
-        }).sorted()
-    }
+    deinit { watcher?.stop() }
 
     /// The image named `id`: a store opened, or a JPEG's build started (or joined), returned once its
-    /// header is read.
+    /// header is read (its tiles become readable as their rows are written).
     /// - Throws: ``LookupError``.
-    public func image(_ id: String) async throws(LookupError) -> TiledImage {
+    public func image(_ id: String) async throws(LookupError) -> Image {
         guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
-        if uploads.contains(id) { return try await uploadImage(id) }
-        guard let source = source(for: id) else {
-            forgetReady(id)
-            throw .notFound
-        }
         touch(id)
-        switch entries[id] {
-        case .ready(let image):
-            if image.isComplete { rememberReady(id, image) }
-            return image
-        case .building(let builder, let task):
-            return try await header(of: builder, task)
-        case .closed(let storeID):
-            if let image = await reopen(id, storeID) { return image }
-        case .failed(let error):
-            throw .failed(error)
-        case nil:
-            break
-        }
-        switch source {
-        case .store(let path):
-            do {
-                let image = try TiledImage.open(store: path)
-                entries[id] = .ready(image)
-                rememberReady(id, image)
-                return image
-            } catch {
-                entries[id] = .failed(error)
-                throw .failed(error)
-            }
-        case .jpeg(let path):
-            return try await startBuild(id: id, path: path)
+        if case .building(let build) = states[id], build.isUpload { return try await header(of: build, id) }
+        if let refusal = await refresh(id) { throw refusal }
+        switch states[id] {
+        case .ready(let image, _): return image
+        case .building(let build): return try await header(of: build, id)
+        case .failed(let error, _, _): throw .failed(error)
+        case .closed, nil: throw .notFound
         }
     }
 
-    /// The complete image named `id` when the catalog has handed it out within the last
-    /// ``sourceRecheckInterval`` (its source seen in the folder then), without waiting for the actor:
-    /// the path of a warm server's requests. Nil otherwise: ask ``image(_:)``.
-    public nonisolated func readyImage(_ id: String) -> TiledImage? {
-        readyImages.withLock { ready in
-            guard let entry = ready[id], ContinuousClock.now - entry.checked < Self.sourceRecheckInterval else { return nil }
+    /// The ready image named `id` when its source was checked within the last
+    /// ``sourceRecheckInterval``, without waiting for the actor: the path of a warm server's requests.
+    /// Nil otherwise: ask ``image(_:)``.
+    public nonisolated func readyImage(_ id: some StringProtocol) -> Image? {
+        readyImages.entries.withLock { ready in
+            guard let entry = ready[String(id)], ContinuousClock.now - entry.checked < Self.sourceRecheckInterval else { return nil }
             return entry.image
         }
     }
 
-    func rememberReady(_ id: String, _ image: TiledImage) {
+    func rememberReady(_ image: Image) {
         let now = ContinuousClock.now
-        readyImages.withLock { $0[id] = (image, now) }
+        readyImages.entries.withLock { $0[image.id] = (image, now) }
     }
 
     func forgetReady(_ id: String) {
-        _ = readyImages.withLock { $0.removeValue(forKey: id) }
+        _ = readyImages.entries.withLock { $0.removeValue(forKey: id) }
     }
 
-    /// The state of a JPEG's build: nil for a store or an image never asked for.
+    /// Whether `id` is being built now (a JPEG into the cache, or an upload).
     public func isBuilding(_ id: String) -> Bool {
-        if case .building = entries[id] { return true }
+        if case .building = states[id] { return true }
         return false
     }
 
-    enum Source {
-        case jpeg(String)
-        case store(String)
+    /// An image's geometry, and the version of its source it describes.
+    public struct Outline: Sendable {
+        public var geometry: TileGeometry
+        /// The source's fingerprint as text (``Image/version``); nil for an upload in progress.
+        public var version: String?
     }
 
-    /// The file behind `id`: a regular file (a JPEG) or a folder (a store) directly in `root`, never a
-    /// symlink (so nothing outside the folder is ever read).
-    func source(for id: String) -> Source? {
-        for suffix in ["jpg", "jpeg", "JPG", "JPEG"] {
-            if isRegular("\(root)/\(id).\(suffix)", folder: false) { return .jpeg("\(root)/\(id).\(suffix)") }
-        }
-        if isRegular("\(root)/\(id).tiles", folder: true) { return .store("\(root)/\(id).tiles") }
-        return nil
-    }
-
-    private func isRegular(_ path: String, folder: Bool) -> Bool {
-        // The attributes of the path itself (lstat): a symlink is a symlink, never what it points to.
-        guard let type = (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType else { return false }
-        return type == (folder ? .typeDirectory : .typeRegular)
-    }
-
-    private func startBuild(id: String, path: String) async throws(LookupError) -> TiledImage {
-        let store = "\(cache)/\(id).tiles"
-        // An eviction of this store (it leaves the budget's accounts before its files are deleted) done
-        // before anything is read or built there.
-        await budget.waitForRemoval(at: store)
-        if let reused = await reusableStore(store, source: path) {
-            // Another request may have started a build, or adopted the same store, meanwhile (the
-            // checks above suspend): one image and one budget entry a store.
-            if case .building(let builder, let task) = entries[id] { return try await header(of: builder, task) }
-            if case .ready(let image) = entries[id] { return image }
-            await adopt(id, reused, store: store)
-            return reused
-        }
-        if case .building(let builder, let task) = entries[id] { return try await header(of: builder, task) }
-        if case .ready(let image) = entries[id] { return image }
-        guard !isShutDown else { throw .failed(TileError(.cancelled, "the server is shutting down")) }
-        let waiting = entries.values.filter { if case .building = $0 { return true } else { return false } }.count
-            - uploads.count - concurrentBuilds
-        guard waiting < maximumPendingBuilds else { throw .busy }
-        var options = BuildOptions()
-        options.storage = .persistent(path: store)
-        let builder: ImageBuilder
-        do { builder = try ImageBuilder(options: options) } catch { throw .failed(error) }
-        let queue = builds
-        let task = Task<TiledImage, any Error> {
-            do {
-                return try await queue.run {
-                    try await FileImageSource(path: path).feed(into: builder)
-                    return try await builder.finish()
-                }
-            } catch {
-                await builder.cancel()  // a cancelled feed or turn: the builder removes its files
-                throw error
-            }
-        }
-        entries[id] = .building(builder, task)
-        Task { await self.settle(id, task, store: store) }
-        let image = try await header(of: builder, task)
-        if case .building = entries[id] { builderImages[id] = image }
-        return image
-    }
-
-    /// The image of a build once its header is read (polled every 2 ms: any number of requests may
-    /// wait for the same build), or the build's failure; `notReady` past ``headerWaitLimit``.
-    func header(of builder: ImageBuilder, _ task: Task<TiledImage, any Error>) async throws(LookupError) -> TiledImage {
-        let deadline = ContinuousClock.now + headerWaitLimit
-        while true {
-            if let image = await builder.image { return image }
-            switch await builder.currentState {
-            case .failed, .cancelled, .complete:
-                switch await task.result {
-                case .success(let image): return image
-                case .failure(let error): throw .failed(error as? TileError ?? TileError(.cancelled, "\(error)"))
-                }
-            case .waitingForHeader, .decoding:
-                guard ContinuousClock.now < deadline else {
-                    throw .failed(TileError(.notReady, "the image is waiting for its turn to be built"))
-                }
-                try? await Task.sleep(for: .milliseconds(2))
-            }
-        }
-    }
-
-    /// The geometry of `id` (display size, levels, tiles), as soon as it is known: for a JPEG not
-    /// built yet, from its header alone (no decode; the build starts meanwhile), so `info.json` is
-    /// answered at once.
+    /// The geometry of `id` (display size, levels, tiles) as soon as it is known: for a JPEG whose
+    /// build has not read its header yet (waiting for its turn), from the file's header alone.
     /// - Throws: ``LookupError``.
-    public func geometry(_ id: String) async throws(LookupError) -> TileGeometry {
-        if Self.isValidIdentifier(id), entries[id] == nil, !uploads.contains(id), case .jpeg(let path) = source(for: id),
-            TiledImage.sourceByteCount(ofStore: "\(cache)/\(id).tiles") == nil,
-            let info = try? ImageInfo.read(contentsOfFile: path),
-            let geometry = try? TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
-        {
-            Task { _ = try? await self.image(id) }
-            return geometry
-        }
-        return try await image(id).geometry
-    }
-
-    private func settle(_ id: String, _ task: Task<TiledImage, any Error>, store: String) async {
-        defer { builderImages[id] = nil }
-        switch await task.result {
-        case .success(let image): await adopt(id, image, store: store)
-        case .failure(let error):
-            let failure = error as? TileError ?? TileError(.cancelled, "\(error)")
-            // A cancelled build (the server shutting down) is forgotten, not remembered as failed.
-            entries[id] = failure.code == .cancelled ? nil : .failed(failure)
-        }
-    }
-
-    /// A complete cache store: open, in the budget's accounts, the least recently used ones closed
-    /// past ``maximumOpenImages``.
-    private func adopt(_ id: String, _ image: TiledImage, store: String) async {
-        entries[id] = .ready(image)
-        rememberReady(id, image)
+    public func outline(_ id: String) async throws(LookupError) -> Outline {
+        guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
         touch(id)
-        if budgetIDs[id] == nil {
-            let storeID = await budget.register(image: image, path: store)
-            // Registered meanwhile by another adoption: a second entry for the same path would be
-            // "unused" to the budget, and its eviction would delete the store in use.
-            if budgetIDs[id] == nil { budgetIDs[id] = storeID } else { await budget.unregister(storeID) }
+        let refusal = await refresh(id)
+        if case .building(let build) = states[id], build.image == nil, let path = build.sourcePath {
+            let geometry = try? await threadPool.blocking { () throws(TileError) in
+                let info = try ImageInfo.read(contentsOfFile: path)
+                return try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
+            }
+            if let geometry { return Outline(geometry: geometry, version: build.fingerprint?.description) }
         }
-        let open = entries.compactMap { key, entry -> String? in
-            if case .ready = entry, budgetIDs[key] != nil { return key }
+        if let refusal { throw refusal }
+        if case .building(let build) = states[id], !build.isUpload {
+            return Outline(geometry: try await image(id).pyramid.geometry, version: build.fingerprint?.description)
+        }
+        let image = try await image(id)
+        return Outline(geometry: image.pyramid.geometry, version: image.version)
+    }
+
+    /// Looks at the file behind `id` and brings its state up to date, once for all concurrent callers.
+    /// - Returns: why no image can be had now (too many builds waiting), or nil.
+    private func refresh(_ id: String) async -> LookupError? {
+        if let pending = refreshes[id] { return await pending.value }
+        let task = Task { await self.reconcile(id) }
+        refreshes[id] = task
+        let outcome = await task.value
+        if refreshes[id] == task { refreshes[id] = nil }
+        return outcome
+    }
+
+    private func reconcile(_ id: String) async -> LookupError? {
+        if case .building(let build) = states[id], build.isUpload { return nil }  // no file yet: the upload's own
+        let (root, seen) = (self.root, known[id])
+        guard let source = try? await threadPool.blocking({ () throws(TileError) in SourceFile.find(id, in: root, known: seen) }) ?? nil
+        else {
+            await retire(id)
             return nil
         }
-        guard open.count > maximumOpenImages else { return }
-        for key in open.sorted(by: { lastUse[$0, default: 0] < lastUse[$1, default: 0] }).prefix(open.count - maximumOpenImages) {
-            guard let storeID = budgetIDs[key] else { continue }
-            entries[key] = .closed(storeID)
-            forgetReady(key)
-            await budget.close(storeID)  // evicts what the budget then allows
+        known[id] = source.fingerprint
+        switch states[id] {
+        case .ready(let image, _) where image.fingerprint == source.fingerprint:
+            rememberReady(image)
+            return nil
+        case .building(let build) where build.isUpload || build.fingerprint == source.fingerprint:
+            return nil
+        case .failed(_, let fingerprint, let at) where fingerprint == source.fingerprint && .now - at < retryInterval:
+            return nil
+        case .closed(let storeID, let fingerprint) where fingerprint == source.fingerprint:
+            if await reopen(id, storeID, fingerprint) { return nil }
+        default:
+            break
         }
-    }
-
-    /// A closed cache store opened again, or nil (and forgotten) when the budget has evicted it.
-    private func reopen(_ id: String, _ storeID: DiskCacheBudget.StoreID) async -> TiledImage? {
-        if await budget.isRegistered(storeID) {
-            if let image = try? await budget.open(storeID) {
-                if case .closed = entries[id] { entries[id] = .ready(image) }
-                return image
+        await retire(id)  // an older version's build or store
+        switch source.kind {
+        case .store:
+            do {
+                storesOpened += 1
+                let pyramid = try await threadPool.blocking { () throws(TileError) in try TiledImage.open(store: source.path) }
+                setReady(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: nil)
+            } catch {
+                states[id] = .failed(error, source.fingerprint, at: .now)
             }
-            // Not opened (out of descriptors, say): out of the budget's accounts, so that the entry
-            // cannot be evicted later under a store built or reused again at the same path.
-            await budget.unregister(storeID)
+            return nil
+        case .jpeg:
+            return await buildOrReuse(id, source)
         }
-        if case .closed = entries[id] { entries[id] = nil }
-        budgetIDs[id] = nil
-        return nil
     }
 
-    private func touch(_ id: String) {
+    /// Puts away what `id` showed of an older version of its file (or of a file now gone): a build is
+    /// cancelled, a cache store leaves the budget's accounts (its files are replaced by the next build).
+    private func retire(_ id: String) async {
+        forgetReady(id)
+        switch states.removeValue(forKey: id) {
+        case .building(let build):
+            build.task?.cancel()
+            await build.builder.cancel()
+        case .ready(_, let storeID?), .closed(let storeID, _):
+            await budget.unregister(storeID)
+        default:
+            break
+        }
+    }
+
+    func setReady(_ image: Image, storeID: DiskCacheBudget.StoreID?) {
+        states[image.id] = .ready(image, storeID: storeID)
+        rememberReady(image)
+    }
+
+    func touch(_ id: String) {
         useClock += 1
         lastUse[id] = useClock
     }
 
-    /// A store built earlier from this source, while the source keeps its size, is older and has the
-    /// fingerprint the store's manifest keeps (read on a thread of its own).
-    private func reusableStore(_ store: String, source: String) async -> TiledImage? {
-        guard let byteCount = TiledImage.sourceByteCount(ofStore: store) else { return nil }
-        let files = FileManager.default
-        guard let sourceInfo = try? files.attributesOfItem(atPath: source),
-            let storeInfo = try? files.attributesOfItem(atPath: "\(store)/\(TiledImage.storeManifestName)"),
-            (sourceInfo[.size] as? NSNumber)?.intValue == byteCount,
-            let sourceDate = sourceInfo[.modificationDate] as? Date, let storeDate = storeInfo[.modificationDate] as? Date,
-            sourceDate.timeIntervalSince1970.rounded(.down) <= storeDate.timeIntervalSince1970.rounded(.down)
-        else { return nil }
-        // Reading a whole source takes a while: on a dispatch thread, not the render threads.
-        let same = (try? await TileRoutes.waiting { () throws(TileError) in try TiledImage.isStore(store, builtFrom: source) }) == true
-        guard same else { return nil }
-        return try? TiledImage.open(store: store)
+    /// Cache stores open past ``maximumOpenImages`` closed, least recently used first (the budget may
+    /// then evict them).
+    func closeLeastRecentlyUsed() async {
+        let open = states.compactMap { id, state -> (String, DiskCacheBudget.StoreID, SourceFingerprint?)? in
+            if case .ready(let image, let storeID?) = state { return (id, storeID, image.fingerprint) }
+            return nil
+        }
+        guard open.count > maximumOpenImages else { return }
+        for (id, storeID, fingerprint) in open.sorted(by: { lastUse[$0.0, default: 0] < lastUse[$1.0, default: 0] })
+            .prefix(open.count - maximumOpenImages)
+        {
+            states[id] = .closed(storeID, fingerprint)
+            forgetReady(id)
+            await budget.close(storeID)  // evicts what the budget then allows
+        }
+    }
+
+    /// A closed cache store opened again (on the thread pool); false (and forgotten) when the budget
+    /// has evicted it or it cannot be opened.
+    private func reopen(_ id: String, _ storeID: DiskCacheBudget.StoreID, _ fingerprint: SourceFingerprint?) async -> Bool {
+        guard let path = await budget.checkOut(storeID) else {
+            states[id] = nil
+            return false
+        }
+        storesOpened += 1
+        if let pyramid = try? await threadPool.blocking({ () throws(TileError) in try TiledImage.open(store: path) }) {
+            setReady(Image(id: id, pyramid: pyramid, fingerprint: fingerprint), storeID: storeID)
+            return true
+        }
+        // Out of the accounts, so that its entry cannot be evicted under a store built again at the path.
+        await budget.close(storeID)
+        await budget.unregister(storeID)
+        states[id] = nil
+        return false
     }
 }

@@ -1,16 +1,16 @@
 import Foundation
 import HTTPTypes
 public import Hummingbird
+import NIOCore
+import NIOFoundationCompat
 
 extension TileRoutes {
     /// `GET /`: a page listing the images (name, size, build state, a thumbnail through IIIF),
     /// `GET /images/{id}`: an image's build state as JSON, and `GET /view/{id}`: the viewer.
     public func registerPages<Context: RequestContext>(on router: Router<Context>) {
-        router.on("", method: .get) { _, _ in await listing() }
-        router.on("", method: .head) { _, _ in await listing() }
-        router.on("images/:id", method: .get) { _, context in await state(id: context.parameters.get("id") ?? "") }
-        router.on("images/:id", method: .head) { _, context in await state(id: context.parameters.get("id") ?? "") }
-        router.on("view/:id", method: .get) { _, context in await viewer(id: context.parameters.get("id") ?? "") }
+        router.get("") { _, _ in await listing() }
+        router.get("images/:id") { _, context in await state(id: context.parameters.get("id") ?? "") }
+        router.get("view/:id") { _, context in await viewer(id: context.parameters.get("id") ?? "") }
     }
 
     func listing() async -> Response {
@@ -35,31 +35,18 @@ extension TileRoutes {
             \(rows)</table></body></html>
 
             """
-        var headers = HTTPFields()
-        headers[.contentType] = "text/html; charset=utf-8"
-        headers[.cacheControl] = "no-store"
-        return Self.response(.ok, headers: headers, body: Data(page.utf8))
+        return Self.response(.ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"], body: ByteBuffer(string: page))
     }
 
     func state(id encoded: String) async -> Response {
         guard let id = encoded.removingPercentEncoding, ImageCatalog.isValidIdentifier(id) else {
             return Self.plain(.badRequest, "not an image identifier")
         }
-        guard let s = await catalog.summary(id) else { return Self.plain(.notFound, "no image named \(id)") }
-        var object: [String: Any] = [
-            "id": id, "state": s.state.rawValue, "levelsComplete": s.levelsComplete, "levelCount": s.levelCount,
-            "tileRowsComplete": s.tileRowsComplete,
-        ]
-        if let width = s.width, let height = s.height { (object["width"], object["height"]) = (width, height) }
-        if let error = s.error { object["error"] = error }
-        if let bytes = s.bytesReceived { object["bytesReceived"] = bytes }
-        if let bytes = s.expectedBytes { object["expectedBytes"] = bytes }
-        if let rows = s.rowsDecoded { object["rowsDecoded"] = rows }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        headers[.cacheControl] = "no-store"
-        return Self.response(.ok, headers: headers, body: data)
+        guard let summary = await catalog.summary(id) else { return Self.plain(.notFound, "no image named \(id)") }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(summary)) ?? Data()
+        return Self.response(.ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: ByteBuffer(data: data))
     }
 
     func viewer(id encoded: String) async -> Response {
@@ -67,9 +54,7 @@ extension TileRoutes {
             return Self.plain(.badRequest, "not an image identifier")
         }
         guard await catalog.summary(id) != nil else { return Self.plain(.notFound, "no image named \(id)") }
-        var headers = HTTPFields()
-        headers[.contentType] = "text/html; charset=utf-8"
-        return Self.response(.ok, headers: headers, body: Data(ViewerPage.html(id: id).utf8))
+        return Self.response(.ok, headers: [.contentType: "text/html; charset=utf-8"], body: ByteBuffer(string: ViewerPage.html(id: id)))
     }
 
     /// Text for HTML: `&`, `<`, `>` and `"` escaped.

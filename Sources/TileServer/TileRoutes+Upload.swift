@@ -62,12 +62,12 @@ extension TileRoutes {
                 guard received <= policy.maximumBytes else { throw TooLarge() }
                 try await builder.append(buffer.readableBytesView)
             }
-            let image = try await builder.finish()
-            await catalog.endUpload(id, with: .success(image))
+            _ = try await builder.finish()
+            await catalog.endUpload(id)
         } catch {
             await builder.cancel()
+            await catalog.endUpload(id)
             let failure = error as? TileError ?? TileError(.truncated, "the body ended early: \(error)")
-            await catalog.endUpload(id, with: .failure(failure))
             if error is TooLarge {
                 return Self.plain(.contentTooLarge, "the body is over the limit of \(policy.maximumBytes) bytes")
             }

@@ -1,21 +1,30 @@
-public import TileCore
 public import Hummingbird
 import HummingbirdCore
 public import Logging
 public import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+public import TileCore
 
 /// A tile server over a folder of JPEGs and stores: ``TileRoutes`` on a Hummingbird application,
-/// with CORS preflight answered and an access log through swift-log.
+/// with CORS preflight answered, `HEAD` for every `GET`, and an access log through swift-log.
 ///
 /// ```swift
 /// let server = try TileServer(root: "images", cache: "cache")
 /// try await server.application(host: "127.0.0.1", port: 8080).runService()  // stops on SIGTERM/SIGINT
 /// ```
+///
+/// Each connection is parsed by NIO's HTTP/1.1 decoder; images already in the service's cache are
+/// answered right after it, by a channel handler (in order with everything the application answers),
+/// and every other request goes to the router.
 public struct TileServer: Sendable {
     public var routes: TileRoutes
     /// How long a connection may send nothing (no request, or a request or body that stalls) before it
     /// is closed; a body that never ends ends there. Default 60 s, as nginx's `client_body_timeout`.
     public var idleTimeout: Duration = .seconds(60)
+
+    static let serverName = "tiler"
 
     /// - Parameters:
     ///   - root: the folder whose JPEGs and stores are served.
@@ -33,27 +42,33 @@ public struct TileServer: Sendable {
     ) throws(TileError) {
         let catalog = try ImageCatalog(
             root: root, cache: cache, maximumPendingBuilds: maximumPendingBuilds, cacheByteBudget: cacheByteBudget)
-        routes = TileRoutes(catalog: catalog, publicBaseURL: publicBaseURL)
-        routes.uploads = uploads
+        self.init(service: TileService(catalog: catalog), publicBaseURL: publicBaseURL, uploads: uploads)
     }
 
     /// A server over a catalog made by the caller (to share its build queue, or set its limits).
+    public init(catalog: ImageCatalog, publicBaseURL: String? = nil, uploads: UploadPolicy? = nil) {
+        self.init(service: TileService(catalog: catalog), publicBaseURL: publicBaseURL, uploads: uploads)
+    }
+
+    /// A server over a service made by the caller (its cache, limits, quality).
     /// - Parameters:
-    ///   - catalog: the images served.
+    ///   - service: reads, renders and encodes the images.
     ///   - publicBaseURL: the IIIF base URL ids start with; nil: from each request's `Host`.
     ///   - uploads: who may upload (`PUT /images/{id}`); nil refuses uploads.
-    public init(catalog: ImageCatalog, publicBaseURL: String? = nil, uploads: UploadPolicy? = nil) {
-        routes = TileRoutes(catalog: catalog, publicBaseURL: publicBaseURL)
+    public init(service: TileService, publicBaseURL: String? = nil, uploads: UploadPolicy? = nil) {
+        routes = TileRoutes(service: service, publicBaseURL: publicBaseURL)
         routes.uploads = uploads
     }
 
-    /// The router: the routes, `HEAD` for each, CORS (preflight and `Access-Control-Allow-Origin: *`),
-    /// and one log line a request.
+    /// The router: the routes, `HEAD` for each `GET`, CORS (preflight and `Access-Control-Allow-Origin: *`),
+    /// one log line a request.
     public func router() -> Router<BasicRequestContext> {
-        let router = Router()
+        let router = Router(options: .autoGenerateHeadEndpoints)
         router.add(middleware: LogRequestsMiddleware(.info))
-        router.add(middleware: HeadMiddleware())
-        router.add(middleware: CORSMiddleware(allowOrigin: .all, allowHeaders: [.accept, .contentType, .ifNoneMatch, .authorization], allowMethods: [.get, .head, .put, .options]))
+        router.add(middleware: NonBlockingMiddleware())
+        router.add(
+            middleware: CORSMiddleware(
+                allowOrigin: .all, allowHeaders: [.accept, .contentType, .ifNoneMatch, .authorization], allowMethods: [.get, .head, .put, .options]))
         routes.register(on: router)
         routes.registerPages(on: router)
         routes.registerUploads(on: router)
@@ -72,15 +87,52 @@ public struct TileServer: Sendable {
         if logger == nil { log.logLevel = .info }
         let (seconds, attoseconds) = idleTimeout.components
         let idle = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        // Per connection: cached tiles answered from the bytes as they arrive, before NIO's HTTP decoder
-        // (CachedTileResponder), and silent connections closed at the idle timeout (ApplicationTracker,
-        // which installs both; Hummingbird's own idle timeout is not used).
-        let (routes, accessLog) = (self.routes, log.logLevel <= .info ? log : nil)
-        let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [ApplicationTracker(routes: routes, logger: accessLog, idleTimeout: idle)])
+        let (service, accessLog) = (routes.service, log.logLevel <= .info ? log : nil)
+        let server = HTTPServerBuilder { responder in
+            TileHTTPChannel(responder: responder, service: service, idleTimeout: idle, accessLog: accessLog)
+        }
         return Application(
-            router: router(), server: .http1(configuration: http1),
-            configuration: .init(address: .hostname(host, port: port), serverName: "tiler"),
+            router: router(), server: server,
+            configuration: .init(address: .hostname(host, port: port), serverName: Self.serverName),
             services: [routes.catalog], onServerRunning: onServerRunning, logger: log)
+    }
+}
+
+/// The child channel of a connection, in the shape of Hummingbird's `HTTP1Channel`: NIO's HTTP/1.1
+/// decoder and encoder, an idle timer, the ``TileConnectionHandler`` (cached images, the connection's
+/// end), the conversion to HTTP types, and the application.
+struct TileHTTPChannel: HTTPChannelHandler {
+    typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+    let responder: HTTPChannelHandler.Responder
+    let service: TileService
+    let idleTimeout: TimeAmount
+    let accessLog: Logger?
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let pipeline = channel.pipeline.syncOperations
+            // Hummingbird's limits: 80 KiB of fields, at most 1000 of them.
+            var limits = NIOHTTPDecoderLimitConfiguration()
+            limits.maxHeaderFieldCount = 1000
+            try pipeline.configureHTTPServerPipeline(
+                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
+            try pipeline.addHandler(IdleStateHandler(readTimeout: idleTimeout), position: .first)
+            try pipeline.addHandler(TileConnectionHandler(service: service, logger: accessLog, headTimeout: idleTimeout))
+            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+        }
+    }
+
+    func handle(value asyncChannel: Value, logger: Logger) async {
+        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+    }
+}
+
+/// Runs each request's handler as code that must not block (``TileCore/BlockingCallCheck``): blocking
+/// work belongs on the thread pool.
+struct NonBlockingMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        try await BlockingCallCheck.withNonBlockingScope { try await next(request, context) }
     }
 }

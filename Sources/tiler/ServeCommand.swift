@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Hummingbird
+import Logging
 import TileCore
 import TileServer
 
@@ -59,6 +60,8 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Log lines are written by a thread of their own: an event loop never waits on standard error.
+        LoggingSystem.bootstrap(BackgroundLogHandler.init)
         do {
             let uploads = allowUploads ? UploadPolicy(token: token, maximumBytes: maxUploadBytes) : nil
             var server = try TileServer(

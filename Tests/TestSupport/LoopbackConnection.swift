@@ -7,7 +7,11 @@ import Glibc
 
 /// A plain TCP connection to a loopback port, for what no HTTP client sends: a body that stops, headers
 /// that never end, a request written by hand.
-public final class LoopbackConnection {
+///
+/// @unchecked Sendable: its one stored property never changes, and `send`, `recv` and `shutdown` on one
+/// socket may be called from different threads (a sender blocked on a full socket, and a thread that
+/// shuts the connection down).
+public final class LoopbackConnection: @unchecked Sendable {
     private let fd: Int32
 
     public init(port: UInt16) throws {
@@ -26,6 +30,9 @@ public final class LoopbackConnection {
     }
 
     deinit { close(fd) }
+
+    /// Shuts the connection down both ways (a send blocked on it returns).
+    public func shutDown() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
 
     public func send(_ data: Data) throws {
         let sent = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

@@ -104,7 +104,7 @@ struct ExactTileRequestTests {
     func exactTiles(path: String) throws {
         let f = try RenderEncodingTests.fixture()
         let request = try ImageRequest(path: "\(path)/0/default.jpg").resolve(width: 1500, height: 1100)
-        #expect(f.image.exactTile(for: request) != nil, "\(path) does not take the short path")
+        #expect(f.image.geometry.layout.tile(exactly: request) != nil, "\(path) does not take the short path")
         let jpeg = try f.image.renderEncoded(request, quality: 90)
         let decoded = try Reference.decode(jpeg).image
         // The reference: libjpeg's decode, shrunk by 2x2 box averages to the request's level, cropped.
@@ -119,43 +119,6 @@ struct ExactTileRequestTests {
         // The general path's pixels encoded by the general encoder: the same settings, the same quality.
         let general = try f.image.render(request).encoded(as: .jpg, quality: 90)
         #expect(Reference.psnr(decoded, try Reference.decode(general).image) >= 45)
-    }
-
-    @Test("a DeepZoom tile's stored tile is the one its IIIF request finds, for every level and tile, and none past the grid")
-    func deepZoomTiles() throws {
-        let f = try RenderEncodingTests.fixture()
-        let (width, height) = (1500, 1100)
-        // DeepZoom's levels, written out from its definition: level n is the image halved (rounding
-        // up) top - n times, where level top is full size and level 0 is 1x1; 256-pixel tiles, overlap 0.
-        var top = 0
-        while (width - 1) >> top > 0 || (height - 1) >> top > 0 { top += 1 }
-        var matched = 0
-        for n in 0...top {
-            let k = top - n
-            let (lw, lh) = ((width + (1 << k) - 1) >> k, (height + (1 << k) - 1) >> k)
-            let (columns, rows) = ((lw + 255) / 256, (lh + 255) / 256)
-            for row in 0...rows {
-                for column in 0...columns {
-                    let found = f.image.exactTile(deepZoomLevel: n, column: column, row: row)
-                    guard column < columns, row < rows else {
-                        #expect(found == nil, "level \(n) tile \(column),\(row) is past the grid")
-                        continue
-                    }
-                    let (x, y) = (column * 256 << k, row * 256 << k)
-                    let region = "\(x),\(y),\(min(256 << k, width - x)),\(min(256 << k, height - y))"
-                    let size = "\(min(256, lw - column * 256)),\(min(256, lh - row * 256))"
-                    let request = try ImageRequest(path: "\(region)/\(size)/0/default.jpg").resolve(width: width, height: height)
-                    let want = f.image.exactTile(for: request)
-                    #expect(found.map { [$0.level, $0.column, $0.row, $0.width, $0.height] } == want.map { [$0.level, $0.column, $0.row, $0.width, $0.height] },
-                            "level \(n) tile \(column),\(row)")
-                    if found != nil { matched += 1 }
-                }
-            }
-        }
-        // Every tile of every store level is some DeepZoom tile.
-        #expect(matched == f.image.geometry.levels.map { $0.columns * $0.rows }.reduce(0, +))
-        #expect(f.image.exactTile(deepZoomLevel: -1, column: 0, row: 0) == nil)
-        #expect(f.image.exactTile(deepZoomLevel: top + 1, column: 0, row: 0) == nil)
     }
 
     @Test("the encoder refuses qualities out of range and empty images")

@@ -137,7 +137,7 @@ struct ServerLimitsTests {
         // Asked for again: built again, the same pixels as libjpeg's decode.
         let again = try await catalog.image("a")
         try await Self.waitForBuild(catalog, "a")
-        let rgba = try again.readTile(level: 0, column: 0, row: 0)
+        let rgba = try again.pyramid.readTile(level: 0, column: 0, row: 0)
         let reference = try Reference.decode(a).image
         #expect(Array(rgba[0..<1024]) == Array(reference.pixels[0..<1024]), "row 0 of the tile is not libjpeg's")
     }
@@ -166,7 +166,7 @@ struct ServerLimitsTests {
         let third = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
         let image = try await third.image("photo")
         try await Self.waitForBuild(third, "photo")
-        let tile = try image.readTile(level: 0, column: 0, row: 0)
+        let tile = try image.pyramid.readTile(level: 0, column: 0, row: 0)
         let reference = try Reference.decode(changed).image
         #expect(reference.pixels != (try Reference.decode(original).image.pixels))
         #expect(Array(tile[0..<1024]) == Array(reference.pixels[0..<1024]), "row 0 of the tile is not the new source's")

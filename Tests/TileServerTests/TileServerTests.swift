@@ -37,8 +37,10 @@ struct TileServerTests {
         try await withServer(try TileServer(root: folder, cache: "\(folder)/.cache", uploads: uploads), body)
     }
 
-    /// Runs `body` against `server` on a free loopback port.
+    /// Runs `body` against `server` on a free loopback port. Blocking calls on an event loop, or in a
+    /// request handler's own task, stop the process from now on (`BlockingCallCheck`).
     static func withServer(_ server: TileServer, _ body: (String, HTTPClient) async throws -> Void) async throws {
+        BlockingCallCheck.enable()
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = server.application(host: "127.0.0.1", port: 0) { channel in
             continuation.yield(channel.localAddress?.port ?? 0)

@@ -110,11 +110,61 @@ struct ServeCommandTests {
         #expect(state.contains("\"building\"") && state.contains(received) && state.contains("\"rowsDecoded\":"), "\(state)")
         let ended = server.terminate(within: 30)
         #expect(ended?.status == 0 && ended?.signalled == false, "\(String(describing: ended))")
-        // Left: the source, and the complete store of photo in the cache; nothing of the upload.
+        // Left: the source, and the complete store of photo in the cache (with the record of which
+        // version of photo.jpg it was built from); nothing of the upload.
         let left = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
         #expect(left == [".tiler-cache", "base.jpg", "p.jpg", "photo.jpg"], "\(left)")
-        let cached = try FileManager.default.contentsOfDirectory(atPath: "\(folder)/.tiler-cache")
-        #expect(cached == ["photo.tiles"], "\(cached)")
+        let cached = try FileManager.default.contentsOfDirectory(atPath: "\(folder)/.tiler-cache").sorted()
+        #expect(cached == ["photo.source", "photo.tiles"], "\(cached)")
         #expect(try TiledImage.open(store: "\(folder)/.tiler-cache/photo.tiles").isComplete)
+    }
+
+    /// `VmRSS` or `VmHWM` of a process, in MiB.
+    static func memory(_ pid: Int32, _ field: String) -> Double {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") } ?? ""
+        return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? .nan) / 1024
+    }
+
+    @Test("a client pipelining 10,000 tile and region requests without reading the answers grows the server by less than 32 MiB; others are served meanwhile")
+    func pipelinedWithoutReading() throws {
+        let folder = try TilerCommandTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var options = BuildOptions()
+        options.storage = .persistent(path: "\(folder)/big.tiles")
+        let jpeg = try DemoImage.jpeg(width: 4096, height: 3072)
+        _ = try TileBuilder.build(data: jpeg, options: options)
+        let server = try Server([folder, "--port", "0", "--idle-timeout", "30"])
+        defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
+        let (port, pid) = (server.port, server.process.processIdentifier)
+        // Warm: the cached tile, a render, the pages.
+        #expect(try Self.request(port, "GET", "/dzi/big_files/12/0_0.jpg").status == 200)
+        #expect(try Self.request(port, "GET", "/iiif/3/big/512,512,512,512/max/0/default.jpg").status == 200)
+        let before = Self.memory(pid, "VmRSS")
+        // 10,000 requests: a cached tile, tiles not encoded yet, 512-pixel regions not rendered yet.
+        var requests = ""
+        for i in 0..<10_000 {
+            let path: String
+            switch i % 3 {
+            case 0: path = "/dzi/big_files/12/0_0.jpg"
+            case 1: path = "/dzi/big_files/12/\(i / 3 % 16)_\(i / 48 % 12).jpg"
+            default: path = "/iiif/3/big/\(i % 7 * 256),\(i % 5 * 256),512,512/max/0/default.jpg"
+            }
+            requests += "GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n"
+        }
+        let attacker = try LoopbackConnection(port: UInt16(port))
+        let payload = Data(requests.utf8)
+        let sending = Thread { try? attacker.send(payload) }  // blocks once the server stops reading
+        sending.start()
+        usleep(3_000_000)
+        // Others are served meanwhile.
+        #expect(try Self.request(port, "GET", "/iiif/3/big/info.json").status == 200)
+        #expect(try Self.request(port, "GET", "/dzi/big_files/11/1_1.jpg").status == 200)
+        usleep(2_000_000)
+        let (after, peak) = (Self.memory(pid, "VmRSS"), Self.memory(pid, "VmHWM"))
+        #expect(peak - before < 32, "RSS \(before) MiB before, \(after) after, peak \(peak)")
+        FileHandle.standardError.write(Data("pipelined without reading: RSS \(before) -> \(after) MiB, peak \(peak) MiB\n".utf8))
+        attacker.shutDown()
+        #expect(server.terminate(within: 30)?.status == 0)
     }
 }

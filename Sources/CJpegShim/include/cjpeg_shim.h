@@ -388,8 +388,9 @@ const char *cjs_encoder_message(const cjs_encoder *e);
     image to image: for encoding tiles one after another on one thread. Not thread-safe. */
 typedef struct cjs_tile_encoder cjs_tile_encoder;
 
-/** Creates an encoder at `quality` (1...100). */
-cjs_status cjs_tile_encoder_create(int32_t quality, cjs_tile_encoder **out);
+/** Creates an encoder at `quality` (1...100): YCbCr 4:2:0, or with `gray` non-zero one component
+    (the rows' luma). */
+cjs_status cjs_tile_encoder_create(int32_t quality, int32_t gray, cjs_tile_encoder **out);
 void cjs_tile_encoder_destroy(cjs_tile_encoder *e);
 /** Encodes `height` rows of `width` RGBX pixels, `stride` bytes apart. `*out` points into the
     encoder's memory, valid until the next encode or destroy. Calls `jpeg_start_compress`,

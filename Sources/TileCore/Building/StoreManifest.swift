@@ -41,6 +41,7 @@ struct StoreManifest: Codable, Equatable {
     /// Reads and decodes the manifest of the store at `path` (a regular file only, never a FIFO).
     static func read(store path: String) throws(TileError) -> StoreManifest {
         let file = "\(path)/\(fileName)"
+        BlockingCallCheck.check("read \(file)")
         guard access(path, F_OK) == 0 else {
             throw SystemCall.error("cannot open the store", path: path)
         }

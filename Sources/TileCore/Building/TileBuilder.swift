@@ -127,6 +127,7 @@ public final class TileBuilder {
     public func append(_ bytes: UnsafeRawBufferPointer) throws(TileError) {
         try ensureRunning()
         guard !bytes.isEmpty else { return }
+        BlockingCallCheck.check("decode \(bytes.count) bytes")
         if case .complete = state {
             bytesAfterImage += bytes.count
             return

@@ -36,7 +36,7 @@ public struct ExportOptions: Sendable, Hashable {
     /// Default 0. IIIF tiles have none.
     public var overlap = 0
     /// Default JPEG at quality 80 (as `vips dzsave --suffix .jpg[Q=80]`).
-    public var format = Format.jpeg(quality: 80)
+    public var format = Format.jpeg(quality: TileJPEGEncoder.defaultQuality)
     /// Threads encoding tiles, 1...16. Default: the processors available.
     public var encoderThreads = ProcessInfo.processInfo.activeProcessorCount
 

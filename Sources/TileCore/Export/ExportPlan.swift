@@ -8,11 +8,13 @@ import Foundation
 struct ExportPlan: Sendable {
     let options: ExportOptions
     let name: String
+    /// The tiles' levels and addresses: full size down to 1x1.
+    let layout: PyramidLayout
     /// Level sizes, full size first, down to 1x1.
     let levels: [(width: Int, height: Int)]
 
-    var width: Int { levels[0].width }
-    var height: Int { levels[0].height }
+    var width: Int { layout.width }
+    var height: Int { layout.height }
 
     /// - Throws: ``TileError/Code/invalidArgument`` for a name that is not a plain file name, or
     ///   options out of range.
@@ -23,17 +25,21 @@ struct ExportPlan: Sendable {
         guard width > 0, height > 0 else { throw TileError(.invalidArgument, "cannot export a \(width)x\(height) image") }
         self.name = name
         self.options = options
-        var levels = [(width, height)]
-        while levels.last!.0 > 1 || levels.last!.1 > 1 {
-            let (w, h) = levels.last!
-            levels.append(((w + 1) / 2, (h + 1) / 2))
-        }
-        self.levels = levels
+        let layout = try PyramidLayout(width: width, height: height, tileSize: options.tileSize)
+        self.layout = layout
+        levels = (0..<layout.levelCount).map { layout.size(ofLevel: $0) }
     }
 
-    func columns(_ level: Int) -> Int { (levels[level].width + options.tileSize - 1) / options.tileSize }
-    func rows(_ level: Int) -> Int { (levels[level].height + options.tileSize - 1) / options.tileSize }
+    func columns(_ level: Int) -> Int { layout.grid(ofLevel: level).columns }
+    func rows(_ level: Int) -> Int { layout.grid(ofLevel: level).rows }
     var tileCount: Int { levels.indices.reduce(0) { $0 + columns($1) * rows($1) } }
+
+    private var format: ImageRequest.Format {
+        switch options.format {
+        case .jpeg: .jpg
+        case .png: .png
+        }
+    }
 
     /// What is published, in this order (the descriptor last, so that a viewer that finds it finds
     /// every tile).
@@ -52,63 +58,35 @@ struct ExportPlan: Sendable {
         }
     }
 
-    /// The first level that fits in one tile: IIIF's scale factors stop there, smaller levels are
-    /// only whole-image sizes.
-    var firstSingleTileLevel: Int {
-        levels.firstIndex { $0.width <= options.tileSize && $0.height <= options.tileSize } ?? levels.count - 1
-    }
-
     /// Where tile (column, row) of `level` is written: one path, or for IIIF tiles that show the
     /// whole image also its `full` forms.
     func tilePaths(level: Int, column: Int, row: Int) -> [String] {
-        let suffix = options.format.fileExtension
+        let tile = PyramidLayout.Tile(level: level, column: column, row: row)
         switch options.layout {
         case .deepZoom:
-            return ["\(name)_files/\(levels.count - 1 - level)/\(column)_\(row).\(suffix)"]
+            return ["\(name)_files/" + layout.deepZoomAddress(of: tile, format: format).path]
         case .iiif3:
-            let t = options.tileSize, scale = 1 << level
-            let x = column * t * scale, y = row * t * scale
-            let w = min(t * scale, width - x), h = min(t * scale, height - y)
-            let sw = min(t, levels[level].width - column * t), sh = min(t, levels[level].height - row * t)
+            let region = layout.region(of: tile), size = layout.pixelSize(of: tile)
             var paths: [String] = []
-            if level <= firstSingleTileLevel { paths.append("\(name)/\(x),\(y),\(w),\(h)/\(sw),\(sh)/0/default.\(suffix)") }
-            if w == width && h == height {
-                paths.append("\(name)/full/\(sw),\(sh)/0/default.\(suffix)")
-                if level == 0 { paths.append("\(name)/full/max/0/default.\(suffix)") }
+            if level <= layout.firstSingleTileLevel { paths.append("\(name)/" + layout.iiifRequest(of: tile, format: format).path) }
+            if region.width == width && region.height == height {
+                let full = ImageRequest(size: .exactly(width: size.width, height: size.height), format: format)
+                paths.append("\(name)/" + full.path)
+                if level == 0 { paths.append("\(name)/" + ImageRequest(format: format).path) }
             }
             return paths
         }
     }
 
     /// The descriptor: `NAME.dzi`, or `NAME/info.json`.
-    func descriptor() throws(TileError) -> (path: String, contents: Data) {
+    func descriptor() -> (path: String, contents: Data) {
         switch options.layout {
         case .deepZoom:
-            let xml = """
-                <?xml version="1.0" encoding="UTF-8"?>
-                <Image xmlns="http://schemas.microsoft.com/deepzoom/2008" Format="\(options.format.fileExtension)" \
-                Overlap="\(options.overlap)" TileSize="\(options.tileSize)">
-                  <Size Height="\(height)" Width="\(width)"/>
-                </Image>
-
-                """
-            return ("\(name).dzi", Data(xml.utf8))
+            return ("\(name).dzi", Data(layout.deepZoomDescriptor(format: format, overlap: options.overlap).xml.utf8))
         case .iiif3(let baseURL):
             let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-            let sizes = levels[firstSingleTileLevel...].reversed().map { ["width": $0.width, "height": $0.height] }
-            let info: [String: Any] = [
-                "@context": "http://iiif.io/api/image/3/context.json",
-                "id": "\(base)/\(name)", "type": "ImageService3", "protocol": "http://iiif.io/api/image",
-                "profile": "level0", "width": width, "height": height, "sizes": sizes,
-                "tiles": [["width": options.tileSize, "scaleFactors": (0...firstSingleTileLevel).map { 1 << $0 }]],
-            ]
-            do {
-                let data = try JSONSerialization.data(
-                    withJSONObject: info, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                return ("\(name)/info.json", data + Data("\n".utf8))
-            } catch {
-                throw TileError(.invalidArgument, "cannot write info.json: \(error)")
-            }
+            let info = layout.iiifInformation(id: "\(base)/\(name)", profile: "level0")
+            return ("\(name)/info.json", info.encoded(pretty: true) + Data("\n".utf8))
         }
     }
 }

@@ -245,7 +245,7 @@ public final class TileExporter {
     private static func publish(
         _ plan: ExportPlan, tiles: Int, staging: String, outputDirectory: String, replacing: Bool, storePath: String?
     ) throws(TileError) -> Result {
-        let descriptor = try plan.descriptor()
+        let descriptor = plan.descriptor()
         try AtomicFile.write(descriptor.contents, to: "\(staging)/\(descriptor.path)")
         try checkFree(name: plan.name, layout: plan.options.layout, in: outputDirectory, replacing: replacing)
         var published: [String] = []

@@ -13,12 +13,10 @@ extension TiledImage {
     ///     tiles it straddles: up to four reads instead of one.
     /// - Throws: ``TileError/Code/invalidStore`` when the folder is not a complete store of this format
     ///   (a half-written store never has a manifest at its final path), ``TileError/Code/io``.
-    ///   Leftovers of builds of this store that died (staging folders) are removed first.
+    ///   Opening changes nothing on disk (leftovers of builds that died are the next build's to remove).
     public static func open(store path: String, orientation option: OrientationOption = .fromExif) throws(TileError)
         -> TiledImage
     {
-        let url = URL(fileURLWithPath: path)
-        StagedStore.removeLeftovers(of: url.lastPathComponent, in: url.deletingLastPathComponent().path)
         let manifest = try StoreManifest.read(store: path)
         guard manifest.formatVersion == StoreManifest.currentFormatVersion else {
             throw TileError(.invalidStore, "\(path): store format \(manifest.formatVersion) is not supported")

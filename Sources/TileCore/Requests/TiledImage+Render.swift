@@ -20,6 +20,32 @@ extension TiledImage {
     public func render(_ request: ImageRequest.Resolved, waitingUntil deadline: ContinuousClock.Instant? = nil)
         throws(TileError) -> RGBAPixels
     {
+        let (k, x0, y0, x1, y1) = try sourceRect(for: request)
+        let (width, height) = (x1 - x0, y1 - y0)
+        let (outputWidth, outputHeight) = (min(request.scaledWidth, width), min(request.scaledHeight, height))
+        var resampler: AreaResampler
+        if geometry.orientation == .identity && geometry.readsWholeTiles {
+            resampler = try resampleMapped(level: k, x0: x0, y0: y0, x1: x1, y1: y1, outputWidth, outputHeight, deadline)
+        } else {
+            resampler = AreaResampler(inputWidth: width, inputHeight: height, outputWidth: outputWidth, outputHeight: outputHeight)
+            try readRegion(level: k, x0: x0, y0: y0, x1: x1, y1: y1, waitingUntil: deadline) { row in resampler.add(row: row) }
+        }
+        var pixels = RGBAPixels(width: resampler.outputWidth, height: resampler.outputHeight, bytes: resampler.output)
+        if pixels.width != request.scaledWidth || pixels.height != request.scaledHeight {
+            pixels = pixels.nearest(width: request.scaledWidth, height: request.scaledHeight)
+        }
+        let turns: [ImageOrientation] = request.mirrored
+            ? [.flipHorizontal, .transverse, .flipVertical, .transpose] : [.identity, .rotate90, .rotate180, .rotate270]
+        pixels = pixels.oriented(turns[request.quarterTurns & 3])
+        if request.quality == .gray || request.quality == .bitonal { pixels.makeGray() }
+        if request.quality == .bitonal { pixels.makeBitonal() }
+        return pixels
+    }
+
+    /// The level a render of `request` reads, and the rectangle [x0, x1) x [y0, y1) of that level's
+    /// pixels it reads (see ``render(_:waitingUntil:)`` for how the level is chosen).
+    /// - Throws: ``TileError/Code/invalidArgument`` when the request was resolved for another size.
+    func sourceRect(for request: ImageRequest.Resolved) throws(TileError) -> (level: Int, x0: Int, y0: Int, x1: Int, y1: Int) {
         let full = try level(0)
         guard request.x >= 0, request.y >= 0, request.width > 0, request.height > 0,
               request.x + request.width <= full.width, request.y + request.height <= full.height
@@ -54,25 +80,20 @@ extension TiledImage {
             x1 = min(top.width, max(x0 + 1, (request.x + request.width + half) >> k))
             y1 = min(top.height, max(y0 + 1, (request.y + request.height + half) >> k))
         }
-        let (width, height) = (x1 - x0, y1 - y0)
-        let (outputWidth, outputHeight) = (min(request.scaledWidth, width), min(request.scaledHeight, height))
-        var resampler: AreaResampler
-        if geometry.orientation == .identity && geometry.readsWholeTiles {
-            resampler = try resampleMapped(level: k, x0: x0, y0: y0, x1: x1, y1: y1, outputWidth, outputHeight, deadline)
-        } else {
-            resampler = AreaResampler(inputWidth: width, inputHeight: height, outputWidth: outputWidth, outputHeight: outputHeight)
-            try readRegion(level: k, x0: x0, y0: y0, x1: x1, y1: y1, waitingUntil: deadline) { row in resampler.add(row: row) }
+        return (k, x0, y0, x1, y1)
+    }
+
+    /// Whether every tile a render of `request` reads is readable now (also true once the build has
+    /// failed: the render then throws at once). Tiles become readable tile row by tile row (stored
+    /// order), so the four corner tiles of the rectangle read decide it.
+    public func canRender(_ request: ImageRequest.Resolved) -> Bool {
+        guard !hasFailed else { return true }
+        guard let (k, x0, y0, x1, y1) = try? sourceRect(for: request) else { return true }
+        let side = geometry.tileSize
+        for column in [x0 / side, (x1 - 1) / side] {
+            for row in [y0 / side, (y1 - 1) / side] where !isTileReady(level: k, column: column, row: row) { return false }
         }
-        var pixels = RGBAPixels(width: resampler.outputWidth, height: resampler.outputHeight, bytes: resampler.output)
-        if pixels.width != request.scaledWidth || pixels.height != request.scaledHeight {
-            pixels = pixels.nearest(width: request.scaledWidth, height: request.scaledHeight)
-        }
-        let turns: [ImageOrientation] = request.mirrored
-            ? [.flipHorizontal, .transverse, .flipVertical, .transpose] : [.identity, .rotate90, .rotate180, .rotate270]
-        pixels = pixels.oriented(turns[request.quarterTurns & 3])
-        if request.quality == .gray || request.quality == .bitonal { pixels.makeGray() }
-        if request.quality == .bitonal { pixels.makeBitonal() }
-        return pixels
+        return true
     }
 
     /// Resamples a region of an upright level straight from its mapped file: the resampler reads each

@@ -22,7 +22,7 @@ public enum ImageResizer {
     /// How outputs are made.
     public struct Options: Sendable, Hashable {
         /// JPEG quality, default 80.
-        public var quality = 80
+        public var quality = TileJPEGEncoder.defaultQuality
         public var progressive = false
         /// Default: the EXIF tag's orientation; the output is upright and carries no orientation tag.
         public var orientation: OrientationOption = .fromExif

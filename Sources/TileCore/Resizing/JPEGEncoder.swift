@@ -12,8 +12,8 @@ public final class JPEGEncoder {
 
     /// Encoding settings.
     public struct Options: Sendable, Hashable {
-        /// 1...100, default 85.
-        public var quality = 85
+        /// 1...100, default ``TileJPEGEncoder/defaultQuality``.
+        public var quality = TileJPEGEncoder.defaultQuality
         /// Colour images only; default 4:2:0.
         public var subsampling = Subsampling.s420
         public var progressive = false

@@ -23,6 +23,7 @@ package final class InputFile {
     /// Opens `path` for reading (`-`: standard input).
     /// - Throws: ``TileError/Code/io`` naming the path and the cause (`ENOENT`, `EACCES`, `EISDIR`, ...).
     package init(path: String) throws(TileError) {
+        BlockingCallCheck.check("open \(path)")
         let fd: Int32
         if path == Self.standardInputPath {
             name = "stdin"

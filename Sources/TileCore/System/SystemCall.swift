@@ -22,6 +22,7 @@ enum SystemCall {
     /// - Throws: ``TileError/Code/io`` naming the path and the cause; ``TileError/Code/invalidStore``
     ///   when the path is not a regular file.
     static func openRegularFile(_ path: String) throws(TileError) -> Int32 {
+        BlockingCallCheck.check("open \(path)")
         let fd = retrying { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
         guard fd >= 0 else { throw error("cannot open", path: path) }
         var info = stat()
@@ -39,6 +40,7 @@ enum SystemCall {
 
     /// Writes all of `bytes` at the descriptor's position (retrying short writes and signals).
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(TileError) {
+        BlockingCallCheck.check("write \(path)")
         guard let base = bytes.baseAddress else { return }
         var done = 0
         while done < bytes.count {
@@ -54,6 +56,7 @@ enum SystemCall {
     static func readFully(_ fd: Int32, into destination: UnsafeMutableRawPointer, count: Int, offset: Int, what: String, path: String?)
         throws(TileError)
     {
+        BlockingCallCheck.check("pread \(what)")
         var done = 0
         while done < count {
             let n = retrying { pread(fd, destination + done, count - done, off_t(offset + done)) }
@@ -66,6 +69,7 @@ enum SystemCall {
     /// Reads the next bytes at the descriptor's position; 0 at the end.
     static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, path: String) throws(TileError) -> Int {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
+        BlockingCallCheck.check("read \(path)")
         let n = retrying { Glibc.read(fd, base, buffer.count) }
         guard n >= 0 else { throw error("cannot read", path: path) }
         return n
@@ -88,6 +92,7 @@ enum SystemCall {
     /// (`O_CREAT | O_EXCL | O_NOFOLLOW`, close-on-exec).
     /// - Returns: the descriptor; the caller owns it.
     static func createExclusive(_ path: String, mode: mode_t = 0o600) throws(TileError) -> Int32 {
+        BlockingCallCheck.check("create \(path)")
         let fd = retrying { open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
         guard fd >= 0 else { throw error("cannot create", path: path) }
         return fd

@@ -1,0 +1,74 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Which version of a file an image was made from: the file's identity (device, inode, size,
+/// modification time) and a hash of its first and last 64 KiB. Replacing a file (a new inode, a copy
+/// over it, a touch) changes it; a server derives its validators (ETags) from it, so they change
+/// exactly when the pixels can, and stay the same across restarts while the file does.
+///
+/// Reading one costs a `stat` and two 64 KiB reads: blocking, so call it off event loops and Swift's
+/// cooperative pool.
+public struct SourceFingerprint: Sendable, Hashable, CustomStringConvertible {
+    /// The `stat` fields that change when the file is replaced or written.
+    public struct Identity: Sendable, Hashable {
+        public var device: UInt64
+        public var inode: UInt64
+        public var byteCount: Int
+        /// Nanoseconds since the epoch.
+        public var modificationTime: Int64
+    }
+
+    public var identity: Identity
+    /// FNV-1a 64 of the first and the last 64 KiB (the whole file when smaller).
+    public var sampleHash: UInt64
+
+    /// Bytes hashed at each end of the file.
+    static let sampleByteCount = 64 << 10
+
+    /// `device-inode-size-mtime-hash`, in hexadecimal: stable across processes.
+    public var description: String {
+        [identity.device, identity.inode, UInt64(identity.byteCount), UInt64(bitPattern: identity.modificationTime), sampleHash]
+            .map { String($0, radix: 16) }.joined(separator: "-")
+    }
+
+    public init(identity: Identity, sampleHash: UInt64) {
+        self.identity = identity
+        self.sampleHash = sampleHash
+    }
+
+    /// The identity `stat` gives a file.
+    static func identity(of info: stat) -> Identity {
+        Identity(
+            device: UInt64(info.st_dev), inode: UInt64(info.st_ino), byteCount: Int(info.st_size),
+            modificationTime: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    }
+
+    /// The fingerprint of the regular file at `path`, opened without following a final symlink and
+    /// without blocking on a FIFO (`O_NOFOLLOW | O_NONBLOCK`), checked with `fstat`.
+    /// - Parameter known: a fingerprint read earlier: when the file's identity is unchanged its hash
+    ///   is kept, and nothing is read but the `stat`.
+    /// - Throws: ``TileError/Code/io`` (`ENOENT`, `ELOOP` for a symlink, ...), ``TileError/Code/invalidStore``
+    ///   when the path is not a regular file.
+    public static func read(path: String, known: SourceFingerprint? = nil) throws(TileError) -> SourceFingerprint {
+        let fd = try SystemCall.openRegularFile(path)
+        defer { SystemCall.close([fd]) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw SystemCall.error("cannot read", path: path) }
+        let identity = identity(of: info)
+        if let known, known.identity == identity { return known }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        let sample = UnsafeMutableRawBufferPointer.allocate(byteCount: sampleByteCount, alignment: 16)
+        defer { sample.deallocate() }
+        let size = identity.byteCount, side = sampleByteCount
+        // The first and last 64 KiB; a file of up to 128 KiB whole, in two reads.
+        let ranges = size <= 2 * side ? [(0, min(side, size)), (side, max(0, size - side))] : [(0, side), (size - side, side)]
+        for (offset, count) in ranges where count > 0 {
+            try SystemCall.readFully(fd, into: sample.baseAddress!, count: count, offset: offset, what: "the file", path: path)
+            for byte in UnsafeRawBufferPointer(rebasing: sample[..<count]) { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        }
+        return SourceFingerprint(identity: identity, sampleHash: hash)
+    }
+}

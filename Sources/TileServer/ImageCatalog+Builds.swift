@@ -1,0 +1,218 @@
+import Foundation
+import NIOPosix
+import TileActors
+public import TileCore
+
+extension ImageCatalog {
+    /// One build in progress (a JPEG of the folder into the cache, or an upload into the folder): its
+    /// builder, its image once the header is read, and the requests waiting on its progress.
+    /// Confined to the catalog's actor.
+    final class Build {
+        let builder: ImageBuilder
+        /// The version of the JPEG being built; nil for an upload.
+        let fingerprint: SourceFingerprint?
+        /// The JPEG being built; nil for an upload.
+        let sourcePath: String?
+        var isUpload: Bool { sourcePath == nil }
+        var image: TiledImage?
+        /// Feeds the builder (a JPEG of the folder); an upload's route feeds it instead.
+        var task: Task<Void, Never>?
+        /// Follows the builder's progress and settles the image's state when the build ends.
+        var watcher: Task<Void, Never>?
+        var waiters: [Int: Waiter] = [:]
+        /// Set when the build has ended: nothing waits on it any more.
+        var hasEnded = false
+
+        init(builder: ImageBuilder, fingerprint: SourceFingerprint?, sourcePath: String?) {
+            self.builder = builder
+            self.fingerprint = fingerprint
+            self.sourcePath = sourcePath
+        }
+    }
+
+    /// A request waiting until the build's image satisfies `condition` (or the build ends, or its
+    /// deadline passes).
+    struct Waiter {
+        let condition: @Sendable (TiledImage) -> Bool
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+
+    /// Reuses the cache store of `source` when it was built from this version, else starts a build.
+    func buildOrReuse(_ id: String, _ source: SourceFile) async -> LookupError? {
+        let store = "\(cache)/\(id).tiles"
+        // An eviction of this store (it leaves the budget's accounts before its files are deleted) done
+        // before anything is read or built there.
+        await budget.waitForRemoval(at: store)
+        storesOpened += 1
+        let reused = try? await threadPool.blocking { () throws(TileError) -> TiledImage? in
+            CacheStoreRecord.isStore(store, builtFrom: source) ? try TiledImage.open(store: store) : nil
+        }
+        if let pyramid = reused ?? nil {
+            let storeID = await budget.register(image: pyramid, path: store)
+            setReady(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: storeID)
+            await closeLeastRecentlyUsed()
+            return nil
+        }
+        guard !isShutDown else {
+            states[id] = .failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, at: .now)
+            return nil
+        }
+        let building = states.values.filter { if case .building(let b) = $0 { !b.isUpload } else { false } }.count
+        guard building - concurrentBuilds < maximumPendingBuilds else { return .busy }
+        var options = BuildOptions()
+        options.storage = .persistent(path: store)
+        let builder: ImageBuilder
+        do { builder = try ImageBuilder(options: options, budget: budget) } catch {
+            states[id] = .failed(error, source.fingerprint, at: .now)
+            return nil
+        }
+        let build = Build(builder: builder, fingerprint: source.fingerprint, sourcePath: source.path)
+        states[id] = .building(build)
+        CacheStoreRecord.remove(forStore: store)  // a record of an older version
+        let (queue, pool, path) = (builds, threadPool, source.path)
+        build.task = Task {
+            do {
+                try await queue.run { try await Self.feed(path, into: builder, readingOn: pool) }
+                _ = try await builder.finish()
+            } catch {
+                await builder.cancel()  // a cancelled feed or turn: the builder removes its files
+            }
+        }
+        watch(build, id)
+        return nil
+    }
+
+    /// Reads the JPEG at `path` a chunk at a time on `pool` and appends each to `builder`.
+    private static func feed(_ path: String, into builder: ImageBuilder, readingOn pool: NIOThreadPool) async throws {
+        let file = try await pool.blocking { () throws(TileError) in try ChunkReader(path: path) }
+        await builder.setExpectedBytes(file.byteCount)
+        while true {
+            try Task.checkCancellation()
+            let chunk = try await pool.blocking { () throws(TileError) in try file.next() }
+            if chunk.isEmpty { return }
+            try await builder.append(chunk)
+            if await builder.hasReachedEndOfImage { return }
+        }
+    }
+
+    /// Follows `build`'s progress (waking the requests it satisfies) and settles `id`'s state when it ends.
+    func watch(_ build: Build, _ id: String) {
+        let progress = build.builder.progress
+        build.watcher = Task {
+            for await _ in progress { await self.progressed(build) }
+            await self.ended(build, id)
+        }
+    }
+
+    private func progressed(_ build: Build) async {
+        if build.image == nil { build.image = await build.builder.image }
+        guard let image = build.image else { return }
+        for (key, waiter) in build.waiters where waiter.condition(image) {
+            build.waiters[key] = nil
+            waiter.continuation.resume(returning: true)
+        }
+    }
+
+    private func ended(_ build: Build, _ id: String) async {
+        build.hasEnded = true
+        if build.image == nil { build.image = await build.builder.image }
+        let state = await build.builder.currentState
+        let storeID = await build.builder.budgetStoreID
+        defer {
+            for waiter in build.waiters.values { waiter.continuation.resume(returning: true) }
+            build.waiters = [:]
+        }
+        // Replaced meanwhile (a newer version of the source, a shutdown): not this build's state to set.
+        guard case .building(let current) = states[id], current === build else { return }
+        switch state {
+        case .complete:
+            guard let pyramid = build.image else { return }
+            var fingerprint = build.fingerprint
+            if build.isUpload, let store = pyramid.storePath {
+                // An upload: its version is its published manifest's.
+                let manifest = "\(store)/\(TiledImage.storeManifestName)"
+                fingerprint = try? await threadPool.blocking { () throws(TileError) in try SourceFingerprint.read(path: manifest) }
+            } else if let fingerprint {
+                let store = "\(cache)/\(id).tiles"
+                _ = try? await threadPool.blocking { () throws(TileError) in CacheStoreRecord.write(fingerprint, forStore: store) }
+            }
+            setReady(Image(id: id, pyramid: pyramid, fingerprint: fingerprint), storeID: build.isUpload ? nil : storeID)
+            await closeLeastRecentlyUsed()
+        case .failed(let error):
+            // An upload that failed left nothing (the builder removed its files): forgotten.
+            states[id] = build.isUpload ? nil : .failed(error, build.fingerprint, at: .now)
+        case .cancelled, .waitingForHeader, .decoding:
+            states[id] = nil  // a cancelled build (a shutdown, a newer version) is forgotten, not failed
+        }
+    }
+
+    /// The image of a build once its header is read, or the build's outcome; `notReady` past
+    /// ``headerWaitLimit``.
+    func header(of build: Build, _ id: String) async throws(LookupError) -> Image {
+        if build.image == nil { _ = await waitFor(build, until: .now + headerWaitLimit) { _ in true } }
+        if let pyramid = build.image, case .building(let current) = states[id], current === build {
+            return Image(id: id, pyramid: pyramid, fingerprint: nil)
+        }
+        switch states[id] {
+        case .ready(let image, _): return image
+        case .failed(let error, _, _): throw .failed(error)
+        case .building: throw .failed(TileError(.notReady, "the image is waiting for its turn to be built"))
+        case .closed, nil: throw .failed(TileError(.cancelled, "the build of \(id) was stopped"))
+        }
+    }
+
+    /// Waits until the image of `id`'s build satisfies `condition`, the build ends, or `deadline`
+    /// passes: a continuation resumed by the build's progress, never a poll.
+    /// - Returns: false when the deadline passed first; true at once when `id` is not being built.
+    public func waitUntil(
+        _ id: String, deadline: ContinuousClock.Instant, _ condition: @escaping @Sendable (TiledImage) -> Bool
+    ) async -> Bool {
+        guard case .building(let build) = states[id] else { return true }
+        return await waitFor(build, until: deadline, condition)
+    }
+
+    private func waitFor(
+        _ build: Build, until deadline: ContinuousClock.Instant, _ condition: @escaping @Sendable (TiledImage) -> Bool
+    ) async -> Bool {
+        if let image = build.image, condition(image) { return true }
+        guard !build.hasEnded else { return true }
+        nextWaiter += 1
+        let key = nextWaiter
+        return await withCheckedContinuation { continuation in
+            build.waiters[key] = Waiter(condition: condition, continuation: continuation)
+            // Weakly: a pending deadline must not keep an ended build (and its pyramid, which the budget
+            // evicts only once released) alive.
+            Task { [weak build] in
+                try? await Task.sleep(until: deadline)
+                if let build { self.expire(build, key) }
+            }
+        }
+    }
+
+    private func expire(_ build: Build, _ key: Int) {
+        build.waiters.removeValue(forKey: key)?.continuation.resume(returning: false)
+    }
+}
+
+/// A file read a chunk at a time on a thread pool by one task (each read awaited before the next).
+///
+/// @unchecked Sendable: the file is only touched inside `next()`, which its one task calls on the pool
+/// one call at a time.
+final class ChunkReader: @unchecked Sendable {
+    private let file: InputFile
+    let byteCount: Int?
+    static let chunkByteCount = 1 << 20
+
+    init(path: String) throws(TileError) {
+        file = try InputFile(regularFile: path)
+        byteCount = file.byteCount
+    }
+
+    /// The next chunk; empty at the end.
+    func next() throws(TileError) -> Data {
+        var chunk = Data(count: Self.chunkByteCount)
+        let count = chunk.withUnsafeMutableBytes { raw in Result { () throws(TileError) in try file.read(into: raw) } }
+        chunk.count = try count.get()
+        return chunk
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import TileCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The file behind an identifier in the served folder, and which version of it.
+struct SourceFile: Sendable, Hashable {
+    enum Kind: Sendable, Hashable {
+        /// A JPEG, built into a store in the cache folder.
+        case jpeg
+        /// A store folder (`{id}.tiles`), served as it is; its manifest is what is fingerprinted.
+        case store
+    }
+
+    var kind: Kind
+    var path: String
+    var fingerprint: SourceFingerprint
+
+    static let jpegSuffixes = ["jpg", "jpeg", "JPG", "JPEG"]
+
+    /// The file behind `id` directly in `root`: a regular JPEG file (`{id}.jpg`, `.jpeg`) or a store
+    /// folder (`{id}.tiles`). Never through a symlink (nothing outside the folder is read), never
+    /// waiting on a FIFO or a device (opened non-blocking, then checked to be a regular file).
+    /// Blocking: run it on the thread pool.
+    /// - Parameter known: the fingerprint seen last, whose hash is kept while the file's identity is.
+    static func find(_ id: String, in root: String, known: SourceFingerprint?) -> SourceFile? {
+        for suffix in jpegSuffixes {
+            let path = "\(root)/\(id).\(suffix)"
+            if let fingerprint = try? SourceFingerprint.read(path: path, known: known) {
+                return SourceFile(kind: .jpeg, path: path, fingerprint: fingerprint)
+            }
+        }
+        let store = "\(root)/\(id).tiles"
+        guard FolderEntry(at: store) == .folder,
+            let fingerprint = try? SourceFingerprint.read(path: "\(store)/\(TiledImage.storeManifestName)", known: known)
+        else { return nil }
+        return SourceFile(kind: .store, path: store, fingerprint: fingerprint)
+    }
+
+    /// The identifiers the folder's entries would give (not checked to be regular files). Blocking.
+    static func identifiers(in root: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        return Set(
+            names.compactMap { name -> String? in
+                let (id, suffix) = ((name as NSString).deletingPathExtension, (name as NSString).pathExtension)
+                guard ImageCatalog.isValidIdentifier(id), jpegSuffixes.contains(suffix) || suffix == "tiles" else { return nil }
+                return id
+            }
+        ).sorted()
+    }
+}
+
+extension ImageCatalog {
+    /// Whether `id` may name an image: letters, digits, `-`, `_` and `.`, not first, at most 200.
+    public static func isValidIdentifier(_ id: some StringProtocol) -> Bool {
+        guard !id.isEmpty, id.utf8.count <= 200, !id.hasPrefix(".") else { return false }
+        return id.utf8.allSatisfy { byte in
+            (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45 || byte == 95 || byte == 46
+        }
+    }
+
+    /// The identifiers offered now, sorted: JPEGs and stores directly in the folder.
+    public func identifiers() async -> [String] {
+        let root = self.root
+        let found = (try? await threadPool.blocking { () throws(TileError) in SourceFile.identifiers(in: root) }) ?? []
+        let uploading = states.compactMap { id, state in if case .building(let build) = state, build.isUpload { id } else { nil } }
+        return Set(found).union(uploading).sorted()
+    }
+}
+
+/// The cache store built from a JPEG remembers which version of the JPEG it was built from in a file
+/// beside it (`{id}.source`: the fingerprint's text), so that a restarted server reuses it after a
+/// `stat` and two small reads instead of reading the whole JPEG again.
+enum CacheStoreRecord {
+    static func path(ofStore store: String) -> String { String(store.dropLast(".tiles".count)) + ".source" }
+
+    /// Whether the store at `store` was built from `source` as it is now. Blocking.
+    static func isStore(_ store: String, builtFrom source: SourceFile) -> Bool {
+        guard let byteCount = TiledImage.sourceByteCount(ofStore: store), byteCount == source.fingerprint.identity.byteCount
+        else { return false }
+        if let text = try? String(contentsOfFile: path(ofStore: store), encoding: .utf8) {
+            return text == source.fingerprint.description
+        }
+        // Built by an older server, or the record was lost: the whole source compared, once.
+        guard (try? TiledImage.isStore(store, builtFrom: source.path)) == true else { return false }
+        write(source.fingerprint, forStore: store)
+        return true
+    }
+
+    /// Records the fingerprint of the source `store` was built from (replacing the file at once).
+    static func write(_ fingerprint: SourceFingerprint, forStore store: String) {
+        let target = path(ofStore: store)
+        let temporary = "\(target).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        // Created exclusively: a file or symlink planted at the name is never written through.
+        guard (try? Data(fingerprint.description.utf8).write(to: URL(fileURLWithPath: temporary), options: .withoutOverwriting)) != nil
+        else { return }
+        if rename(temporary, target) != 0 { unlink(temporary) }
+    }
+
+    static func remove(forStore store: String) { unlink(path(ofStore: store)) }
+}

@@ -1,0 +1,222 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// One connection's handler, right after NIO's HTTP/1.1 decoder (the only parser): it answers a
+/// request for an image already in the ``TileService``'s cache at once, and passes every other
+/// request on to the application; and it closes the connection when it goes silent or the server
+/// shuts down.
+///
+/// Answers keep the requests' order: while a request passed on is not answered yet, later ones are
+/// passed on too. Only a plain `GET` or `HEAD` (HTTP/1.1, kept alive, no body, no `Upgrade`) of a
+/// DeepZoom tile or an IIIF image is answered here, when the channel can take the answer now
+/// (writable); the application answers the rest with backpressure of its own. After a parse error
+/// nothing more is answered here: NIO's decoder stops, and the application answers 400.
+///
+/// A connection waiting for a request must send a whole head within the idle timeout (however slowly
+/// its bytes come); one silent for the idle timeout in a body, or between requests, is closed; so is
+/// one that takes no answer for as long (a client that sends and never reads).
+final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let service: TileService
+    private let logger: Logger?
+    private let headTimeout: TimeAmount
+    /// Since when the connection has waited for a request's head (nil while one is in progress).
+    private var waitingSince: NIODeadline?
+    private var headDeadline: Scheduled<Void>?
+    private var writeDeadline: Scheduled<Void>?
+    /// Requests passed on to the application whose responses have not ended.
+    private var requestsWithApplication = 0
+    /// A request passed on whose body has not ended.
+    private var isPassingBody = false
+    /// A head that may be answered here once its end arrives.
+    private var held: HTTPRequestHead?
+    private var closesWhenIdle = false
+    private var hasFailed = false
+    private var hasAnswered = false
+
+    init(service: TileService, logger: Logger?, headTimeout: TimeAmount) {
+        self.service = service
+        self.logger = logger
+        self.headTimeout = headTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { waitForHead(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        waitForHead(context)
+        context.fireChannelActive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        headDeadline?.cancel()
+        writeDeadline?.cancel()
+        (headDeadline, writeDeadline) = (nil, nil)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        writeDeadline?.cancel()
+        writeDeadline = nil
+        if !context.channel.isWritable {
+            // Answers pile up unread: the peer has the idle timeout to take some.
+            writeDeadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: headTimeout) {
+                if !context.channel.isWritable { context.close(promise: nil) }
+            }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Starts the wait for the next head: closed at `headTimeout` unless one arrives whole. One timer
+    /// at a time, moved on when it fires early.
+    private func waitForHead(_ context: ChannelHandlerContext) {
+        let now = NIODeadline.now()
+        waitingSince = now
+        guard headDeadline == nil else { return }
+        scheduleHeadDeadline(at: now + headTimeout, context)
+    }
+
+    private func scheduleHeadDeadline(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
+        headDeadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(deadline: deadline) { [self] in
+            headDeadline = nil
+            guard let since = waitingSince else { return }
+            if NIODeadline.now() >= since + headTimeout { context.close(promise: nil) } else { scheduleHeadDeadline(at: since + headTimeout, context) }
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            waitingSince = nil
+            if requestsWithApplication == 0, !hasFailed, !closesWhenIdle, context.channel.isWritable, Self.mayAnswer(head) {
+                held = head
+                return
+            }
+            pass(head, context)
+        case .body:
+            if let head = held { pass(head, context) }
+            context.fireChannelRead(data)
+        case .end:
+            if let head = held {
+                if let image = cachedImage(head) { return answer(head, image, context) }
+                pass(head, context)
+            }
+            isPassingBody = false
+            context.fireChannelRead(data)
+        }
+    }
+
+    private func pass(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
+        held = nil
+        requestsWithApplication += 1
+        isPassingBody = true
+        context.fireChannelRead(wrapInboundOut(.head(head)))
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if hasAnswered {
+            hasAnswered = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .end = unwrapOutboundIn(data) else { return context.write(data, promise: promise) }
+        requestsWithApplication = max(0, requestsWithApplication - 1)
+        context.write(data, promise: promise)
+        guard requestsWithApplication == 0, !isPassingBody, held == nil else { return }
+        if closesWhenIdle {
+            context.flush()
+            context.close(promise: nil)
+        } else {
+            waitForHead(context)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        hasFailed = true
+        if let head = held { pass(head, context) }  // it came before the bytes that failed: answered first
+        context.fireErrorCaught(error)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case let idle as IdleStateHandler.IdleStateEvent where idle == .read:
+            // Silent for the idle timeout: closed unless the application is answering a request it has
+            // read whole (a render waiting for rows has a deadline of its own).
+            if requestsWithApplication == 0 || isPassingBody || held != nil { context.close(promise: nil) }
+        case is ChannelShouldQuiesceEvent:
+            if requestsWithApplication == 0 { context.close(promise: nil) } else { closesWhenIdle = true }
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    /// Whether `head` is a request this handler may answer: `GET` or `HEAD` over HTTP/1.1, kept alive,
+    /// no `Upgrade`, of a DeepZoom tile or an IIIF image.
+    static func mayAnswer(_ head: HTTPRequestHead) -> Bool {
+        (head.method == .GET || head.method == .HEAD) && head.version == .http1_1 && head.isKeepAlive
+            && (head.uri.hasPrefix("/dzi/") || head.uri.hasPrefix("/iiif/3/")) && !head.headers.contains(name: "upgrade")
+    }
+
+    /// The cached image `head` asks for, if any: `/dzi/{id}_files/{level}/{tile}` or
+    /// `/iiif/3/{id}/{region}/{size}/{rotation}/{file}`, keyed as the routes key them.
+    private func cachedImage(_ head: HTTPRequestHead) -> EncodedImage? {
+        let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        if parts.count == 5, parts[1] == "dzi", parts[2].hasSuffix("_files") {
+            return service.cachedImage(id: parts[2].dropLast(6), variant: "dzi/\(parts[3])/\(parts[4])")
+        }
+        if parts.count == 8, parts[1] == "iiif", parts[2] == "3" {
+            return service.cachedImage(id: parts[3], variant: parts[4...].joined(separator: "/"))
+        }
+        return nil
+    }
+
+    /// Writes the routes' answer to `head` from the cache: 200 (no body for `HEAD`), or 304 when
+    /// `If-None-Match` names the image's entity tag.
+    private func answer(_ head: HTTPRequestHead, _ image: EncodedImage, _ context: ChannelHandlerContext) {
+        held = nil
+        var headers = HTTPHeaders(TileRoutes.imageFields(image, iiif: head.uri.hasPrefix("/iiif/")))
+        headers.add(name: "Content-Length", value: String(image.body.readableBytes))
+        headers.add(name: "Date", value: HTTPDate.now())
+        headers.add(name: "Server", value: TileServer.serverName)
+        let notModified = image.entityTag.map { tag in head.headers["if-none-match"].contains { TileRoutes.matches($0, tag) } } ?? false
+        let status: HTTPResponseStatus = notModified ? .notModified : .ok
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        if head.method == .GET, !notModified { context.write(wrapOutboundOut(.body(.byteBuffer(image.body))), promise: nil) }
+        context.write(wrapOutboundOut(.end(nil)), promise: nil)
+        hasAnswered = true
+        waitForHead(context)
+        logger?.info("Request", metadata: ["hb.request.method": "\(head.method.rawValue)", "hb.request.path": "\(head.uri)", "cached": "true"])
+    }
+}
+
+/// The `Date` field's value (an IMF-fixdate), made once a second for the whole process.
+enum HTTPDate {
+    private static let current = Mutex<(second: Int, text: String)>((-1, ""))
+    private static let formatter = Mutex<DateFormatter>({
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter
+    }())
+
+    static func now() -> String {
+        let date = Date()
+        let second = Int(date.timeIntervalSince1970)
+        if let text = current.withLock({ $0.second == second ? $0.text : nil }) { return text }
+        let text = formatter.withLock { $0.string(from: date) }
+        current.withLock { $0 = (second, text) }
+        return text
+    }
+}

@@ -1,0 +1,106 @@
+import NIOCore
+import NIOPosix
+public import TileCore
+
+/// Reads, renders and encodes the images of a catalog for the server's answers: the one component
+/// that does, with one cache of encoded images.
+///
+/// An image of a complete pyramid is cached under a key made of its source's version (its
+/// fingerprint) and the request as written; its entity tag is derived from that key, so it changes
+/// exactly when the pixels can, and stays the same across restarts while the source does. An image of
+/// a pyramid still being built waits (a continuation, never a poll) until the rows it needs are
+/// written, up to ``waitLimit``, and is never cached. Reads, renders and encodes run on the thread
+/// pool, never on an event loop or Swift's cooperative pool.
+public final class TileService: Sendable {
+    public let catalog: ImageCatalog
+    public let cache: EncodedTileCache
+    /// Limits on rendered sizes (`ImageRequest.Limits`), also announced in `info.json`.
+    public let limits: ImageRequest.Limits
+    /// JPEG quality of every image encoded.
+    public let jpegQuality: Int
+    /// How long an image request waits for rows still being decoded before it fails as `notReady`.
+    public let waitLimit: Duration
+
+    /// What is asked of an image.
+    public enum Target: Sendable, Hashable {
+        /// An IIIF image request (`{region}/{size}/{rotation}/{quality}.{format}`).
+        case iiif(ImageRequest)
+        /// A DeepZoom tile.
+        case deepZoom(DeepZoomTileAddress)
+    }
+
+    /// - Parameters:
+    ///   - catalog: the images served.
+    ///   - cache: encoded images kept (default 64 MiB).
+    ///   - limits: limits on rendered sizes (default `ImageRequest.Limits.default`).
+    ///   - jpegQuality: 1...100 (default `TileJPEGEncoder.defaultQuality`).
+    ///   - waitLimit: how long a request waits for rows still being decoded (default 20 s).
+    public init(
+        catalog: ImageCatalog, cache: EncodedTileCache = EncodedTileCache(), limits: ImageRequest.Limits = .default,
+        jpegQuality: Int = TileJPEGEncoder.defaultQuality, waitLimit: Duration = .seconds(20)
+    ) {
+        self.catalog = catalog
+        self.cache = cache
+        self.limits = limits
+        self.jpegQuality = min(100, max(1, jpegQuality))
+        self.waitLimit = waitLimit
+    }
+
+    var threadPool: NIOThreadPool { catalog.threadPool }
+
+    /// The cache key of `variant` (the request as written after the identifier, without a query) of a
+    /// complete image of source version `version`.
+    func cacheKey(version: String, variant: some StringProtocol) -> String { "\(version)|\(jpegQuality)|\(variant)" }
+
+    /// A strong entity tag for a cache key (64-bit FNV-1a, hex).
+    static func entityTag(_ key: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return "\"\(String(hash, radix: 16))\""
+    }
+
+    /// The cached answer to `variant` of the ready image `id`, without waiting or blocking (the event
+    /// loop's path); nil when it is not cached, or the image's source was not checked lately.
+    func cachedImage(id: some StringProtocol, variant: some StringProtocol) -> EncodedImage? {
+        guard let image = catalog.readyImage(id), let version = image.version, image.pyramid.isComplete else { return nil }
+        return cache.image(for: cacheKey(version: version, variant: variant))
+    }
+
+    /// The request of `target` resolved against `image`, or nil for a DeepZoom tile the pyramid does not
+    /// have.
+    /// - Throws: the request's errors (``TileCore/TileError/Code/invalidArgument``, `.unsupported`, `.tooLarge`).
+    public func resolve(_ target: Target, of image: TiledImage) throws(TileError) -> ImageRequest.Resolved? {
+        let layout = image.geometry.layout
+        switch target {
+        case .iiif(let request):
+            return try request.resolve(width: layout.width, height: layout.height, limits: limits)
+        case .deepZoom(let address):
+            guard let tile = layout.tile(address) else { return nil }
+            return try layout.iiifRequest(of: tile, format: address.format).resolve(width: layout.width, height: layout.height, limits: limits)
+        }
+    }
+
+    /// The encoded answer to `resolved` (``resolve(_:of:)``), `variant` being the request as written
+    /// after the identifier: from the cache, or read, rendered and encoded on the thread pool (once
+    /// the rows it needs are written, for an image still being built).
+    /// - Throws: ``TileCore/TileError/Code/notReady`` when the rows are not written within
+    ///   ``waitLimit``; what renders and encodes throw.
+    public func encoded(_ resolved: ImageRequest.Resolved, variant: String, of image: ImageCatalog.Image) async throws(TileError)
+        -> EncodedImage
+    {
+        let pyramid = image.pyramid
+        let key = pyramid.isComplete ? image.version.map { cacheKey(version: $0, variant: variant) } : nil
+        if let key, let cached = cache.image(for: key) { return cached }
+        if !pyramid.isComplete, !pyramid.canRender(resolved) {
+            let written = await catalog.waitUntil(image.id, deadline: .now + waitLimit) { $0.canRender(resolved) }
+            guard written || pyramid.canRender(resolved) else {
+                throw TileError(.notReady, "the rows this request needs are not written yet")
+            }
+        }
+        let quality = jpegQuality
+        let data = try await threadPool.blocking { () throws(TileError) in try pyramid.renderEncoded(resolved, quality: quality) }
+        let encoded = EncodedImage(body: ByteBuffer(bytes: data), mediaType: resolved.format.mediaType, entityTag: key.map(Self.entityTag))
+        if let key { cache.insert(encoded, for: key) }
+        return encoded
+    }
+}
