@@ -111,6 +111,7 @@ struct Benchmarks: AsyncParsableCommand {
             print("load scenarios: level 0 of \(input) as DeepZoom tiles, 64 connections, loopback")
             if load.contains("serve-warm") { for line in try LoadScenarios.warm(setup, runs: min(runs, 3)) { print("  " + line) } }
             if load.contains("serve-cold") { for line in try LoadScenarios.cold(setup, input: input, runs: min(runs, 3)) { print("  " + line) } }
+            if load.contains("serve-start") { for line in try LoadScenarios.start(setup, runs: min(runs, 3)) { print("  " + line) } }
             if load.contains("serve-soak") {
                 for line in try await LoadScenarios.soak(setup, jpeg: loaderInput, seconds: soakSeconds) { print("  " + line) }
             }

@@ -33,6 +33,7 @@ extension LoadScenarios {
                 if Task.isCancelled { break }
                 var request = HTTPClientRequest(url: "\(base)/images/upload-\(count)")
                 request.method = .PUT
+                request.headers.add(name: "Authorization", value: "Bearer bench")
                 request.body = .bytes(ByteBuffer(bytes: body))
                 let status = try? await client.execute(request, timeout: .seconds(60)).status.code
                 if status != 201 { failures += 1 }

@@ -21,7 +21,7 @@ import Glibc
 ///
 /// Access logs are off on both sides (nginx `access_log off`; our logger at `warning`).
 enum LoadScenarios {
-    static let names = ["serve-warm", "serve-cold", "serve-soak"]
+    static let names = ["serve-warm", "serve-cold", "serve-start", "serve-soak"]
 
     struct Setup {
         var folder: String

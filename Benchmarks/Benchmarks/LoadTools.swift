@@ -56,6 +56,15 @@ final class BackgroundProcess: Sendable {
         return kinds
     }
 
+    /// User and system CPU time the process has used so far, in seconds (`/proc/PID/stat`).
+    var cpuSeconds: Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = text.lastIndex(of: ")") else { return .nan }
+        // After the command's closing parenthesis: state is field 3; utime and stime are fields 14 and 15.
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// A `kB` field of `/proc/PID/status` (VmRSS, VmHWM), in MiB.
     func statusMiB(_ field: String) -> Double {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),

@@ -43,6 +43,8 @@ public actor DiskCacheBudget {
         var isComplete: Bool
         var openCount: Int
         var lastUse: UInt64
+        /// A reservation (``reserve(byteCount:path:)``): counted, never evicted.
+        var isPinned = false
     }
 
     /// Data written and not yet flushed that triggers a flush.
@@ -108,6 +110,25 @@ public actor DiskCacheBudget {
             image: image, path: path, byteCount: image.bytesWritten, scratchByteCount: image.scratchByteCount,
             flushedByteCount: 0,
             isComplete: image.isComplete, openCount: 0, lastUse: useCounter)
+        return StoreID(value: id)
+    }
+
+    /// Reserves room for a store about to be written that must not be evicted (an upload): unused
+    /// complete stores are evicted first to make room. The reservation counts `byteCount` bytes until
+    /// it is unregistered.
+    /// - Parameters:
+    ///   - byteCount: what the store will take at most.
+    ///   - path: where it is written.
+    /// - Returns: its account, or nil when the budget cannot hold it even after evicting.
+    public func reserve(byteCount: Int, path: String) async -> StoreID? {
+        await evictIfNeeded(making: byteCount)
+        guard totalBytes + byteCount <= totalByteBudget else { return nil }
+        let id = nextID
+        nextID += 1
+        useCounter += 1
+        entries[id] = Entry(
+            image: nil, path: path, byteCount: byteCount, scratchByteCount: 0, flushedByteCount: byteCount, isComplete: false,
+            openCount: 0, lastUse: useCounter, isPinned: true)
         return StoreID(value: id)
     }
 
@@ -215,12 +236,12 @@ public actor DiskCacheBudget {
         if stores > 0 { eventsContinuation.yield(.flushed(byteCount: bytes, storeCount: stores)) }
     }
 
-    private func evictIfNeeded() async {
+    private func evictIfNeeded(making room: Int = 0) async {
         entries = entries.filter { $0.value.image != nil || $0.value.path != nil }
-        while totalBytes > totalByteBudget {
+        while totalBytes + room > totalByteBudget {
             // In use: opened through the budget, or its image (from the build) still alive somewhere.
             let candidates = entries.filter {
-                $0.value.isComplete && $0.value.path != nil && $0.value.openCount == 0 && $0.value.image == nil
+                $0.value.isComplete && $0.value.path != nil && $0.value.openCount == 0 && $0.value.image == nil && !$0.value.isPinned
             }
             guard let victim = candidates.min(by: { $0.value.lastUse < $1.value.lastUse }) else { return }
             // Out of the accounts first: the actor may run other calls while the files are deleted.

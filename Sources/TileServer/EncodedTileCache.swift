@@ -1,7 +1,8 @@
 public import NIOCore
+import NIOHTTP1
 import Synchronization
 
-/// An encoded image of a complete pyramid (a tile, a region), as the server answers it.
+/// An encoded image (a tile, a region), as the server answers it.
 public struct EncodedImage: Sendable {
     /// The encoded bytes (shared, never copied, by every answer that sends them).
     public var body: ByteBuffer
@@ -9,13 +10,18 @@ public struct EncodedImage: Sendable {
     /// Its strong validator (`"…"`), derived from the source's fingerprint and the request; nil for an
     /// image of a pyramid still being built (never cached, `no-store`).
     public var entityTag: String?
+    /// Of a cached image: the image's identifier and its source's version (an entry whose version is
+    /// no longer the image's is stale), and the fields of its 200 answer but `Date`.
+    var id = ""
+    var version = ""
+    var responseFields: HTTPHeaders?
 }
 
 /// Encoded images of complete pyramids, most recently used kept, bounded by their bytes: a viewer's
 /// working set of tiles is answered without reading or encoding again.
 ///
-/// Keys name the source's version and the request (``TileService`` makes them), so an entry is never
-/// stale: a changed source has other keys. The entries are spread over 16 shards by their key's hash,
+/// Keys are the requests' paths as written; an entry keeps the version of the source it was made from,
+/// so ``TileService`` never answers from an entry of an older version. The entries are spread over 16 shards by their key's hash,
 /// each with its own lock and a sixteenth of the capacity, so that the event loops answering cached
 /// tiles at once seldom wait for each other.
 public final class EncodedTileCache: Sendable {

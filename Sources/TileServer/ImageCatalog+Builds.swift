@@ -22,6 +22,8 @@ extension ImageCatalog {
         var waiters: [Int: Waiter] = [:]
         /// Set when the build has ended: nothing waits on it any more.
         var hasEnded = false
+        /// An upload's room in the budget (``ImageCatalog/reserveUpload(_:byteCount:)``).
+        var reservation: DiskCacheBudget.StoreID?
 
         init(builder: ImageBuilder, fingerprint: SourceFingerprint?, sourcePath: String?) {
             self.builder = builder
@@ -144,6 +146,7 @@ extension ImageCatalog {
         case .cancelled, .waitingForHeader, .decoding:
             states[id] = nil  // a cancelled build (a shutdown, a newer version) is forgotten, not failed
         }
+        if case .complete = state {} else if let reservation = build.reservation { await budget.unregister(reservation) }
     }
 
     /// The image of a build once its header is read, or the build's outcome; `notReady` past

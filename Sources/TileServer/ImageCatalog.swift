@@ -59,6 +59,8 @@ public actor ImageCatalog {
     public nonisolated let maximumPendingBuilds: Int
     /// Images of cache stores kept open at most; the least recently used of the others may be evicted.
     public nonisolated let maximumOpenImages: Int
+    /// Uploads in progress at most; one more is refused with ``UploadRefusal/busy``.
+    public nonisolated let maximumUploads: Int
     /// How long a failed build stays failed while its source is unchanged.
     public nonisolated let retryInterval: Duration
     /// The budget the cache's stores count against.
@@ -114,6 +116,7 @@ public actor ImageCatalog {
     ///   - concurrentBuilds: builds at once, at least 1 (default 1).
     ///   - maximumPendingBuilds: builds waiting for their turn at most (default 16).
     ///   - maximumOpenImages: cache stores kept open at most, at least 1 (default 64).
+    ///   - maximumUploads: uploads at once at most, at least 1 (default 8).
     ///   - cacheByteBudget: bytes of cache stores past which unused ones are evicted; nil: the
     ///     `DiskCacheBudget` default (a quarter of the free space of `$TMPDIR`, at least 1 GiB).
     ///   - buildQueue: the queue builds take turns on, to share one with other memory-heavy work;
@@ -125,7 +128,7 @@ public actor ImageCatalog {
     /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
     public init(
         root: String, cache: String, concurrentBuilds: Int = 1, maximumPendingBuilds: Int = 16,
-        maximumOpenImages: Int = 64, cacheByteBudget: Int? = nil, buildQueue: HeavyWorkQueue? = nil,
+        maximumOpenImages: Int = 64, maximumUploads: Int = 8, cacheByteBudget: Int? = nil, buildQueue: HeavyWorkQueue? = nil,
         headerWaitLimit: Duration = .seconds(20), retryInterval: Duration = .seconds(60),
         threadPool: NIOThreadPool = .singleton
     ) throws(TileError) {
@@ -142,6 +145,7 @@ public actor ImageCatalog {
         self.concurrentBuilds = builds.maximumConcurrency
         self.maximumPendingBuilds = max(0, maximumPendingBuilds)
         self.maximumOpenImages = max(1, maximumOpenImages)
+        self.maximumUploads = max(1, maximumUploads)
         self.headerWaitLimit = headerWaitLimit
         self.retryInterval = retryInterval
         self.threadPool = threadPool

@@ -5,9 +5,9 @@ import NIOHTTP1
 import Synchronization
 
 /// One connection's handler, right after NIO's HTTP/1.1 decoder (the only parser): it answers a
-/// request for an image already in the ``TileService``'s cache at once, and passes every other
-/// request on to the application; and it closes the connection when it goes silent or the server
-/// shuts down.
+/// request for an image already in the ``TileService``'s cache, and `/health`, at once, and passes
+/// every other request on to the application; and it closes the connection when it goes silent or
+/// the server shuts down.
 ///
 /// Answers keep the requests' order: while a request passed on is not answered yet, later ones are
 /// passed on too. Only a plain `GET` or `HEAD` (HTTP/1.1, kept alive, no body, no `Upgrade`) of a
@@ -25,6 +25,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     typealias OutboundOut = HTTPServerResponsePart
 
     private let service: TileService
+    private let rules: RequestGuard
     private let logger: Logger?
     private let headTimeout: TimeAmount
     /// Since when the connection has waited for a request's head (nil while one is in progress).
@@ -41,8 +42,9 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var hasFailed = false
     private var hasAnswered = false
 
-    init(service: TileService, logger: Logger?, headTimeout: TimeAmount) {
+    init(service: TileService, rules: RequestGuard, logger: Logger?, headTimeout: TimeAmount) {
         self.service = service
+        self.rules = rules
         self.logger = logger
         self.headTimeout = headTimeout
     }
@@ -95,7 +97,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         switch unwrapInboundIn(data) {
         case .head(let head):
             waitingSince = nil
-            if requestsWithApplication == 0, !hasFailed, !closesWhenIdle, context.channel.isWritable, Self.mayAnswer(head) {
+            if requestsWithApplication == 0, !hasFailed, !closesWhenIdle, context.channel.isWritable, mayAnswer(head) {
                 held = head
                 return
             }
@@ -105,7 +107,8 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             context.fireChannelRead(data)
         case .end:
             if let head = held {
-                if let image = cachedImage(head) { return answer(head, image, context) }
+                if head.uri == "/health" { return answer(head, Self.alive, iiif: false, context) }
+                if let image = service.cachedImage(path: Self.path(head.uri)) { return answer(head, image, iiif: head.uri.hasPrefix("/iiif/"), context) }
                 pass(head, context)
             }
             isPassingBody = false
@@ -141,6 +144,11 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
     }
 
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard event is SendContinue else { return context.triggerUserOutboundEvent(event, promise: promise) }
+        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: promise)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         hasFailed = true
         if let head = held { pass(head, context) }  // it came before the bytes that failed: answered first
@@ -161,42 +169,37 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     /// Whether `head` is a request this handler may answer: `GET` or `HEAD` over HTTP/1.1, kept alive,
-    /// no `Upgrade`, of a DeepZoom tile or an IIIF image.
-    static func mayAnswer(_ head: HTTPRequestHead) -> Bool {
+    /// no `Upgrade`, for a `Host` the server answers for, of a DeepZoom tile, an IIIF image or `/health`.
+    private func mayAnswer(_ head: HTTPRequestHead) -> Bool {
         (head.method == .GET || head.method == .HEAD) && head.version == .http1_1 && head.isKeepAlive
-            && (head.uri.hasPrefix("/dzi/") || head.uri.hasPrefix("/iiif/3/")) && !head.headers.contains(name: "upgrade")
+            && (head.uri.hasPrefix("/dzi/") || head.uri.hasPrefix("/iiif/3/") || head.uri == "/health")
+            && !head.headers.contains(name: "upgrade") && rules.allows(authority: head.headers.first(name: "host"))
     }
 
-    /// The cached image `head` asks for, if any: `/dzi/{id}_files/{level}/{tile}` or
-    /// `/iiif/3/{id}/{region}/{size}/{rotation}/{file}`, keyed as the routes key them.
-    private func cachedImage(_ head: HTTPRequestHead) -> EncodedImage? {
-        let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        if parts.count == 5, parts[1] == "dzi", parts[2].hasSuffix("_files") {
-            return service.cachedImage(id: parts[2].dropLast(6), variant: "dzi/\(parts[3])/\(parts[4])")
-        }
-        if parts.count == 8, parts[1] == "iiif", parts[2] == "3" {
-            return service.cachedImage(id: parts[3], variant: parts[4...].joined(separator: "/"))
-        }
-        return nil
+    /// `/health`'s answer: the process is alive and its event loops answer (nothing else is looked at).
+    static let alive = EncodedImage(body: ByteBuffer(string: "ok\n"), mediaType: "text/plain; charset=utf-8", entityTag: nil)
+
+    /// A request target's path: without its query, as the routes key the cache.
+    static func path(_ uri: String) -> String {
+        guard let query = uri.utf8.firstIndex(of: UInt8(ascii: "?")) else { return uri }
+        return String(uri[..<query])
     }
 
     /// Writes the routes' answer to `head` from the cache: 200 (no body for `HEAD`), or 304 when
     /// `If-None-Match` names the image's entity tag.
-    private func answer(_ head: HTTPRequestHead, _ image: EncodedImage, _ context: ChannelHandlerContext) {
+    private func answer(_ head: HTTPRequestHead, _ image: EncodedImage, iiif: Bool, _ context: ChannelHandlerContext) {
         held = nil
-        var headers = HTTPHeaders(TileRoutes.imageFields(image, iiif: head.uri.hasPrefix("/iiif/")))
-        headers.add(name: "Content-Length", value: String(image.body.readableBytes))
-        headers.add(name: "Date", value: HTTPDate.now())
-        headers.add(name: "Server", value: TileServer.serverName)
-        let notModified = image.entityTag.map { tag in head.headers["if-none-match"].contains { TileRoutes.matches($0, tag) } } ?? false
-        let status: HTTPResponseStatus = notModified ? .notModified : .ok
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
-        if head.method == .GET, !notModified { context.write(wrapOutboundOut(.body(.byteBuffer(image.body))), promise: nil) }
-        context.write(wrapOutboundOut(.end(nil)), promise: nil)
         hasAnswered = true
         waitForHead(context)
+        let notModified = image.entityTag.map { tag in head.headers["if-none-match"].contains { TileRoutes.matches($0, tag) } } ?? false
         logger?.info("Request", metadata: ["hb.request.method": "\(head.method.rawValue)", "hb.request.path": "\(head.uri)", "cached": "true"])
+        // Through NIO's encoder, which keeps each answer paired with its request (no body for HEAD).
+        var headers = image.responseFields ?? TileService.responseFields(image, iiif: iiif)
+        headers.add(name: "Date", value: HTTPDate.now())
+        let status: HTTPResponseStatus = notModified ? .notModified : .ok
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        if !notModified { context.write(wrapOutboundOut(.body(.byteBuffer(image.body))), promise: nil) }
+        context.write(wrapOutboundOut(.end(nil)), promise: nil)
     }
 }
 

@@ -14,6 +14,7 @@ extension TileRoutes {
     }
 
     func listing() async -> Response {
+        let nonce = ViewerPage.nonce()
         var rows = ""
         for id in await catalog.identifiers() {
             guard let s = await catalog.summary(id) else { continue }
@@ -29,13 +30,13 @@ extension TileRoutes {
         let page = """
             <!doctype html>
             <html lang="en"><head><meta charset="utf-8"><title>tiler</title>
-            <style>body{font:15px system-ui,sans-serif;margin:2em}td{padding:.3em 1em;vertical-align:middle}img{max-width:160px;max-height:160px}</style>
+            <style nonce="\(nonce)">body{font:15px system-ui,sans-serif;margin:2em}td{padding:.3em 1em;vertical-align:middle}img{max-width:160px;max-height:160px}</style>
             </head><body><h1>Images</h1>
             <table><tr><th></th><th>name</th><th>size</th><th>state</th></tr>
             \(rows)</table></body></html>
 
             """
-        return Self.response(.ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"], body: ByteBuffer(string: page))
+        return Self.response(.ok, headers: ViewerPage.headers(nonce: nonce), body: ByteBuffer(string: page))
     }
 
     func state(id encoded: String) async -> Response {
@@ -54,7 +55,8 @@ extension TileRoutes {
             return Self.plain(.badRequest, "not an image identifier")
         }
         guard await catalog.summary(id) != nil else { return Self.plain(.notFound, "no image named \(id)") }
-        return Self.response(.ok, headers: [.contentType: "text/html; charset=utf-8"], body: ByteBuffer(string: ViewerPage.html(id: id)))
+        let nonce = ViewerPage.nonce()
+        return Self.response(.ok, headers: ViewerPage.headers(nonce: nonce), body: ByteBuffer(string: ViewerPage.html(id: id, nonce: nonce)))
     }
 
     /// Text for HTML: `&`, `<`, `>` and `"` escaped.

@@ -8,35 +8,69 @@ import TileCore
 
 /// Who may upload, and how much.
 public struct UploadPolicy: Sendable, Hashable {
-    /// The bearer token an upload must present (`Authorization: Bearer TOKEN`); nil for none, which
-    /// `tiler serve` allows only on a loopback address.
-    public var token: String?
+    /// The bearer token an upload must present (`Authorization: Bearer TOKEN`, the scheme in any case).
+    public var token: String
     /// The largest body accepted, in bytes (default 1 GiB).
     public var maximumBytes: Int
 
-    public init(token: String? = nil, maximumBytes: Int = 1 << 30) {
+    public init(token: String, maximumBytes: Int = 1 << 30) {
         self.token = token
         self.maximumBytes = maximumBytes
     }
+
+    /// Whether an `Authorization` value presents the token: the scheme `Bearer` in any case (RFC 9110,
+    /// 11.1), the token compared in constant time.
+    func authorizes(_ authorization: String?) -> Bool {
+        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return false }
+        let given = Array(authorization.dropFirst(7).drop { $0 == " " }.utf8), expected = Array(token.utf8)
+        var difference = given.count ^ expected.count
+        for i in 0..<expected.count { difference |= Int(expected[i] ^ (i < given.count ? given[i] : 0)) }
+        return difference == 0
+    }
 }
+
+/// A request context that knows its connection's channel (``TileServer``'s router uses one): an
+/// upload sends `100 Continue` through it once its checks pass.
+public protocol ChannelRequestContext: RequestContext {
+    var channel: any Channel { get }
+}
+
+/// The request context of ``TileServer``'s router: Hummingbird's basic one and the channel.
+public struct TileRequestContext: ChannelRequestContext, RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+}
+
+/// Sent down a connection's pipeline to have ``TileConnectionHandler`` write `100 Continue`.
+struct SendContinue: Sendable {}
 
 extension TileRoutes {
     /// `PUT /images/{id}`: a JPEG as a streamed request body, built while it arrives (each part goes
-    /// straight into an `ImageBuilder`, never the whole body in memory) into the store `{id}.tiles` in
-    /// the folder; its tiles are served while it builds. 201 with the build state when complete; 403
-    /// when uploads are off, 401 without the token, 409 for a name in use, 413 past the size limit,
-    /// 400 for a body that is not a whole JPEG (nothing is kept).
-    public func registerUploads<Context: RequestContext>(on router: Router<Context>) {
-        router.on("images/:id", method: .put) { request, context in
-            await upload(request, id: context.parameters.get("id") ?? "")
+    /// straight into an `ImageBuilder`, never the whole body in memory) and published as the store
+    /// `{id}.tiles` in the folder; its tiles are served while it builds. The store's size, known from
+    /// the JPEG's header, is counted against the disk budget before any of it is written. 201 with
+    /// the build state when complete; 403 when uploads are off, 401 without the token, 409 for a name
+    /// in use, 413 past the size limit, 503 with `Retry-After` past the uploads at once, 507 past the
+    /// disk budget, 400 for a body that is not a whole JPEG (nothing is kept). `Expect: 100-continue`
+    /// is answered once these checks pass.
+    public func registerUploads<Context: ChannelRequestContext>(on router: Router<Context>) {
+        router.put("images/:id") { request, context in
+            await upload(request, id: context.parameters.get("id") ?? "") {
+                context.channel.triggerUserOutboundEvent(SendContinue(), promise: nil)
+            }
         }
     }
 
     private struct TooLarge: Error {}
 
-    func upload(_ request: Request, id encoded: String) async -> Response {
+    func upload(_ request: Request, id encoded: String, sendContinue: () -> Void) async -> Response {
         guard let policy = uploads else { return Self.plain(.forbidden, "uploads are off (tiler serve --allow-uploads)") }
-        if let token = policy.token, request.headers[.authorization] != "Bearer \(token)" {
+        guard policy.authorizes(request.headers[.authorization]) else {
             var response = Self.plain(.unauthorized, "an upload needs the server's bearer token")
             response.headers[.wwwAuthenticate] = "Bearer"
             return response
@@ -46,36 +80,70 @@ extension TileRoutes {
         }
         guard let id = encoded.removingPercentEncoding else { return Self.plain(.badRequest, "not an image identifier") }
         let builder: ImageBuilder
-        do throws(ImageCatalog.UploadRefusal) {
-            builder = try await catalog.beginUpload(id)
-        } catch {
-            switch error {
-            case .invalidIdentifier: return Self.plain(.badRequest, "not an image identifier")
-            case .exists: return Self.plain(.conflict, "an image named \(id) exists or is being uploaded")
-            case .failed(let failure): return Self.failure(failure)
-            }
-        }
-        var received = 0
+        do throws(ImageCatalog.UploadRefusal) { builder = try await catalog.beginUpload(id) } catch { return Self.refusal(error, id: id) }
+        if request.headers[.expect]?.lowercased() == "100-continue" { sendContinue() }
         do {
-            for try await buffer in request.body {
-                received += buffer.readableBytes
-                guard received <= policy.maximumBytes else { throw TooLarge() }
-                try await builder.append(buffer.readableBytesView)
-            }
+            try await receive(request.body, into: builder, id: id, limit: policy.maximumBytes)
             _ = try await builder.finish()
-            await catalog.endUpload(id)
+            try await catalog.publishUpload(id)
         } catch {
             await builder.cancel()
             await catalog.endUpload(id)
-            let failure = error as? TileError ?? TileError(.truncated, "the body ended early: \(error)")
-            if error is TooLarge {
-                return Self.plain(.contentTooLarge, "the body is over the limit of \(policy.maximumBytes) bytes")
+            switch error {
+            case is TooLarge: return Self.plain(.contentTooLarge, "the body is over the limit of \(policy.maximumBytes) bytes")
+            case let refusal as ImageCatalog.UploadRefusal: return Self.refusal(refusal, id: id)
+            default:
+                let failure = error as? TileError ?? TileError(.truncated, "the body ended early: \(error)")
+                return Self.plain(.badRequest, "not a whole JPEG: \(failure.message)")
             }
-            return Self.plain(.badRequest, "not a whole JPEG: \(failure.message)")
         }
         var response = await state(id: id)
         response.status = .created
         response.headers[.location] = "/iiif/3/\(encoded)/info.json"
         return response
+    }
+
+    /// Feeds the body to the builder: the first bytes are held until the header says how large the
+    /// store will be and the budget has room for it, so nothing is written past the budget.
+    private func receive(_ body: RequestBody, into builder: ImageBuilder, id: String, limit: Int) async throws {
+        var (received, held, reserved) = (0, [UInt8](), false)
+        for try await buffer in body {
+            received += buffer.readableBytes
+            guard received <= limit else { throw TooLarge() }
+            if reserved {
+                try await builder.append(buffer.readableBytesView)
+                continue
+            }
+            held += buffer.readableBytesView
+            guard let size = try Self.storeByteCount(header: held) else { continue }
+            try await catalog.reserveUpload(id, byteCount: size)
+            reserved = true
+            try await builder.append(held)
+            held = []
+        }
+        if !held.isEmpty { try await builder.append(held) }  // no whole header: the builder says why
+    }
+
+    /// The bytes of the store a JPEG makes (its levels, and a progressive one's coefficients while it
+    /// is built), once `header` holds its frame header; nil before. Headers over 17 MiB are refused.
+    static func storeByteCount(header: [UInt8]) throws(TileError) -> Int? {
+        let info: ImageInfo
+        do { info = try ImageInfo.read(data: header) } catch {
+            guard error.code == .truncated, header.count < 17 << 20 else { throw error }
+            return nil
+        }
+        let geometry = try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
+        let levels = geometry.levels.indices.reduce(0) { $0 + ((try? geometry.fileByteCount(level: $1)) ?? 0) }
+        return levels + (info.coding == .progressive ? info.width * info.height * 3 : 0)
+    }
+
+    static func refusal(_ refusal: ImageCatalog.UploadRefusal, id: String) -> Response {
+        switch refusal {
+        case .invalidIdentifier: return plain(.badRequest, "not an image identifier")
+        case .exists: return plain(.conflict, "an image named \(id) exists or is being uploaded")
+        case .busy: return failure(TileError(.notReady, "too many uploads are in progress; try again shortly"))
+        case .overBudget(let bytes): return plain(HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), "the image needs \(bytes) bytes of store, over the server's disk budget")
+        case .failed(let failure): return Self.failure(failure)
+        }
     }
 }

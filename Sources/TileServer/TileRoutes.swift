@@ -117,7 +117,7 @@ public struct TileRoutes: Sendable {
             guard let resolved = try service.resolve(target, of: image.pyramid) else {
                 return Self.plain(.notFound, "no tile \(variant) of \(image.id)")
             }
-            let encoded = try await service.encoded(resolved, variant: variant, of: image)
+            let encoded = try await service.encoded(resolved, path: request.uri.path, variant: variant, of: image)
             var headers = HTTPFields()
             for (name, value) in Self.imageFields(encoded, iiif: iiif) { headers[HTTPField.Name(name)!] = value }
             if let tag = encoded.entityTag, let match = request.headers[.ifNoneMatch], Self.matches(match, tag) {
@@ -142,6 +142,7 @@ public struct TileRoutes: Sendable {
             fields.append(("Cache-Control", "no-store"))  // a pyramid still being built
         }
         fields.append(("Access-Control-Allow-Origin", "*"))
+        fields.append(("X-Content-Type-Options", "nosniff"))
         return fields
     }
 

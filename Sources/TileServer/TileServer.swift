@@ -20,9 +20,17 @@ public import TileCore
 /// and every other request goes to the router.
 public struct TileServer: Sendable {
     public var routes: TileRoutes
-    /// How long a connection may send nothing (no request, or a request or body that stalls) before it
-    /// is closed; a body that never ends ends there. Default 60 s, as nginx's `client_body_timeout`.
+    /// How long a connection may take to send a request's head (however slowly its bytes come), stay
+    /// silent in a body or between requests, or leave its answers unread, before it is closed; a body
+    /// that never ends ends there. Default 60 s, as nginx's `client_header_timeout`.
     public var idleTimeout: Duration = .seconds(60)
+    /// Connections open at once at most (more wait in the kernel's backlog); from ``DescriptorBudget``.
+    public var maximumConnections: Int
+    /// What requests may ask: `Host` names, origins that may upload, CORS; nil: the defaults for the
+    /// address bound (``RequestGuard/defaults(bind:)``).
+    public var requestGuard: RequestGuard?
+    /// The server's connections, counted as they open and close.
+    public let connections = ConnectionCounts()
 
     static let serverName = "tiler"
 
@@ -34,15 +42,20 @@ public struct TileServer: Sendable {
     ///   - maximumPendingBuilds: builds that may wait for their turn; a request needing one more is
     ///     answered 503 with `Retry-After` (default 16).
     ///   - cacheByteBudget: bytes of stores in `cache` past which the least recently used unopened ones
-    ///     are removed; nil: `DiskCacheBudget`'s default.
+    ///     are removed, and past which uploads are refused; nil: `DiskCacheBudget`'s default.
+    ///   - descriptors: how many connections, open stores and uploads the process's descriptors allow
+    ///     (default: from its current `RLIMIT_NOFILE`).
     /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
     public init(
         root: String, cache: String, publicBaseURL: String? = nil, uploads: UploadPolicy? = nil,
-        maximumPendingBuilds: Int = 16, cacheByteBudget: Int? = nil
+        maximumPendingBuilds: Int = 16, cacheByteBudget: Int? = nil,
+        descriptors: DescriptorBudget = DescriptorBudget(limit: DescriptorBudget.currentLimit())
     ) throws(TileError) {
         let catalog = try ImageCatalog(
-            root: root, cache: cache, maximumPendingBuilds: maximumPendingBuilds, cacheByteBudget: cacheByteBudget)
+            root: root, cache: cache, maximumPendingBuilds: maximumPendingBuilds, maximumOpenImages: descriptors.maximumOpenImages,
+            maximumUploads: descriptors.maximumUploads, cacheByteBudget: cacheByteBudget)
         self.init(service: TileService(catalog: catalog), publicBaseURL: publicBaseURL, uploads: uploads)
+        maximumConnections = descriptors.maximumConnections
     }
 
     /// A server over a catalog made by the caller (to share its build queue, or set its limits).
@@ -58,17 +71,17 @@ public struct TileServer: Sendable {
     public init(service: TileService, publicBaseURL: String? = nil, uploads: UploadPolicy? = nil) {
         routes = TileRoutes(service: service, publicBaseURL: publicBaseURL)
         routes.uploads = uploads
+        maximumConnections = DescriptorBudget(limit: DescriptorBudget.currentLimit()).maximumConnections
     }
 
-    /// The router: the routes, `HEAD` for each `GET`, CORS (preflight and `Access-Control-Allow-Origin: *`),
-    /// one log line a request.
-    public func router() -> Router<BasicRequestContext> {
-        let router = Router(options: .autoGenerateHeadEndpoints)
+    /// The router: the routes, `HEAD` for each `GET`, the request guard (`Host`, origins, CORS,
+    /// `nosniff`), one log line a request.
+    public func router(guard rules: RequestGuard = RequestGuard()) -> Router<TileRequestContext> {
+        let router = Router(context: TileRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: LogRequestsMiddleware(.info))
         router.add(middleware: NonBlockingMiddleware())
-        router.add(
-            middleware: CORSMiddleware(
-                allowOrigin: .all, allowHeaders: [.accept, .contentType, .ifNoneMatch, .authorization], allowMethods: [.get, .head, .put, .options]))
+        router.add(middleware: GuardMiddleware(rules: rules))
+        router.get("health") { _, _ in TileRoutes.response(.ok, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"], body: ByteBuffer(string: "ok\n")) }
         routes.register(on: router)
         routes.registerPages(on: router)
         routes.registerUploads(on: router)
@@ -87,13 +100,14 @@ public struct TileServer: Sendable {
         if logger == nil { log.logLevel = .info }
         let (seconds, attoseconds) = idleTimeout.components
         let idle = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        let (service, accessLog) = (routes.service, log.logLevel <= .info ? log : nil)
+        let (service, accessLog, rules) = (routes.service, log.logLevel <= .info ? log : nil, requestGuard ?? .defaults(bind: host))
         let server = HTTPServerBuilder { responder in
-            TileHTTPChannel(responder: responder, service: service, idleTimeout: idle, accessLog: accessLog)
+            TileHTTPChannel(responder: responder, service: service, rules: rules, idleTimeout: idle, accessLog: accessLog)
         }
+        let limit = ConnectionLimit(maximum: maximumConnections, counts: connections, logger: log)
         return Application(
-            router: router(), server: server,
-            configuration: .init(address: .hostname(host, port: port), serverName: Self.serverName),
+            router: router(guard: rules), server: server,
+            configuration: .init(address: .hostname(host, port: port), serverName: Self.serverName, availableConnectionsDelegate: limit),
             services: [routes.catalog], onServerRunning: onServerRunning, logger: log)
     }
 }
@@ -105,6 +119,7 @@ struct TileHTTPChannel: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
     let responder: HTTPChannelHandler.Responder
     let service: TileService
+    let rules: RequestGuard
     let idleTimeout: TimeAmount
     let accessLog: Logger?
 
@@ -118,7 +133,7 @@ struct TileHTTPChannel: HTTPChannelHandler {
                 withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
                 withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
             try pipeline.addHandler(IdleStateHandler(readTimeout: idleTimeout), position: .first)
-            try pipeline.addHandler(TileConnectionHandler(service: service, logger: accessLog, headTimeout: idleTimeout))
+            try pipeline.addHandler(TileConnectionHandler(service: service, rules: rules, logger: accessLog, headTimeout: idleTimeout))
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }

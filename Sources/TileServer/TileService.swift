@@ -1,4 +1,5 @@
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 public import TileCore
 
@@ -48,22 +49,28 @@ public final class TileService: Sendable {
 
     var threadPool: NIOThreadPool { catalog.threadPool }
 
-    /// The cache key of `variant` (the request as written after the identifier, without a query) of a
-    /// complete image of source version `version`.
-    func cacheKey(version: String, variant: some StringProtocol) -> String { "\(version)|\(jpegQuality)|\(variant)" }
+    /// The fields of a 200 answer of `image` as the routes would write them, but `Date` (which
+    /// ``TileConnectionHandler`` adds): made once, kept with the image in the cache.
+    static func responseFields(_ image: EncodedImage, iiif: Bool) -> HTTPHeaders {
+        var fields = HTTPHeaders(TileRoutes.imageFields(image, iiif: iiif))
+        fields.add(name: "Content-Length", value: String(image.body.readableBytes))
+        fields.add(name: "Server", value: TileServer.serverName)
+        return fields
+    }
 
-    /// A strong entity tag for a cache key (64-bit FNV-1a, hex).
+    /// A strong entity tag for a text naming what an answer shows (64-bit FNV-1a, hex).
     static func entityTag(_ key: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return "\"\(String(hash, radix: 16))\""
     }
 
-    /// The cached answer to `variant` of the ready image `id`, without waiting or blocking (the event
-    /// loop's path); nil when it is not cached, or the image's source was not checked lately.
-    func cachedImage(id: some StringProtocol, variant: some StringProtocol) -> EncodedImage? {
-        guard let image = catalog.readyImage(id), let version = image.version, image.pyramid.isComplete else { return nil }
-        return cache.image(for: cacheKey(version: version, variant: variant))
+    /// The cached answer to the request for `path` (without a query), without waiting or blocking (the
+    /// event loop's path); nil when it is not cached, its image's source changed, or was not checked
+    /// lately.
+    func cachedImage(path: String) -> EncodedImage? {
+        guard let cached = cache.image(for: path), let image = catalog.readyImage(cached.id), image.version == cached.version else { return nil }
+        return cached
     }
 
     /// The request of `target` resolved against `image`, or nil for a DeepZoom tile the pyramid does not
@@ -80,17 +87,18 @@ public final class TileService: Sendable {
         }
     }
 
-    /// The encoded answer to `resolved` (``resolve(_:of:)``), `variant` being the request as written
-    /// after the identifier: from the cache, or read, rendered and encoded on the thread pool (once
-    /// the rows it needs are written, for an image still being built).
+    /// The encoded answer to `resolved` (``resolve(_:of:)``): from the cache (under `path`, the request's
+    /// path as written), or read, rendered and encoded on the thread pool (once the rows it needs are
+    /// written, for an image still being built). `variant` (the request after the identifier) and the
+    /// source's version make the entity tag.
     /// - Throws: ``TileCore/TileError/Code/notReady`` when the rows are not written within
     ///   ``waitLimit``; what renders and encodes throw.
-    public func encoded(_ resolved: ImageRequest.Resolved, variant: String, of image: ImageCatalog.Image) async throws(TileError)
-        -> EncodedImage
+    public func encoded(_ resolved: ImageRequest.Resolved, path: String, variant: String, of image: ImageCatalog.Image)
+        async throws(TileError) -> EncodedImage
     {
         let pyramid = image.pyramid
-        let key = pyramid.isComplete ? image.version.map { cacheKey(version: $0, variant: variant) } : nil
-        if let key, let cached = cache.image(for: key) { return cached }
+        let version = pyramid.isComplete ? image.version : nil
+        if let version, let cached = cache.image(for: path), cached.version == version { return cached }
         if !pyramid.isComplete, !pyramid.canRender(resolved) {
             let written = await catalog.waitUntil(image.id, deadline: .now + waitLimit) { $0.canRender(resolved) }
             guard written || pyramid.canRender(resolved) else {
@@ -99,8 +107,13 @@ public final class TileService: Sendable {
         }
         let quality = jpegQuality
         let data = try await threadPool.blocking { () throws(TileError) in try pyramid.renderEncoded(resolved, quality: quality) }
-        let encoded = EncodedImage(body: ByteBuffer(bytes: data), mediaType: resolved.format.mediaType, entityTag: key.map(Self.entityTag))
-        if let key { cache.insert(encoded, for: key) }
+        var encoded = EncodedImage(body: ByteBuffer(bytes: data), mediaType: resolved.format.mediaType)
+        if let version {
+            encoded.entityTag = Self.entityTag("\(version)|\(jpegQuality)|\(variant)")
+            (encoded.id, encoded.version) = (image.id, version)
+            encoded.responseFields = Self.responseFields(encoded, iiif: !variant.hasPrefix("dzi/"))
+            cache.insert(encoded, for: path)
+        }
         return encoded
     }
 }

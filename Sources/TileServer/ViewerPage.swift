@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 
 /// The viewer page (`GET /view/{id}`): a deep-zoom viewer of our own, in one HTML file with no
 /// library, over the IIIF tiles of ``TileRoutes``.
@@ -14,18 +15,30 @@ import Foundation
 /// holds a request for a tile not written yet (up to 20 s), and six of those would take every connection
 /// a browser opens to a host, keeping back the tiles that are ready and the progress itself.
 enum ViewerPage {
-    static func html(id: String) -> String {
+    static func html(id: String, nonce: String) -> String {
         let name = TileRoutes.html(id)
         let encoded = id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id
         return template.replacingOccurrences(of: "{{NAME}}", with: name).replacingOccurrences(of: "{{ID}}", with: encoded)
+            .replacingOccurrences(of: "{{NONCE}}", with: nonce)
     }
+
+    /// The page's headers: HTML, and a policy that lets only its own script and style (by `nonce`) run
+    /// and only this server's images and JSON load; no frames, forms or base URL.
+    static func headers(nonce: String) -> HTTPFields {
+        let policy = "default-src 'none'; script-src 'nonce-\(nonce)'; style-src 'nonce-\(nonce)'; img-src 'self' data: blob:; "
+            + "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        return [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: policy, .cacheControl: "no-store"]
+    }
+
+    /// A new nonce for a page's policy (128 random bits, hexadecimal).
+    static func nonce() -> String { (0..<2).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined() }
 
     private static let template = #"""
         <!doctype html>
         <html lang="en"><head><meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1, user-scalable=no">
         <title>{{NAME}}</title>
-        <style>
+        <style nonce="{{NONCE}}">
         html,body{margin:0;height:100%;overflow:hidden;background:#222;color:#ddd;font:13px system-ui,sans-serif}
         #view{position:absolute;inset:0;overflow:hidden;touch-action:none;cursor:grab}
         #view.dragging{cursor:grabbing}
@@ -33,7 +46,7 @@ enum ViewerPage {
         #status{position:absolute;z-index:2;left:8px;bottom:8px;background:rgba(0,0,0,.6);padding:3px 8px;border-radius:3px}
         </style></head>
         <body><div id="view" tabindex="0"></div><div id="status">loading</div>
-        <script>
+        <script nonce="{{NONCE}}">
         "use strict";
         const ID = "{{ID}}", BASE = "/iiif/3/" + ID, view = document.getElementById("view"), statusLine = document.getElementById("status");
         const MAX_IN_FLIGHT = 6;   // a browser's connections to a host; one is kept free while building

@@ -28,11 +28,23 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The base URL of the IIIF service as clients see it (default: from each request's Host header).")
     var publicURL: String?
 
-    @Flag(help: "Accept uploads: PUT /images/{id} with a JPEG body, built as it arrives.")
+    @Flag(help: "Accept uploads: PUT /images/{id} with a JPEG body, built as it arrives (with the bearer token).")
     var allowUploads = false
 
-    @Option(help: "The bearer token uploads must present (default: $TILER_UPLOAD_TOKEN); required unless the server listens on loopback only.")
+    @Option(help: "The bearer token uploads must present (default: $TILER_UPLOAD_TOKEN, else a random one, printed at start).")
     var uploadToken: String?
+
+    @Option(name: .customLong("allowed-host"), help: "A host name requests may name in Host (repeatable; default on a loopback address: localhost, 127.0.0.1, ::1; elsewhere any).")
+    var allowedHosts: [String] = []
+
+    @Option(name: .customLong("upload-origin"), help: "An origin (https://app.example) whose pages may upload across origins (repeatable; default none).")
+    var uploadOrigins: [String] = []
+
+    @Option(help: "Connections open at once at most (lowered to what the descriptor limit allows).")
+    var maxConnections = 4096
+
+    @Option(help: "Uploads at once at most (lowered to what the descriptor limit allows).")
+    var maxUploads = 8
 
     @Option(help: "The largest upload, in bytes.")
     var maxUploadBytes = 1 << 30
@@ -49,10 +61,7 @@ struct ServeCommand: AsyncParsableCommand {
     var token: String? { uploadToken ?? ProcessInfo.processInfo.environment["TILER_UPLOAD_TOKEN"] }
 
     func validate() throws {
-        let loopback = ["127.0.0.1", "::1", "localhost"].contains(host)
-        if allowUploads && token == nil && !loopback {
-            throw ValidationError("--allow-uploads on \(host) needs --upload-token (or TILER_UPLOAD_TOKEN): only a loopback server may take uploads without one.")
-        }
+        guard maxConnections > 0, maxUploads > 0 else { throw ValidationError("--max-connections and --max-uploads must be positive.") }
         guard maxUploadBytes > 0 else { throw ValidationError("--max-upload-bytes must be positive.") }
         guard maxPendingBuilds >= 0 else { throw ValidationError("--max-pending-builds must not be negative.") }
         guard cacheBudget.map({ $0 > 0 }) ?? true else { throw ValidationError("--cache-budget must be positive.") }
@@ -63,11 +72,21 @@ struct ServeCommand: AsyncParsableCommand {
         // Log lines are written by a thread of their own: an event loop never waits on standard error.
         LoggingSystem.bootstrap(BackgroundLogHandler.init)
         do {
-            let uploads = allowUploads ? UploadPolicy(token: token, maximumBytes: maxUploadBytes) : nil
+            var uploads: UploadPolicy?
+            if allowUploads {
+                let token = self.token ?? (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 36) }.joined()
+                if self.token == nil { FileHandle.standardError.write(Data("tiler: uploads take the bearer token \(token)\n".utf8)) }
+                uploads = UploadPolicy(token: token, maximumBytes: maxUploadBytes)
+            }
+            let descriptors = DescriptorBudget(limit: DescriptorBudget.raisedLimit(), maximumConnections: maxConnections, maximumUploads: maxUploads)
             var server = try TileServer(
                 root: folder, cache: cache ?? "\(folder)/.tiler-cache", publicBaseURL: publicURL, uploads: uploads,
-                maximumPendingBuilds: maxPendingBuilds, cacheByteBudget: cacheBudget)
+                maximumPendingBuilds: maxPendingBuilds, cacheByteBudget: cacheBudget, descriptors: descriptors)
             server.idleTimeout = .seconds(idleTimeout)
+            var rules = RequestGuard.defaults(bind: host)
+            if !allowedHosts.isEmpty { rules.allowedHosts = Set(allowedHosts.map { $0.lowercased() }) }
+            rules.uploadOrigins = Set(uploadOrigins)
+            server.requestGuard = rules
             let (host, root) = (self.host, server.routes.catalog.root)
             let app = server.application(host: host, port: port) { channel in
                 let port = channel.localAddress?.port ?? 0

@@ -43,11 +43,11 @@ struct PipeliningTests {
             let port = UInt16(base.split(separator: ":").last!)!
             let connection = try LoopbackConnection(port: port)
             let requests = [
-                "GET /iiif/3/kept/0,0,300,200/150,/0/default.png HTTP/1.1\r\nHost: x\r\n\r\n",
-                "GET \(cached) HTTP/1.1\r\nHost: x\r\n\r\n",
-                "HEAD \(cached) HTTP/1.1\r\nHost: x\r\n\r\n",
-                "GET \(cached) HTTP/1.1\r\nHost: x\r\nIf-None-Match: \(tile.headers["etag"] ?? "")\r\n\r\n",
-                "GET \(cached) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                "GET /iiif/3/kept/0,0,300,200/150,/0/default.png HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                "HEAD \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(tile.headers["etag"] ?? "")\r\n\r\n",
+                "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
             ]
             try connection.send(Data(requests.joined().utf8))
             let (bytes, closed) = connection.read(timeout: .seconds(30))
@@ -62,6 +62,36 @@ struct PipeliningTests {
         }
     }
 
+    @Test("cached answers (GET, HEAD, 304) then the application's, one connection: each answer framed for its request")
+    func interleaved() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await TileServerTests.withServer(folder) { base, client in
+            let (cached, rendered) = ("/dzi/kept_files/11/0_0.jpg", "/iiif/3/kept/0,0,512,512/128,/0/default.png")
+            let tile = try await TileServerTests.get(client, base + cached)
+            let port = UInt16(base.split(separator: ":").last!)!
+            let requests = [
+                "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "HEAD \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(tile.headers["etag"] ?? "")\r\n\r\n",
+                "GET \(rendered) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "HEAD \(rendered) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+            ]
+            // One request at a time on one connection, so each cached answer is written right after NIO's decoder.
+            let connection = try LoopbackConnection(port: port)
+            var bytes = Data()
+            for request in requests {
+                try connection.send(Data(request.utf8))
+                bytes += connection.read(timeout: .milliseconds(1500)).bytes
+            }
+            let answers = Self.responses(bytes, heads: [1, 4])
+            #expect(answers.map(\.status) == [200, 200, 304, 200, 200], "\(answers.map(\.status))")
+            guard answers.count == 5 else { return }
+            #expect(answers[0].body == tile.body && answers[1].body.isEmpty && answers[2].body.isEmpty)
+            let png = try Reference.decodePNG(answers[3].body)
+            #expect(png.width == 128 && png.height == 128)
+            #expect(answers[4].headers["content-length"] == String(answers[3].body.count))
+        }
+    }
+
     @Test("HTTP/1.0, a chunked body and a malformed request go to the application and its decoder")
     func others() async throws {
         let (folder, _) = try TileServerTests.folder()
@@ -71,16 +101,16 @@ struct PipeliningTests {
             let tile = try await TileServerTests.get(client, base + cached)
             let port = UInt16(base.split(separator: ":").last!)!
             let old = try LoopbackConnection(port: port)
-            try old.send(Data("GET \(cached) HTTP/1.0\r\n\r\n".utf8))
+            try old.send(Data("GET \(cached) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
             // (Hummingbird keeps an HTTP/1.0 connection open after its answer: the framing is its
             // Content-Length.)
             let oldAnswer = old.read(timeout: .seconds(3))
             #expect(Self.responses(oldAnswer.bytes).first?.body == tile.body)
             let chunked = try LoopbackConnection(port: port)
-            try chunked.send(Data("GET \(cached) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n".utf8))
+            try chunked.send(Data("GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n".utf8))
             #expect(Self.responses(chunked.read(timeout: .seconds(30)).bytes).first?.status == 200)
             let bad = try LoopbackConnection(port: port)
-            try bad.send(Data("GET \(cached) HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n".utf8))
+            try bad.send(Data("GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n".utf8))
             let badAnswer = bad.read(timeout: .seconds(30))
             #expect(Self.responses(badAnswer.bytes).first?.status == 400 || (badAnswer.closed && badAnswer.bytes.isEmpty))
         }
@@ -88,9 +118,11 @@ struct PipeliningTests {
 
     /// Sends `requests` pipelined in one write on a new connection and reads until the server closes
     /// it or `timeout` passes.
-    static func exchange(_ port: UInt16, _ requests: [String], timeout: Duration = .seconds(10)) throws -> (answers: [(status: Int, headers: [String: String], body: Data)], closed: Bool) {
+    static func exchange(_ port: UInt16, _ requests: [String], timeout: Duration = .seconds(10), body: Data = Data()) throws
+        -> (answers: [(status: Int, headers: [String: String], body: Data)], closed: Bool)
+    {
         let connection = try LoopbackConnection(port: port)
-        try connection.send(Data(requests.joined().utf8))
+        try connection.send(Data(requests.joined().utf8) + body)
         let (bytes, closed) = connection.read(timeout: timeout)
         return (responses(bytes), closed)
     }
@@ -98,11 +130,11 @@ struct PipeliningTests {
     /// Heads NIO's decoder refuses (HTTP/1.1, RFC 9112 and 9110): each gets 400 and the connection
     /// closes; nothing sent after it is answered.
     static let malformed: [(String, String)] = [
-        ("an unknown method", "FROB /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: x\r\n\r\n"),
-        ("Content-Length: +0", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: x\r\nContent-Length: +0\r\n\r\n"),
-        ("a duplicated Content-Length", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n"),
-        ("a header name with a space", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n"),
-        ("a header name with a control byte", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: x\r\nBad\u{01}Name: 1\r\n\r\n"),
+        ("an unknown method", "FROB /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+        ("Content-Length: +0", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: +0\r\n\r\n"),
+        ("a duplicated Content-Length", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n"),
+        ("a header name with a space", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Name: 1\r\n\r\n"),
+        ("a header name with a control byte", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nBad\u{01}Name: 1\r\n\r\n"),
         ("a NUL byte", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: x\u{00}\r\n\r\n"),
         ("over 1000 fields", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\n" + String(repeating: "X-A: 1\r\n", count: 1001) + "\r\n"),
     ]
@@ -115,7 +147,7 @@ struct PipeliningTests {
             let tile = "/dzi/kept_files/11/0_0.jpg"
             let cached = try await TileServerTests.get(client, base + tile)
             #expect(cached.status == 200)
-            let get = "GET \(tile) HTTP/1.1\r\nHost: x\r\n\r\n"
+            let get = "GET \(tile) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
             let (answers, closed) = try Self.exchange(UInt16(base.split(separator: ":").last!)!, [get, bad, get])
             #expect(answers.map(\.status) == [200, 400], "\(name): \(answers.map(\.status))")
             #expect(answers.first?.body == cached.body, "\(name)")
@@ -131,8 +163,8 @@ struct PipeliningTests {
             let tile = "/dzi/kept_files/11/0_0.jpg"
             #expect(try await TileServerTests.get(client, base + tile).status == 200)
             let port = UInt16(base.split(separator: ":").last!)!
-            let get = "GET \(tile) HTTP/1.1\r\nHost: x\r\n\r\n"
-            let upgrade = "GET \(tile) HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+            let get = "GET \(tile) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+            let upgrade = "GET \(tile) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
             let connect = "CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n"
             for (name, request) in [("Upgrade", upgrade), ("CONNECT", connect)] {
                 let (answers, _) = try Self.exchange(port, [get, request, get, get], timeout: .seconds(3))

@@ -78,12 +78,12 @@ struct ServerLimitsTests {
         let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 600, height: 400), width: 600, height: 400)
         let folder = try Self.folder([:])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var server = try TileServer(root: folder, cache: "\(folder)/.cache", uploads: UploadPolicy())
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", uploads: UploadPolicy(token: "t"))
         server.idleTimeout = .seconds(1)
         try await TileServerTests.withServer(server) { base, client in
             let port = UInt16(base.split(separator: ":").last!)!
             // Half a body, then silence: a body that never ends.
-            let head = "PUT /images/stalled HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(jpeg.count)\r\n\r\n"
+            let head = "PUT /images/stalled HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\n\r\n"
             let stalled = try LoopbackConnection(port: port)
             try stalled.send(Data(head.utf8) + jpeg.prefix(jpeg.count / 2))
             // Headers that never end.

@@ -150,7 +150,7 @@ struct ServeCommandTests {
             case 1: path = "/dzi/big_files/12/\(i / 3 % 16)_\(i / 48 % 12).jpg"
             default: path = "/iiif/3/big/\(i % 7 * 256),\(i % 5 * 256),512,512/max/0/default.jpg"
             }
-            requests += "GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n"
+            requests += "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
         }
         let attacker = try LoopbackConnection(port: UInt16(port))
         let payload = Data(requests.utf8)

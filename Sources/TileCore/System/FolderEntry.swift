@@ -22,3 +22,23 @@ package enum FolderEntry {
         }
     }
 }
+
+extension FolderEntry {
+    /// Renames `source` to `target` only if nothing is at `target` (Linux `renameat2` with
+    /// `RENAME_NOREPLACE`, looked up at run time: glibc has it, Swift's `Glibc` module does not show
+    /// it): nothing at `target` is ever replaced or removed. Blocking.
+    /// - Throws: ``TileError/Code/io`` with `EEXIST` when `target` exists, or the call's error
+    ///   (`ENOSYS` where the kernel or C library lacks it).
+    package static func rename(_ source: String, toNew target: String) throws(TileError) {
+        BlockingCallCheck.check("rename \(source)")
+        typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else {  // RTLD_DEFAULT
+            throw SystemCall.error("cannot rename without replacing to", path: target, errno: ENOSYS)
+        }
+        let renameat2 = unsafeBitCast(symbol, to: RenameAt2.self)
+        let noReplace: UInt32 = 1  // RENAME_NOREPLACE
+        guard renameat2(AT_FDCWD, source, AT_FDCWD, target, noReplace) == 0 else {
+            throw SystemCall.error("cannot rename \(source) to", path: target)
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import HummingbirdCore
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How many file descriptors a server may use, and how it spends them, from the process's limit
+/// (`RLIMIT_NOFILE`): a reserve for the process itself (standard streams, event loops, the thread
+/// pool, the folder watcher, logs), then half of the rest for connections and half for stores (each
+/// open store, build or upload holds up to ``descriptorsPerStore``). A server never accepts more
+/// connections than its share (it stops accepting until one closes), so descriptors never run out
+/// under load, and no `EMFILE` reaches a place where it could stop the process.
+public struct DescriptorBudget: Sendable, Hashable {
+    /// The soft limit the budget was computed from.
+    public var limit: Int
+    /// Connections open at once at most.
+    public var maximumConnections: Int
+    /// Cache stores kept open at most.
+    public var maximumOpenImages: Int
+    /// Uploads at once at most (each holds a build's descriptors and memory).
+    public var maximumUploads: Int
+
+    /// Descriptors kept for the process itself.
+    public static let reserve = 64
+    /// Descriptors one open store, build or upload may hold (its level files, a coefficient file).
+    public static let descriptorsPerStore = 24
+
+    /// A budget within `limit` descriptors: each maximum as asked, lowered to fit.
+    /// - Parameters:
+    ///   - limit: the descriptors the process may have open (its soft `RLIMIT_NOFILE`).
+    ///   - maximumConnections: connections at most (default 4096).
+    ///   - maximumOpenImages: open cache stores at most (default 64).
+    ///   - maximumUploads: uploads at once at most (default 8).
+    ///   - concurrentBuilds: builds of the cache at once (default 1).
+    public init(limit: Int, maximumConnections: Int = 4096, maximumOpenImages: Int = 64, maximumUploads: Int = 8, concurrentBuilds: Int = 1) {
+        self.limit = limit
+        let share = max(0, limit - Self.reserve) / 2
+        self.maximumConnections = max(1, min(maximumConnections, share))
+        let stores = max(2, share / Self.descriptorsPerStore - concurrentBuilds)
+        self.maximumUploads = max(1, min(maximumUploads, stores / 2))
+        self.maximumOpenImages = max(1, min(maximumOpenImages, stores - self.maximumUploads))
+    }
+
+    /// The process's soft descriptor limit, first raised to its hard limit (`setrlimit`).
+    public static func raisedLimit() -> Int {
+        var limits = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) == 0 else { return 1024 }
+        if limits.rlim_cur < limits.rlim_max {
+            var raised = limits
+            raised.rlim_cur = limits.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limits = raised }
+        }
+        return Int(min(limits.rlim_cur, rlim_t(Int32.max)))
+    }
+
+    /// The process's soft descriptor limit as it is.
+    public static func currentLimit() -> Int {
+        var limits = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) == 0 else { return 1024 }
+        return Int(min(limits.rlim_cur, rlim_t(Int32.max)))
+    }
+}
+
+/// Counts of a server's connections, readable from any thread.
+public final class ConnectionCounts: Sendable {
+    private let counts = Mutex<(open: Int, peak: Int, waits: Int)>((0, 0, 0))
+
+    /// Connections open now.
+    public var open: Int { counts.withLock { $0.open } }
+    /// The most connections open at once so far.
+    public var peak: Int { counts.withLock { $0.peak } }
+    /// How many times the server stopped accepting connections because it had its maximum.
+    public var waits: Int { counts.withLock { $0.waits } }
+
+    func opened() { counts.withLock { ($0.open, $0.peak) = ($0.open + 1, max($0.peak, $0.open + 1)) } }
+    func closed() { counts.withLock { $0.open -= 1 } }
+    func waited() -> Int { counts.withLock { $0.waits += 1; return $0.waits } }
+}
+
+/// Hummingbird's connection gate over ``ConnectionCounts``: past the maximum the server stops
+/// accepting (the kernel's backlog holds new connections) until one closes, and says so in the log.
+struct ConnectionLimit: AvailableConnectionsDelegate {
+    let maximum: Int
+    let counts: ConnectionCounts
+    let logger: Logger
+
+    mutating func connectionOpened() { counts.opened() }
+    mutating func connectionClosed() { counts.closed() }
+
+    func isAcceptingNewConnections() -> Bool {
+        guard counts.open >= maximum else { return true }
+        let waits = counts.waited()
+        logger.warning("connection limit reached: new connections wait", metadata: ["open": "\(counts.open)", "limit": "\(maximum)", "times": "\(waits)"])
+        return false
+    }
+}
