@@ -1,20 +1,25 @@
 public import NIOCore
-import NIOHTTP1
 import Synchronization
 
-/// An encoded image (a tile, a region), as the server answers it.
-public struct EncodedImage: Sendable {
+/// An encoded image (a tile, a region), as the server answers it: immutable, shared by reference
+/// between the cache and every answer that sends it.
+public final class EncodedImage: Sendable {
     /// The encoded bytes (shared, never copied, by every answer that sends them).
-    public var body: ByteBuffer
-    public var mediaType: String
+    public let body: ByteBuffer
+    public let mediaType: String
     /// Its strong validator (`"…"`), derived from the source's fingerprint and the request; nil for an
     /// image of a pyramid still being built (never cached, `no-store`).
-    public var entityTag: String?
+    public let entityTag: String?
     /// Of a cached image: the image's identifier and its source's version (an entry whose version is
-    /// no longer the image's is stale), and the fields of its 200 answer but `Date`.
-    var id = ""
-    var version = ""
-    var responseFields: HTTPHeaders?
+    /// no longer the image's is stale), and the head of its 200 answer up to the `Date` field.
+    let id: String
+    let version: String
+    let responseHead: ByteBuffer?
+
+    init(body: ByteBuffer, mediaType: String, entityTag: String? = nil, id: String = "", version: String = "", iiif: Bool = false) {
+        (self.body, self.mediaType, self.entityTag, self.id, self.version) = (body, mediaType, entityTag, id, version)
+        responseHead = entityTag == nil ? nil : TileService.responseHead(body: body, mediaType: mediaType, entityTag: entityTag, iiif: iiif)
+    }
 }
 
 /// Encoded images of complete pyramids, most recently used kept, bounded by their bytes: a viewer's
@@ -49,9 +54,7 @@ public final class EncodedTileCache: Sendable {
     private var shardCapacity: Int { capacity / shards.count }
 
     private func shard(_ key: String) -> Locked {
-        var hash: UInt32 = 2_166_136_261
-        for byte in key.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        return shards[Int(hash % UInt32(shards.count))]
+        shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
     }
 
     /// Bytes kept now.

@@ -32,6 +32,12 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var waitingSince: NIODeadline?
     private var headDeadline: Scheduled<Void>?
     private var writeDeadline: Scheduled<Void>?
+    /// NIO's response encoder: a cached 200's prepared head and body are written below it, the bytes
+    /// it would write for them (it is not paired with the decoder, so it keeps no per-request state;
+    /// see ``TileHTTPChannel``).
+    private var encoder: ChannelHandlerContext?
+    /// The last `Host` value the request guard allowed (a connection names one host).
+    private var allowedHost: String?
     /// Requests passed on to the application whose responses have not ended.
     private var requestsWithApplication = 0
     /// A request passed on whose body has not ended.
@@ -50,6 +56,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        encoder = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
         if context.channel.isActive { waitForHead(context) }
     }
 
@@ -59,6 +66,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        encoder = nil
         headDeadline?.cancel()
         writeDeadline?.cancel()
         (headDeadline, writeDeadline) = (nil, nil)
@@ -173,7 +181,14 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private func mayAnswer(_ head: HTTPRequestHead) -> Bool {
         (head.method == .GET || head.method == .HEAD) && head.version == .http1_1 && head.isKeepAlive
             && (head.uri.hasPrefix("/dzi/") || head.uri.hasPrefix("/iiif/3/") || head.uri == "/health")
-            && !head.headers.contains(name: "upgrade") && rules.allows(authority: head.headers.first(name: "host"))
+            && !head.headers.contains(name: "upgrade") && allows(host: head.headers.first(name: "host"))
+    }
+
+    private func allows(host: String?) -> Bool {
+        if let host, host == allowedHost { return true }
+        guard rules.allows(authority: host) else { return false }
+        allowedHost = host
+        return true
     }
 
     /// `/health`'s answer: the process is alive and its event loops answer (nothing else is looked at).
@@ -191,21 +206,31 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         held = nil
         hasAnswered = true
         waitForHead(context)
-        let notModified = image.entityTag.map { tag in head.headers["if-none-match"].contains { TileRoutes.matches($0, tag) } } ?? false
+        let notModified = image.entityTag.map { tag in
+            head.headers.contains(name: "if-none-match") && head.headers["if-none-match"].contains { TileRoutes.matches($0, tag) }
+        } ?? false
         logger?.info("Request", metadata: ["hb.request.method": "\(head.method.rawValue)", "hb.request.path": "\(head.uri)", "cached": "true"])
-        // Through NIO's encoder, which keeps each answer paired with its request (no body for HEAD).
-        var headers = image.responseFields ?? TileService.responseFields(image, iiif: iiif)
+        if !notModified, let prepared = image.responseHead, let encoder {
+            // The prepared head, this second's date line, the body: three shared buffers, one writev.
+            encoder.write(NIOAny(prepared), promise: nil)
+            encoder.write(NIOAny(HTTPDate.line()), promise: nil)
+            if head.method == .GET { encoder.write(NIOAny(image.body), promise: nil) }
+            return
+        }
+        var headers = HTTPHeaders(TileRoutes.imageFields(mediaType: image.mediaType, entityTag: image.entityTag, iiif: iiif))
+        headers.add(name: "Content-Length", value: String(image.body.readableBytes))
         headers.add(name: "Date", value: HTTPDate.now())
+        headers.add(name: "Server", value: TileServer.serverName)
         let status: HTTPResponseStatus = notModified ? .notModified : .ok
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
-        if !notModified { context.write(wrapOutboundOut(.body(.byteBuffer(image.body))), promise: nil) }
+        if head.method == .GET, !notModified { context.write(wrapOutboundOut(.body(.byteBuffer(image.body))), promise: nil) }
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
     }
 }
 
 /// The `Date` field's value (an IMF-fixdate), made once a second for the whole process.
 enum HTTPDate {
-    private static let current = Mutex<(second: Int, text: String)>((-1, ""))
+    private static let current = Mutex<(second: Int, text: String, line: ByteBuffer)>((-1, "", ByteBuffer()))
     private static let formatter = Mutex<DateFormatter>({
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -214,12 +239,18 @@ enum HTTPDate {
         return formatter
     }())
 
-    static func now() -> String {
+    static func now() -> String { update().text }
+
+    /// `Date: …` and the blank line that ends a head.
+    static func line() -> ByteBuffer { update().line }
+
+    private static func update() -> (second: Int, text: String, line: ByteBuffer) {
         let date = Date()
         let second = Int(date.timeIntervalSince1970)
-        if let text = current.withLock({ $0.second == second ? $0.text : nil }) { return text }
+        if let current = current.withLock({ $0.second == second ? $0 : nil }) { return current }
         let text = formatter.withLock { $0.string(from: date) }
-        current.withLock { $0 = (second, text) }
-        return text
+        let made = (second, text, ByteBuffer(string: "Date: \(text)\r\n\r\n"))
+        current.withLock { $0 = made }
+        return made
     }
 }

@@ -119,7 +119,9 @@ public struct TileRoutes: Sendable {
             }
             let encoded = try await service.encoded(resolved, path: request.uri.path, variant: variant, of: image)
             var headers = HTTPFields()
-            for (name, value) in Self.imageFields(encoded, iiif: iiif) { headers[HTTPField.Name(name)!] = value }
+            for (name, value) in Self.imageFields(mediaType: encoded.mediaType, entityTag: encoded.entityTag, iiif: iiif) {
+                headers[HTTPField.Name(name)!] = value
+            }
             if let tag = encoded.entityTag, let match = request.headers[.ifNoneMatch], Self.matches(match, tag) {
                 headers[.contentLength] = String(encoded.body.readableBytes)  // the 200's length (RFC 9110, 8.6)
                 return Self.response(.notModified, headers: headers)
@@ -132,10 +134,10 @@ public struct TileRoutes: Sendable {
 
     /// The header fields of an image answer, in the order both the routes and the cached-tile handler
     /// send them.
-    static func imageFields(_ image: EncodedImage, iiif: Bool) -> [(String, String)] {
-        var fields = [("Content-Type", image.mediaType)]
+    static func imageFields(mediaType: String, entityTag: String?, iiif: Bool) -> [(String, String)] {
+        var fields = [("Content-Type", mediaType)]
         if iiif { fields.append(("Link", profileLink)) }
-        if let tag = image.entityTag {
+        if let tag = entityTag {
             fields.append(("ETag", tag))
             fields.append(("Cache-Control", "public, max-age=86400"))
         } else {

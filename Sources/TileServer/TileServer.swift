@@ -129,9 +129,11 @@ struct TileHTTPChannel: HTTPChannelHandler {
             // Hummingbird's limits: 80 KiB of fields, at most 1000 of them.
             var limits = NIOHTTPDecoderLimitConfiguration()
             limits.maxHeaderFieldCount = 1000
-            try pipeline.configureHTTPServerPipeline(
-                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
-                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
+            // NIO's encoder and decoder as `configureHTTPServerPipeline` makes them, but not paired: a
+            // paired encoder counts the requests' methods to drop HEAD bodies, and the cached answers
+            // written below it would throw that count off. Hummingbird's HEAD answers have no body.
+            try pipeline.addHandler(HTTPResponseEncoder(configuration: .init()))
+            try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
             try pipeline.addHandler(IdleStateHandler(readTimeout: idleTimeout), position: .first)
             try pipeline.addHandler(TileConnectionHandler(service: service, rules: rules, logger: accessLog, headTimeout: idleTimeout))
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))

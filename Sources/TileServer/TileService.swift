@@ -1,5 +1,4 @@
 import NIOCore
-import NIOHTTP1
 import NIOPosix
 public import TileCore
 
@@ -49,13 +48,14 @@ public final class TileService: Sendable {
 
     var threadPool: NIOThreadPool { catalog.threadPool }
 
-    /// The fields of a 200 answer of `image` as the routes would write them, but `Date` (which
-    /// ``TileConnectionHandler`` adds): made once, kept with the image in the cache.
-    static func responseFields(_ image: EncodedImage, iiif: Bool) -> HTTPHeaders {
-        var fields = HTTPHeaders(TileRoutes.imageFields(image, iiif: iiif))
-        fields.add(name: "Content-Length", value: String(image.body.readableBytes))
-        fields.add(name: "Server", value: TileServer.serverName)
-        return fields
+    /// The head of a 200 answer of `image` as NIO's encoder writes the routes' answer, up to the `Date`
+    /// field (which ``TileConnectionHandler`` adds with the blank line that ends the head): made once,
+    /// kept with the image in the cache.
+    static func responseHead(body: ByteBuffer, mediaType: String, entityTag: String?, iiif: Bool) -> ByteBuffer {
+        var head = ByteBuffer(string: "HTTP/1.1 200 OK\r\n")
+        for (name, value) in TileRoutes.imageFields(mediaType: mediaType, entityTag: entityTag, iiif: iiif) { head.writeString("\(name): \(value)\r\n") }
+        head.writeString("Content-Length: \(body.readableBytes)\r\nServer: \(TileServer.serverName)\r\n")
+        return head
     }
 
     /// A strong entity tag for a text naming what an answer shows (64-bit FNV-1a, hex).
@@ -107,13 +107,12 @@ public final class TileService: Sendable {
         }
         let quality = jpegQuality
         let data = try await threadPool.blocking { () throws(TileError) in try pyramid.renderEncoded(resolved, quality: quality) }
-        var encoded = EncodedImage(body: ByteBuffer(bytes: data), mediaType: resolved.format.mediaType)
-        if let version {
-            encoded.entityTag = Self.entityTag("\(version)|\(jpegQuality)|\(variant)")
-            (encoded.id, encoded.version) = (image.id, version)
-            encoded.responseFields = Self.responseFields(encoded, iiif: !variant.hasPrefix("dzi/"))
-            cache.insert(encoded, for: path)
-        }
+        let body = ByteBuffer(bytes: data)
+        guard let version else { return EncodedImage(body: body, mediaType: resolved.format.mediaType) }
+        let encoded = EncodedImage(
+            body: body, mediaType: resolved.format.mediaType, entityTag: Self.entityTag("\(version)|\(jpegQuality)|\(variant)"),
+            id: image.id, version: version, iiif: !variant.hasPrefix("dzi/"))
+        cache.insert(encoded, for: path)
         return encoded
     }
 }
