@@ -21,18 +21,26 @@ struct SourceFile: Sendable, Hashable {
     static let jpegSuffixes = ["jpg", "jpeg", "JPG", "JPEG"]
 
     /// The file behind `id` directly in `root`: a regular JPEG file (`{id}.jpg`, `.jpeg`) or a store
-    /// folder (`{id}.tiles`). Never through a symlink (nothing outside the folder is read), never
-    /// waiting on a FIFO or a device (opened non-blocking, then checked to be a regular file).
+    /// folder (`{id}.tiles`). Never through a symlink unless `followsSymlinks`, and then only to a
+    /// target inside `root`; never waiting on a FIFO or a device (opened non-blocking, then checked to
+    /// be a regular file). What is at the name but none of these is skipped, and `skipped` told.
     /// Blocking: run it on the thread pool.
     /// - Parameter known: the fingerprint seen last, whose hash is kept while the file's identity is.
-    static func find(_ id: String, in root: String, known: SourceFingerprint?) -> SourceFile? {
+    static func find(
+        _ id: String, in root: String, known: SourceFingerprint?, followsSymlinks: Bool = false, skipped: (String) -> Void = { _ in }
+    ) -> SourceFile? {
         for suffix in jpegSuffixes {
-            let path = "\(root)/\(id).\(suffix)"
+            var path = "\(root)/\(id).\(suffix)"
+            let entry = FolderEntry(at: path)
+            guard entry != .none else { continue }
+            if entry == .symlink, followsSymlinks, let target = FolderEntry.resolved(path, inside: root) { path = target }
             if let fingerprint = try? SourceFingerprint.read(path: path, known: known) {
                 return SourceFile(kind: .jpeg, path: path, fingerprint: fingerprint)
             }
+            skipped(path)
         }
         let store = "\(root)/\(id).tiles"
+        if ![.none, .folder].contains(FolderEntry(at: store)) { skipped(store) }
         guard FolderEntry(at: store) == .folder,
             let fingerprint = try? SourceFingerprint.read(path: "\(store)/\(TiledImage.storeManifestName)", known: known)
         else { return nil }

@@ -57,8 +57,8 @@ extension ImageCatalog {
         case nil:
             break
         }
-        let root = self.root
-        guard let source = try? await threadPool.blocking({ () throws(TileError) in SourceFile.find(id, in: root, known: nil) }) ?? nil
+        let (root, follows) = (self.root, followsSymlinks)
+        guard let source = try? await threadPool.blocking({ () throws(TileError) in SourceFile.find(id, in: root, known: nil, followsSymlinks: follows) }) ?? nil
         else { return nil }
         let path = source.path, kind = source.kind
         let size = try? await threadPool.blocking { () throws(TileError) -> (Int, Int, Int) in
@@ -66,7 +66,7 @@ extension ImageCatalog {
                 let g = try TiledImage.open(store: path).geometry
                 return (g.width, g.height, g.levels.count)
             }
-            let info = try ImageInfo.read(contentsOfFile: path)
+            let info = try ImageInfo.read(regularFile: path)
             let g = try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
             return (g.width, g.height, g.levels.count)
         }

@@ -1,4 +1,5 @@
 import Foundation
+public import Logging
 public import NIOPosix
 import Synchronization
 public import TileActors
@@ -67,6 +68,10 @@ public actor ImageCatalog {
     public nonisolated let budget: DiskCacheBudget
     /// Where blocking work runs.
     public nonisolated let threadPool: NIOThreadPool
+    /// Whether a symlink in the folder is followed (only to a target inside the folder).
+    public nonisolated let followsSymlinks: Bool
+    /// Where entries skipped (a FIFO, a device, a symlink not followed) are said.
+    nonisolated let logger: Logger
     let builds: HeavyWorkQueue
     let headerWaitLimit: Duration
     let concurrentBuilds: Int
@@ -125,12 +130,16 @@ public actor ImageCatalog {
     ///     for its turn has not) before it fails as `notReady` (default 20 s).
     ///   - retryInterval: how long a failed build of an unchanged source stays failed (default 60 s).
     ///   - threadPool: where blocking work runs (default NIO's shared pool).
+    ///   - followsSymlinks: follow a symlink in the folder to a target inside it (default false: a
+    ///     symlink is skipped).
+    ///   - logger: where skipped entries are said.
     /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
     public init(
         root: String, cache: String, concurrentBuilds: Int = 1, maximumPendingBuilds: Int = 16,
         maximumOpenImages: Int = 64, maximumUploads: Int = 8, cacheByteBudget: Int? = nil, buildQueue: HeavyWorkQueue? = nil,
         headerWaitLimit: Duration = .seconds(20), retryInterval: Duration = .seconds(60),
-        threadPool: NIOThreadPool = .singleton
+        threadPool: NIOThreadPool = .singleton, followsSymlinks: Bool = false,
+        logger: Logger = Logger(label: "TiledImageKit.ImageCatalog")
     ) throws(TileError) {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
@@ -149,6 +158,8 @@ public actor ImageCatalog {
         self.headerWaitLimit = headerWaitLimit
         self.retryInterval = retryInterval
         self.threadPool = threadPool
+        self.followsSymlinks = followsSymlinks
+        self.logger = logger
         budget = DiskCacheBudget(totalByteBudget: cacheByteBudget)
         watcher = FolderWatcher(folder: root) { [readyImages] name in readyImages.forget(entry: name) }
     }
@@ -212,7 +223,7 @@ public actor ImageCatalog {
         let refusal = await refresh(id)
         if case .building(let build) = states[id], build.image == nil, let path = build.sourcePath {
             let geometry = try? await threadPool.blocking { () throws(TileError) in
-                let info = try ImageInfo.read(contentsOfFile: path)
+                let info = try ImageInfo.read(regularFile: path)
                 return try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
             }
             if let geometry { return Outline(geometry: geometry, version: build.fingerprint?.description) }
@@ -238,9 +249,13 @@ public actor ImageCatalog {
 
     private func reconcile(_ id: String) async -> LookupError? {
         if case .building(let build) = states[id], build.isUpload { return nil }  // no file yet: the upload's own
-        let (root, seen) = (self.root, known[id])
-        guard let source = try? await threadPool.blocking({ () throws(TileError) in SourceFile.find(id, in: root, known: seen) }) ?? nil
-        else {
+        let (root, seen, follows, logger) = (self.root, known[id], followsSymlinks, logger)
+        let found = try? await threadPool.blocking { () throws(TileError) in
+            SourceFile.find(id, in: root, known: seen, followsSymlinks: follows) { path in
+                logger.warning("skipped: not a regular file or store, or a symlink not followed", metadata: ["path": "\(path)"])
+            }
+        }
+        guard let source = found ?? nil else {
             await retire(id)
             return nil
         }

@@ -45,15 +45,16 @@ public struct TileServer: Sendable {
     ///     are removed, and past which uploads are refused; nil: `DiskCacheBudget`'s default.
     ///   - descriptors: how many connections, open stores and uploads the process's descriptors allow
     ///     (default: from its current `RLIMIT_NOFILE`).
+    ///   - followsSymlinks: follow a symlink in `root` to a target inside it (default false).
     /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
     public init(
         root: String, cache: String, publicBaseURL: String? = nil, uploads: UploadPolicy? = nil,
         maximumPendingBuilds: Int = 16, cacheByteBudget: Int? = nil,
-        descriptors: DescriptorBudget = DescriptorBudget(limit: DescriptorBudget.currentLimit())
+        descriptors: DescriptorBudget = DescriptorBudget(limit: DescriptorBudget.currentLimit()), followsSymlinks: Bool = false
     ) throws(TileError) {
         let catalog = try ImageCatalog(
             root: root, cache: cache, maximumPendingBuilds: maximumPendingBuilds, maximumOpenImages: descriptors.maximumOpenImages,
-            maximumUploads: descriptors.maximumUploads, cacheByteBudget: cacheByteBudget)
+            maximumUploads: descriptors.maximumUploads, cacheByteBudget: cacheByteBudget, followsSymlinks: followsSymlinks)
         self.init(service: TileService(catalog: catalog), publicBaseURL: publicBaseURL, uploads: uploads)
         maximumConnections = descriptors.maximumConnections
     }

@@ -40,6 +40,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("upload-origin"), help: "An origin (https://app.example) whose pages may upload across origins (repeatable; default none).")
     var uploadOrigins: [String] = []
 
+    @Flag(help: "Follow a symlink in the folder to a target inside it (by default symlinks are skipped).")
+    var followSymlinks = false
+
     @Option(help: "Connections open at once at most (lowered to what the descriptor limit allows).")
     var maxConnections = 4096
 
@@ -81,7 +84,8 @@ struct ServeCommand: AsyncParsableCommand {
             let descriptors = DescriptorBudget(limit: DescriptorBudget.raisedLimit(), maximumConnections: maxConnections, maximumUploads: maxUploads)
             var server = try TileServer(
                 root: folder, cache: cache ?? "\(folder)/.tiler-cache", publicBaseURL: publicURL, uploads: uploads,
-                maximumPendingBuilds: maxPendingBuilds, cacheByteBudget: cacheBudget, descriptors: descriptors)
+                maximumPendingBuilds: maxPendingBuilds, cacheByteBudget: cacheBudget, descriptors: descriptors,
+                followsSymlinks: followSymlinks)
             server.idleTimeout = .seconds(idleTimeout)
             var rules = RequestGuard.defaults(bind: host)
             if !allowedHosts.isEmpty { rules.allowedHosts = Set(allowedHosts.map { $0.lowercased() }) }

@@ -41,7 +41,19 @@ public final class LoopbackConnection: @unchecked Sendable {
 
     /// Everything the peer sends until it closes the connection, or until `timeout` passes.
     /// - Returns: the bytes, and whether the peer closed.
-    public func read(timeout: Duration) -> (bytes: Data, closed: Bool) {
+    public func read(timeout: Duration) -> (bytes: Data, closed: Bool) { read(timeout: timeout, until: { _ in false }) }
+
+    /// As ``read(timeout:)``, waiting on a thread of its own: an async test never blocks Swift's
+    /// cooperative pool, which an in-process server's request handlers need.
+    public func received(timeout: Duration) async -> (bytes: Data, closed: Bool) {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: self.read(timeout: timeout)) }.start()
+        }
+    }
+
+    /// What the peer sends until it closes the connection, `timeout` passes, or `done` says the bytes
+    /// so far are enough.
+    public func read(timeout: Duration, until done: (Data) -> Bool) -> (bytes: Data, closed: Bool) {
         var received = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         let deadline = ContinuousClock.now + timeout
@@ -52,6 +64,7 @@ public final class LoopbackConnection: @unchecked Sendable {
             let n = recv(fd, &buffer, buffer.count, 0)
             if n <= 0 { return (received, true) }
             received.append(contentsOf: buffer[0..<n])
+            if done(received) { break }
         }
         return (received, false)
     }

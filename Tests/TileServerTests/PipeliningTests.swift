@@ -12,25 +12,8 @@ import TileCore
 struct PipeliningTests {
     /// HTTP/1.1 responses split by their Content-Length (no body for 304, nor for the answers to the
     /// requests whose indices are in `heads`): status, headers, body.
-    static func responses(_ data: Data, heads: Set<Int> = []) -> [(status: Int, headers: [String: String], body: Data)] {
-        var rest = data[...]
-        var out: [(Int, [String: String], Data)] = []
-        while let split = rest.range(of: Data("\r\n\r\n".utf8)) {
-            let lines = String(decoding: rest[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
-            var headers: [String: String] = [:]
-            for line in lines.dropFirst() {
-                guard let colon = line.firstIndex(of: ":") else { continue }
-                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            }
-            let status = Int(lines[0].split(separator: " ").dropFirst().first ?? "") ?? 0
-            let length = status == 304 || heads.contains(out.count) ? 0 : Int(headers["content-length"] ?? "0") ?? 0
-            let bodyStart = split.upperBound
-            guard rest.distance(from: bodyStart, to: rest.endIndex) >= length else { break }
-            let bodyEnd = rest.index(bodyStart, offsetBy: length)
-            out.append((status, headers, Data(rest[bodyStart..<bodyEnd])))
-            rest = rest[bodyEnd...]
-        }
-        return out
+    static func responses(_ data: Data, heads: Set<Int> = []) -> [HTTPAnswers.Answer] {
+        HTTPAnswers.split(data) { heads.contains($0) }
     }
 
     @Test("pipelined requests: the application's answer first, then the cached one, then one that closes")
@@ -50,7 +33,7 @@ struct PipeliningTests {
                 "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
             ]
             try connection.send(Data(requests.joined().utf8))
-            let (bytes, closed) = connection.read(timeout: .seconds(30))
+            let (bytes, closed) = await connection.received(timeout: .seconds(30))
             #expect(closed)
             let answers = Self.responses(bytes, heads: [2])
             #expect(answers.map(\.status) == [200, 200, 200, 304, 200], "\(answers.map(\.status))")
@@ -80,7 +63,7 @@ struct PipeliningTests {
             var bytes = Data()
             for request in requests {
                 try connection.send(Data(request.utf8))
-                bytes += connection.read(timeout: .milliseconds(1500)).bytes
+                bytes += await connection.received(timeout: .milliseconds(1500)).bytes
             }
             let answers = Self.responses(bytes, heads: [1, 4])
             #expect(answers.map(\.status) == [200, 200, 304, 200, 200], "\(answers.map(\.status))")
@@ -104,27 +87,34 @@ struct PipeliningTests {
             try old.send(Data("GET \(cached) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
             // (Hummingbird keeps an HTTP/1.0 connection open after its answer: the framing is its
             // Content-Length.)
-            let oldAnswer = old.read(timeout: .seconds(3))
+            let oldAnswer = await old.received(timeout: .seconds(3))
             #expect(Self.responses(oldAnswer.bytes).first?.body == tile.body)
             let chunked = try LoopbackConnection(port: port)
             try chunked.send(Data("GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n".utf8))
-            #expect(Self.responses(chunked.read(timeout: .seconds(30)).bytes).first?.status == 200)
+            #expect(Self.responses(await chunked.received(timeout: .seconds(30)).bytes).first?.status == 200)
             let bad = try LoopbackConnection(port: port)
             try bad.send(Data("GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n".utf8))
-            let badAnswer = bad.read(timeout: .seconds(30))
+            let badAnswer = await bad.received(timeout: .seconds(30))
             #expect(Self.responses(badAnswer.bytes).first?.status == 400 || (badAnswer.closed && badAnswer.bytes.isEmpty))
         }
     }
 
     /// Sends `requests` pipelined in one write on a new connection and reads until the server closes
     /// it or `timeout` passes.
-    static func exchange(_ port: UInt16, _ requests: [String], timeout: Duration = .seconds(10), body: Data = Data()) throws
-        -> (answers: [(status: Int, headers: [String: String], body: Data)], closed: Bool)
+    static func exchange(_ port: UInt16, _ requests: [String], timeout: Duration = .seconds(10), body: Data = Data()) async throws
+        -> (answers: [HTTPAnswers.Answer], closed: Bool)
     {
         let connection = try LoopbackConnection(port: port)
         try connection.send(Data(requests.joined().utf8) + body)
-        let (bytes, closed) = connection.read(timeout: timeout)
+        let (bytes, closed) = await connection.received(timeout: timeout)
         return (responses(bytes), closed)
+    }
+
+    /// As ``exchange(_:_:timeout:body:)``, blocking the calling thread (for tests' own threads).
+    static func blockingExchange(_ port: UInt16, _ requests: [String], timeout: Duration = .seconds(10)) throws -> [HTTPAnswers.Answer] {
+        let connection = try LoopbackConnection(port: port)
+        try connection.send(Data(requests.joined().utf8))
+        return responses(connection.read(timeout: timeout).bytes)
     }
 
     /// Heads NIO's decoder refuses (HTTP/1.1, RFC 9112 and 9110): each gets 400 and the connection
@@ -148,7 +138,7 @@ struct PipeliningTests {
             let cached = try await TileServerTests.get(client, base + tile)
             #expect(cached.status == 200)
             let get = "GET \(tile) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-            let (answers, closed) = try Self.exchange(UInt16(base.split(separator: ":").last!)!, [get, bad, get])
+            let (answers, closed) = try await Self.exchange(UInt16(base.split(separator: ":").last!)!, [get, bad, get])
             #expect(answers.map(\.status) == [200, 400], "\(name): \(answers.map(\.status))")
             #expect(answers.first?.body == cached.body, "\(name)")
             #expect(closed, "\(name): the connection stayed open")
@@ -167,7 +157,7 @@ struct PipeliningTests {
             let upgrade = "GET \(tile) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
             let connect = "CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n"
             for (name, request) in [("Upgrade", upgrade), ("CONNECT", connect)] {
-                let (answers, _) = try Self.exchange(port, [get, request, get, get], timeout: .seconds(3))
+                let (answers, _) = try await Self.exchange(port, [get, request, get, get], timeout: .seconds(3))
                 #expect(answers.count == 2 && answers.first?.status == 200, "\(name): \(answers.map(\.status))")
             }
         }

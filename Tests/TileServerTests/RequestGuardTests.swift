@@ -21,10 +21,10 @@ struct RequestGuardTests {
     }
 
     /// One request (and `body`) on a connection of its own; the first answer (a `100 Continue` is one).
-    static func send(_ port: UInt16, _ head: String, body: Data = Data(), timeout: Duration = .seconds(30)) throws
+    static func send(_ port: UInt16, _ head: String, body: Data = Data(), timeout: Duration = .seconds(30)) async throws
         -> (status: Int, headers: [String: String], body: Data)
     {
-        let (answers, _) = try PipeliningTests.exchange(port, [head], timeout: timeout, body: body)
+        let (answers, _) = try await PipeliningTests.exchange(port, [head], timeout: timeout, body: body)
         return answers.first ?? (0, [:], Data())
     }
 
@@ -35,14 +35,14 @@ struct RequestGuardTests {
         try await Self.withGuardedServer(folder) { port in
             let tile = "/dzi/kept_files/11/0_0.jpg"
             for host in ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)", "LOCALHOST"] {
-                let reply = try Self.send(port, "GET \(tile) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+                let reply = try await Self.send(port, "GET \(tile) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
                 #expect(reply.status == 200, "\(host)")
                 #expect(reply.headers["x-content-type-options"] == "nosniff")
             }
             // Twice: the second time the tile is cached, answered right after NIO's decoder.
             for _ in 0..<2 {
                 for host in ["evil.example", "evil.example:\(port)", "127.0.0.1.evil.example", ""] {
-                    let reply = try Self.send(port, "GET \(tile) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+                    let reply = try await Self.send(port, "GET \(tile) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
                     #expect(reply.status == 421, "\(host): \(reply.status)")
                 }
             }
@@ -56,16 +56,16 @@ struct RequestGuardTests {
         try await Self.withGuardedServer(folder) { port in
             let put = "PUT /images/x HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n"
             for origin in ["https://evil.example", "null", "http://127.0.0.1:1"] {
-                #expect(try Self.send(port, put + "Origin: \(origin)\r\n\r\n", body: jpeg).status == 403, "\(origin)")
+                #expect(try await Self.send(port, put + "Origin: \(origin)\r\n\r\n", body: jpeg).status == 403, "\(origin)")
             }
-            #expect(try Self.send(port, put + "Sec-Fetch-Site: cross-site\r\n\r\n", body: jpeg).status == 403)
+            #expect(try await Self.send(port, put + "Sec-Fetch-Site: cross-site\r\n\r\n", body: jpeg).status == 403)
             #expect(!FileManager.default.fileExists(atPath: "\(folder)/x.tiles"))
             // The server's own page may upload.
-            #expect(try Self.send(port, put + "Origin: http://127.0.0.1:\(port)\r\n\r\n", body: jpeg).status == 201)
+            #expect(try await Self.send(port, put + "Origin: http://127.0.0.1:\(port)\r\n\r\n", body: jpeg).status == 201)
             let preflight = "OPTIONS /images/y HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nOrigin: https://evil.example\r\nConnection: close\r\n"
-            let upload = try Self.send(port, preflight + "Access-Control-Request-Method: PUT\r\n\r\n")
+            let upload = try await Self.send(port, preflight + "Access-Control-Request-Method: PUT\r\n\r\n")
             #expect(upload.status == 403 && upload.headers["access-control-allow-origin"] == nil)
-            let read = try Self.send(port, preflight + "Access-Control-Request-Method: GET\r\n\r\n")
+            let read = try await Self.send(port, preflight + "Access-Control-Request-Method: GET\r\n\r\n")
             #expect(read.status == 204 && read.headers["access-control-allow-origin"] == "*")
             #expect(read.headers["access-control-allow-methods"]?.contains("PUT") == false)
         }
@@ -80,13 +80,13 @@ struct RequestGuardTests {
                 "PUT /images/\(name) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: \(authorization)\r\nContent-Length: \(jpeg.count)\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
             }
             // Only the head: a server that checks first says 100 (or refuses) without waiting for the body.
-            let waiting = try Self.send(port, head("a", "bearer t"), timeout: .seconds(5))
+            let waiting = try await Self.send(port, head("a", "bearer t"), timeout: .seconds(5))
             #expect(waiting.status == 100)
-            let refused = try Self.send(port, head("b", "Bearer wrong"), timeout: .seconds(5))
+            let refused = try await Self.send(port, head("b", "Bearer wrong"), timeout: .seconds(5))
             #expect(refused.status == 401)
-            let taken = try Self.send(port, head("photo", "BEARER t"), timeout: .seconds(5))
+            let taken = try await Self.send(port, head("photo", "BEARER t"), timeout: .seconds(5))
             #expect(taken.status == 409)
-            let (answers, _) = try PipeliningTests.exchange(port, [head("c", "bEaReR t")], timeout: .seconds(30), body: jpeg)
+            let (answers, _) = try await PipeliningTests.exchange(port, [head("c", "bEaReR t")], timeout: .seconds(30), body: jpeg)
             #expect(answers.map(\.status) == [100, 201], "\(answers.map(\.status))")
         }
     }
@@ -101,7 +101,7 @@ struct RequestGuardTests {
         try await Self.withGuardedServer(folder) { port in
             for name in ["plain", "link", "empty", "kept", "photo"] {
                 let head = "PUT /images/\(name) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
-                let status = try Self.send(port, head, body: jpeg).status
+                let status = try await Self.send(port, head, body: jpeg).status
                 #expect(status == 409, "\(name)")
             }
         }
@@ -122,7 +122,7 @@ struct RequestGuardTests {
             var statuses: [Int] = []
             for i in 0..<110 {
                 let head = "PUT /images/u\(i) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
-                let reply = try Self.send(port, head, body: jpeg)
+                let reply = try await Self.send(port, head, body: jpeg)
                 statuses.append(reply.status)
                 if reply.status == 507 { #expect(String(decoding: reply.body, as: UTF8.self).contains("disk budget")) }
             }
@@ -152,7 +152,7 @@ struct RequestGuardTests {
             try slow.send(Data(head.utf8) + jpeg.prefix(1000))
             try await Task.sleep(for: .milliseconds(300))  // the first upload's build has begun (no way to observe it from outside)
             let other = "PUT /images/other HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
-            let reply = try Self.send(port, other, body: jpeg)
+            let reply = try await Self.send(port, other, body: jpeg)
             #expect(reply.status == 503 && reply.headers["retry-after"] != nil)
             slow.shutDown()
         }
@@ -164,7 +164,7 @@ struct RequestGuardTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try await Self.withGuardedServer(folder) { port in
             for path in ["/view/photo", "/"] {
-                let reply = try Self.send(port, "GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                let reply = try await Self.send(port, "GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
                 let policy = reply.headers["content-security-policy"] ?? ""
                 #expect(reply.status == 200 && policy.contains("default-src 'none'") && policy.contains("frame-ancestors 'none'"), "\(path): \(policy)")
                 // The page's own script and style run under the policy's nonce.
@@ -173,7 +173,7 @@ struct RequestGuardTests {
                 #expect(!html.contains("<script>") && (path == "/" || html.contains("<script nonce=\"\(nonce)\">")), "\(path)")
             }
             for path in ["/images/photo", "/iiif/3/photo/info.json", "/health", "/nothing"] {
-                let reply = try Self.send(port, "GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                let reply = try await Self.send(port, "GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
                 #expect(reply.headers["x-content-type-options"] == "nosniff", "\(path)")
             }
         }

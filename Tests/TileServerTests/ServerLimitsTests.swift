@@ -100,8 +100,8 @@ struct ServerLimitsTests {
             }
             let clock = ContinuousClock()
             let start = clock.now
-            #expect(stalled.read(timeout: .seconds(10)).closed, "the stalled upload's connection stayed open")
-            #expect(slow.read(timeout: .seconds(10)).closed, "the slow request's connection stayed open")
+            #expect(await stalled.received(timeout: .seconds(10)).closed, "the stalled upload's connection stayed open")
+            #expect(await slow.received(timeout: .seconds(10)).closed, "the slow request's connection stayed open")
             #expect(clock.now - start < .seconds(8))
             #expect(await trickling.value, "a head sent a byte at a time kept its connection open")
             // Meanwhile and afterwards, everyone else is served; the upload left nothing.

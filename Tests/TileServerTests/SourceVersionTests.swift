@@ -137,7 +137,7 @@ struct SourceVersionTests {
                     group.enter()
                     Thread {
                         let request = "GET /dzi/kept_files/\(tile) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-                        let status = (try? PipeliningTests.exchange(port, [request]))?.answers.first?.status ?? 0
+                        let status = (try? PipeliningTests.blockingExchange(port, [request]))?.first?.status ?? 0
                         statuses.withLock { $0.append(status) }
                         group.leave()
                     }.start()

@@ -17,9 +17,15 @@ struct ServeCommandTests {
         let errors = Pipe()
         private(set) var port = 0
 
-        init(_ arguments: [String]) throws {
-            process.executableURL = URL(fileURLWithPath: TilerCommandTests.binary)
-            process.arguments = ["serve"] + arguments
+        /// - Parameter descriptors: a limit on the process's descriptors (`ulimit -n`, soft and hard), if any.
+        init(_ arguments: [String], descriptors: Int? = nil) throws {
+            if let descriptors {  // the shell sets the limit, then becomes tiler (the same process)
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments = ["-c", "ulimit -n \(descriptors) && exec \"$0\" serve \"$@\"", TilerCommandTests.binary] + arguments
+            } else {
+                process.executableURL = URL(fileURLWithPath: TilerCommandTests.binary)
+                process.arguments = ["serve"] + arguments
+            }
             var environment = ProcessInfo.processInfo.environment
             environment["ASAN_OPTIONS"] = "detect_leaks=0"
             process.environment = environment
@@ -38,6 +44,19 @@ struct ServeCommandTests {
                 }
             }
             guard port > 0 else { throw TileError(.io, "tiler serve did not say where it listens: \(text)") }
+        }
+
+        /// What the server has written to standard error since it said where it listens, up to now.
+        func errorsSoFar() -> String {
+            let fd = errors.fileHandleForReading.fileDescriptor
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            var text = Data(), buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = read(fd, &buffer, buffer.count)
+                if n <= 0 { break }
+                text.append(contentsOf: buffer[0..<n])
+            }
+            return String(decoding: text, as: UTF8.self)
         }
 
         /// Sends SIGTERM and waits (at most `seconds`) for the exit.

@@ -154,6 +154,15 @@ extension ImageInfo {
         return try read(file, bytesRead: bytesRead)
     }
 
+    /// As ``read(contentsOfFile:)`` for a regular file only: opened without following a final symlink
+    /// and without blocking (a FIFO or a device planted at the path fails at once, never waits for a
+    /// writer). For servers, which must not wait on what appears in a folder.
+    /// - Throws: as ``read(contentsOfFile:)``; ``TileError/Code/invalidStore`` for what is not a
+    ///   regular file.
+    public static func read(regularFile path: String) throws(TileError) -> ImageInfo {
+        try read(try InputFile(regularFile: path))
+    }
+
     /// Reads the header from `file`'s current position, 64 KiB at a time until the first SOS; each byte
     /// is walked once (a header of 1,200 ICC chunks reads as fast as its bytes arrive).
     static func read(_ file: InputFile, bytesRead: UnsafeMutablePointer<Int>? = nil) throws(TileError) -> ImageInfo {

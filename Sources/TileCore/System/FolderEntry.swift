@@ -6,7 +6,7 @@ import Darwin
 
 /// What is at a path itself (`lstat`: a symlink is a symlink, never what it points to). Blocking.
 package enum FolderEntry {
-    case none, file, folder, other
+    case none, file, folder, symlink, other
 
     package init(at path: String) {
         BlockingCallCheck.check("lstat \(path)")
@@ -18,12 +18,23 @@ package enum FolderEntry {
         switch info.st_mode & S_IFMT {
         case S_IFREG: self = .file
         case S_IFDIR: self = .folder
+        case S_IFLNK: self = .symlink
         default: self = .other
         }
     }
 }
 
 extension FolderEntry {
+    /// The real path of `path` (every symlink resolved) when it lies inside the folder `root` (itself
+    /// resolved), else nil. Blocking.
+    package static func resolved(_ path: String, inside root: String) -> String? {
+        BlockingCallCheck.check("realpath \(path)")
+        guard let real = realpath(path, nil), let base = realpath(root, nil) else { return nil }
+        defer { free(real); free(base) }
+        let (target, folder) = (String(cString: real), String(cString: base))
+        return target.hasPrefix(folder + "/") ? target : nil
+    }
+
     /// Renames `source` to `target` only if nothing is at `target` (Linux `renameat2` with
     /// `RENAME_NOREPLACE`, looked up at run time: glibc has it, Swift's `Glibc` module does not show
     /// it): nothing at `target` is ever replaced or removed. Blocking.
