@@ -1,7 +1,8 @@
 import Foundation
 
 extension TiledImage {
-    /// Reopens a complete persistent store without decoding anything.
+    /// Reopens a complete persistent store without decoding anything: raw level files, or a TIFF store
+    /// (``StoreFormat/tiff(_:)``), whose tiles are then decoded one at a time.
     /// - Parameters:
     ///   - path: the store folder a build with ``TileStorage/persistent(path:)`` published.
     ///   - option: the display orientation, applied at read time as for a build: ``OrientationOption/fromExif``
@@ -20,6 +21,7 @@ extension TiledImage {
         let url = URL(fileURLWithPath: path)
         StagedStore.removeLeftovers(of: url.lastPathComponent, in: url.deletingLastPathComponent().path)
         let manifest = try StoreManifest.read(store: path)
+        if manifest.format == "tiff" { return try openTIFFStore(path, manifest) }
         guard manifest.formatVersion == StoreManifest.currentFormatVersion else {
             throw TileError(.invalidStore, "\(path): store format \(manifest.formatVersion) is not supported")
         }
