@@ -61,3 +61,11 @@ cjs_status cjs_decoder_transcode_wait(cjs_decoder *d) {
     snprintf(d->err.message, sizeof d->err.message, "cannot write level 0's tiles: %s", strerror(error));
     return CJS_ERR_IO;
 }
+
+cjs_status cjs_decoder_transcode_sync(cjs_decoder *d) {
+    if (!d->transcoder) return CJS_ERR_STATE;
+    int error = transcoder_sync(d->transcoder);
+    if (!error) return CJS_OK;
+    d->err.io_errno = error;
+    return CJS_ERR_IO;
+}

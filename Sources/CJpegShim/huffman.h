@@ -17,6 +17,14 @@ typedef struct {
     uint8_t size[256];
 } huffman_codes;
 
+/* For each byte of a block's natural-order non-zero mask, the same coefficients' bits in zigzag order:
+   the mask is taken with SIMD compares of the block as it lies, then reordered with 8 lookups. */
+typedef struct {
+    uint64_t zigzag_bits[8][256];
+} huffman_order;
+
+void huffman_order_init(huffman_order *order);
+
 /* One tile's output: its bytes so far, and the bits not yet in a byte. */
 typedef struct {
     uint8_t *data;
@@ -36,11 +44,11 @@ void huffman_begin(huffman_stream *s, const uint8_t *header, size_t length);
 /* Codes one block (natural order), its DC predicted from component `component`'s last. At most
    HUFFMAN_BLOCK_BYTES bytes must be free. */
 void huffman_block(huffman_stream *s, const JCOEF *block, int component, const huffman_codes *dc,
-                   const huffman_codes *ac);
+                   const huffman_codes *ac, const huffman_order *order);
 /* Codes a block of DC `dc_value` and no AC coefficient (padding). */
 void huffman_flat_block(huffman_stream *s, int dc_value, int component, const huffman_codes *dc,
                         const huffman_codes *ac);
-/* Ends the tile: the last byte padded with 1 bits, then EOI. At least 4 bytes must be free. */
+/* Ends the tile: the last byte padded with 1 bits, then EOI. At least 16 bytes must be free. */
 void huffman_end(huffman_stream *s);
 
 /* The most one block can take: 27 bits of DC and 63 of up to 26 bits, every byte stuffed. */

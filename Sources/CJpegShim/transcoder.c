@@ -25,6 +25,7 @@ struct transcoder {
     size_t component_bytes[PLAN_MAX_COMPONENTS]; /* one slot's rows of a component */
     huffman_stream *streams;     /* one per tile column */
     huffman_codes dc[2], ac[2];
+    huffman_order order;
     JCOEF *last_dc[PLAN_MAX_COMPONENTS]; /* the DC of each block of the last block row coded */
     pthread_mutex_t lock;
     pthread_cond_t changed;
@@ -72,7 +73,7 @@ static void code_block(transcoder *t, huffman_stream *s, int ci, JBLOCKROW row, 
     const plan_component *c = &t->plan.component[ci];
     const huffman_codes *dc = &t->dc[c->table], *ac = &t->ac[c->table];
     if (b < c->blocks_per_row) {
-        huffman_block(s, row[b], ci, dc, ac);
+        huffman_block(s, row[b], ci, dc, ac, &t->order);
         t->last_dc[ci][b] = row[b][0];
     } else {
         huffman_flat_block(s, row[c->blocks_per_row - 1][0], ci, dc, ac);
@@ -135,7 +136,7 @@ static int begin_tiles(transcoder *t) {
 static int end_tiles(transcoder *t, uint32_t tile_row) {
     for (uint32_t c = 0; c < t->columns; c++) {
         huffman_stream *s = &t->streams[c];
-        if (huffman_reserve(s, 4)) return ENOMEM;
+        if (huffman_reserve(s, 16)) return ENOMEM;
         huffman_end(s);
         if (cjs_tiff_writer_put_tile(t->writer, 0, c, tile_row, s->data, s->length) != CJS_OK) {
             int number = cjs_tiff_writer_errno(t->writer);
@@ -224,6 +225,7 @@ static int prepare(transcoder *t) {
         if (huffman_derive(&t->dc[i], p->dc[i].bits, p->dc[i].values) ||
             huffman_derive(&t->ac[i], p->ac[i].bits, p->ac[i].values))
             return EINVAL;
+    huffman_order_init(&t->order);
     t->streams = calloc(t->columns, sizeof *t->streams);
     if (!t->streams) return ENOMEM;
     for (int ci = 0; ci < p->components; ci++)
@@ -266,6 +268,14 @@ int transcoder_wait(transcoder *t) {
         }
         pthread_cond_wait(&t->changed, &t->lock);
     }
+    int error = t->error;
+    pthread_mutex_unlock(&t->lock);
+    return error;
+}
+
+int transcoder_sync(transcoder *t) {
+    pthread_mutex_lock(&t->lock);
+    while (!t->error && !t->stopping && t->coded < t->committed) pthread_cond_wait(&t->changed, &t->lock);
     int error = t->error;
     pthread_mutex_unlock(&t->lock);
     return error;

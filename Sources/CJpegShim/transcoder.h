@@ -21,6 +21,8 @@ cjs_status transcoder_create(transcode_plan *plan, cjs_tiff_writer *writer, int 
 const coefficient_sink *transcoder_sink(transcoder *t);
 /* Waits until every iMCU row is coded and every tile written: 0 or an errno. */
 int transcoder_wait(transcoder *t);
+/* Waits until every committed iMCU row is coded (its complete tile rows written): 0 or an errno. */
+int transcoder_sync(transcoder *t);
 /* Stops the thread (unfinished work is dropped) and frees everything. NULL is allowed. */
 void transcoder_destroy(transcoder *t);
 

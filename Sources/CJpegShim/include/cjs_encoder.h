@@ -26,6 +26,8 @@ typedef struct {
     /** Restart interval in MCU rows (0: none). */
     int32_t restart_rows;
     int32_t optimize_coding;
+    /** 1: arithmetic coding (SOF9, or SOF10 when progressive) instead of Huffman. */
+    int32_t arithmetic;
 } cjs_encoder_options;
 
 cjs_status cjs_encoder_create(const cjs_encoder_options *options, cjs_encoder **out);

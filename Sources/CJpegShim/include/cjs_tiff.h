@@ -142,6 +142,9 @@ cjs_status cjs_decoder_transcode_plan(cjs_decoder *d, uint32_t tile_size, cjs_ti
  * decoder.
  */
 cjs_status cjs_decoder_transcode_into(cjs_decoder *d, cjs_tiff_writer *writer);
+/** Waits until the coefficient rows the output pass has moved past are coded and their complete
+    tile rows written (for callers that need the tiles of the rows decoded so far now). */
+cjs_status cjs_decoder_transcode_sync(cjs_decoder *d);
 /** After cjs_decoder_finish: waits until every level-0 tile is in the writer. CJS_OK, or the
     failure's status (CJS_ERR_IO: cjs_decoder_errno). */
 cjs_status cjs_decoder_transcode_wait(cjs_decoder *d);

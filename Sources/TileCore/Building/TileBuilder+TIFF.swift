@@ -49,7 +49,7 @@ extension TileBuilder {
                 bigTIFF: Self.needsBigTIFF(tiff.bigTIFF, geometry), info: info, progress: progress)
             let image = TiledImage(
                 geometry: geometry, files: store.files, storePath: store.finalPath, complete: false,
-                tiff: TIFFSource(building: writer), progress: progress)
+                tiff: TIFFSource(building: writer, isLevelZeroCopied: copied != nil), progress: progress)
             let pyramid = try PyramidWriter(
                 geometry: geometry, files: store.files, progress: progress, writer: nil,
                 tiff: (writer, copied == nil ? 0 : 1, tiff.quality))

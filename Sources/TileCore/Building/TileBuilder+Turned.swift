@@ -28,7 +28,7 @@ extension TileBuilder {
             try writer.finish()
             let image = TiledImage(
                 geometry: geometry, files: store.files, storePath: store.finalPath, complete: true,
-                tiff: TIFFSource(building: writer), progress: progress)
+                tiff: TIFFSource(building: writer, isLevelZeroCopied: false), progress: progress)
             if case .persistent = options.storage {
                 try store.publish(
                     manifest(

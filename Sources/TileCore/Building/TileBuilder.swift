@@ -185,7 +185,11 @@ public final class TileBuilder {
     /// - Throws: the writer's ``TileError/Code/io`` error, if writing failed.
     public func waitUntilWritten() throws(TileError) {
         switch state {
-        case .starting(let p), .scanning(let p), .finishing(let p): try guarded { () throws(TileError) in try p.writer.sync() }
+        case .starting(let p), .scanning(let p), .finishing(let p):
+            try guarded { () throws(TileError) in
+                try p.writer.sync()
+                try decoder.syncTranscode()  // a TIFF's level 0, copied on a thread of its own
+            }
         case .failed(let error): throw error
         case .readingHeader, .complete: return
         }

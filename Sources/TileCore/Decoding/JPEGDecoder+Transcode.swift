@@ -33,6 +33,15 @@ extension JPEGDecoder {
         transcodeTarget = writer
     }
 
+    /// Waits until the level-0 tiles of the rows decoded so far are in the writer
+    /// (`cjs_decoder_transcode_sync`); nothing when the decoder is not transcoding.
+    func syncTranscode() throws(TileError) {
+        guard transcodeTarget != nil else { return }
+        if cjs_decoder_transcode_sync(handle) != CJS_OK {
+            throw TileError(.io, "cannot write level 0's tiles", errno: cjs_decoder_errno(handle))
+        }
+    }
+
     /// Waits until every level-0 tile is in the writer (`cjs_decoder_transcode_wait`). Call after
     /// ``finish()`` returned `.done`.
     func waitForTranscode() throws(TileError) {

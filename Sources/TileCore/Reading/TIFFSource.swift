@@ -32,16 +32,20 @@ final class TIFFSource: @unchecked Sendable {
 
     let levels: [Level]
     let backing: Backing
+    /// Whether level 0's tiles hold the source JPEG's own coefficients (a store built so; unknown, so
+    /// `false`, for a bare TIFF).
+    let isLevelZeroCopied: Bool
     /// The largest tile read (bytes): anything bigger is a corrupt table, not a tile.
     static let maximumTileByteCount = 64 << 20
 
-    init(levels: [Level], backing: Backing) {
+    init(levels: [Level], backing: Backing, isLevelZeroCopied: Bool = false) {
         self.levels = levels
         self.backing = backing
+        self.isLevelZeroCopied = isLevelZeroCopied
     }
 
     /// The source of a TIFF being built by `writer`.
-    convenience init(building writer: TIFFPyramidWriter) {
+    convenience init(building writer: TIFFPyramidWriter, isLevelZeroCopied: Bool) {
         let levels = writer.levels.enumerated().map { index, l in
             Level(
                 directory: UInt32(index), width: l.width, height: l.height, tileWidth: writer.tileSize,
@@ -49,7 +53,7 @@ final class TIFFSource: @unchecked Sendable {
                 rows: (l.height + writer.tileSize - 1) / writer.tileSize, compression: Int32(CJS_COMPRESSION_JPEG.rawValue),
                 photometric: l.photometric, tables: l.tables)
         }
-        self.init(levels: levels, backing: .building(writer))
+        self.init(levels: levels, backing: .building(writer), isLevelZeroCopied: isLevelZeroCopied)
     }
 
     /// Whether the level's tiles are JPEG (and can be sent as stored).

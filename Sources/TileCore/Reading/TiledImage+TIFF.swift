@@ -19,15 +19,23 @@ extension TiledImage {
         try openTIFF(file: path, storePath: path)
     }
 
+    /// Whether level 0's tiles hold the source JPEG's own DCT coefficients and quantisation tables, so
+    /// that level 0 is lossless: a TIFF pyramid this package built from an upright JPEG whose
+    /// coefficients TIFF can hold (YCbCr or gray, 8-bit, a sampling TIFF can state; see
+    /// ``StoreFormat/tiff(_:)``). `false` for raw pyramids and bare TIFFs.
+    public var isLevelZeroCopied: Bool { tiff?.isLevelZeroCopied ?? false }
+
     /// Opens the TIFF at `file`; the image's ``storePath`` is `storePath`.
-    static func openTIFF(file: String, storePath: String) throws(TileError) -> TiledImage {
+    static func openTIFF(file: String, storePath: String, isLevelZeroCopied: Bool = false) throws(TileError)
+        -> TiledImage
+    {
         let fd = try SystemCall.openRegularFile(file)
         let files = LevelFiles(descriptors: [fd])  // closes fd if anything below throws
         let reader = try TIFFFileReader(fd: fd, path: file)
         let (levels, geometry) = try TIFFSource.pyramid(of: reader, path: file)
         return TiledImage(
             geometry: geometry, files: files, storePath: storePath, complete: true,
-            tiff: TIFFSource(levels: levels, backing: .file(reader)))
+            tiff: TIFFSource(levels: levels, backing: .file(reader), isLevelZeroCopied: isLevelZeroCopied))
     }
 
     /// The stored JPEG of one tile of a TIFF pyramid, made a complete JPEG without decoding anything:
@@ -96,7 +104,8 @@ extension TiledImage {
         guard manifest.formatVersion == StoreManifest.tiffFormatVersion, let details = manifest.tiff,
             !details.file.contains("/")
         else { throw TileError(.invalidStore, "\(path): store format \(manifest.formatVersion) is not supported") }
-        let image = try openTIFF(file: "\(path)/\(details.file)", storePath: path)
+        let image = try openTIFF(
+            file: "\(path)/\(details.file)", storePath: path, isLevelZeroCopied: details.levelZero == "copied")
         let sizes = image.geometry.levels.map { StoreManifest.Level(storedWidth: $0.width, storedHeight: $0.height) }
         guard sizes == manifest.levels, manifest.tileSize == image.geometry.tileSize else {
             throw TileError(.invalidStore, "\(path): the TIFF's levels do not match the manifest's")
