@@ -21,7 +21,13 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
         guard cjs_reference_decode_file_discard(input, &result) == 0 else {
             throw BenchmarkError("decode failed")
         }
-    case "build", "build-lean", "build-buffered", "build-1thread", "build-window", "build-whole-tiles", "build-memory":
+    case "build-tiff", "build-tiff-progressive":
+        // A TIFF store (issue 26): level 0 copied from the coefficients, the lower levels encoded.
+        let (elapsed, extras) = try TIFFScenarios.build(input: input)
+        try writeReport(elapsed, extras: extras)
+        return
+    case "build", "build-lean", "build-buffered", "build-1thread", "build-window", "build-whole-tiles", "build-memory",
+        "build-progressive":
         // build: the defaults (the band writer: bands of 64 rows, tiled on a worker thread, written
         // with O_DIRECT AIO while the next band fills, three bands a level).
         // build-whole-tiles: the same with bands of whole tile rows (256 KiB blocks, two a level).

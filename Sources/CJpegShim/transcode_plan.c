@@ -27,15 +27,66 @@ static void copy_huffman(plan_huffman *out, const JHUFF_TBL *table) {
     memcpy(out->values, table->huffval, sizeof out->values);
 }
 
-/* libjpeg's standard Huffman tables (Annex K.3), which code every baseline symbol, from a compressor
-   made for the purpose: 0, or -1 when libjpeg fails (out of memory). */
-static int standard_tables(transcode_plan *p) {
+/* libjpeg's optimal-table builder (Annex K.2 with the 16-bit length limit): exported by libjpeg-turbo,
+   declared in its internal jchuff.h. freq has 257 entries; ERREXITs only on a broken table. */
+extern void jpeg_gen_optimal_table(j_compress_ptr cinfo, JHUFF_TBL *htbl, long freq[]);
+
+/* The symbols a baseline table may need: DC categories 0...11; AC end-of-block, ZRL, and runs 0...15
+   with sizes 1...10. */
+static int is_baseline_symbol(int dc, int symbol) {
+    if (dc) return symbol <= 11;
+    return symbol == 0x00 || symbol == 0xF0 || ((symbol & 15) >= 1 && (symbol & 15) <= 10);
+}
+
+/* Adds a source table's code lengths to `freq` as pseudo-frequencies (a code of L bits, 2^(20 - L)). */
+static void add_lengths(long freq[257], const JHUFF_TBL *table) {
+    int k = 0;
+    for (int length = 1; length <= 16; length++)
+        for (int i = 0; i < table->bits[length] && k < 256; i++, k++) freq[table->huffval[k]] += 1L << (20 - length);
+}
+
+/*
+ * Level 0's Huffman tables from a baseline source's own, which are optimal (or standard) for these very
+ * blocks: the same AC symbols come out, only the DC differences at tile edges differ. Every baseline
+ * symbol the source never coded is added at frequency 1 (a long code), so that any block can be coded.
+ * Chroma's table merges the chroma components' tables. 0, or -1 (keep the standard tables).
+ */
+static int source_tables(j_decompress_ptr source, transcode_plan *p, j_compress_ptr c) {
+    if (source->progressive_mode || source->arith_code) return -1;
+    int classes = p->components == 3 ? 2 : 1;
+    for (int dc = 0; dc <= 1; dc++)
+        for (int t = 0; t < classes; t++) {
+            long freq[257] = {0};
+            for (int ci = 0; ci < p->components; ci++) {
+                if ((ci == 0) != (t == 0)) continue;
+                int slot = dc ? source->comp_info[ci].dc_tbl_no : source->comp_info[ci].ac_tbl_no;
+                const JHUFF_TBL *table = slot >= 0 && slot < NUM_HUFF_TBLS
+                                             ? (dc ? source->dc_huff_tbl_ptrs[slot] : source->ac_huff_tbl_ptrs[slot])
+                                             : NULL;
+                if (!table) return -1;
+                add_lengths(freq, table);
+            }
+            for (int symbol = 0; symbol < 256; symbol++) {
+                if (!is_baseline_symbol(dc, symbol)) freq[symbol] = 0;
+                else if (freq[symbol] == 0) freq[symbol] = 1;
+            }
+            JHUFF_TBL *out = dc ? c->dc_huff_tbl_ptrs[t] : c->ac_huff_tbl_ptrs[t];
+            jpeg_gen_optimal_table(c, out, freq);
+            copy_huffman(dc ? &p->dc[t] : &p->ac[t], out);
+        }
+    return 0;
+}
+
+/* The tiles' Huffman tables: the source's made complete (source_tables), or libjpeg's standard tables
+   (Annex K.3), which code every baseline symbol; both through a compressor made for the purpose.
+   0, or -1 when libjpeg fails (out of memory). */
+static int huffman_tables(j_decompress_ptr source, transcode_plan *p) {
     struct jpeg_compress_struct c;
     cjs_error_mgr err;
     cjs_error_init(&err, 0);
     c.err = &err.pub;
     volatile int created = 0;
-    if (setjmp(err.jump)) { /* jpeg_create_compress, jpeg_set_defaults */
+    if (setjmp(err.jump)) { /* jpeg_create_compress, jpeg_set_defaults, jpeg_gen_optimal_table */
         if (created) jpeg_destroy_compress(&c);
         return -1;
     }
@@ -48,6 +99,7 @@ static int standard_tables(transcode_plan *p) {
         copy_huffman(&p->dc[i], c.dc_huff_tbl_ptrs[i]);
         copy_huffman(&p->ac[i], c.ac_huff_tbl_ptrs[i]);
     }
+    if (p->source_tables) source_tables(source, p, &c);
     jpeg_destroy_compress(&c);
     return 0;
 }
@@ -211,7 +263,8 @@ int transcode_plan_make(j_decompress_ptr cinfo, uint32_t tile_size, transcode_pl
                             (JDIMENSION)info->h_samp_factor * (JDIMENSION)info->h_samp_factor;
         c->block_rows = info->height_in_blocks;
     }
-    if (standard_tables(p) || write_tables(p)) {
+    p->source_tables = 1;
+    if (huffman_tables(cinfo, p) || write_tables(p)) {
         transcode_plan_free(p);
         return refuse(reason, capacity, "out of memory");
     }

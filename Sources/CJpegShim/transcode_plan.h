@@ -41,6 +41,8 @@ typedef struct {
     int quant_used[NUM_QUANT_TBLS];
     int extended;         /* a quantiser over 255: 16-bit tables, SOF1 */
     plan_huffman dc[2], ac[2];
+    /* Whether the Huffman tables are derived from the source's (else libjpeg's standard ones). */
+    int source_tables;
     /* SOI, SOF, SOS of every tile (its data follows; then EOI). */
     uint8_t header[PLAN_HEADER_MAX];
     size_t header_length;

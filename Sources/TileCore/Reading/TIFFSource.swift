@@ -67,6 +67,16 @@ final class TIFFSource: @unchecked Sendable {
         }
     }
 
+    /// The TIFF file's size now (a build's: its level 0 and, once finished, everything).
+    var fileByteCount: Int {
+        switch backing {
+        case .building(let writer):
+            var info = stat()
+            return fstat(writer.files.descriptors[0], &info) == 0 ? Int(info.st_size) : 0
+        case .file(let reader): return reader.fileByteCount
+        }
+    }
+
     /// The bytes a tile holds in its file, read with one `pread`.
     /// - Throws: ``TileError/Code/notReady`` for a tile not written yet, ``TileError/Code/corrupt`` for a
     ///   tile past the end of the file or absurdly large, ``TileError/Code/io``.

@@ -20,10 +20,10 @@ extension TiledImage {
         geometry.levels.indices.contains(level) ? progress[level] : 0
     }
 
-    /// Bytes the level files take when complete (a TIFF pyramid: its tiles' bytes so far, the file's
-    /// size once complete; JPEG sizes are not known before).
+    /// Bytes the level files take when complete (a TIFF pyramid: the TIFF file's size, final once the
+    /// pyramid is complete; JPEG sizes are not known before).
     public var totalByteCount: Int {
-        if let tiff { return tiff.byteCount }
+        if let tiff { return tiff.fileByteCount }
         return geometry.levels.indices.reduce(0) { $0 + geometry.byteCount(ofLevel: $1) }
     }
 
