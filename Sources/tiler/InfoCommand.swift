@@ -35,7 +35,8 @@ struct InfoCommand: ParsableCommand {
         let description = try StoreDescription.read(at: input)
         let image = isDirectory(input) ? try TiledImage.open(store: input) : try TiledImage.open(tiff: input)
         let g = image.geometry
-        var lines = ["\(escapingControlCharacters(input)): \(description.format) store, \(g.width)x\(g.height), \(image.levelCount) levels, \(g.tileSize)px tiles"]
+        let kind = isDirectory(input) ? "\(description.format) store" : "tiled TIFF"
+        var lines = ["\(escapingControlCharacters(input)): \(kind), \(g.width)x\(g.height), \(image.levelCount) levels, \(g.tileSize)px tiles"]
         if let levelZero = description.levelZero {
             lines.append("level 0: \(levelZero)\(description.levelZeroReason.map { " (\($0))" } ?? "")\(description.quality.map { ", lower levels at JPEG quality \($0)" } ?? "")")
         }

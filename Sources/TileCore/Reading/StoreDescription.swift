@@ -22,6 +22,8 @@ public struct StoreDescription: Sendable, Hashable {
 
     /// Describes the store folder or TIFF file at `path` from its manifest and its files' sizes,
     /// without opening the pyramid.
+    /// - Parameter path: a store folder (``TileStorage/persistent(path:)``) or a TIFF file.
+    /// - Returns: the description; a file is taken for a TIFF (``TiledImage/open(tiff:)`` checks it).
     /// - Throws: ``TileError/Code/invalidStore`` when `path` holds no store (or, for a file, no TIFF
     ///   signature), ``TileError/Code/io``.
     public static func read(at path: String) throws(TileError) -> StoreDescription {
