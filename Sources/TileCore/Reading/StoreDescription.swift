@@ -24,8 +24,8 @@ public struct StoreDescription: Sendable, Hashable {
     /// without opening the pyramid.
     /// - Parameter path: a store folder (``TileStorage/persistent(path:)``) or a TIFF file.
     /// - Returns: the description; a file is taken for a TIFF (``TiledImage/open(tiff:)`` checks it).
-    /// - Throws: ``TileError/Code/invalidStore`` when `path` holds no store (or, for a file, no TIFF
-    ///   signature), ``TileError/Code/io``.
+    /// - Throws: ``TileError/Code/invalidStore`` when the folder holds no store,
+    ///   ``TileError/Code/io`` when `path` cannot be read.
     public static func read(at path: String) throws(TileError) -> StoreDescription {
         var info = stat()
         guard stat(path, &info) == 0 else { throw SystemCall.error("cannot read", path: path) }
