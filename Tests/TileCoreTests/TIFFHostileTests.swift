@@ -14,7 +14,7 @@ struct TIFFHostileTests {
         _ = try TileBuilder.build(
             data: try Synthetic.jpeg(.init(width: 600, height: 400)),
             options: TIFFChecks.options { $0.storage = .persistent(path: "\(folder)/s.tiles") })
-        return [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(folder)/s.tiles/pyramid.tif")))
+        return [UInt8](try #require(FileManager.default.contents(atPath: "\(folder)/s.tiles/pyramid.tif")))
     }
 
     /// Opens `bytes` as a TIFF and reads every tile of every level (pixels and stored JPEG): the

@@ -54,7 +54,7 @@ struct TIFFLosslessTests {
         "fixtures: every level-0 tile holds the source's coefficients; corner tiles decode as jpegtran -crop's",
         .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)), arguments: corpus)
     func fixtures(_ entry: Corpus.Entry) throws {
-        let source = try Data(contentsOf: URL(fileURLWithPath: entry.path))
+        let source = try #require(FileManager.default.contents(atPath: entry.path))
         let image = try TileBuilder.build(
             contentsOfFile: entry.path,
             options: TIFFChecks.options {

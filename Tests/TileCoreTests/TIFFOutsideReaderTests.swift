@@ -30,7 +30,7 @@ struct TIFFOutsideReaderTests {
         let source = subifd.map { "\(tiff)[subifd=\($0)]" } ?? "\(tiff)[page=\(page)]"
         let run = try Tools.run("vips", ["rawsave", source, out])
         guard run.status == 0 else { throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: run.stderr]) }
-        return [UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))
+        return Tools.readAll(out)
     }
 
     /// A level's pixels as `bands` samples a pixel (3: RGB, 1: gray, 4: RGBA).
@@ -60,6 +60,23 @@ struct TIFFOutsideReaderTests {
         let info = try Tools.run("tiffinfo", [tiff]).text
         #expect(info.contains("Compression Scheme: JPEG") && info.contains("YCbCr Subsampling: 2, 2"))
         #expect(info.contains("reduced-resolution image") && info.contains("ICC Profile: <present>, 3000 bytes"))
+    }
+
+    @Test(
+        "the source's JFIF density becomes the resolution tags; gray stays gray",
+        .enabled(if: Tools.have("tiffinfo") && Corpus.isPresent, Comment(rawValue: Tools.missing("tiffinfo") + "; or " + Corpus.skipMessage)))
+    func resolutionAndGray() throws {
+        let folder = try TIFFStoreTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for (file, expected) in [("Landscape_1.jpg", "Photometric Interpretation: YCbCr"), ("grayscale.jpg", "Photometric Interpretation: min-is-black")] {
+            let store = "\(folder)/\(file).tiles"
+            _ = try TileBuilder.build(
+                contentsOfFile: Corpus.folder.appendingPathComponent(file).path,
+                options: TIFFChecks.options { $0.storage = .persistent(path: store) })
+            let info = try Tools.run("tiffinfo", ["\(store)/pyramid.tif"]).text
+            #expect(info.contains(expected), "\(file): \(info)")
+            if file == "Landscape_1.jpg" { #expect(info.contains("Resolution: 72, 72 pixels/inch"), "\(info)") }
+        }
     }
 
     @Test("vips reads every level: level 0 as ours exactly, the others within 50 dB", .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))))

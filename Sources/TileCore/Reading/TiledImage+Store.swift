@@ -11,7 +11,8 @@ extension TiledImage {
     ///     ``OrientationOption/fixed(_:)`` applies that one. The files are the same either way:
     ///     a store keeps source order. Where the new orientation puts the padding elsewhere than the
     ///     build's did (a flip along another axis), each tile is assembled from the up to four stored
-    ///     tiles it straddles: up to four reads instead of one.
+    ///     tiles it straddles: up to four reads instead of one. A TIFF store is written upright: the
+    ///     option is not applied to it.
     /// - Throws: ``TileError/Code/invalidStore`` when the folder is not a complete store of this format
     ///   (a half-written store never has a manifest at its final path), ``TileError/Code/io``.
     ///   Leftovers of builds of this store that died (staging folders) are removed first.
