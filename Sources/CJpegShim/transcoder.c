@@ -46,8 +46,9 @@ static JBLOCKARRAY sink_rows(void *context, int component, JDIMENSION row, int *
     pthread_mutex_lock(&t->lock);
     while (!t->error && !t->stopping && row >= t->coded + RING_ROWS) pthread_cond_wait(&t->changed, &t->lock);
     int failed = t->error ? t->error : (t->stopping ? ECANCELED : 0);
+    int coded = row < t->coded; /* a row already coded (and its room reused): the decoder went back */
     pthread_mutex_unlock(&t->lock);
-    if (failed || row < t->coded) {
+    if (failed || coded) {
         *error_number = failed ? failed : EINVAL;
         return NULL;
     }

@@ -124,6 +124,14 @@ struct TIFFOutsideReaderTests {
             let theirs = try Self.vipsPixels(tiff, page: level, subifd: subifd)
             #expect(theirs == (try Self.ourPixels(image, level: level, bands: 3)), "\(coding) level \(level)")
         }
+        // vips' JPEG tiles, stored: a whole JPEG each once the level's tables are spliced in.
+        let stored = try image.storedJPEGTile(level: 0, column: 1, row: 1)
+        #expect((stored != nil) == coding.hasPrefix("jpeg"))
+        if let stored {
+            let decoded = try Reference.decode(stored).image
+            let tile = RGBAImage(width: 256, height: 256, pixels: try image.readTile(level: 0, column: 1, row: 1))
+            #expect(Reference.psnr(decoded, tile) > 40)  // one decode with the image's whole-tile upsampling, one as tiles
+        }
     }
 
     @Test("TiledImage reads vips' gray and RGBA TIFFs", .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))), arguments: ["gray", "rgba"])
