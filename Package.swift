@@ -39,9 +39,15 @@ let package = Package(
             pkgConfig: "libpng",
             providers: [.apt(["libpng-dev"])]
         ),
+        // libtiff: the container of tiled pyramidal TIFF stores (written and read by CJpegShim).
+        .systemLibrary(
+            name: "CLibTIFF",
+            pkgConfig: "libtiff-4",
+            providers: [.apt(["libtiff-dev"])]
+        ),
         .target(
             name: "CJpegShim",
-            dependencies: ["CLibJPEG", "CLibPNG"],
+            dependencies: ["CLibJPEG", "CLibPNG", "CLibTIFF"],
             cSettings: [.define("_GNU_SOURCE")]
         ),
         // libjpeg's ordinary whole-image decode, for tests and benchmarks to compare with: not shipped.

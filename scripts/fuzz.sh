@@ -6,14 +6,18 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 out=.build-fuzz
 mkdir -p "$out"
-if ! dpkg -s libjpeg62-turbo-dev libjpeg-turbo-progs >/dev/null 2>&1; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg62-turbo-dev libjpeg-turbo-progs libpng-dev pkg-config >/dev/null
+if ! dpkg -s libjpeg62-turbo-dev libjpeg-turbo-progs libtiff-dev libtiff-tools >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg62-turbo-dev libjpeg-turbo-progs libpng-dev \
+    libtiff-dev libtiff-tools pkg-config >/dev/null
 fi
 clang=$(command -v clang || echo /opt/swift/usr/bin/clang)
-shim=(Sources/CJpegShim/{decoder,coefficients,errors,pyramid,writer,band_writer,window_writer,aio,rows,encoder,export,tile_codec}.c)
-"$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
-  -I Sources/CJpegShim/include -I Sources/CJpegShim Fuzz/decoder_fuzz.c "${shim[@]}" $(pkg-config --cflags --libs libpng) -ljpeg -lpthread \
-  -o "$out/decoder_fuzz" 2>"$out/clang.log" || { cat "$out/clang.log"; exit 1; }
+shim=(Sources/CJpegShim/*.c)
+for target in decoder_fuzz tiff_fuzz; do
+  "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
+    -I Sources/CJpegShim/include -I Sources/CJpegShim Fuzz/$target.c "${shim[@]}" \
+    $(pkg-config --cflags --libs libpng libtiff-4) -ljpeg -lpthread -o "$out/$target" 2>"$out/clang.log" \
+    || { cat "$out/clang.log"; exit 1; }
+done
 swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/metadata_fuzz.swift \
   Sources/TileCore/{Decoding/{HeaderSegments,EXIFReader,ImageInfo,JPEGHeader},System/{InputFile,SystemCall},Geometry/ImageOrientation,TileError}.swift \
   -o "$out/metadata_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
@@ -46,16 +50,35 @@ PY
 if [ -d ../shared/fixtures/jpeg ]; then
   find ../shared/fixtures/jpeg -name '*.jp*g' -size -200k -exec cp {} "$seeds/" \;
 fi
+# TIFF seeds (tiff_fuzz): tiled pyramids of the baseline seed as libvips and tiler write them (JPEG,
+# deflate with a predictor, LZW, none; SubIFDs), and a stripped TIFF from libtiff's ppm2tiff.
+tiff_seeds="$out/tiff-seeds"
+mkdir -p "$tiff_seeds"
+djpeg -pnm "$seeds/baseline.jpg" >"$out/seed.ppm"
+command -v ppm2tiff >/dev/null && ppm2tiff "$out/seed.ppm" "$tiff_seeds/stripped.tif"
+if command -v vips >/dev/null; then
+  for c in jpeg deflate lzw none; do
+    vips tiffsave "$out/seed.ppm" "$tiff_seeds/vips-$c.tif" --tile --pyramid --compression $c --tile-width 16 --tile-height 16
+  done
+  vips tiffsave "$out/seed.ppm" "$tiff_seeds/vips-subifd.tif" --tile --pyramid --subifd --compression jpeg --tile-width 16 --tile-height 16
+fi
+tiler=$(ls .build/*/debug/tiler .build/debug/tiler 2>/dev/null | head -1 || true)
+if [ -n "$tiler" ]; then
+  "$tiler" build "$seeds/baseline.jpg" --tile-size 16 --out "$out/seed.tiles" >/dev/null && cp "$out/seed.tiles/pyramid.tif" "$tiff_seeds/tiler.tif"
+  rm -rf "$out/seed.tiles"
+fi
 
 status=0
 summary=()
-for target in decoder_fuzz metadata_fuzz; do
+for target in decoder_fuzz tiff_fuzz metadata_fuzz; do
   corpus="$out/corpus-$target"
   mkdir -p "$corpus" "$out/crashes"
   log="$out/$target.log"
+  seed_folder="$seeds"
+  [ "$target" = tiff_fuzz ] && seed_folder="$tiff_seeds"
   ASAN_OPTIONS="quarantine_size_mb=64:allocator_release_to_os_interval_ms=1000" \
   "$out/$target" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 \
-    -artifact_prefix="$out/crashes/$target-" "$corpus" "$seeds" >"$log" 2>&1
+    -artifact_prefix="$out/crashes/$target-" "$corpus" "$seed_folder" >"$log" 2>&1
   rc=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
   cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)

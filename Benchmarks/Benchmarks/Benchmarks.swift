@@ -47,7 +47,7 @@ struct Benchmarks: AsyncParsableCommand {
     func validate() throws {
         guard runs >= 1 else { throw ValidationError("--runs must be at least 1, not \(runs).") }
         guard rateMbps > 0 else { throw ValidationError("--rate-mbps must be positive.") }
-        let names = Set(Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name) + LoadScenarios.names)
+        let names = Set(Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name) + LoadScenarios.names + ["tiff-compare"])
         for name in selected ?? [] where !names.contains(name) {
             throw ValidationError("no scenario named '\(name)' (BENCHMARKS.md lists them).")
         }
@@ -102,6 +102,10 @@ struct Benchmarks: AsyncParsableCommand {
             }
         }
         if !json, let comparison = ExportScenarios.compareWithVips() { print("  " + comparison) }
+        // Sizes and lower levels' PSNR of our TIFF and vips', after the timed runs.
+        if !json && selected?.contains("tiff-compare") ?? true {
+            for line in try TIFFComparison.run(input: input) { print("  " + line) }
+        }
         // The load scenarios (their own processes: our server, nginx, wrk, h2load); serve-soak only
         // when named. Printed as they finish; not in the JSON.
         let load = LoadScenarios.names.filter { selected?.contains($0) ?? ($0 != "serve-soak") }

@@ -21,7 +21,13 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
         guard cjs_reference_decode_file_discard(input, &result) == 0 else {
             throw BenchmarkError("decode failed")
         }
-    case "build", "build-lean", "build-buffered", "build-1thread", "build-window", "build-whole-tiles", "build-memory":
+    case "build-tiff", "build-tiff-progressive":
+        // A TIFF store (issue 26): level 0 copied from the coefficients, the lower levels encoded.
+        let (elapsed, extras) = try TIFFScenarios.build(input: input)
+        try writeReport(elapsed, extras: extras)
+        return
+    case "build", "build-lean", "build-buffered", "build-1thread", "build-window", "build-whole-tiles", "build-memory",
+        "build-progressive":
         // build: the defaults (the band writer: bands of 64 rows, tiled on a worker thread, written
         // with O_DIRECT AIO while the next band fills, three bands a level).
         // build-whole-tiles: the same with bands of whole tile rows (256 KiB blocks, two a level).
@@ -207,7 +213,7 @@ func writeOnly(input: String) throws {
     var handle: OpaquePointer?
     var config = cjs_writer_config(
         kind: Int32(CJS_WRITER_BANDS.rawValue), band_rows: 0, band_threading: Int32(CJS_BANDS_WRITE_BEHIND.rawValue),
-        bypass_page_cache: 1, export_to: nil)
+        bypass_page_cache: 1, export_to: nil, tiff: nil, tiff_quality: 0, tiff_first_level: 0)
     var number: Int32 = 0
     guard cjs_pyramid_create(levels, UInt32(levels.count), UInt32(geometry.tileSize), &config, nil, &handle, &number)
         == CJS_OK, let pyramid = handle

@@ -54,6 +54,7 @@ struct Scenario {
             Scenario(name: "thumbnailer-100-q1", kind: .inProcess, input: loaderInput),
             Scenario(name: "thumbnailer-100-q2", kind: .inProcess, input: loaderInput),
         ]
+        list += TIFFScenarios.scenarios(input: input)
         list.append(tool("djpeg", ["-rgb", "-outfile", "/dev/null", input], name: "djpeg", input: input))
         list.append(
             tool(
@@ -139,13 +140,21 @@ struct Scenario {
             defer { try? FileManager.default.removeItem(atPath: scratch) }
             // An export's output goes to a folder of its own that stays until the run ends
             // (ExportScenarios.runFolder says why).
+            var out: String?
             if arguments.contains(where: { $0.contains("{out}") }) {
-                let out = ExportScenarios.runFolder(parent: getpid()) + "/vips-\(UUID().uuidString)"
-                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-                arguments = arguments.map { $0.replacingOccurrences(of: "{out}", with: out) }
+                let folder = ExportScenarios.runFolder(parent: getpid()) + "/vips-\(UUID().uuidString)"
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                arguments = arguments.map { $0.replacingOccurrences(of: "{out}", with: folder) }
+                out = folder
             }
             let child = try ChildProcess.run(executable, arguments)
             guard child.exitStatus == 0 else { throw BenchmarkError("\(name) exited with \(child.exitStatus)") }
+            // A single output file's size (vips tiffsave's), as the TIFF scenarios report theirs.
+            if let out, let names = try? FileManager.default.contentsOfDirectory(atPath: out), names.count == 1,
+                let bytes = try? fileSize("\(out)/\(names[0])")
+            {
+                return (child.seconds, child.peakMiB, ["sizeMB": Double(bytes) / 1e6, "sizeRatio": Double(bytes) / Double(try fileSize(input))])
+            }
             return (child.seconds, child.peakMiB, [:])
         }
     }

@@ -27,7 +27,12 @@ struct ScenarioResult {
             if extras["cold-p50"] != nil { text += "; cold p50 \(us("cold-p50")) us, p99 \(us("cold-p99")) us" }
             return text + String(format: "  peak RSS %.1f MiB", medianPeakMiB)
         }
-        let notes = extras.keys.sorted().map { String(format: "  %@ %.3f s", $0, Self.median(extras[$0]!)) }.joined()
+        let notes = extras.keys.sorted().map { key in
+            let value = Self.median(extras[key]!)
+            if key == "sizeMB" { return String(format: "  size %.1f MB", value) }
+            if key == "sizeRatio" { return String(format: " (%.3fx the source)", value) }
+            return String(format: "  %@ %.3f s", key, value)
+        }.joined()
         let ratio = floor.map { String(format: "%.2fx floor", medianSeconds / $0.medianSeconds) } ?? "-"
         return String(
             format: "%@ %8.3f s  %6.1f MP/s  %@  peak RSS %7.1f MiB  (min %.3f, max %.3f)",

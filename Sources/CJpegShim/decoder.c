@@ -4,42 +4,8 @@
 
 #include <unistd.h>
 
-#include "coefficients.h"
-#include "errors.h"
-
-enum stage { STAGE_HEADER, STAGE_HEADER_READ, STAGE_SCANNING, STAGE_FINISHING, STAGE_DONE };
-
-struct cjs_decoder {
-    struct jpeg_decompress_struct cinfo;
-    cjs_error_mgr err;
-    struct jpeg_source_mgr src;
-    struct jpeg_progress_mgr progress; /* only to count scans (max_scans) */
-    uint32_t max_scans;
-    int stop_requested;      /* set from any thread (atomically) by cjs_decoder_request_stop */
-    unsigned long long bytes_after_end;
-    unsigned char *buffer;   /* holds the bytes libjpeg has not consumed yet, then new ones */
-    size_t capacity;
-    size_t skip_pending;     /* bytes libjpeg asked to skip that have not arrived yet */
-    unsigned long long total_fed;
-    int end_of_input;
-    int failed;
-    int cmyk;                /* decode as CMYK, convert to RGB ourselves */
-    enum stage stage;
-    /*
-     * Multi-scan images are decoded in buffered-image mode: input is absorbed scan by scan
-     * (jpeg_consume_input), and the one output pass starts at the SOS of the scan after which every
-     * coefficient is complete (or at EOI), so the image's rows come out while that last scan is
-     * still arriving instead of after it.
-     */
-    int buffered;
-    int decompress_started;  /* jpeg_start_decompress returned TRUE */
-    int output_finished;     /* jpeg_finish_output returned TRUE */
-    cjs_coefficients coefficients; /* multi-scan images: the arrays on disk, if asked */
-};
-
-cjs_coefficients *cjs_coefficients_of(j_common_ptr cinfo) {
-    return &((cjs_decoder *)cinfo->client_data)->coefficients;
-}
+#include "decoder.h"
+#include "transcoder.h"
 
 /* After an error the handle is poisoned; the coefficient file is closed at once (its disk freed). */
 static void fail(cjs_decoder *d) {
@@ -58,7 +24,7 @@ static void source_term(j_decompress_ptr cinfo) { (void)cinfo; }
  * sources do (a warning and a fake EOI), but remember that the stream was truncated.
  */
 static boolean source_fill(j_decompress_ptr cinfo) {
-    cjs_decoder *d = (cjs_decoder *)cinfo->client_data;
+    cjs_decoder *d = decoder_of((j_common_ptr)cinfo);
     if (!d->end_of_input) return FALSE;
     if (d->total_fed == 0) ERREXIT(cinfo, JERR_INPUT_EMPTY);
     WARNMS(cinfo, JWRN_JPEG_EOF); /* longjmps unless truncation is allowed (errors.c) */
@@ -68,7 +34,7 @@ static boolean source_fill(j_decompress_ptr cinfo) {
 }
 
 static void source_skip(j_decompress_ptr cinfo, long count) {
-    cjs_decoder *d = (cjs_decoder *)cinfo->client_data;
+    cjs_decoder *d = decoder_of((j_common_ptr)cinfo);
     if (count <= 0) return;
     size_t n = (size_t)count;
     if (n <= d->src.bytes_in_buffer) {
@@ -87,7 +53,7 @@ static void source_skip(j_decompress_ptr cinfo, long count) {
  * its SOS has been read, as djpeg -maxscans does.
  */
 static void progress_monitor(j_common_ptr cinfo) {
-    cjs_decoder *d = (cjs_decoder *)cinfo->client_data;
+    cjs_decoder *d = decoder_of((j_common_ptr)cinfo);
     int scan = ((j_decompress_ptr)cinfo)->input_scan_number;
     if (__atomic_load_n(&d->stop_requested, __ATOMIC_RELAXED)) cjs_error_stopped(cinfo);
     if (d->max_scans && scan > 0 && (uint32_t)scan > d->max_scans) {
@@ -111,7 +77,6 @@ cjs_status cjs_decoder_create(const cjs_decoder_options *options, cjs_decoder **
         return CJS_ERR_NOMEM;
     }
     jpeg_create_decompress(&d->cinfo);
-    d->cinfo.client_data = d;
     cjs_coefficients_install(&d->cinfo, &d->coefficients);
     d->src.init_source = source_init;
     d->src.fill_input_buffer = source_fill;
@@ -130,8 +95,11 @@ cjs_status cjs_decoder_create(const cjs_decoder_options *options, cjs_decoder **
 
 void cjs_decoder_destroy(cjs_decoder *d) {
     if (!d) return;
-    jpeg_destroy_decompress(&d->cinfo); /* cannot fail: it only frees */
-    cjs_coefficients_destroy(&d->coefficients);
+    jpeg_destroy_decompress(&d->cinfo); /* cannot fail: it only frees (the arrays' strategy too) */
+    cjs_coefficients_release(&d->coefficients);
+    transcoder_destroy(d->transcoder);
+    if (d->plan) transcode_plan_free(d->plan);
+    free(d->plan);
     free(d->buffer);
     free(d);
 }
@@ -251,10 +219,12 @@ cjs_status cjs_decoder_set_scale(cjs_decoder *d, uint32_t denominator, uint32_t 
 
 /*
  * Whether every coefficient of every component will be complete once the scan being read ends: a
- * progressive image's coef_bits, updated when a scan starts, are 0 (no bit left to refine) for all.
- * Then this scan is the last that can change the image, and its rows can be output as it arrives.
+ * progressive image's coef_bits, updated when a scan starts, are 0 (no bit left to refine) for all;
+ * a single-scan image's first scan is all of it (buffered only when transcoding). Then this scan is
+ * the last that can change the image, and its rows can be output as it arrives.
  */
 static int coefficients_complete(j_decompress_ptr cinfo) {
+    if (!jpeg_has_multiple_scans(cinfo)) return 1;
     if (!cinfo->progressive_mode || !cinfo->coef_bits) return 0;
     for (int ci = 0; ci < cinfo->num_components; ci++)
         for (int k = 0; k < DCTSIZE2; k++)
@@ -271,7 +241,7 @@ cjs_status cjs_decoder_start(cjs_decoder *d) {
         return CJS_ERR_LIBJPEG;
     }
     if (!d->decompress_started) {
-        if (jpeg_has_multiple_scans(&d->cinfo)) {
+        if (jpeg_has_multiple_scans(&d->cinfo) || d->transcoder) {
             d->cinfo.buffered_image = TRUE;
             d->buffered = 1;
         }
@@ -321,6 +291,9 @@ cjs_status cjs_decoder_read_rows(cjs_decoder *d, void *dst, size_t stride, uint3
     }
     *out_rows = done;
     if (d->cinfo.output_scanline >= d->cinfo.output_height) {
+        /* Every iMCU row has been read: the last ones go to the transcoder. */
+        int error = cjs_coefficients_output_done(&d->coefficients);
+        if (error) cjs_error_io((j_common_ptr)&d->cinfo, "cannot write level 0's tiles", error);
         d->stage = STAGE_FINISHING;
         return CJS_DONE;
     }
@@ -390,10 +363,12 @@ cjs_status cjs_decoder_use_coefficient_file(cjs_decoder *d, int fd, size_t windo
         if (fd >= 0) close(fd);
         return fd < 0 ? CJS_ERR_ARGUMENT : CJS_ERR_STATE;
     }
-    cjs_coefficients_adopt(&d->coefficients, fd, window_bytes);
+    coefficient_store *store = coefficient_file_create(fd, window_bytes); /* closes fd on failure */
+    if (!store) return CJS_ERR_NOMEM;
+    cjs_coefficients_use(&d->coefficients, &coefficient_file_methods, store);
     return CJS_OK;
 }
 
 uint64_t cjs_decoder_coefficient_file_bytes(const cjs_decoder *d) {
-    return d->coefficients.fd >= 0 ? d->coefficients.file_bytes : 0;
+    return cjs_coefficients_file_bytes(&d->coefficients);
 }

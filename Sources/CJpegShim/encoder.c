@@ -45,6 +45,7 @@ cjs_status cjs_encoder_create(const cjs_encoder_options *o, cjs_encoder **out) {
     if (o->progressive) jpeg_simple_progression(&e->cinfo);
     e->cinfo.restart_in_rows = o->restart_rows;
     e->cinfo.optimize_coding = o->optimize_coding ? TRUE : FALSE;
+    e->cinfo.arith_code = o->arithmetic ? TRUE : FALSE;
     jpeg_start_compress(&e->cinfo, TRUE);
     e->started = 1;
     *out = e;

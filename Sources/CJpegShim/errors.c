@@ -26,6 +26,20 @@ static int is_truncation(j_common_ptr cinfo) {
     return !(marker >= JPEG_RST0 && marker <= JPEG_RST0 + 7);
 }
 
+/*
+ * Whether a warning is what a stream that was cut (and accepted as such) goes on to give: the end of
+ * the data, a marker met inside a scan, and, with restart markers, one "found marker 0xd9 instead of
+ * RSTn" for each restart interval left. Those are not corrupt data: they do not count toward the limit,
+ * which is for streams that are damaged (a cut file with restart markers gives two per interval).
+ */
+static int follows_truncation(j_common_ptr cinfo) {
+    int code = cinfo->err->msg_code;
+    if (code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER) return 1;
+    if (code != JWRN_MUST_RESYNC) return 0;
+    int marker = cinfo->err->msg_parm.i[0];
+    return !(marker >= JPEG_RST0 && marker <= JPEG_RST0 + 7);
+}
+
 /* Warnings (msg_level < 0) are counted and kept, never printed; past the limit they become an error. */
 static void emit_message(j_common_ptr cinfo, int msg_level) {
     cjs_error_mgr *err = (cjs_error_mgr *)cinfo->err;
@@ -41,6 +55,7 @@ static void emit_message(j_common_ptr cinfo, int msg_level) {
             longjmp(err->jump, 1);
         }
     }
+    if (err->saw_truncation && follows_truncation(cinfo)) return;
     if (err->warnings > err->warning_limit) {
         err->too_many_warnings = 1;
         longjmp(err->jump, 1);

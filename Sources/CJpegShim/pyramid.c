@@ -71,7 +71,7 @@ static cjs_status push_row(cjs_pyramid *p, uint32_t index, const uint8_t *row) {
     if (l->rows_pushed >= l->geometry.height) return CJS_ERR_ARGUMENT;
     uint32_t y = l->rows_pushed++;
     int last = l->rows_pushed == l->geometry.height;
-    cjs_status s = p->methods ? p->methods->push_row(l->writer, row, y, last) : CJS_OK;
+    cjs_status s = l->writer ? p->methods->push_row(l->writer, row, y, last) : CJS_OK;
     if (s != CJS_OK) return s;
     if (p->export_to && cjs_export_push_row(p->export_to, index, row) != CJS_OK) {
         int32_t number = cjs_export_errno(p->export_to);
@@ -140,13 +140,14 @@ static cjs_status create_level(cjs_pyramid *p, uint32_t i, const cjs_level *leve
     pyramid_level *l = &p->levels[i];
     l->geometry = levels[i];
     if (!geometry_is_valid(&levels[i], tile_size)) return CJS_ERR_ARGUMENT;
-    if (!p->methods) return create_shrink(p, i, levels);
+    int tiff = config->kind == CJS_WRITER_TIFF;
+    if (!p->methods || (tiff && i < config->tiff_first_level)) return create_shrink(p, i, levels);
     size_t tile_bytes = (size_t)tile_size * tile_size * 4;
     /* The file's full size, sparse: no block is allocated before data arrives. */
     off_t file_bytes = (off_t)levels[i].columns * (off_t)levels[i].rows * (off_t)tile_bytes;
-    if (ftruncate(levels[i].fd, file_bytes) != 0) return writer_fail(&p->shared, errno);
+    if (!tiff && ftruncate(levels[i].fd, file_bytes) != 0) return writer_fail(&p->shared, errno);
     writer_setup setup = {
-        .level = levels[i], .tile_size = tile_size, .tile_bytes = tile_bytes, .config = config,
+        .level = levels[i], .index = i, .tile_size = tile_size, .tile_bytes = tile_bytes, .config = config,
         .progress = progress ? &progress[i] : NULL, .shared = &p->shared, .aio = p->aio,
     };
     cjs_status s = p->methods->create(&setup, &l->writer);
@@ -167,6 +168,7 @@ static cjs_status check_config(const cjs_writer_config *c, uint32_t tile_size) {
     if (!c || tile_size < 16 || tile_size > 4096) return CJS_ERR_ARGUMENT;
     if (c->kind == CJS_WRITER_WINDOW) return CJS_OK;
     if (c->kind == CJS_WRITER_NONE) return c->export_to ? CJS_OK : CJS_ERR_ARGUMENT;
+    if (c->kind == CJS_WRITER_TIFF) return c->tiff && c->tiff_quality >= 1 && c->tiff_quality <= 100 ? CJS_OK : CJS_ERR_ARGUMENT;
     if (c->kind != CJS_WRITER_BANDS) return CJS_ERR_ARGUMENT;
     if (c->band_threading < CJS_BANDS_ON_CALLER || c->band_threading > CJS_BANDS_WRITE_BEHIND) return CJS_ERR_ARGUMENT;
     if (c->band_rows > tile_size || (c->band_rows && tile_size % c->band_rows)) return CJS_ERR_ARGUMENT;
@@ -186,10 +188,11 @@ cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t 
     p->count = count;
     p->methods = writer->kind == CJS_WRITER_BANDS    ? &band_writer_methods
                  : writer->kind == CJS_WRITER_WINDOW ? &window_writer_methods
+                 : writer->kind == CJS_WRITER_TIFF   ? &tiff_level_writer_methods
                                                      : NULL;
     p->export_to = writer->export_to;
     p->shared.threaded = (writer->kind == CJS_WRITER_BANDS && writer->band_threading != CJS_BANDS_ON_CALLER) ||
-                         writer->kind == CJS_WRITER_NONE;
+                         writer->kind == CJS_WRITER_NONE || writer->kind == CJS_WRITER_TIFF;
     p->ring_slots = p->shared.threaded ? RING_SLOTS : 1;
     /* The lock exists whenever threaded, before anything can fail, so destroy can always take it. */
     if (p->shared.threaded) {

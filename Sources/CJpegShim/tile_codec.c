@@ -19,28 +19,23 @@ static int bytes_reserve(cjs_bytes *b, size_t capacity) {
 
 /* ---- JPEG -------------------------------------------------------------------------------- */
 
-/* The destination: the whole capacity of a cjs_bytes, doubled when libjpeg fills it. */
-typedef struct {
-    struct jpeg_destination_mgr pub;
-    cjs_bytes *out;
-} bytes_destination;
-
 struct tile_jpeg {
     struct jpeg_compress_struct cinfo;
     cjs_error_mgr err;
-    bytes_destination dest;
+    cjs_bytes_destination dest;
     int failed;
 };
 
+/* The destination: the whole capacity of a cjs_bytes, doubled when libjpeg fills it. */
 static void dest_init(j_compress_ptr cinfo) {
-    bytes_destination *d = (bytes_destination *)cinfo->dest;
+    cjs_bytes_destination *d = (cjs_bytes_destination *)cinfo->dest;
     if (!bytes_reserve(d->out, 65536)) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 0);
     d->pub.next_output_byte = d->out->data;
     d->pub.free_in_buffer = d->out->capacity;
 }
 
 static boolean dest_empty(j_compress_ptr cinfo) {
-    bytes_destination *d = (bytes_destination *)cinfo->dest;
+    cjs_bytes_destination *d = (cjs_bytes_destination *)cinfo->dest;
     size_t used = d->out->capacity; /* libjpeg calls this only when the buffer is full */
     if (!bytes_reserve(d->out, used * 2)) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 1);
     d->pub.next_output_byte = d->out->data + used;
@@ -49,8 +44,15 @@ static boolean dest_empty(j_compress_ptr cinfo) {
 }
 
 static void dest_term(j_compress_ptr cinfo) {
-    bytes_destination *d = (bytes_destination *)cinfo->dest;
+    cjs_bytes_destination *d = (cjs_bytes_destination *)cinfo->dest;
     d->out->length = d->out->capacity - d->pub.free_in_buffer;
+}
+
+void cjs_bytes_destination_init(cjs_bytes_destination *d, cjs_bytes *out) {
+    d->pub.init_destination = dest_init;
+    d->pub.empty_output_buffer = dest_empty;
+    d->pub.term_destination = dest_term;
+    d->out = out;
 }
 
 cjs_status tile_jpeg_create(int quality, int gray, tile_jpeg **out) {
@@ -71,9 +73,7 @@ cjs_status tile_jpeg_create(int quality, int gray, tile_jpeg **out) {
     /* Gray: one component, libjpeg's own RGB-to-luma conversion (exact for pixels with R = G = B). */
     if (gray) jpeg_set_colorspace(&t->cinfo, JCS_GRAYSCALE);
     jpeg_set_quality(&t->cinfo, quality >= 1 && quality <= 100 ? quality : 80, TRUE);
-    t->dest.pub.init_destination = dest_init;
-    t->dest.pub.empty_output_buffer = dest_empty;
-    t->dest.pub.term_destination = dest_term;
+    cjs_bytes_destination_init(&t->dest, NULL);
     t->cinfo.dest = &t->dest.pub;
     *out = t;
     return CJS_OK;

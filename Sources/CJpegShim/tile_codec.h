@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdio.h>
+#include <jpeglib.h>
+
 #include "cjpeg_shim.h"
 
 /** A growable output buffer (malloc'd). */
@@ -17,6 +20,14 @@ typedef struct {
     size_t length;
     size_t capacity;
 } cjs_bytes;
+
+/** A libjpeg destination into a cjs_bytes (its whole capacity, doubled when full); `out` may be set later. */
+typedef struct {
+    struct jpeg_destination_mgr pub;
+    cjs_bytes *out;
+} cjs_bytes_destination;
+
+void cjs_bytes_destination_init(cjs_bytes_destination *d, cjs_bytes *out);
 
 typedef struct tile_jpeg tile_jpeg;
 

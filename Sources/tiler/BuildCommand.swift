@@ -25,10 +25,20 @@ struct BuildCommand: AsyncParsableCommand {
     @Option(help: "Images built at once, at least 1.")
     var jobs = 4
 
+    @Option(help: "Store format: tiff (one tiled pyramidal TIFF of JPEG tiles, level 0 copied losslessly from an upright JPEG, the default) or raw (one file of RGBA tiles per level).")
+    var format: StoreFormatArgument = .tiff
+
+    @Option(help: "JPEG quality of a TIFF's encoded levels (the lower levels; level 0 too when it cannot be copied), 1...100.")
+    var quality = 85
+
     @OptionGroup var decode: DecodeOptions
 
     func validate() throws {
         guard jobs >= 1 else { throw ValidationError("--jobs must be at least 1, not \(jobs).") }
+        guard (1...100).contains(quality) else { throw ValidationError("--quality must be within 1...100, not \(quality).") }
+        if format == .tiff && decode.tileSize % 16 != 0 {
+            throw ValidationError("a TIFF's tiles are a multiple of 16 pixels: --tile-size \(decode.tileSize) needs --format raw.")
+        }
         if inputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input (-) can be read only once.") }
         _ = try Self.storePaths(inputs: inputs, out: out)
     }
@@ -54,7 +64,9 @@ struct BuildCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let options = decode.buildOptions()
+        var options = decode.buildOptions()
+        if format == .tiff { options.format = .tiff(TIFFWriting(quality: quality)) }
+        let chosen = options
         let inputs = self.inputs
         let stores = try Self.storePaths(inputs: inputs, out: out)
         if let out, inputs.count > 1, !isDirectory(out) {
@@ -69,7 +81,7 @@ struct BuildCommand: AsyncParsableCommand {
         // A progress line on a terminal only.
         let progress: (@Sendable (Int, ImageBuilder.Progress) -> Void)? = isatty(2) == 1 ? printProgress : nil
         let report = await ImageLoader(maximumConcurrency: jobs).load(sources, options: { index in
-            var o = options
+            var o = chosen
             if let store = stores[index] { o.storage = .persistent(path: store) }
             return o
         }, onProgress: progress)
@@ -96,6 +108,8 @@ struct BuildCommand: AsyncParsableCommand {
         if failed { throw ExitCode.failure }
     }
 }
+
+enum StoreFormatArgument: String, ExpressibleByArgument, CaseIterable { case tiff, raw }
 
 /// One progress line on stderr, rewritten in place.
 @Sendable func printProgress(_ index: Int, _ p: ImageBuilder.Progress) {

@@ -123,6 +123,12 @@ func isSameFile(_ a: String, _ b: String) -> Bool {
     return first.st_dev == second.st_dev && first.st_ino == second.st_ino
 }
 
+/// Whether `path` names a TIFF file (by its extension) that exists.
+func isTIFFFile(_ path: String) -> Bool {
+    let lower = path.lowercased()
+    return (lower.hasSuffix(".tif") || lower.hasSuffix(".tiff")) && access(path, F_OK) == 0 && !isDirectory(path)
+}
+
 /// Whether `path` is an existing folder.
 func isDirectory(_ path: String) -> Bool {
     var info = stat()
@@ -155,13 +161,12 @@ func printSummary(_ image: TiledImage, buildTime: Duration?, warnings: Int?, las
     let g = image.geometry
     print("pyramid: \(g.width)x\(g.height) (stored \(g.storedWidth)x\(g.storedHeight), orientation \(g.orientation.rawValue)), \(image.levelCount) levels, \(g.tileSize)px tiles")
     var tiles = 0
-    var bytes = 0
     for index in 0..<image.levelCount {
         let l = g.levels[index]
         tiles += l.tileCount
-        bytes += l.tileCount * g.tileByteCount
-        print("  level \(index): \(l.width)x\(l.height), \(l.columns)x\(l.rows) tiles")
+        print("  level \(index): \(l.width)x\(l.height), \(l.columns)x\(l.rows) tiles, \(image.tileCoding(ofLevel: index) ?? "")")
     }
+    let bytes = image.totalByteCount
     print("tiles: \(tiles), \(String(format: "%.1f", Double(bytes) / 1_048_576)) MiB on disk\(image.storePath.map { " at \($0)" } ?? " (ephemeral)")")
     if let buildTime {
         let s = seconds(buildTime)

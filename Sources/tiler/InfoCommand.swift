@@ -4,15 +4,20 @@ import TileCore
 
 struct InfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "info", abstract: "Print a JPEG's properties, read from its header without decoding.")
+        commandName: "info",
+        abstract: "Print a JPEG's properties, read from its header without decoding; or a store's or TIFF's levels, tile coding and size on disk.")
 
-    @Argument(help: "The JPEG file (- for standard input).")
+    @Argument(help: "The JPEG file (- for standard input), a store folder, or a tiled pyramidal TIFF (.tif).")
     var input: String
 
     @Flag(help: "Print JSON with stable keys.")
     var json = false
 
     func run() throws {
+        if input != "-" && (isDirectory(input) || isTIFFFile(input)) {
+            do { try printStore() } catch { throw fail(input, error) }
+            return
+        }
         do {
             let info = try ImageInfo.read(contentsOfFile: input)
             if json {
@@ -23,6 +28,29 @@ struct InfoCommand: ParsableCommand {
         } catch {
             throw fail(input, error)
         }
+    }
+
+    /// A store's or TIFF's levels, their tile coding, and the bytes on disk.
+    private func printStore() throws {
+        let description = try StoreDescription.read(at: input)
+        let image = isDirectory(input) ? try TiledImage.open(store: input) : try TiledImage.open(tiff: input)
+        let g = image.geometry
+        let kind = isDirectory(input) ? "\(description.format) store" : "tiled TIFF"
+        var lines = ["\(escapingControlCharacters(input)): \(kind), \(g.width)x\(g.height), \(image.levelCount) levels, \(g.tileSize)px tiles"]
+        if let levelZero = description.levelZero {
+            lines.append("level 0: \(levelZero)\(description.levelZeroReason.map { " (\($0))" } ?? "")\(description.quality.map { ", lower levels at JPEG quality \($0)" } ?? "")")
+        }
+        for index in 0..<image.levelCount {
+            let l = g.levels[index]
+            lines.append("  level \(index): \(l.width)x\(l.height), \(l.columns)x\(l.rows) tiles, \(image.tileCoding(ofLevel: index) ?? "")")
+        }
+        let megabytes = Double(description.byteCount) / 1e6
+        var size = String(format: "size on disk: %d bytes (%.1f MB)", description.byteCount, megabytes)
+        if let source = description.sourceByteCount, source > 0 {
+            size += String(format: ", %.2fx the source's %d bytes", Double(description.byteCount) / Double(source), source)
+        }
+        lines.append(size)
+        print(lines.joined(separator: "\n"))
     }
 
     private func printInfo(_ info: ImageInfo) {

@@ -10,7 +10,7 @@ struct RenderCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "render", abstract: "Write one whole level as a binary PPM (P6), upright.")
 
-    @Argument(help: "A JPEG file (- for standard input), or a store folder written by `tiler build --out`.")
+    @Argument(help: "A JPEG file (- for standard input), a store folder written by `tiler build --out`, or a tiled pyramidal TIFF (.tif).")
     var input: String
 
     @Option(help: "The level: 0 is full resolution, as numbered by `tiler build` and `tiler info`.")
@@ -31,7 +31,9 @@ struct RenderCommand: ParsableCommand {
                 throw TileError(.invalidArgument, "\(out) is the input; it would be overwritten")
             }
             let image: TiledImage
-            if input != "-" && isDirectory(input) {
+            if input != "-" && isTIFFFile(input) {
+                image = try TiledImage.open(tiff: input)
+            } else if input != "-" && isDirectory(input) {
                 image = try TiledImage.open(store: input, orientation: decode.orientation.option)
             } else {
                 image = try buildLevels(upTo: level)

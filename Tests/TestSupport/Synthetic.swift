@@ -12,10 +12,11 @@ public enum Synthetic {
         public var progressive = false
         public var restartRows = 0
         public var quality = 90
+        public var arithmetic = false
 
         public init(
             width: Int, height: Int, grayscale: Bool = false, subsampling: JPEGEncoder.Subsampling = .s420,
-            progressive: Bool = false, restartRows: Int = 0, quality: Int = 90
+            progressive: Bool = false, restartRows: Int = 0, quality: Int = 90, arithmetic: Bool = false
         ) {
             self.width = width
             self.height = height
@@ -24,11 +25,12 @@ public enum Synthetic {
             self.progressive = progressive
             self.restartRows = restartRows
             self.quality = quality
+            self.arithmetic = arithmetic
         }
 
         public var description: String {
             let kind = grayscale ? "gray" : "\(subsampling)"
-            return "\(width)x\(height) \(kind)\(progressive ? " progressive" : "")\(restartRows > 0 ? " rst\(restartRows)" : "")"
+            return "\(width)x\(height) \(kind)\(progressive ? " progressive" : "")\(arithmetic ? " arithmetic" : "")\(restartRows > 0 ? " rst\(restartRows)" : "")"
         }
     }
 
@@ -71,6 +73,7 @@ public enum Synthetic {
         options.subsampling = spec.subsampling
         options.progressive = spec.progressive
         options.restartRows = spec.restartRows
+        options.arithmeticCoding = spec.arithmetic
         var pixels = pixels(width: spec.width, height: spec.height, seed: seed)
         if spec.grayscale {
             pixels = stride(from: 0, to: pixels.count, by: 4).map { pixels[$0] / 2 &+ pixels[$0 + 1] / 2 }
@@ -78,6 +81,17 @@ public enum Synthetic {
         return try JPEGEncoder.encode(
             pixels: pixels, width: spec.width, height: spec.height, input: spec.grayscale ? .grayscale : .rgba,
             options: options)
+    }
+
+    /// A JPEG of ``smooth(width:height:)`` at `quality` and `subsampling`: for checks that allow a
+    /// lossy step's loss.
+    public static func smoothJPEG(
+        width: Int, height: Int, quality: Int = 90, subsampling: JPEGEncoder.Subsampling = .s420
+    ) throws -> Data {
+        var options = JPEGEncoder.Options()
+        options.quality = quality
+        options.subsampling = subsampling
+        return try JPEGEncoder.encode(pixels: smooth(width: width, height: height), width: width, height: height, options: options)
     }
 
     /// Builds a pyramid feeding `data` in chunks of `chunk` bytes.

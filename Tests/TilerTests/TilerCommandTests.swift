@@ -100,11 +100,11 @@ struct TilerCommandTests {
         #expect(FileManager.default.contents(atPath: "\(folder)/base.jpg") == original)
     }
 
-    @Test("render honours --orientation for a store as for a JPEG")
+    @Test("render honours --orientation for a raw store as for a JPEG")
     func renderStoreOrientation() throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        #expect(try Self.run(["build", "base.jpg", "--orientation", "6", "--out", "s.tiles"], in: folder).status == 0)
+        #expect(try Self.run(["build", "base.jpg", "--format", "raw", "--orientation", "6", "--out", "s.tiles"], in: folder).status == 0)
         for (orientation, expected) in [("none", "base.jpg"), ("6", "base.jpg")] {
             #expect(try Self.run(["render", "s.tiles", "--orientation", orientation, "--out", "store.ppm"], in: folder).status == 0)
             #expect(try Self.run(["render", expected, "--orientation", orientation, "--out", "jpeg.ppm"], in: folder).status == 0)

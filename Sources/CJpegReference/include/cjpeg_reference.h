@@ -31,6 +31,31 @@ int32_t cjs_reference_decode_file_discard(const char *path, cjs_reference_result
 /** Decodes a whole PNG in memory with libpng (png_image) to RGBA rows, width * 4 bytes each: for
  *  tests of the exported PNG tiles. Returns 0, or -1 with result->message. */
 int32_t cjs_reference_decode_png(const void *data, size_t length, void **out, cjs_reference_result *result);
+/** One component's quantized DCT coefficients, as libjpeg reads them (natural order, int16). */
+typedef struct {
+    uint32_t h, v;
+    uint32_t width_in_blocks, height_in_blocks;
+    /** width_in_blocks * height_in_blocks blocks of 64, row after row; malloc'd. */
+    int16_t *blocks;
+    /** The component's quantisation table, natural order. */
+    uint16_t quant[64];
+} cjs_reference_component;
+
+typedef struct {
+    int32_t components;
+    cjs_reference_component component[4];
+    char message[200];
+} cjs_reference_coefficients;
+
+/**
+ * Reads a JPEG's coefficients with jpeg_read_coefficients: `tables` (an abbreviated tables-only
+ * stream, may be NULL) first, then `data`. Returns 0, or -1 with out->message. Free the blocks with
+ * cjs_reference_free_coefficients.
+ */
+int32_t cjs_reference_read_coefficients(const void *tables, size_t tables_length, const void *data, size_t length,
+                                        cjs_reference_coefficients *out);
+void cjs_reference_free_coefficients(cjs_reference_coefficients *c);
+
 /** Frees what cjs_reference_decode returned. */
 void cjs_reference_free(void *pointer);
 

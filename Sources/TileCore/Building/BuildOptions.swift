@@ -8,6 +8,8 @@ public struct BuildOptions: Sendable, Hashable {
     public var orientation: OrientationOption = .fromExif
     /// Ephemeral files (default) or a persistent store folder.
     public var storage: TileStorage = .ephemeral()
+    /// Raw level files (the default) or a tiled pyramidal TIFF (``StoreFormat``).
+    public var format: StoreFormat = .raw
     /// How rows reach the level files. Default: the band writer, writing behind with `O_DIRECT`
     /// (``LevelWriter/bands(_:)`` with ``BandWriting``'s defaults).
     public var writer: LevelWriter = .bands()

@@ -17,6 +17,8 @@ final class PyramidWriter {
     /// Where the rows also go; stopped before the pyramid's threads are joined (a worker may be
     /// waiting in it), released after.
     private let export: ExportSession?
+    /// The TIFF the levels' tiles go to, kept until the pyramid's threads are joined.
+    private let tiff: TIFFPyramidWriter?
 
     /// Creates the pyramid over `files` (`cjs_pyramid_create`), which it keeps until its threads stop.
     /// - Throws: ``TileError/Code/invalidArgument`` for a band size that does not divide the tile size,
@@ -25,14 +27,21 @@ final class PyramidWriter {
     /// - Parameters:
     ///   - writer: how the level files are written; `nil` for none (the rows go only to `export`).
     ///   - export: an export that takes every level's rows too; its levels must be the geometry's.
+    ///   - tiff: a TIFF whose levels from `firstLevel` down are encoded from the rows at `quality`
+    ///     (`writer` is then nil; level 0 is copied from the coefficients when `firstLevel` is 1).
     init(
         geometry: TileGeometry, files: LevelFiles, progress: TileRowCounters, writer: LevelWriter?,
-        export: ExportSession? = nil
+        export: ExportSession? = nil, tiff: (writer: TIFFPyramidWriter, firstLevel: Int, quality: Int)? = nil
     ) throws(TileError) {
-        precondition(writer != nil || export != nil, "a pyramid writes somewhere")
+        precondition(writer != nil || export != nil || tiff != nil, "a pyramid writes somewhere")
         var config = cjs_writer_config()
         config.export_to = export?.handle
         switch writer {
+        case nil where tiff != nil:
+            config.kind = Int32(CJS_WRITER_TIFF.rawValue)
+            config.tiff = tiff?.writer.handle
+            config.tiff_quality = Int32(tiff?.quality ?? 0)
+            config.tiff_first_level = UInt32(tiff?.firstLevel ?? 0)
         case nil:
             config.kind = Int32(CJS_WRITER_NONE.rawValue)
         case .window:
@@ -52,7 +61,7 @@ final class PyramidWriter {
         }
         let levels = geometry.levels.enumerated().map { index, level in
             cjs_level(
-                fd: files.descriptors[index], width: UInt32(level.storedWidth), height: UInt32(level.storedHeight),
+                fd: tiff == nil ? files.descriptors[index] : -1, width: UInt32(level.storedWidth), height: UInt32(level.storedHeight),
                 x_offset: UInt32(level.storedXOffset), y_offset: UInt32(level.storedYOffset),
                 columns: UInt32(level.storedColumns), rows: UInt32(level.storedRows))
         }
@@ -60,7 +69,8 @@ final class PyramidWriter {
         var number: Int32 = 0
         let status = levels.withUnsafeBufferPointer {
             cjs_pyramid_create(
-                $0.baseAddress, UInt32($0.count), UInt32(geometry.tileSize), &config, progress.entries, &handle, &number)
+                $0.baseAddress, UInt32($0.count), UInt32(geometry.tileSize), &config, tiff == nil ? progress.entries : nil,
+                &handle, &number)
         }
         guard status == CJS_OK, let handle else {
             switch status {
@@ -73,6 +83,7 @@ final class PyramidWriter {
         self.progress = progress
         self.files = files
         self.export = export
+        self.tiff = tiff?.writer
         levelCount = levels.count
     }
 

@@ -15,6 +15,8 @@ struct StagedStore {
     /// Where the build's other temporary files go (a progressive JPEG's coefficient file): the
     /// staging folder, or the ephemeral files' folder.
     let scratchDirectory: String
+    /// The descriptors publishing syncs (`nil`: every file's; a TIFF store's spool is not synced).
+    var publishedDescriptors: [Int32]? = nil
 
     static func create(_ storage: TileStorage, levelCount: Int) throws(TileError) -> StagedStore {
         switch storage {
@@ -69,7 +71,7 @@ struct StagedStore {
     /// Makes the store visible at its final path: data synced, manifest written, one rename.
     func publish(_ manifest: StoreManifest) throws(TileError) {
         guard let stagingPath, let finalPath else { return }
-        for fd in files.descriptors where fdatasync(fd) != 0 {
+        for fd in publishedDescriptors ?? files.descriptors where fdatasync(fd) != 0 {
             throw SystemCall.error("cannot sync a level file in", path: stagingPath)
         }
         try SystemCall.createSynced("\(stagingPath)/\(StoreManifest.fileName)", try manifest.encoded())

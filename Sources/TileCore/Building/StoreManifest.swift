@@ -6,7 +6,27 @@ import Glibc
 /// The small JSON document that describes a persistent store.
 struct StoreManifest: Codable, Equatable {
     static let currentFormatVersion = 1
+    /// A TIFF store's: readers of version 1 refuse it rather than look for level files.
+    static let tiffFormatVersion = 2
     static let fileName = "manifest.json"
+    /// The TIFF of a TIFF store.
+    static let tiffFileName = "pyramid.tif"
+
+    /// How a TIFF store's pyramid was made.
+    struct TIFFDetails: Codable, Equatable {
+        /// The TIFF's name in the store folder.
+        var file: String
+        /// `"copied"`: level 0's tiles hold the source's own DCT coefficients (lossless); `"encoded"`:
+        /// level 0 was decoded and encoded at `quality` (a turned image, CMYK, RGB-coded, ...).
+        var levelZero: String
+        /// Why level 0 was encoded, when it was.
+        var levelZeroReason: String?
+        /// JPEG quality of the encoded levels.
+        var quality: Int
+        var bigTIFF: Bool
+        /// The orientation the source's pixels were turned by (the TIFF is upright).
+        var sourceOrientation: Int
+    }
 
     struct Level: Codable, Equatable {
         var storedWidth: Int
@@ -24,6 +44,9 @@ struct StoreManifest: Codable, Equatable {
     var sourceFingerprint: String
     var warningCount: Int
     var wasTruncated: Bool
+    /// `nil` (raw level files) or `"tiff"`.
+    var format: String?
+    var tiff: TIFFDetails?
 
     static func levelFileName(_ index: Int) -> String { "level-\(index).tiles" }
 

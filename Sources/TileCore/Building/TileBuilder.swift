@@ -14,7 +14,7 @@ public import Foundation
 /// On any error the builder's files are removed, the error is thrown, and every later call throws it
 /// again.
 public final class TileBuilder {
-    private enum State {
+    enum State {
         case readingHeader
         case starting(Pipeline)
         case scanning(Pipeline)
@@ -24,12 +24,14 @@ public final class TileBuilder {
     }
 
     /// Everything that exists once the header has been read.
-    private struct Pipeline {
+    struct Pipeline {
         var image: TiledImage
         var store: StagedStore
         var writer: PyramidWriter
         /// Tiles encoded from the rows as they come (``TileExporter``), or nil.
         var export: ExportSession?
+        /// A TIFF store's writer and how its level 0 is made, or nil for raw level files.
+        var tiff: TIFFBuild?
     }
 
     /// What ``TileExporter`` asks of a build: an export fed the rows as they are decoded (when the
@@ -41,7 +43,7 @@ public final class TileBuilder {
         var writesStore: Bool
     }
 
-    private let exportTarget: ExportTarget?
+    let exportTarget: ExportTarget?
     /// The export fed from this build's rows, once the header has been read (nil when the image is
     /// turned: ``TileExporter`` then exports the finished pyramid).
     private(set) var exportSession: ExportSession?
@@ -57,15 +59,15 @@ public final class TileBuilder {
     /// Bytes appended after the pyramid was complete (after the end-of-image marker, in later
     /// chunks): counted and dropped, never buffered or decoded.
     public private(set) var bytesAfterImage = 0
-    private var state = State.readingHeader
-    private let decoder: JPEGDecoder
-    private var headerReader = HeaderReader()
-    private var fingerprint = Fingerprint()
+    var state = State.readingHeader
+    let decoder: JPEGDecoder
+    var headerReader = HeaderReader()
+    var fingerprint = Fingerprint()
     /// While previews may still be made: the bytes so far, from the first, and where their scans end.
-    private var preview: PreviewState?
+    var preview: PreviewState?
     private var previewJob: PreviewJob?
 
-    private struct PreviewState {
+    struct PreviewState {
         var bytes: [UInt8] = []
         var scans = ScanBoundaries()
         var made = 0
@@ -90,7 +92,8 @@ public final class TileBuilder {
         decoder = try JPEGDecoder(
             warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount,
             allowsTruncation: options.allowTruncated)
-        let previews = options.preview.scanCount(streaming: false)
+        // Previews write raw level files: a TIFF store has none to write into.
+        let previews = options.format == .raw ? options.preview.scanCount(streaming: false) : 0
         if previews > 0 { preview = PreviewState(limit: previews) }
     }
 
@@ -183,7 +186,11 @@ public final class TileBuilder {
     /// - Throws: the writer's ``TileError/Code/io`` error, if writing failed.
     public func waitUntilWritten() throws(TileError) {
         switch state {
-        case .starting(let p), .scanning(let p), .finishing(let p): try guarded { () throws(TileError) in try p.writer.sync() }
+        case .starting(let p), .scanning(let p), .finishing(let p):
+            try guarded { () throws(TileError) in
+                try p.writer.sync()
+                try decoder.syncTranscode()  // a TIFF's level 0, copied on a thread of its own
+            }
         case .failed(let error): throw error
         case .readingHeader, .complete: return
         }
@@ -235,7 +242,7 @@ public final class TileBuilder {
 
     /// Stops the preview being made, if any, and waits until nothing of it writes: from the moment the
     /// image's rows come out, only the build writes the coarse levels.
-    private func stopPreviews() {
+    func stopPreviews() {
         preview = nil
         previewJob?.stop()
         previewJob = nil
@@ -305,70 +312,11 @@ public final class TileBuilder {
 
     private func prepare(_ header: JPEGHeader) throws(TileError) -> Pipeline {
         self.header = header
-        let parts = try makePipelineParts(header)
-        info = parts.info
-        exportSession = parts.export
+        let (pipeline, info) = try makePipeline(header)
+        self.info = info
+        exportSession = pipeline.export
         headerReader = HeaderReader()
-        return Pipeline(image: parts.image, store: parts.store, writer: parts.writer, export: parts.export)
-    }
-
-    private func complete(_ p: Pipeline) throws(TileError) {
-        try p.writer.finish()
-        try p.export?.waitUntilWritten()
-        if case .persistent = options.storage {
-            let geometry = p.image.geometry
-            try p.store.publish(
-                StoreManifest(
-                    formatVersion: StoreManifest.currentFormatVersion, storedWidth: geometry.storedWidth,
-                    storedHeight: geometry.storedHeight, orientation: geometry.orientation.rawValue,
-                    tileSize: geometry.tileSize,
-                    levels: geometry.levels.map { .init(storedWidth: $0.storedWidth, storedHeight: $0.storedHeight) },
-                    sourceByteCount: bytesReceived, sourceFingerprint: fingerprint.hex,
-                    warningCount: decoder.warningCount, wasTruncated: decoder.isTruncated))
-        }
-        stopPreviews()
-        state = .complete(p.image)
-    }
-
-    /// Checks the header against the limits, then sizes the files: nothing touches the disk before.
-    private func makePipelineParts(_ header: JPEGHeader) throws(TileError)
-        -> (image: TiledImage, store: StagedStore, writer: PyramidWriter, export: ExportSession?, info: ImageInfo)
-    {
-        guard header.width > 0, header.height > 0 else {
-            throw TileError(.corrupt, "the frame header declares an empty image (\(header.width)x\(header.height))")
-        }
-        guard header.width * header.height <= options.maximumPixelCount else {
-            throw TileError(
-                .tooLarge,
-                "\(header.width)x\(header.height) is over the limit of \(options.maximumPixelCount) pixels")
-        }
-        let info = ImageInfo(header: header, segments: headerReader.segments)
-        let orientation = options.orientation.resolve(exif: info.exifOrientation)
-        // An export streams when the rows come out upright; else it reads the finished store.
-        let streams = exportTarget != nil && orientation == .identity
-        let geometry = try TileGeometry(
-            storedWidth: header.width, storedHeight: header.height, orientation: orientation,
-            tileSize: options.tileSize, levels: streams ? .count(64) : options.levels)
-        let store = try StagedStore.create(options.storage, levelCount: geometry.levels.count)
-        do {
-            let image = TiledImage(
-                geometry: geometry, files: store.files, storePath: store.finalPath, complete: false)
-            var export: ExportSession?
-            if streams, let target = exportTarget {
-                let plan = try ExportPlan(
-                    name: target.name, width: geometry.width, height: geometry.height, options: target.options)
-                export = try ExportSession(plan: plan, root: target.root)
-            }
-            let writer = try PyramidWriter(
-                geometry: geometry, files: store.files, progress: image.progress,
-                writer: export == nil || exportTarget?.writesStore == true ? options.writer : nil, export: export)
-            try decoder.storeCoefficients(
-                options.coefficientStorage, in: store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
-            return (image, store, writer, export, info)
-        } catch {
-            store.discard()
-            throw error
-        }
+        return pipeline
     }
 
     /// Ends a build that has not completed: its files are removed and its image reads fail.

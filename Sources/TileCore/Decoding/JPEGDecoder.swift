@@ -10,7 +10,9 @@ import Glibc
 final class JPEGDecoder {
     enum Step { case needData, ready, done }
 
-    private let handle: OpaquePointer
+    let handle: OpaquePointer
+    /// The TIFF whose level 0 the decoder's transcoder writes: kept alive as long as the decoder.
+    var transcodeTarget: TIFFPyramidWriter?
 
     /// - Parameters:
     ///   - warningLimit: corrupt-data warnings tolerated (`nil`: no limit).

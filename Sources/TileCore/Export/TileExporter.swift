@@ -172,8 +172,14 @@ public final class TileExporter {
     {
         let plan = try ExportPlan(name: name, width: image.geometry.width, height: image.geometry.height, options: options)
         let session = try ExportSession(plan: plan, root: root)
+        // A level whose size is not the plan's (a TIFF of libvips', which rounds half sizes down) and
+        // those below it are shrunk from the last level that matches.
+        let matching = (0..<image.levelCount).prefix { index in
+            image.geometry.levels[index].width == plan.levels[index].width
+                && image.geometry.levels[index].height == plan.levels[index].height
+        }.count
         do throws(TileError) {
-            for level in 0..<image.levelCount {
+            for level in 0..<matching {
                 let l = try image.level(level)
                 var failure: TileError?
                 try image.readRegion(level: level, x0: 0, y0: 0, x1: l.width, y1: l.height) { row in
@@ -183,14 +189,14 @@ public final class TileExporter {
                 }
                 if let failure { throw failure }
             }
-            let smallest = try image.level(image.levelCount - 1)
+            let smallest = try image.level(matching - 1)
             var bytes: [UInt8] = []
             bytes.reserveCapacity(smallest.width * smallest.height * 4)
             try image.readRegion(level: smallest.index, x0: 0, y0: 0, x1: smallest.width, y1: smallest.height) {
                 bytes.append(contentsOf: $0)
             }
             var last = RGBAPixels(width: smallest.width, height: smallest.height, bytes: bytes)
-            for level in image.levelCount..<plan.levels.count {
+            for level in matching..<plan.levels.count {
                 last = last.halved()
                 let rowBytes = last.width * 4
                 for y in 0..<last.height {

@@ -5,9 +5,11 @@ import Darwin
 #endif
 
 extension TiledImage {
-    /// Bytes of complete tile rows written to the level files so far.
+    /// Bytes of complete tile rows written to the level files so far (a TIFF pyramid: its tiles' bytes
+    /// written so far, or the file's size).
     public var bytesWritten: Int {
-        geometry.levels.indices.reduce(0) { sum, index in
+        if let tiff { return tiff.byteCount }
+        return geometry.levels.indices.reduce(0) { sum, index in
             sum + progress[index] * geometry.levels[index].storedColumns * geometry.tileByteCount
         }
     }
@@ -18,14 +20,26 @@ extension TiledImage {
         geometry.levels.indices.contains(level) ? progress[level] : 0
     }
 
-    /// Bytes the level files take when complete.
-    public var totalByteCount: Int { geometry.levels.indices.reduce(0) { $0 + geometry.byteCount(ofLevel: $1) } }
+    /// Bytes the level files take when complete (a TIFF pyramid: the TIFF file's size, final once the
+    /// pyramid is complete; JPEG sizes are not known before).
+    public var totalByteCount: Int {
+        if let tiff { return tiff.fileByteCount }
+        return geometry.levels.indices.reduce(0) { $0 + geometry.byteCount(ofLevel: $1) }
+    }
 
     /// Pushes written tile data to the disk (`fdatasync`) and drops its pages from the page cache
     /// (`posix_fadvise(POSIX_FADV_DONTNEED)` over the complete tile rows), so written data does not
     /// pile up in memory. Blocks for as long as the disk takes.
     /// - Throws: ``TileError/Code/io`` when the sync fails (the data may not be on the disk).
     public func flushWrittenData() throws(TileError) {
+        if tiff != nil {
+            // A TIFF's tiles are appended: the whole file so far is written data.
+            for fd in files.descriptors {
+                guard fdatasync(fd) == 0 else { throw SystemCall.error("cannot sync the TIFF", path: storePath) }
+                _ = posix_fadvise(fd, 0, 0, Int32(POSIX_FADV_DONTNEED))
+            }
+            return
+        }
         for (index, fd) in files.descriptors.enumerated() {
             guard fdatasync(fd) == 0 else { throw SystemCall.error("cannot sync level \(index)", path: storePath) }
             let rows = progress[index]

@@ -1,7 +1,8 @@
 import Foundation
 
 extension TiledImage {
-    /// Reopens a complete persistent store without decoding anything.
+    /// Reopens a complete persistent store without decoding anything: raw level files, or a TIFF store
+    /// (``StoreFormat/tiff(_:)``), whose tiles are then decoded one at a time.
     /// - Parameters:
     ///   - path: the store folder a build with ``TileStorage/persistent(path:)`` published.
     ///   - option: the display orientation, applied at read time as for a build: ``OrientationOption/fromExif``
@@ -10,7 +11,8 @@ extension TiledImage {
     ///     ``OrientationOption/fixed(_:)`` applies that one. The files are the same either way:
     ///     a store keeps source order. Where the new orientation puts the padding elsewhere than the
     ///     build's did (a flip along another axis), each tile is assembled from the up to four stored
-    ///     tiles it straddles: up to four reads instead of one.
+    ///     tiles it straddles: up to four reads instead of one. A TIFF store is written upright: the
+    ///     option is not applied to it.
     /// - Throws: ``TileError/Code/invalidStore`` when the folder is not a complete store of this format
     ///   (a half-written store never has a manifest at its final path), ``TileError/Code/io``.
     ///   Opening changes nothing on disk (leftovers of builds that died are the next build's to remove).
@@ -18,6 +20,7 @@ extension TiledImage {
         -> TiledImage
     {
         let manifest = try StoreManifest.read(store: path)
+        if manifest.format == "tiff" { return try openTIFFStore(path, manifest) }
         guard manifest.formatVersion == StoreManifest.currentFormatVersion else {
             throw TileError(.invalidStore, "\(path): store format \(manifest.formatVersion) is not supported")
         }

@@ -30,15 +30,22 @@ public final class TiledImage: Sendable {
     let previewProgress: TileRowCounters
     /// The scan the preview shows (0: no preview).
     let previewScanNumber = Atomic<Int>(0)
+    /// For a TIFF pyramid (``StoreFormat/tiff(_:)``, ``open(tiff:)``): where its tiles are and how they
+    /// decode; `nil` for raw level files.
+    let tiff: TIFFSource?
     private let state: Mutex<State>
     private let scratchBytes = Atomic<Int>(0)
 
-    init(geometry: TileGeometry, files: LevelFiles, storePath: String?, complete: Bool) {
+    init(
+        geometry: TileGeometry, files: LevelFiles, storePath: String?, complete: Bool, tiff: TIFFSource? = nil,
+        progress given: TileRowCounters? = nil
+    ) {
         self.geometry = geometry
         self.files = files
         self.storePath = storePath
+        self.tiff = tiff
         let count = geometry.levels.count
-        progress = TileRowCounters(count: count, initialValues: complete ? geometry.levels.map(\.storedRows) : nil)
+        progress = given ?? TileRowCounters(count: count, initialValues: complete ? geometry.levels.map(\.storedRows) : nil)
         previewProgress = TileRowCounters(count: count)
         state = Mutex(
             State(
@@ -88,6 +95,7 @@ public final class TiledImage: Sendable {
         guard buffer.count >= byteCount, let destination = buffer.baseAddress else {
             throw TileError(.invalidArgument, "a tile needs \(byteCount) bytes, the buffer has \(buffer.count)")
         }
+        if tiff != nil { return try readTIFFTile(level: level, column: column, row: row, into: destination) }
         guard geometry.readsWholeTiles else {
             return try readAssembledTile(level: level, column: column, row: row, into: destination)
         }
@@ -121,7 +129,7 @@ public final class TiledImage: Sendable {
     func readTileRows(level: Int, column: Int, row: Int, rows: Range<Int>, into buffer: UnsafeMutableRawBufferPointer)
         throws(TileError) -> Int
     {
-        guard geometry.orientation == .identity, geometry.readsWholeTiles, rows.count < geometry.tileSize else {
+        guard tiff == nil, geometry.orientation == .identity, geometry.readsWholeTiles, rows.count < geometry.tileSize else {
             try readTile(level: level, column: column, row: row, into: buffer)
             return 0
         }
@@ -156,10 +164,11 @@ public final class TiledImage: Sendable {
     public func withTile<R>(level: Int, column: Int, row: Int, _ body: (UnsafeRawBufferPointer) throws -> R)
         throws -> R
     {
-        guard geometry.readsWholeTiles else {
+        guard geometry.readsWholeTiles, tiff == nil else {
             let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: geometry.tileByteCount, alignment: 16)
             defer { scratch.deallocate() }
-            try readAssembledTile(level: level, column: column, row: row, into: scratch.baseAddress!)
+            if tiff != nil { try readTIFFTile(level: level, column: column, row: row, into: scratch.baseAddress!) }
+            else { try readAssembledTile(level: level, column: column, row: row, into: scratch.baseAddress!) }
             return try body(UnsafeRawBufferPointer(scratch))
         }
         let (offset, _) = try checkedLocation(level: level, column: column, row: row)

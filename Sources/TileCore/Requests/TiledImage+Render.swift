@@ -24,7 +24,7 @@ extension TiledImage {
         let (width, height) = (x1 - x0, y1 - y0)
         let (outputWidth, outputHeight) = (min(request.scaledWidth, width), min(request.scaledHeight, height))
         var resampler: AreaResampler
-        if geometry.orientation == .identity && geometry.readsWholeTiles {
+        if geometry.orientation == .identity && geometry.readsWholeTiles && tiff == nil {
             resampler = try resampleMapped(level: k, x0: x0, y0: y0, x1: x1, y1: y1, outputWidth, outputHeight, deadline)
         } else {
             resampler = AreaResampler(inputWidth: width, inputHeight: height, outputWidth: outputWidth, outputHeight: outputHeight)
@@ -80,6 +80,8 @@ extension TiledImage {
             x1 = min(top.width, max(x0 + 1, (request.x + request.width + half) >> k))
             y1 = min(top.height, max(y0 + 1, (request.y + request.height + half) >> k))
         }
+        // A level libvips rounded down (a TIFF of its) ends a pixel before the region's rounded-up end.
+        (x1, y1) = (min(x1, try level(k).width), min(y1, try level(k).height))
         return (k, x0, y0, x1, y1)
     }
 

@@ -8,6 +8,8 @@ public final class JPEGEncoder {
     /// Chroma subsampling of a colour JPEG.
     public enum Subsampling: Sendable, Hashable {
         case s444, s422, s420
+        /// Luma 4x1 (4:1:1) and 1x2 (4:4:0): rarer samplings, for tests of what readers accept.
+        case s411, s440
     }
 
     /// Encoding settings.
@@ -20,6 +22,8 @@ public final class JPEGEncoder {
         /// A restart marker every this many MCU rows (0: none).
         public var restartRows = 0
         public var optimizeCoding = false
+        /// Arithmetic coding instead of Huffman (libjpeg-turbo writes and reads it; browsers do not).
+        public var arithmeticCoding = false
         public init() {}
     }
 
@@ -43,12 +47,19 @@ public final class JPEGEncoder {
         guard (1...65500).contains(width), (1...65500).contains(height) else {
             throw TileError(.invalidArgument, "cannot encode a \(width)x\(height) JPEG")
         }
-        let sampling: (Int32, Int32) = switch options.subsampling { case .s444: (1, 1) case .s422: (2, 1) case .s420: (2, 2) }
+        let sampling: (Int32, Int32) =
+            switch options.subsampling {
+            case .s444: (1, 1)
+            case .s422: (2, 1)
+            case .s420: (2, 2)
+            case .s411: (4, 1)
+            case .s440: (1, 2)
+            }
         var o = cjs_encoder_options(
             width: UInt32(width), height: UInt32(height), components: input == .rgba ? 3 : 1,
             quality: Int32(options.quality), h_sampling: sampling.0, v_sampling: sampling.1,
             progressive: options.progressive ? 1 : 0, restart_rows: Int32(options.restartRows),
-            optimize_coding: options.optimizeCoding ? 1 : 0)
+            optimize_coding: options.optimizeCoding ? 1 : 0, arithmetic: options.arithmeticCoding ? 1 : 0)
         var handle: OpaquePointer?
         guard cjs_encoder_create(&o, &handle) == CJS_OK, let handle else {
             throw TileError(.invalidArgument, "libjpeg refused the encoder settings")

@@ -1,0 +1,80 @@
+extension TileBuilder {
+    /// Checks the header against the limits, then sizes the files: nothing touches the disk before.
+    /// A TIFF store's pipeline is made by ``makeTIFFPipeline(_:info:orientation:)``.
+    func makePipeline(_ header: JPEGHeader) throws(TileError) -> (Pipeline, ImageInfo) {
+        guard header.width > 0, header.height > 0 else {
+            throw TileError(.corrupt, "the frame header declares an empty image (\(header.width)x\(header.height))")
+        }
+        guard header.width * header.height <= options.maximumPixelCount else {
+            throw TileError(
+                .tooLarge,
+                "\(header.width)x\(header.height) is over the limit of \(options.maximumPixelCount) pixels")
+        }
+        let info = ImageInfo(header: header, segments: headerReader.segments)
+        let orientation = options.orientation.resolve(exif: info.exifOrientation)
+        if case .tiff(let tiff) = options.format {
+            return (try makeTIFFPipeline(header, info: info, orientation: orientation, tiff: tiff), info)
+        }
+        return (try makeRawPipeline(header, info: info, orientation: orientation, storage: options.storage), info)
+    }
+
+    /// Raw level files in `storage`: the default format, and the scratch pyramid of a TIFF store whose
+    /// image is turned.
+    func makeRawPipeline(_ header: JPEGHeader, info: ImageInfo, orientation: ImageOrientation, storage: TileStorage)
+        throws(TileError) -> Pipeline
+    {
+        // An export streams when the rows come out upright; else it reads the finished store.
+        let streams = exportTarget != nil && orientation == .identity
+        let geometry = try TileGeometry(
+            storedWidth: header.width, storedHeight: header.height, orientation: orientation,
+            tileSize: options.tileSize, levels: streams ? .count(64) : options.levels)
+        let store = try StagedStore.create(storage, levelCount: geometry.levels.count)
+        do {
+            let image = TiledImage(
+                geometry: geometry, files: store.files, storePath: store.finalPath, complete: false)
+            var export: ExportSession?
+            if streams, let target = exportTarget {
+                let plan = try ExportPlan(
+                    name: target.name, width: geometry.width, height: geometry.height, options: target.options)
+                export = try ExportSession(plan: plan, root: target.root)
+            }
+            let writer = try PyramidWriter(
+                geometry: geometry, files: store.files, progress: image.progress,
+                writer: export == nil || exportTarget?.writesStore == true ? options.writer : nil, export: export)
+            try decoder.storeCoefficients(
+                options.coefficientStorage, in: store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
+            return Pipeline(image: image, store: store, writer: writer, export: export)
+        } catch {
+            store.discard()
+            throw error
+        }
+    }
+
+    /// Waits for the writers, publishes a persistent store, and completes the build.
+    func complete(_ p: Pipeline) throws(TileError) {
+        try p.writer.finish()
+        try p.export?.waitUntilWritten()
+        if let tiff = p.tiff {
+            let image = try completeTIFF(p, tiff)
+            stopPreviews()
+            state = .complete(image)
+            return
+        }
+        if case .persistent = options.storage {
+            try p.store.publish(manifest(for: p.image.geometry))
+        }
+        stopPreviews()
+        state = .complete(p.image)
+    }
+
+    /// The manifest of a store of this build's source.
+    func manifest(for geometry: TileGeometry, tiff: StoreManifest.TIFFDetails? = nil) -> StoreManifest {
+        StoreManifest(
+            formatVersion: tiff == nil ? StoreManifest.currentFormatVersion : StoreManifest.tiffFormatVersion,
+            storedWidth: geometry.storedWidth, storedHeight: geometry.storedHeight,
+            orientation: geometry.orientation.rawValue, tileSize: geometry.tileSize,
+            levels: geometry.levels.map { .init(storedWidth: $0.storedWidth, storedHeight: $0.storedHeight) },
+            sourceByteCount: bytesReceived, sourceFingerprint: fingerprint.hex, warningCount: decoder.warningCount,
+            wasTruncated: decoder.isTruncated, format: tiff == nil ? nil : "tiff", tiff: tiff)
+    }
+}

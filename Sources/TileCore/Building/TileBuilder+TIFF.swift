@@ -1,0 +1,142 @@
+import Foundation
+
+/// A TIFF store's build: its writer, and how its level 0 is made.
+struct TIFFBuild {
+    enum LevelZero {
+        /// From the source's DCT coefficients (lossless).
+        case copied
+        /// Decoded and encoded, for `reason`.
+        case encoded(reason: String)
+        /// The image is turned: built into a scratch raw pyramid first, then encoded upright.
+        case turned
+    }
+
+    /// `nil` while a turned image is built into its scratch pyramid.
+    var writer: TIFFPyramidWriter?
+    var levelZero: LevelZero
+    var options: TIFFWriting
+}
+
+extension TileBuilder {
+    /// A TIFF store's pipeline: the TIFF, its level 0 copied from the coefficients when the JPEG and the
+    /// tile size allow it (else encoded from the rows), its lower levels encoded from the shrink. A
+    /// turned image is built into a scratch raw pyramid first and encoded upright when complete.
+    func makeTIFFPipeline(_ header: JPEGHeader, info: ImageInfo, orientation: ImageOrientation, tiff: TIFFWriting)
+        throws(TileError) -> Pipeline
+    {
+        guard options.tileSize % 16 == 0 else {
+            throw TileError(.invalidArgument, "a TIFF's tiles are a multiple of 16 pixels, not \(options.tileSize)")
+        }
+        guard (1...100).contains(tiff.quality) else {
+            throw TileError(.invalidArgument, "JPEG quality \(tiff.quality) is not within 1...100")
+        }
+        if orientation != .identity {
+            var p = try makeRawPipeline(header, info: info, orientation: orientation, storage: .ephemeral(directory: scratchFolder))
+            p.tiff = TIFFBuild(writer: nil, levelZero: .turned, options: tiff)
+            return p
+        }
+        let geometry = try TileGeometry(
+            storedWidth: header.width, storedHeight: header.height, tileSize: options.tileSize, levels: options.levels)
+        let store = try StagedStore.createTIFF(options.storage)
+        do {
+            try decoder.storeCoefficients(
+                options.coefficientStorage, in: store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
+            let (copied, reason) = try decoder.transcodePlan(tileSize: geometry.tileSize)
+            let codings = try Self.codings(geometry, levelZero: copied, quality: tiff.quality, info: info)
+            let progress = TileRowCounters(count: geometry.levels.count)
+            let writer = try TIFFPyramidWriter(
+                files: store.files, levels: codings, tileSize: geometry.tileSize,
+                bigTIFF: Self.needsBigTIFF(tiff.bigTIFF, geometry), info: info, progress: progress)
+            let image = TiledImage(
+                geometry: geometry, files: store.files, storePath: store.finalPath, complete: false,
+                tiff: TIFFSource(building: writer, isLevelZeroCopied: copied != nil), progress: progress)
+            let pyramid = try PyramidWriter(
+                geometry: geometry, files: store.files, progress: progress, writer: nil,
+                tiff: (writer, copied == nil ? 0 : 1, tiff.quality))
+            if copied != nil { try decoder.transcode(into: writer) }
+            let levelZero: TIFFBuild.LevelZero = copied == nil ? .encoded(reason: reason ?? "") : .copied
+            return Pipeline(
+                image: image, store: store, writer: pyramid, export: nil,
+                tiff: TIFFBuild(writer: writer, levelZero: levelZero, options: tiff))
+        } catch {
+            store.discard()
+            throw error
+        }
+    }
+
+    /// Where a turned image's scratch pyramid goes: beside the store (the same file system).
+    private var scratchFolder: String? {
+        switch options.storage {
+        case .ephemeral(let directory): return directory
+        case .persistent(let path):
+            let parent = (path as NSString).deletingLastPathComponent
+            return parent.isEmpty ? "." : parent
+        }
+    }
+
+    /// Every level's coding: level 0 `copied`'s, or encoded; the lower levels encoded at `quality`,
+    /// in level 0's colour and sampling.
+    static func codings(_ geometry: TileGeometry, levelZero copied: TIFFLevelCoding?, quality: Int, info: ImageInfo)
+        throws(TileError) -> [TIFFLevelCoding]
+    {
+        let full = geometry.levels[0]
+        var first: TIFFLevelCoding
+        if let copied { first = copied } else {
+            first = try TIFFLevelCoding(encodedAt: quality, width: full.width, height: full.height, like: template(info))
+        }
+        var codings = [first]
+        for level in geometry.levels.dropFirst() {
+            codings.append(try TIFFLevelCoding(encodedAt: quality, width: level.width, height: level.height, like: first))
+        }
+        return codings
+    }
+
+    /// The colour and sampling of an encoded level 0: gray for a grayscale source, else YCbCr with the
+    /// source's subsampling where TIFF can state it (4:2:0 otherwise).
+    static func template(_ info: ImageInfo) -> TIFFLevelCoding {
+        let gray = info.components == 1
+        let sampling: [String: (Int, Int)] = ["4:4:4": (1, 1), "4:2:2": (2, 1), "4:2:0": (2, 2), "4:1:1": (4, 1)]
+        let (h, v) = gray ? (1, 1) : sampling[info.subsampling] ?? (2, 2)
+        return TIFFLevelCoding(photometric: gray ? 1 : 6, horizontalSubsampling: h, verticalSubsampling: v)
+    }
+
+    /// Whether the file needs BigTIFF: asked for, or a file that could pass 4 GiB (JPEG at up to 3
+    /// bytes a pixel over the whole pyramid, which no photograph approaches).
+    static func needsBigTIFF(_ choice: TIFFWriting.BigTIFF, _ geometry: TileGeometry) -> Bool {
+        switch choice {
+        case .always: return true
+        case .never: return false
+        case .automatic:
+            let pixels = geometry.levels.reduce(0) { $0 + $1.columns * $1.rows * geometry.tileSize * geometry.tileSize }
+            return pixels * 3 >= 1 << 32
+        }
+    }
+
+    /// Completes a TIFF store: level 0's last tiles, the directories, the manifest. A turned image's
+    /// scratch pyramid is encoded upright into the TIFF first.
+    func completeTIFF(_ p: Pipeline, _ tiff: TIFFBuild) throws(TileError) -> TiledImage {
+        guard let writer = tiff.writer else { return try completeTurnedTIFF(p.image, tiff) }
+        if case .copied = tiff.levelZero { try decoder.waitForTranscode() }
+        try writer.finish()
+        if case .persistent = options.storage {
+            try p.store.publish(
+                manifest(for: p.image.geometry, tiff: details(tiff.levelZero, tiff.options, writer, orientation: .identity)))
+        }
+        return p.image
+    }
+
+    func details(
+        _ levelZero: TIFFBuild.LevelZero, _ options: TIFFWriting, _ writer: TIFFPyramidWriter, orientation: ImageOrientation
+    ) -> StoreManifest.TIFFDetails {
+        var reason: String?
+        var copied = false
+        switch levelZero {
+        case .copied: copied = true
+        case .encoded(let why): reason = why
+        case .turned: reason = "the image is turned upright (orientation \(orientation.rawValue))"
+        }
+        return StoreManifest.TIFFDetails(
+            file: StoreManifest.tiffFileName, levelZero: copied ? "copied" : "encoded", levelZeroReason: reason,
+            quality: options.quality, bigTIFF: writer.isBigTIFF, sourceOrientation: orientation.rawValue)
+    }
+}

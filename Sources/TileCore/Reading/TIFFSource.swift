@@ -1,0 +1,224 @@
+internal import CJpegShim
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the tiles of a TIFF pyramid come from, and how each is decoded: a TIFF file read once
+/// through libtiff (``TIFFFileReader``), or the TIFF being built (its writer knows where each tile
+/// written so far is).
+///
+/// `@unchecked Sendable`: everything here is immutable after init, the C reader's and writer's
+/// lookups are thread-safe (a lock in C), tiles are read with `pread`, and a non-JPEG tile is decoded
+/// under its directory's lock in C.
+final class TIFFSource: @unchecked Sendable {
+    /// One level of the pyramid: which directory of the file holds it, and its coding.
+    struct Level: Sendable {
+        var directory: UInt32
+        var width: Int
+        var height: Int
+        var tileWidth: Int
+        var tileHeight: Int
+        var columns: Int
+        var rows: Int
+        var compression: Int32
+        var photometric: Int32
+        var tables: [UInt8]
+    }
+
+    enum Backing {
+        case file(TIFFFileReader)
+        case building(TIFFPyramidWriter)
+    }
+
+    let levels: [Level]
+    let backing: Backing
+    /// Whether level 0's tiles hold the source JPEG's own coefficients (a store built so; unknown, so
+    /// `false`, for a bare TIFF).
+    let isLevelZeroCopied: Bool
+    /// The largest tile read (bytes): anything bigger is a corrupt table, not a tile.
+    static let maximumTileByteCount = 64 << 20
+
+    init(levels: [Level], backing: Backing, isLevelZeroCopied: Bool = false) {
+        self.levels = levels
+        self.backing = backing
+        self.isLevelZeroCopied = isLevelZeroCopied
+    }
+
+    /// The source of a TIFF being built by `writer`.
+    convenience init(building writer: TIFFPyramidWriter, isLevelZeroCopied: Bool) {
+        let levels = writer.levels.enumerated().map { index, l in
+            Level(
+                directory: UInt32(index), width: l.width, height: l.height, tileWidth: writer.tileSize,
+                tileHeight: writer.tileSize, columns: (l.width + writer.tileSize - 1) / writer.tileSize,
+                rows: (l.height + writer.tileSize - 1) / writer.tileSize, compression: Int32(CJS_COMPRESSION_JPEG.rawValue),
+                photometric: l.photometric, tables: l.tables)
+        }
+        self.init(levels: levels, backing: .building(writer), isLevelZeroCopied: isLevelZeroCopied)
+    }
+
+    /// Whether the level's tiles are JPEG (and can be sent as stored).
+    func isJPEG(level: Int) -> Bool { levels[level].compression == Int32(CJS_COMPRESSION_JPEG.rawValue) }
+
+    /// Bytes of tiles written so far (a build), or the file's size.
+    var byteCount: Int {
+        switch backing {
+        case .building(let writer): return writer.bytesWritten
+        case .file(let reader): return reader.fileByteCount
+        }
+    }
+
+    /// The TIFF file's size now (a build's: its level 0 and, once finished, everything).
+    var fileByteCount: Int {
+        switch backing {
+        case .building(let writer):
+            var info = stat()
+            return fstat(writer.files.descriptors[0], &info) == 0 ? Int(info.st_size) : 0
+        case .file(let reader): return reader.fileByteCount
+        }
+    }
+
+    /// The bytes a tile holds in its file, read with one `pread`.
+    /// - Throws: ``TileError/Code/notReady`` for a tile not written yet, ``TileError/Code/corrupt`` for a
+    ///   tile past the end of the file or absurdly large, ``TileError/Code/io``.
+    func storedBytes(level: Int, column: Int, row: Int, path: String?) throws(TileError) -> [UInt8] {
+        let location: (descriptor: Int32, offset: Int, length: Int)
+        switch backing {
+        case .building(let writer):
+            guard let found = writer.locate(level: level, column: column, row: row) else {
+                throw TileError(.notReady, "tile (\(column), \(row)) of level \(level) is not written yet")
+            }
+            location = found
+        case .file(let reader):
+            location = try reader.locate(directory: levels[level].directory, column: column, row: row)
+            guard location.length <= reader.fileByteCount, location.offset <= reader.fileByteCount - location.length else {
+                throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) lies past the end of the file")
+            }
+        }
+        guard location.length > 0, location.length <= Self.maximumTileByteCount, location.offset >= 0 else {
+            throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) claims \(location.length) bytes")
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: location.length, alignment: 16)
+        defer { buffer.deallocate() }
+        try SystemCall.readFully(
+            location.descriptor, into: buffer.baseAddress!, count: location.length, offset: location.offset,
+            what: "a tile of level \(level)", path: path)
+        return [UInt8](buffer)
+    }
+
+    /// Decodes one tile into RGBA at `destination` (`stride` bytes a row; the tile's own size).
+    /// - Throws: ``TileError/Code/corrupt`` for bytes that are not such a tile, ``TileError/Code/unsupported``
+    ///   for a coding that is not read, and what ``storedBytes(level:column:row:path:)`` throws.
+    func decode(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawPointer, stride: Int, path: String?)
+        throws(TileError)
+    {
+        let l = levels[level]
+        var message = [CChar](repeating: 0, count: 256)
+        guard isJPEG(level: level) else {
+            guard case .file(let reader) = backing else { preconditionFailure("a TIFF being built has JPEG tiles only") }
+            try reader.decode(directory: l.directory, column: column, row: row, into: destination, stride: stride)
+            return
+        }
+        let bytes = try storedBytes(level: level, column: column, row: row, path: path)
+        let status = l.tables.withUnsafeBytes { tables in
+            bytes.withUnsafeBytes { tile in
+                cjs_jpeg_tile_decode(
+                    tables.baseAddress, tables.count, tile.baseAddress, tile.count, l.photometric, UInt32(l.tileWidth),
+                    UInt32(l.tileHeight), destination, stride, &message, message.count)
+            }
+        }
+        switch status {
+        case CJS_OK: return
+        case CJS_ERR_NOMEM: throw TileError(.io, "out of memory decoding a tile", errno: ENOMEM)
+        default:
+            let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) is not a valid JPEG tile: \(text)")
+        }
+    }
+
+    /// A whole JPEG of a stored tile: the level's JPEGTables without their EOI, then the tile without
+    /// its SOI (TIFF's abbreviated streams made complete); the tile as stored when it carries its own
+    /// tables. `nil` when the level's tiles are not JPEG.
+    func completeJPEG(level: Int, column: Int, row: Int, path: String?) throws(TileError) -> [UInt8]? {
+        guard isJPEG(level: level) else { return nil }
+        let tile = try storedBytes(level: level, column: column, row: row, path: path)
+        let tables = levels[level].tables
+        guard tile.count >= 4, tile[0] == 0xFF, tile[1] == 0xD8 else {
+            throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) does not start a JPEG stream")
+        }
+        guard tables.count >= 4, tables[0] == 0xFF, tables[1] == 0xD8, tables[tables.count - 2] == 0xFF,
+            tables[tables.count - 1] == 0xD9
+        else { return tile }
+        return Array(tables[..<(tables.count - 2)]) + tile[2...]
+    }
+}
+
+/// The one Swift owner of a `cjs_tiff_reader`: the tiled directories of a TIFF file, read once.
+///
+/// `@unchecked Sendable`: after init the C reader only answers lookups (immutable tables) and decodes
+/// non-JPEG tiles under a lock per directory, in C.
+final class TIFFFileReader: @unchecked Sendable {
+    private let handle: OpaquePointer
+    /// The file's size when opened.
+    let fileByteCount: Int
+    let directories: [cjs_tiff_directory]
+    /// The descriptor the reader was opened on.
+    let fileDescriptor: Int32
+
+    /// Reads the TIFF in `fd` (not owned: it must stay open as long as this reader).
+    /// - Throws: ``TileError/Code/invalidStore`` when it is not a TIFF with a tiled image,
+    ///   ``TileError/Code/io``.
+    init(fd: Int32, path: String) throws(TileError) {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw SystemCall.error("cannot read", path: path) }
+        var message = [CChar](repeating: 0, count: 256)
+        var handle: OpaquePointer?
+        let status = cjs_tiff_reader_open(fd, 0, &handle, &message, message.count)
+        guard status == CJS_OK, let handle else {
+            if status == CJS_ERR_NOMEM { throw TileError(.io, "out of memory reading \(path)", errno: ENOMEM) }
+            let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw TileError(.invalidStore, "\(path) is not a tiled TIFF: \(text)")
+        }
+        self.handle = handle
+        fileDescriptor = fd
+        fileByteCount = Int(info.st_size)
+        directories = (0..<cjs_tiff_reader_directory_count(handle)).map { index in
+            var d = cjs_tiff_directory()
+            _ = cjs_tiff_reader_directory(handle, index, &d)
+            return d
+        }
+    }
+
+    deinit { cjs_tiff_reader_destroy(handle) }
+
+    /// Directory `index`'s JPEGTables (empty when it has none).
+    func tables(_ index: Int) -> [UInt8] {
+        let d = directories[index]
+        guard let pointer = d.jpeg_tables else { return [] }
+        return [UInt8](UnsafeRawBufferPointer(start: pointer, count: d.jpeg_tables_length))
+    }
+
+    func locate(directory: UInt32, column: Int, row: Int) throws(TileError) -> (descriptor: Int32, offset: Int, length: Int) {
+        var offset: UInt64 = 0
+        var length: UInt64 = 0
+        guard cjs_tiff_reader_locate(handle, directory, UInt32(column), UInt32(row), &offset, &length) == CJS_OK,
+            offset <= UInt64(Int.max), length <= UInt64(Int.max)
+        else { throw TileError(.corrupt, "tile (\(column), \(row)) is outside directory \(directory)") }
+        return (fileDescriptor, Int(offset), Int(length))
+    }
+
+
+    func decode(directory: UInt32, column: Int, row: Int, into destination: UnsafeMutableRawPointer, stride: Int)
+        throws(TileError)
+    {
+        var message = [CChar](repeating: 0, count: 256)
+        let status = cjs_tiff_reader_decode(
+            handle, directory, UInt32(column), UInt32(row), destination, stride, &message, message.count)
+        let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        switch status {
+        case CJS_OK: return
+        case CJS_ERR_NOMEM: throw TileError(.io, "out of memory decoding a tile", errno: ENOMEM)
+        case CJS_ERR_ARGUMENT: throw TileError(.unsupported, text)
+        default: throw TileError(.corrupt, "tile (\(column), \(row)) cannot be decoded: \(text)")
+        }
+    }
+}

@@ -1,0 +1,115 @@
+public import Foundation
+
+extension TiledImage {
+    /// Opens a tiled pyramidal TIFF: one this package built (``StoreFormat/tiff(_:)``), or one libvips,
+    /// IIPImage's tools, GDAL or another writer made: JPEG (YCbCr, RGB or gray), deflate, LZW or
+    /// uncompressed tiles of 8-bit gray, RGB or RGBA; the pyramid as successive IFDs or SubIFDs of
+    /// the first. The levels are the full-resolution image and each directory half its size (libvips
+    /// rounds down, this package up: either is read). Nothing is decoded here: libtiff reads the
+    /// directories once; each tile is then one `pread` and, for pixels, one decode.
+    ///
+    /// The TIFF's Orientation tag is not applied: tiles are read as stored (this package writes
+    /// upright TIFFs).
+    /// - Parameter path: the `.tif` file.
+    /// - Returns: a complete image whose reads decode one tile each.
+    /// - Throws: ``TileError/Code/invalidStore`` when the file is not a TIFF with a tiled image,
+    ///   ``TileError/Code/unsupported`` for tiles it does not read, ``TileError/Code/tooLarge``,
+    ///   ``TileError/Code/io``.
+    public static func open(tiff path: String) throws(TileError) -> TiledImage {
+        try openTIFF(file: path, storePath: path)
+    }
+
+    /// Whether level 0's tiles hold the source JPEG's own DCT coefficients and quantisation tables, so
+    /// that level 0 is lossless: a TIFF pyramid this package built from an upright JPEG whose
+    /// coefficients TIFF can hold (YCbCr or gray, 8-bit, a sampling TIFF can state; see
+    /// ``StoreFormat/tiff(_:)``). `false` for raw pyramids and bare TIFFs.
+    public var isLevelZeroCopied: Bool { tiff?.isLevelZeroCopied ?? false }
+
+    /// Opens the TIFF at `file`; the image's ``storePath`` is `storePath`.
+    static func openTIFF(file: String, storePath: String, isLevelZeroCopied: Bool = false) throws(TileError)
+        -> TiledImage
+    {
+        let fd = try SystemCall.openRegularFile(file)
+        let files = LevelFiles(descriptors: [fd])  // closes fd if anything below throws
+        let reader = try TIFFFileReader(fd: fd, path: file)
+        let (levels, geometry) = try TIFFSource.pyramid(of: reader, path: file)
+        return TiledImage(
+            geometry: geometry, files: files, storePath: storePath, complete: true,
+            tiff: TIFFSource(levels: levels, backing: .file(reader), isLevelZeroCopied: isLevelZeroCopied))
+    }
+
+    /// The stored JPEG of one tile of a TIFF pyramid, made a complete JPEG without decoding anything:
+    /// the level's JPEGTables (quantisation and Huffman tables) without their end marker, then the
+    /// tile's own stream without its start marker. A server sends these bytes as they are for a
+    /// DeepZoom or IIIF tile that is a whole stored tile. Level 0 of a TIFF this package built from an
+    /// upright JPEG holds the source's own DCT coefficients.
+    ///
+    /// The JPEG is the stored tile's full size, ``TileGeometry/tileSize`` square: an edge tile holds
+    /// padding beyond the image (this package repeats the last column and row into it; other writers
+    /// may pad otherwise), so an edge tile asked for at its exact size must be decoded and cropped
+    /// (``readTile(level:column:row:into:)``). Its colour is YCbCr (three components with identifiers
+    /// 1, 2, 3 and no JFIF marker, which every decoder reads as YCbCr) or gray.
+    /// - Parameters:
+    ///   - level: 0 ..< ``levelCount``.
+    ///   - column: the tile's column.
+    ///   - row: the tile's row.
+    /// - Returns: the JPEG's bytes (one `pread` of the tile, the tables copied in front), or `nil` when
+    ///   the image has no JPEG tiles: raw level files, or a TIFF level that is deflate, LZW or
+    ///   uncompressed.
+    /// - Throws: ``TileError/Code/invalidArgument`` for coordinates outside the level,
+    ///   ``TileError/Code/notReady`` before the tile's row is written (a build in progress),
+    ///   ``TileError/Code/corrupt`` for a tile that is not a JPEG stream or lies past the end of the
+    ///   file, ``TileError/Code/io``.
+    public func storedJPEGTile(level: Int, column: Int, row: Int) throws(TileError) -> Data? {
+        guard let tiff else { return nil }
+        _ = try checkedTileOffset(level: level, column: column, row: row)
+        return try tiff.completeJPEG(level: level, column: column, row: row, path: storePath).map { Data($0) }
+    }
+
+    /// How a level's tiles are stored: `"raw RGBA"`, or a TIFF's compression (`"JPEG"`, `"deflate"`,
+    /// `"LZW"`, `"none"`). `nil` for a level that does not exist.
+    public func tileCoding(ofLevel level: Int) -> String? {
+        guard geometry.levels.indices.contains(level) else { return nil }
+        guard let tiff else { return "raw RGBA" }
+        switch tiff.levels[level].compression {
+        case 7: return "JPEG"
+        case 8, 32946: return "deflate"
+        case 5: return "LZW"
+        case 1: return "none"
+        default: return "compression \(tiff.levels[level].compression)"
+        }
+    }
+
+    /// Reads a TIFF pyramid's tile into `destination` (``readTile(level:column:row:into:)``): one
+    /// `pread`, one decode, then the padding beyond the level zeroed as raw tiles have it.
+    func readTIFFTile(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawPointer) throws(TileError) {
+        guard let tiff else { preconditionFailure("a TIFF read of raw level files") }
+        _ = try checkedTileOffset(level: level, column: column, row: row)
+        let side = geometry.tileSize
+        try tiff.decode(level: level, column: column, row: row, into: destination, stride: side * 4, path: storePath)
+        let l = geometry.levels[level]
+        let (width, height) = (min(side, l.width - column * side), min(side, l.height - row * side))
+        if width < side {
+            for y in 0..<height { (destination + (y * side + width) * 4).initializeMemory(as: UInt8.self, repeating: 0, count: (side - width) * 4) }
+        }
+        if height < side {
+            (destination + height * side * 4).initializeMemory(as: UInt8.self, repeating: 0, count: (side - height) * side * 4)
+        }
+    }
+}
+
+extension TiledImage {
+    /// Opens the TIFF of a TIFF store and checks it against the store's manifest.
+    static func openTIFFStore(_ path: String, _ manifest: StoreManifest) throws(TileError) -> TiledImage {
+        guard manifest.formatVersion == StoreManifest.tiffFormatVersion, let details = manifest.tiff,
+            !details.file.contains("/")
+        else { throw TileError(.invalidStore, "\(path): store format \(manifest.formatVersion) is not supported") }
+        let image = try openTIFF(
+            file: "\(path)/\(details.file)", storePath: path, isLevelZeroCopied: details.levelZero == "copied")
+        let sizes = image.geometry.levels.map { StoreManifest.Level(storedWidth: $0.width, storedHeight: $0.height) }
+        guard sizes == manifest.levels, manifest.tileSize == image.geometry.tileSize else {
+            throw TileError(.invalidStore, "\(path): the TIFF's levels do not match the manifest's")
+        }
+        return image
+    }
+}

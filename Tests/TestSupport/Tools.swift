@@ -1,0 +1,77 @@
+public import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Outside programs the tests run when they are installed (libtiff's tools, libjpeg's, vips, IIPImage,
+/// OpenSlide, nginx): found on the PATH, run with their output in files (no pipe can fill up).
+public enum Tools {
+    /// The program's path, or nil when it is not installed.
+    public static func path(_ name: String) -> String? {
+        if name.hasPrefix("/") { return FileManager.default.isExecutableFile(atPath: name) ? name : nil }
+        let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+            + ["/usr/sbin", "/usr/bin", "/sbin"]
+        return folders.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Whether every program named is installed.
+    public static func have(_ names: String...) -> Bool { names.allSatisfy { path($0) != nil } }
+
+    /// A skip message naming what is missing, for `.enabled(if:)`.
+    public static func missing(_ names: String...) -> String {
+        let absent = names.filter { path($0) == nil }
+        return "\(absent.joined(separator: ", ")) not installed (CI installs them): skipped"
+    }
+
+    public struct Run: Sendable {
+        public var status: Int32
+        public var stdout: Data
+        public var stderr: String
+        public var text: String { String(decoding: stdout, as: UTF8.self) }
+    }
+
+    /// Runs `program` with `arguments` to its end.
+    public static func run(_ program: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+        guard let executable = path(program) else { throw CocoaError(.fileNoSuchFile) }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let out = folder.appendingPathComponent("out"), err = folder.appendingPathComponent("err")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment
+        for (key, value) in environment { merged[key] = value }
+        process.environment = merged
+        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
+        defer {
+            try? outHandle.close()
+            try? errHandle.close()
+        }
+        process.standardOutput = outHandle
+        process.standardError = errHandle
+        try process.run()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus, stdout: Data(readAll(out.path)),
+            stderr: String(decoding: readAll(err.path), as: UTF8.self))
+    }
+
+    /// A file's bytes, read with plain `read` calls (Foundation's file readers leave 4 KiB buffers behind
+    /// under the leak checker when they read what a child process wrote: 19 reports in one run).
+    public static func readAll(_ path: String) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return bytes
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+import TestSupport
+import TileCore
+
+/// TIFF stores (``StoreFormat/tiff(_:)``): publication, reopening, lower levels, tiles during a build,
+/// turned images, the choices made where level 0 cannot be copied.
+@Suite("TIFF stores")
+struct TIFFStoreTests {
+    static func folder() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tiff-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    static func allTiles(_ image: TiledImage) throws -> [[UInt8]] {
+        var tiles: [[UInt8]] = []
+        for level in 0..<image.levelCount {
+            let l = try image.level(level)
+            for row in 0..<l.rows { for column in 0..<l.columns { tiles.append(try image.readTile(level: level, column: column, row: row)) } }
+        }
+        return tiles
+    }
+
+    @Test("a persistent store is a manifest and pyramid.tif, published by one rename, reopened with the same tiles")
+    func persistentStore() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let jpeg = try Synthetic.jpeg(.init(width: 900, height: 700))
+        let source = "\(folder)/source.jpg"
+        try jpeg.write(to: URL(fileURLWithPath: source))
+        let store = "\(folder)/s.tiles"
+        let built = try TileBuilder.build(
+            contentsOfFile: source, options: TIFFChecks.options { $0.storage = .persistent(path: store) })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store).sorted() == ["manifest.json", "pyramid.tif"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder).sorted() == ["s.tiles", "source.jpg"])
+        let description = try StoreDescription.read(at: store)
+        #expect(description.format == "tiff" && description.levelZero == "copied" && description.quality == 85)
+        #expect(description.sourceByteCount == jpeg.count)
+        let reopened = try TiledImage.open(store: store)
+        #expect(reopened.isLevelZeroCopied && reopened.levelCount == built.levelCount)
+        #expect(try Self.allTiles(reopened) == Self.allTiles(built))
+        #expect(try TiledImage.isStore(store, builtFrom: source))
+        #expect(reopened.tileCoding(ofLevel: 1) == "JPEG")
+    }
+
+    @Test("lower levels are the 2x2 box shrink of the decoded image, within JPEG quality 85's loss")
+    func lowerLevels() throws {
+        let jpeg = try Synthetic.smoothJPEG(width: 1000, height: 600)
+        let image = try TileBuilder.build(data: jpeg, options: TIFFChecks.options())
+        var reference = try Reference.decode(jpeg).image
+        for level in 1..<image.levelCount {
+            reference = Reference.shrink(reference)
+            let l = try image.level(level)
+            var rows: [UInt8] = []
+            try image.forEachRow(level: level) { _, row in rows.append(contentsOf: row) }
+            let psnr = Reference.psnr(RGBAImage(width: l.width, height: l.height, pixels: rows), reference)
+            #expect(psnr > 38, "level \(level): \(psnr) dB")
+        }
+    }
+
+    @Test("tiles are readable tile row by tile row while the image is built; later rows are not ready")
+    func tilesDuringBuild() throws {
+        let jpeg = try Synthetic.jpeg(.init(width: 600, height: 1100))
+        let builder = try TileBuilder(options: TIFFChecks.options())
+        try builder.append(jpeg[..<(jpeg.count / 2)])
+        try builder.waitUntilWritten()
+        let image = try #require(builder.image)
+        #expect(builder.rowsDecoded > 272)
+        #expect(image.isTileReady(level: 0, column: 0, row: 0))
+        #expect(try image.storedJPEGTile(level: 0, column: 2, row: 0) != nil)
+        #expect(thrownCode { try image.readTile(level: 0, column: 0, row: 4) } == .notReady)
+        #expect(thrownCode { try image.storedJPEGTile(level: 0, column: 0, row: 4) } == .notReady)
+        try builder.append(jpeg[(jpeg.count / 2)...])
+        let done = try builder.finish()
+        #expect(done.isComplete)
+        #expect(try TIFFChecks.levelZeroMismatches(done, source: jpeg) == [])
+    }
+
+    @Test("a turned image is written upright, as the raw pyramid shows it, level 0 encoded")
+    func turnedImage() throws {
+        let jpeg = try Synthetic.smoothJPEG(width: 500, height: 300)
+        var raw = BuildOptions()
+        raw.orientation = .fixed(.rotate90)
+        let shown = try TileBuilder.build(data: jpeg, options: raw)
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let image = try TileBuilder.build(
+            data: jpeg,
+            options: TIFFChecks.options {
+                $0.orientation = .fixed(.rotate90)
+                $0.storage = .persistent(path: "\(folder)/t.tiles")
+            })
+        #expect(!image.isLevelZeroCopied)
+        #expect(image.geometry.width == 300 && image.geometry.height == 500 && image.geometry.orientation == .identity)
+        for level in 0..<image.levelCount {
+            let l = try image.level(level)
+            var a: [UInt8] = [], b: [UInt8] = []
+            try image.forEachRow(level: level) { _, row in a.append(contentsOf: row) }
+            try shown.forEachRow(level: level) { _, row in b.append(contentsOf: row) }
+            let psnr = Reference.psnr(RGBAImage(width: l.width, height: l.height, pixels: a), RGBAImage(width: l.width, height: l.height, pixels: b))
+            #expect(psnr > 38, "level \(level): \(psnr) dB")
+        }
+        let description = try StoreDescription.read(at: "\(folder)/t.tiles")
+        #expect(description.levelZero == "encoded" && description.levelZeroReason?.contains("turned") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["t.tiles"])
+    }
+
+    @Test("raw pyramids have no stored JPEG tiles; a TIFF's tile size must be a multiple of 16")
+    func rawAndTileSize() throws {
+        let jpeg = try Synthetic.jpeg(.init(width: 100, height: 80))
+        let raw = try TileBuilder.build(data: jpeg)
+        #expect(try raw.storedJPEGTile(level: 0, column: 0, row: 0) == nil)
+        #expect(raw.tileCoding(ofLevel: 0) == "raw RGBA" && !raw.isLevelZeroCopied)
+        #expect(thrownCode { try TileBuilder.build(data: jpeg, options: TIFFChecks.options { $0.tileSize = 40 }) } == .invalidArgument)
+        #expect(thrownCode { try TileBuilder.build(data: jpeg, options: TIFFChecks.options { $0.format = .tiff(.init(quality: 0)) }) } == .invalidArgument)
+    }
+
+    @Test("the stored JPEG of a tile is the tables spliced before the tile's stream, a whole JPEG")
+    func storedJPEG() throws {
+        let jpeg = try Synthetic.jpeg(.init(width: 300, height: 300))
+        let image = try TileBuilder.build(data: jpeg, options: TIFFChecks.options())
+        for level in 0..<image.levelCount {
+            let bytes = try #require(try image.storedJPEGTile(level: level, column: 0, row: 0))
+            #expect(bytes.prefix(2) == Data([0xFF, 0xD8]) && bytes.suffix(2) == Data([0xFF, 0xD9]))
+            let decoded = try Reference.decode(bytes).image
+            #expect(decoded.width == 256 && decoded.height == 256)
+            let tile = RGBAImage(width: 256, height: 256, pixels: try image.readTile(level: level, column: 0, row: 0))
+            let l = try image.level(level)
+            let (w, h) = (min(256, l.width), min(256, l.height))
+            #expect(Reference.crop(decoded, x: 0, y: 0, width: w, height: h) == Reference.crop(tile, x: 0, y: 0, width: w, height: h))
+        }
+    }
+
+    @Test("a CMYK source gets an encoded level 0", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)))
+    func cmykSource() throws {
+        let path = Corpus.folder.appendingPathComponent("tree-cmyk-notransform.jpg").path
+        let image = try TileBuilder.build(contentsOfFile: path, options: TIFFChecks.options())
+        #expect(!image.isLevelZeroCopied)
+        let raw = try TileBuilder.build(contentsOfFile: path)
+        let a = RGBAImage(width: 256, height: 256, pixels: try image.readTile(level: 0, column: 0, row: 0))
+        let b = RGBAImage(width: 256, height: 256, pixels: try raw.readTile(level: 0, column: 0, row: 0))
+        #expect(Reference.psnr(Reference.crop(a, x: 0, y: 0, width: 256, height: 250), Reference.crop(b, x: 0, y: 0, width: 256, height: 250)) > 30)
+    }
+}
