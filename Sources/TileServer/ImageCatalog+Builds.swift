@@ -63,6 +63,7 @@ extension ImageCatalog {
         guard building - concurrentBuilds < maximumPendingBuilds else { return .busy }
         var options = BuildOptions()
         options.storage = .persistent(path: store)
+        options.format = storeFormat
         let builder: ImageBuilder
         do { builder = try ImageBuilder(options: options, budget: budget) } catch {
             states[id] = .failed(error, source.fingerprint, at: .now)
@@ -117,7 +118,8 @@ extension ImageCatalog {
 
     private func ended(_ build: Build, _ id: String) async {
         build.hasEnded = true
-        if build.image == nil { build.image = await build.builder.image }
+        // The complete pyramid (a turned image's TIFF is another image than the one shown while it was built).
+        build.image = await build.builder.image ?? build.image
         let state = await build.builder.currentState
         let storeID = await build.builder.budgetStoreID
         defer {

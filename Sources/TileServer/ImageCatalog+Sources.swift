@@ -12,6 +12,8 @@ struct SourceFile: Sendable, Hashable {
         case jpeg
         /// A store folder (`{id}.tiles`), served as it is; its manifest is what is fingerprinted.
         case store
+        /// A tiled pyramidal TIFF (`{id}.tif`, `.tiff`: libvips', IIPImage's), served as it is.
+        case tiff
     }
 
     var kind: Kind
@@ -19,6 +21,7 @@ struct SourceFile: Sendable, Hashable {
     var fingerprint: SourceFingerprint
 
     static let jpegSuffixes = ["jpg", "jpeg", "JPG", "JPEG"]
+    static let tiffSuffixes = ["tif", "tiff", "TIF", "TIFF"]
 
     /// The file behind `id` directly in `root`: a regular JPEG file (`{id}.jpg`, `.jpeg`) or a store
     /// folder (`{id}.tiles`). Never through a symlink unless `followsSymlinks`, and then only to a
@@ -29,13 +32,13 @@ struct SourceFile: Sendable, Hashable {
     static func find(
         _ id: String, in root: String, known: SourceFingerprint?, followsSymlinks: Bool = false, skipped: (String) -> Void = { _ in }
     ) -> SourceFile? {
-        for suffix in jpegSuffixes {
+        for suffix in jpegSuffixes + tiffSuffixes {
             var path = "\(root)/\(id).\(suffix)"
             let entry = FolderEntry(at: path)
             guard entry != .none else { continue }
             if entry == .symlink, followsSymlinks, let target = FolderEntry.resolved(path, inside: root) { path = target }
             if let fingerprint = try? SourceFingerprint.read(path: path, known: known) {
-                return SourceFile(kind: .jpeg, path: path, fingerprint: fingerprint)
+                return SourceFile(kind: jpegSuffixes.contains(suffix) ? .jpeg : .tiff, path: path, fingerprint: fingerprint)
             }
             skipped(path)
         }
@@ -53,7 +56,7 @@ struct SourceFile: Sendable, Hashable {
         return Set(
             names.compactMap { name -> String? in
                 let (id, suffix) = ((name as NSString).deletingPathExtension, (name as NSString).pathExtension)
-                guard ImageCatalog.isValidIdentifier(id), jpegSuffixes.contains(suffix) || suffix == "tiles" else { return nil }
+                guard ImageCatalog.isValidIdentifier(id), (jpegSuffixes + tiffSuffixes + ["tiles"]).contains(suffix) else { return nil }
                 return id
             }
         ).sorted()

@@ -35,6 +35,7 @@ extension ImageCatalog {
         }) ?? true
         guard !taken, !isBuilding(id) else { throw .exists }
         var options = options
+        options.format = storeFormat
         options.storage = .persistent(path: "\(root)/.upload-\(id)-\(UInt64.random(in: 1...UInt64.max)).tiles")
         let builder: ImageBuilder
         do { builder = try ImageBuilder(options: options) } catch { throw .failed(error) }

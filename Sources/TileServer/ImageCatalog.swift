@@ -72,6 +72,8 @@ public actor ImageCatalog {
     public nonisolated let followsSymlinks: Bool
     /// Where entries skipped (a FIFO, a device, a symlink not followed) are said.
     nonisolated let logger: Logger
+    /// What JPEGs are built into (and uploads): a tiled pyramidal TIFF by default.
+    public nonisolated let storeFormat: StoreFormat
     let builds: HeavyWorkQueue
     let headerWaitLimit: Duration
     let concurrentBuilds: Int
@@ -133,13 +135,15 @@ public actor ImageCatalog {
     ///   - followsSymlinks: follow a symlink in the folder to a target inside it (default false: a
     ///     symlink is skipped).
     ///   - logger: where skipped entries are said.
+    ///   - storeFormat: what JPEGs and uploads are built into (default a tiled pyramidal TIFF, about
+    ///     1.45 times the JPEG's bytes, its full-resolution tiles sent as they are stored).
     /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
     public init(
         root: String, cache: String, concurrentBuilds: Int = 1, maximumPendingBuilds: Int = 16,
         maximumOpenImages: Int = 64, maximumUploads: Int = 8, cacheByteBudget: Int? = nil, buildQueue: HeavyWorkQueue? = nil,
         headerWaitLimit: Duration = .seconds(20), retryInterval: Duration = .seconds(60),
         threadPool: NIOThreadPool = .singleton, followsSymlinks: Bool = false,
-        logger: Logger = Logger(label: "TiledImageKit.ImageCatalog")
+        logger: Logger = Logger(label: "TiledImageKit.ImageCatalog"), storeFormat: StoreFormat = .tiff()
     ) throws(TileError) {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
@@ -160,6 +164,7 @@ public actor ImageCatalog {
         self.threadPool = threadPool
         self.followsSymlinks = followsSymlinks
         self.logger = logger
+        self.storeFormat = storeFormat
         budget = DiskCacheBudget(totalByteBudget: cacheByteBudget)
         watcher = FolderWatcher(folder: root) { [readyImages] name in readyImages.forget(entry: name) }
     }
@@ -275,10 +280,12 @@ public actor ImageCatalog {
         }
         await retire(id)  // an older version's build or store
         switch source.kind {
-        case .store:
+        case .store, .tiff:
             do {
                 storesOpened += 1
-                let pyramid = try await threadPool.blocking { () throws(TileError) in try TiledImage.open(store: source.path) }
+                let pyramid = try await threadPool.blocking { () throws(TileError) in
+                    source.kind == .tiff ? try TiledImage.open(tiff: source.path) : try TiledImage.open(store: source.path)
+                }
                 setReady(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: nil)
             } catch {
                 states[id] = .failed(error, source.fingerprint, at: .now)

@@ -83,7 +83,8 @@ extension TileRoutes {
         do throws(ImageCatalog.UploadRefusal) { builder = try await catalog.beginUpload(id) } catch { return Self.refusal(error, id: id) }
         if request.headers[.expect]?.lowercased() == "100-continue" { sendContinue() }
         do {
-            try await receive(request.body, into: builder, id: id, limit: policy.maximumBytes)
+            let length = request.headers[.contentLength].flatMap(Int.init)
+            try await receive(request.body, into: builder, id: id, limit: policy.maximumBytes, announced: length)
             _ = try await builder.finish()
             try await catalog.publishUpload(id)
         } catch {
@@ -105,7 +106,7 @@ extension TileRoutes {
 
     /// Feeds the body to the builder: the first bytes are held until the header says how large the
     /// store will be and the budget has room for it, so nothing is written past the budget.
-    private func receive(_ body: RequestBody, into builder: ImageBuilder, id: String, limit: Int) async throws {
+    private func receive(_ body: RequestBody, into builder: ImageBuilder, id: String, limit: Int, announced: Int?) async throws {
         var (received, held, reserved) = (0, [UInt8](), false)
         for try await buffer in body {
             received += buffer.readableBytes
@@ -115,7 +116,7 @@ extension TileRoutes {
                 continue
             }
             held += buffer.readableBytesView
-            guard let size = try Self.storeByteCount(header: held) else { continue }
+            guard let size = try Self.storeByteCount(header: held, format: catalog.storeFormat, sourceBytes: announced ?? limit) else { continue }
             try await catalog.reserveUpload(id, byteCount: size)
             reserved = true
             try await builder.append(held)
@@ -124,16 +125,19 @@ extension TileRoutes {
         if !held.isEmpty { try await builder.append(held) }  // no whole header: the builder says why
     }
 
-    /// The bytes of the store a JPEG makes (its levels, and a progressive one's coefficients while it
-    /// is built), once `header` holds its frame header; nil before. Headers over 17 MiB are refused.
-    static func storeByteCount(header: [UInt8]) throws(TileError) -> Int? {
+    /// The bytes of the store a JPEG makes at most (and a progressive one's coefficients while it is
+    /// built), once `header` holds its frame header; nil before. Raw levels: their exact size. A TIFF:
+    /// its full-resolution tiles hold about the JPEG's own bytes and the others fewer, so twice the
+    /// JPEG's (`sourceBytes`), and never more than raw levels. Headers over 17 MiB are refused.
+    static func storeByteCount(header: [UInt8], format: StoreFormat, sourceBytes: Int) throws(TileError) -> Int? {
         let info: ImageInfo
         do { info = try ImageInfo.read(data: header) } catch {
             guard error.code == .truncated, header.count < 17 << 20 else { throw error }
             return nil
         }
         let geometry = try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
-        let levels = geometry.levels.indices.reduce(0) { $0 + ((try? geometry.fileByteCount(level: $1)) ?? 0) }
+        var levels = geometry.levels.indices.reduce(0) { $0 + ((try? geometry.fileByteCount(level: $1)) ?? 0) }
+        if case .tiff = format { levels = min(levels, 2 * sourceBytes + (1 << 20)) }
         return levels + (info.coding == .progressive ? info.width * info.height * 3 : 0)
     }
 

@@ -46,15 +46,18 @@ public struct TileServer: Sendable {
     ///   - descriptors: how many connections, open stores and uploads the process's descriptors allow
     ///     (default: from its current `RLIMIT_NOFILE`).
     ///   - followsSymlinks: follow a symlink in `root` to a target inside it (default false).
+    ///   - storeFormat: what JPEGs and uploads are built into (default a tiled pyramidal TIFF).
     /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
     public init(
         root: String, cache: String, publicBaseURL: String? = nil, uploads: UploadPolicy? = nil,
         maximumPendingBuilds: Int = 16, cacheByteBudget: Int? = nil,
-        descriptors: DescriptorBudget = DescriptorBudget(limit: DescriptorBudget.currentLimit()), followsSymlinks: Bool = false
+        descriptors: DescriptorBudget = DescriptorBudget(limit: DescriptorBudget.currentLimit()), followsSymlinks: Bool = false,
+        storeFormat: StoreFormat = .tiff()
     ) throws(TileError) {
         let catalog = try ImageCatalog(
             root: root, cache: cache, maximumPendingBuilds: maximumPendingBuilds, maximumOpenImages: descriptors.maximumOpenImages,
-            maximumUploads: descriptors.maximumUploads, cacheByteBudget: cacheByteBudget, followsSymlinks: followsSymlinks)
+            maximumUploads: descriptors.maximumUploads, cacheByteBudget: cacheByteBudget, followsSymlinks: followsSymlinks,
+            storeFormat: storeFormat)
         self.init(service: TileService(catalog: catalog), publicBaseURL: publicBaseURL, uploads: uploads)
         maximumConnections = descriptors.maximumConnections
     }

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOPosix
 public import TileCore
@@ -47,6 +48,17 @@ public final class TileService: Sendable {
     }
 
     var threadPool: NIOThreadPool { catalog.threadPool }
+
+    /// The stored tile `resolved` asks for as it is, when the pyramid keeps it as a JPEG of the tile's
+    /// full size (a TIFF pyramid's JPEG tiles but its edge tiles, which hold padding): those bytes are
+    /// sent as they are stored, nothing decoded or encoded.
+    static func storedTile(_ resolved: ImageRequest.Resolved, of pyramid: TiledImage) -> PyramidLayout.Tile? {
+        let layout = pyramid.geometry.layout
+        guard resolved.format == .jpg, let tile = layout.tile(exactly: resolved), tile.level < pyramid.levelCount,
+            layout.pixelSize(of: tile) == (layout.tileSize, layout.tileSize), pyramid.tileCoding(ofLevel: tile.level) == "JPEG"
+        else { return nil }
+        return tile
+    }
 
     /// The head of a 200 answer of `image` as NIO's encoder writes the routes' answer, up to the `Date`
     /// field (which ``TileConnectionHandler`` adds with the blank line that ends the head): made once,
@@ -105,12 +117,16 @@ public final class TileService: Sendable {
                 throw TileError(.notReady, "the rows this request needs are not written yet")
             }
         }
-        let quality = jpegQuality
-        let data = try await threadPool.blocking { () throws(TileError) in try pyramid.renderEncoded(resolved, quality: quality) }
+        let (quality, stored) = (jpegQuality, Self.storedTile(resolved, of: pyramid))
+        let data = try await threadPool.blocking { () throws(TileError) -> Data in
+            if let stored, let bytes = try pyramid.storedJPEGTile(level: stored.level, column: stored.column, row: stored.row) { return bytes }
+            return try pyramid.renderEncoded(resolved, quality: quality)
+        }
         let body = ByteBuffer(bytes: data)
         guard let version else { return EncodedImage(body: body, mediaType: resolved.format.mediaType) }
+        let made = stored == nil ? "\(jpegQuality)" : "stored"  // stored tiles keep the store's own quality
         let encoded = EncodedImage(
-            body: body, mediaType: resolved.format.mediaType, entityTag: Self.entityTag("\(version)|\(jpegQuality)|\(variant)"),
+            body: body, mediaType: resolved.format.mediaType, entityTag: Self.entityTag("\(version)|\(made)|\(variant)"),
             id: image.id, version: version, iiif: !variant.hasPrefix("dzi/"))
         cache.insert(encoded, for: path)
         return encoded

@@ -43,7 +43,8 @@ struct ServerLimitsTests {
         var counts = queue.counts.makeAsyncIterator()
         while let c = await counts.next(), c.active == 0 {}
         let catalog = try ImageCatalog(
-            root: folder, cache: "\(folder)/.cache", maximumPendingBuilds: 0, buildQueue: queue, headerWaitLimit: .milliseconds(300))
+            root: folder, cache: "\(folder)/.cache", maximumPendingBuilds: 0, buildQueue: queue, headerWaitLimit: .milliseconds(300),
+            storeFormat: .raw)
         try await TileServerTests.withServer(TileServer(catalog: catalog)) { base, client in
             // info.json comes from the header, and starts the build (which waits for its turn).
             let info = try await TileServerTests.get(client, "\(base)/iiif/3/big/info.json")
@@ -121,7 +122,7 @@ struct ServerLimitsTests {
         let b = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 500, height: 300), width: 500, height: 300)
         let folder = try Self.folder(["a.jpg": a, "b.jpg": b])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", maximumOpenImages: 1, cacheByteBudget: 1)
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", maximumOpenImages: 1, cacheByteBudget: 1, storeFormat: .raw)
         var events = catalog.budget.events.makeAsyncIterator()
         _ = try await catalog.image("a")
         try await Self.waitForBuild(catalog, "a")
@@ -147,13 +148,13 @@ struct ServerLimitsTests {
         let original = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 400, height: 300), width: 400, height: 300)
         let folder = try Self.folder(["photo.jpg": original])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let first = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
+        let first = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         _ = try await first.image("photo")
         try await Self.waitForBuild(first, "photo")
         let manifest = "\(folder)/.cache/photo.tiles/manifest.json"
         let built = try FileManager.default.attributesOfItem(atPath: manifest)[.modificationDate] as! Date
         // The same bytes: reused (the manifest is not written again).
-        let second = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
+        let second = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         _ = try await second.image("photo")
         #expect(await second.isBuilding("photo") == false)
         #expect(try FileManager.default.attributesOfItem(atPath: manifest)[.modificationDate] as! Date == built)
@@ -163,7 +164,7 @@ struct ServerLimitsTests {
         changed[dqt + 6] = changed[dqt + 6] == 255 ? 254 : changed[dqt + 6] + 1
         try changed.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
         try FileManager.default.setAttributes([.modificationDate: built.addingTimeInterval(-3600)], ofItemAtPath: "\(folder)/photo.jpg")
-        let third = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
+        let third = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         let image = try await third.image("photo")
         try await Self.waitForBuild(third, "photo")
         let tile = try image.pyramid.readTile(level: 0, column: 0, row: 0)
@@ -177,7 +178,7 @@ struct ServerLimitsTests {
         let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1200, height: 900), width: 1200, height: 900)
         let folder = try Self.folder(["later.jpg": jpeg])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         // An upload half in: a build in progress, its files being written beside the folder's images.
         let builder = try await catalog.beginUpload("up")
         try await builder.append(jpeg.prefix(jpeg.count / 2))

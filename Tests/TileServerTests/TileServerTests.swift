@@ -30,11 +30,12 @@ struct TileServerTests {
         return (path, jpeg)
     }
 
-    /// Runs `body` against a server on a free loopback port.
+    /// Runs `body` against a server on a free loopback port, building JPEGs into `format` stores (raw by
+    /// default here: their pixels are exactly the reference's; TIFF stores have tests of their own).
     static func withServer(
-        _ folder: String, uploads: UploadPolicy? = nil, _ body: (String, HTTPClient) async throws -> Void
+        _ folder: String, uploads: UploadPolicy? = nil, format: StoreFormat = .raw, _ body: (String, HTTPClient) async throws -> Void
     ) async throws {
-        try await withServer(try TileServer(root: folder, cache: "\(folder)/.cache", uploads: uploads), body)
+        try await withServer(try TileServer(root: folder, cache: "\(folder)/.cache", uploads: uploads, storeFormat: format), body)
     }
 
     /// Runs `body` against `server` on a free loopback port. Blocking calls on an event loop, or in a
@@ -59,6 +60,17 @@ struct TileServerTests {
         try await client.shutdown()
         running.cancel()
         _ = await running.result
+    }
+
+    /// Asks until the answer is final: not 503, and (an image) not of a pyramid still being built.
+    static func settled(_ client: HTTPClient, _ url: String) async throws -> Reply {
+        var reply = try await get(client, url)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while reply.status == 503 || (reply.status == 200 && reply.headers["cache-control"] == "no-store"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            reply = try await get(client, url)
+        }
+        return reply
     }
 
     static func get(

@@ -94,7 +94,7 @@ struct ServeCommandTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let photo = try DemoImage.jpeg(width: 1200, height: 800)
         try photo.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
-        let server = try Server([folder, "--port", "0", "--allow-uploads", "--idle-timeout", "2"])
+        let server = try Server([folder, "--port", "0", "--allow-uploads", "--upload-token", "t", "--idle-timeout", "2"])
         defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         let port = server.port
 
@@ -118,7 +118,8 @@ struct ServeCommandTests {
 
         // An upload that stops half-way: being built when SIGTERM arrives.
         let upload = try LoopbackConnection(port: UInt16(port))
-        try upload.send(Data("PUT /images/up HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(photo.count)\r\n\r\n".utf8) + photo.prefix(photo.count / 2))
+        let head = "PUT /images/up HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(photo.count)\r\n\r\n"
+        try upload.send(Data(head.utf8) + photo.prefix(photo.count / 2))
         // Its state: building, every byte sent so far taken in, of the announced length.
         var state = ""
         let received = "\"bytesReceived\":\(photo.count / 2)"
