@@ -154,14 +154,17 @@ extension ImageCatalog {
     /// The image of a build once its header is read, or the build's outcome; `notReady` past
     /// ``headerWaitLimit``.
     func header(of build: Build, _ id: String) async throws(LookupError) -> Image {
-        if build.image == nil { _ = await waitFor(build, until: .now + headerWaitLimit) { _ in true } }
+        // An upload's header comes when its client sends it: said at once, not waited for.
+        if build.image == nil, !build.isUpload { _ = await waitFor(build, until: .now + headerWaitLimit) { _ in true } }
         if let pyramid = build.image, case .building(let current) = states[id], current === build {
             return Image(id: id, pyramid: pyramid, fingerprint: nil)
         }
         switch states[id] {
         case .ready(let image, _): return image
         case .failed(let error, _, _): throw .failed(error)
-        case .building: throw .failed(TileError(.notReady, "the image is waiting for its turn to be built"))
+        case .building:
+            let waiting = build.isUpload ? "\(id) is being uploaded; its header has not arrived yet" : "the image is waiting for its turn to be built"
+            throw .failed(TileError(.notReady, waiting))
         case .closed, nil: throw .failed(TileError(.cancelled, "the build of \(id) was stopped"))
         }
     }

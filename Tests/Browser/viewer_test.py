@@ -6,7 +6,9 @@ Starts `tiler serve` on a folder holding a generated photograph-like JPEG, then:
   2. a drag and a wheel zoom: the view (the fragment) moves as far as the pointer did, the zoom
      doubles about the pointer, and the tiles requested are those of the level the zoom needs;
   3. an image still being uploaded (a second server, `--allow-uploads`): the page shows the progress and
-     the tiles of the rows written so far, then the whole image once the upload ends.
+     the tiles of the rows written so far, then the whole image once the upload ends;
+  4. another site's page trying to upload into a server on loopback (fetch PUT, a form POST) stores
+     nothing, and a page reached under another host name (DNS rebinding) is refused.
 Screenshots are kept in the folder given as the first argument, to look at.
 Exits non-zero on any failure.
 """
@@ -86,6 +88,7 @@ class SlowUpload(threading.Thread):
             connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
             connection.putrequest("PUT", f"/images/{self.name}")
             connection.putheader("Content-Type", "image/jpeg")
+            connection.putheader("Authorization", "Bearer t")
             connection.putheader("Content-Length", str(len(self.data)))
             connection.endheaders()
             self.started.set()
@@ -109,7 +112,7 @@ def uploading(browser):
     make_image(os.path.join(work, "big.jpg"), uw, uh, quality=90)
     data = open(os.path.join(work, "big.jpg"), "rb").read()
     source = np.asarray(Image.open(os.path.join(work, "big.jpg")).convert("RGB"))
-    server, port = serve(folder, "--allow-uploads")
+    server, port = serve(folder, "--allow-uploads", "--upload-token", "t")
     # Held at 60 % of the bytes: about 6 of 12 tile rows decoded, level 2's first tile row written.
     upload = SlowUpload(port, "big", data, hold_at=int(len(data) * 0.6) // 16384 * 16384)
     page = browser.new_page(viewport={"width": VIEW_W, "height": VIEW_H}, device_scale_factor=1)
@@ -203,6 +206,59 @@ def uploading(browser):
         server.terminate()
         server.wait(10)
 
+def cross_site(playwright, folder):
+    """A page on another origin (a second local server, another port) tries to put an image into the
+    tile server with fetch (with and without the token, with and without CORS) and a form POST; the
+    tile server's folder must not change. Then the viewer reached as http://rebound.test:PORT (mapped
+    to 127.0.0.1 in the browser, as a DNS rebinding would) must be refused."""
+    server, port = serve(folder, "--allow-uploads", "--upload-token", "t")
+    before = sorted(os.listdir(folder))
+    site = tempfile.mkdtemp()
+    open(os.path.join(site, "evil.html"), "w").write(f"""<!doctype html><html><body>
+<form id="f" method="POST" action="http://127.0.0.1:{port}/images/formpost" enctype="text/plain">
+<input name="x" value="y"></form>
+<script>
+const target = "http://127.0.0.1:{port}/images/";
+const results = [];
+async function attempt(name, init) {{
+  try {{ const r = await fetch(target + name, init); results.push(name + ":" + r.status); }}
+  catch (e) {{ results.push(name + ":blocked"); }}
+}}
+(async () => {{
+  const body = new Uint8Array([0xFF, 0xD8, 0xFF, 0xD9]);
+  await attempt("cors", {{method: "PUT", body}});
+  await attempt("token", {{method: "PUT", body, headers: {{"Authorization": "Bearer t", "Content-Type": "image/jpeg"}}}});
+  await attempt("nocors", {{method: "PUT", body, mode: "no-cors"}});
+  await attempt("post", {{method: "POST", body, mode: "no-cors"}});
+  document.title = "done " + results.join(" ");
+}})();
+</script></body></html>""")
+    other = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", site],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        other_port = int(re.search(r"port (\d+)", other.stdout.readline()).group(1))
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
+                                             args=["--no-sandbox", "--host-resolver-rules=MAP rebound.test 127.0.0.1"])
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{other_port}/evil.html")
+        waits(page, "() => document.title.startsWith('done')")
+        title = page.title()
+        check(all(a.endswith((":blocked", ":403", ":0")) for a in title.split()[1:]) and len(title.split()) == 5,
+              f"every fetch from the other site is blocked by CORS or refused (403): {title!r}")
+        page.evaluate("document.getElementById('f').submit()")
+        page.wait_for_timeout(1000)   # the form's POST
+        after = sorted(os.listdir(folder))
+        check(after == before and not any(n.startswith(("cors", "token", "nocors", "post", "formpost", ".upload")) for n in after),
+              f"another site's page stores nothing: {title!r}, the folder {before} -> {after}")
+        response = page.goto(f"http://rebound.test:{port}/view/photo")
+        check(response is not None and response.status == 421,
+              f"the viewer reached under another host name (DNS rebinding) is refused: {response.status if response else None}")
+        browser.close()
+    finally:
+        other.terminate()
+        server.terminate()
+        server.wait(10)
+
 def urlread(port, path):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     connection.request("GET", path)
@@ -243,7 +299,7 @@ def main():
             # 1. View states from the fragment, against the source's pixels.
             for (cx, cy, z, threshold) in [(1500, 1000, 1, 30), (1234, 777, 1, 30), (1500, 1000, 0.5, 27), (2000, 1300, 0.5, 27)]:
                 page.goto(f"{base}/view/photo#x={cx}&y={cy}&z={z}")
-                page.add_style_tag(content="#status{display:none}")
+                page.evaluate("document.getElementById('status').style.display = 'none'")   # (no <style>: the page's policy allows its own only)
                 settle(page)
                 shot = os.path.join(OUT, f"view-{cx}-{cy}-{z}.png")
                 page.screenshot(path=shot)
@@ -252,7 +308,7 @@ def main():
                 check(value >= threshold, f"view x={cx} y={cy} z={z}: {value:.1f} dB against the source (at least {threshold})")
             # The default view: the whole image fitted and centred (0.333 here), the rest of the window empty.
             page.goto(f"{base}/view/photo")
-            page.add_style_tag(content="#status{display:none}")
+            page.evaluate("document.getElementById('status').style.display = 'none'")   # (no <style>: the page's policy allows its own only)
             settle(page)
             fitted = fragment(page)
             shot = os.path.join(OUT, "fitted.png")
@@ -306,6 +362,7 @@ def main():
                   f"no level-0 tile was requested after zooming out ({len(fresh)} requests)")
             page.close()
             uploading(browser)
+            cross_site(p, folder)
             browser.close()
     finally:
         server.terminate()
