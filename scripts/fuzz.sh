@@ -19,7 +19,7 @@ for target in decoder_fuzz tiff_fuzz; do
     || { cat "$out/clang.log"; exit 1; }
 done
 swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/metadata_fuzz.swift \
-  Sources/TileCore/{Decoding/{HeaderSegments,EXIFReader,ImageInfo,JPEGHeader},System/{InputFile,SystemCall},Geometry/ImageOrientation,TileError}.swift \
+  Sources/TileCore/{Decoding/{HeaderSegments,EXIFReader,ImageInfo,JPEGHeader},System/{InputFile,SystemCall,BlockingCallCheck},Geometry/ImageOrientation,TileError}.swift \
   -o "$out/metadata_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
 
 # Seeds: small JPEGs made here with cjpeg (baseline, progressive, restarts, grey), plus the corpus.
