@@ -150,8 +150,8 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
         return
     case "files-floor":
         try ExportScenarios.createFiles(input: input)
-    case "serve-server", "serve-server-uploads":
-        try await LoadChildren.serve(input: input, report: report, uploads: name == "serve-server-uploads")
+    case "serve-server", "serve-server-uploads", "serve-server-metrics":
+        try await LoadChildren.serve(input: input, report: report, uploads: name == "serve-server-uploads", metrics: name == "serve-server-metrics")
         return
     case "encode-floor":
         try writeReport(try LoadChildren.encodeFloor(input: input), extras: [:])

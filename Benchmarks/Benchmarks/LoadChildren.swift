@@ -12,9 +12,12 @@ import Glibc
 /// The child processes of the load scenarios.
 enum LoadChildren {
     /// `serve-server`: `TileServer` over the folder `input` (a cache beside it), access log off, until
-    /// SIGTERM; the port it listens on goes to `report`. `serve-server-uploads` takes uploads too.
-    static func serve(input: String, report: String, uploads: Bool) async throws {
-        let server = try TileServer(root: input, cache: "\(input)/.cache", uploads: uploads ? UploadPolicy(token: "bench") : nil)
+    /// SIGTERM; the port it listens on goes to `report`. `serve-server-uploads` takes uploads too;
+    /// `serve-server-metrics` counts its requests through swift-prometheus, as `tiler serve` does.
+    static func serve(input: String, report: String, uploads: Bool, metrics: Bool = false) async throws {
+        let registry = metrics ? ServerMetrics.bootstrapPrometheus() : nil
+        var server = try TileServer(root: input, cache: "\(input)/.cache", uploads: uploads ? UploadPolicy(token: "bench") : nil)
+        server.metricsRegistry = registry
         var logger = Logger(label: "bench.server")
         logger.logLevel = .warning
         let app = server.application(host: "127.0.0.1", port: 0, logger: logger) { channel in

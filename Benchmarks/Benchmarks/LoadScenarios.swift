@@ -54,11 +54,11 @@ enum LoadScenarios {
     }
 
     /// Our server in a child process (`--child serve-server`), once it listens; its base URL.
-    static func startServer(_ setup: Setup, uploads: Bool = false) throws -> (BackgroundProcess, String) {
+    static func startServer(_ setup: Setup, uploads: Bool = false, metrics: Bool = false) throws -> (BackgroundProcess, String) {
         let report = "\(setup.folder)/server-\(UUID().uuidString).txt"
         let process = try BackgroundProcess(
             ChildProcess.selfExecutable,
-            ["--child", uploads ? "serve-server-uploads" : "serve-server", "--input", setup.images, "--report", report],
+            ["--child", uploads ? "serve-server-uploads" : metrics ? "serve-server-metrics" : "serve-server", "--input", setup.images, "--report", report],
             outputPath: "\(setup.folder)/server.log")
         for _ in 0..<600 {
             if let text = try? String(contentsOfFile: report, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
@@ -131,17 +131,21 @@ enum LoadScenarios {
         let theirs = try cyclingScript(workingSet.map { "/dzi/dz_files/\(setup.top)/\($0.0)_\($0.1).jpg" }, at: "\(setup.folder)/nginx.lua")
         let (server, base) = try startServer(setup)
         defer { server.stop() }
+        let (counted, countedBase) = try startServer(setup, metrics: true)
+        defer { counted.stop() }
         guard let (nginx, nginxBase) = try startNginx(setup, root: setup.folder) else { return ["serve-warm: skipped (no nginx)"] }
         defer { nginx.stop() }
-        // Every tile of the working set asked for once (encoded, cached), and both warmed up.
+        // Every tile of the working set asked for once (encoded, cached), and all three warmed up.
         _ = try WrkResult.run(url: base, connections: 64, seconds: 3, script: ours)
+        _ = try WrkResult.run(url: countedBase, connections: 64, seconds: 3, script: ours)
         _ = try WrkResult.run(url: nginxBase, connections: 64, seconds: 3, script: theirs)
         // The HTTP stack's own floor: a route that answers at once, without a body (303 to info.json).
         let floorScript = try cyclingScript(["/iiif/3/photo"], at: "\(setup.folder)/floor.lua")
-        var (mine, nginxRuns, floors): ([WrkResult], [WrkResult], [WrkResult]) = ([], [], [])
+        var (mine, nginxRuns, floors, withMetrics): ([WrkResult], [WrkResult], [WrkResult], [WrkResult]) = ([], [], [], [])
         for _ in 0..<runs {
             nginxRuns.append(try WrkResult.run(url: nginxBase, connections: 64, seconds: 10, script: theirs))
             mine.append(try WrkResult.run(url: base, connections: 64, seconds: 10, script: ours))
+            withMetrics.append(try WrkResult.run(url: countedBase, connections: 64, seconds: 10, script: ours))
             floors.append(try WrkResult.run(url: base, connections: 64, seconds: 10, script: floorScript))
         }
         func line(_ name: String, _ results: [WrkResult]) -> String {
@@ -159,6 +163,9 @@ enum LoadScenarios {
             line("serve-warm", mine) + String(
                 format: "  %.2fx nginx, %.2fx the 303 floor  server peak RSS %.0f MiB", ratio,
                 ScenarioResult.median(mine.map(\.requestsPerSecond)) / floorRate, server.statusMiB("VmHWM")),
+            line("serve-warm-metrics", withMetrics) + String(
+                format: "  %.2fx metrics off, %.2fx nginx", ScenarioResult.median(withMetrics.map(\.requestsPerSecond)) / ScenarioResult.median(mine.map(\.requestsPerSecond)),
+                ScenarioResult.median(withMetrics.map(\.requestsPerSecond)) / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond))),
         ]
     }
 

@@ -10,15 +10,27 @@ public final class EncodedImage: Sendable {
     /// Its strong validator (`"…"`), derived from the source's fingerprint and the request; nil for an
     /// image of a pyramid still being built (never cached, `no-store`).
     public let entityTag: String?
+    /// Its source's modification time as an HTTP date (`Last-Modified`), with the entity tag.
+    public let lastModified: String?
+    /// The header fields of its 200 answer before `Content-Length` (and of its 304).
+    let fields: [(String, String)]
     /// Of a cached image: the image's identifier and its source's version (an entry whose version is
     /// no longer the image's is stale), and the head of its 200 answer up to the `Date` field.
     let id: String
     let version: String
     let responseHead: ByteBuffer?
 
-    init(body: ByteBuffer, mediaType: String, entityTag: String? = nil, id: String = "", version: String = "", iiif: Bool = false) {
-        (self.body, self.mediaType, self.entityTag, self.id, self.version) = (body, mediaType, entityTag, id, version)
-        responseHead = entityTag == nil ? nil : TileService.responseHead(body: body, mediaType: mediaType, entityTag: entityTag, iiif: iiif)
+    /// - Parameters:
+    ///   - entityTag: nil for an image of a pyramid still being built (sent with `no-store`).
+    ///   - cacheControl: `Cache-Control` with an entity tag.
+    init(
+        body: ByteBuffer, mediaType: String, entityTag: String? = nil, lastModified: String? = nil, cacheControl: String = "no-store",
+        id: String = "", version: String = "", link: String? = nil
+    ) {
+        (self.body, self.mediaType, self.entityTag, self.lastModified, self.id, self.version) = (body, mediaType, entityTag, lastModified, id, version)
+        fields = TileRoutes.imageFields(
+            mediaType: mediaType, entityTag: entityTag, lastModified: lastModified, cacheControl: entityTag == nil ? "no-store" : cacheControl, link: link)
+        responseHead = entityTag == nil ? nil : TileService.responseHead(body: body, fields: fields)
     }
 }
 
@@ -87,6 +99,18 @@ public final class EncodedTileCache: Sendable {
             for (oldKey, entry) in s.entries.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where s.bytes > target {
                 s.entries[oldKey] = nil
                 s.bytes -= entry.image.body.readableBytes
+            }
+        }
+    }
+
+    /// Drops every image of the image `id` (an admin purge).
+    public func removeAll(of id: String) {
+        for shard in shards {
+            shard.state.withLock { s in
+                for (key, entry) in s.entries where entry.image.id == id {
+                    s.entries[key] = nil
+                    s.bytes -= entry.image.body.readableBytes
+                }
             }
         }
     }

@@ -24,6 +24,9 @@ extension ImageCatalog {
         var hasEnded = false
         /// An upload's room in the budget (``ImageCatalog/reserveUpload(_:byteCount:)``).
         var reservation: DiskCacheBudget.StoreID?
+        /// The cache folder's lock on this image, held until the build has ended (a JPEG's build).
+        var lock: BuildLock?
+        let started = ContinuousClock.now
 
         init(builder: ImageBuilder, fingerprint: SourceFingerprint?, sourcePath: String?) {
             self.builder = builder
@@ -39,21 +42,31 @@ extension ImageCatalog {
         let continuation: CheckedContinuation<Bool, Never>
     }
 
-    /// Reuses the cache store of `source` when it was built from this version, else starts a build.
+    /// Reuses the cache store of `source` when it was built from this version, else starts a build,
+    /// holding the cache folder's lock on `id`; while another server sharing the folder holds it (and
+    /// builds the image), waits for its store, up to ``headerWaitLimit``.
     func buildOrReuse(_ id: String, _ source: SourceFile) async -> LookupError? {
         let store = "\(cache)/\(id).tiles"
         // An eviction of this store (it leaves the budget's accounts before its files are deleted) done
         // before anything is read or built there.
         await budget.waitForRemoval(at: store)
-        storesOpened += 1
-        let reused = try? await threadPool.blocking { () throws(TileError) -> TiledImage? in
-            CacheStoreRecord.isStore(store, builtFrom: source) ? try TiledImage.open(store: store) : nil
-        }
-        if let pyramid = reused ?? nil {
-            let storeID = await budget.register(image: pyramid, path: store)
-            setReady(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: storeID)
-            await closeLeastRecentlyUsed()
-            return nil
+        let deadline = ContinuousClock.now + headerWaitLimit
+        var lock: BuildLock?
+        while true {
+            if await reuse(id, source, store) { return nil }
+            let cache = self.cache
+            do {
+                lock = try await threadPool.blocking { () throws(TileError) in try BuildLock.take(id, in: cache) }
+            } catch {
+                states[id] = .failed(error, source.fingerprint, at: .now)
+                return nil
+            }
+            if lock != nil { break }
+            // Another server is building it: its store is reused once its lock is released. (Another
+            // process's lock has no event to wait on here; a tenth of a second's sleep between looks.)
+            guard ContinuousClock.now < deadline, (try? await Task.sleep(for: .milliseconds(100))) != nil else {
+                return .failed(TileError(.notReady, "another server sharing the cache is building \(id)"))
+            }
         }
         guard !isShutDown else {
             states[id] = .failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, at: .now)
@@ -70,6 +83,7 @@ extension ImageCatalog {
             return nil
         }
         let build = Build(builder: builder, fingerprint: source.fingerprint, sourcePath: source.path)
+        build.lock = lock
         states[id] = .building(build)
         CacheStoreRecord.remove(forStore: store)  // a record of an older version
         let (queue, pool, path) = (builds, threadPool, source.path)
@@ -83,6 +97,19 @@ extension ImageCatalog {
         }
         watch(build, id)
         return nil
+    }
+
+    /// Opens the cache store of `source` and makes it `id`'s ready image, when it was built from this version.
+    private func reuse(_ id: String, _ source: SourceFile, _ store: String) async -> Bool {
+        storesOpened += 1
+        let reused = try? await threadPool.blocking { () throws(TileError) -> TiledImage? in
+            CacheStoreRecord.isStore(store, builtFrom: source) ? try TiledImage.open(store: store) : nil
+        }
+        guard let pyramid = reused ?? nil else { return false }
+        let storeID = await budget.register(image: pyramid, path: store)
+        setReady(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: storeID)
+        await closeLeastRecentlyUsed()
+        return true
     }
 
     /// Reads the JPEG at `path` a chunk at a time on `pool` and appends each to `builder`.
@@ -118,10 +145,19 @@ extension ImageCatalog {
 
     private func ended(_ build: Build, _ id: String) async {
         build.hasEnded = true
+        // Released last, after the record of the source is written: a server waiting for it reuses the store.
+        defer { build.lock = nil }
         // The complete pyramid (a turned image's TIFF is another image than the one shown while it was built).
         build.image = await build.builder.image ?? build.image
         let state = await build.builder.currentState
         let storeID = await build.builder.budgetStoreID
+        let outcome: String
+        switch state {
+        case .complete: outcome = "completed"
+        case .failed: outcome = "failed"
+        default: outcome = "cancelled"
+        }
+        ServerMetrics.recordBuild(outcome: outcome, duration: .now - build.started)
         defer {
             for waiter in build.waiters.values { waiter.continuation.resume(returning: true) }
             build.waiters = [:]

@@ -47,9 +47,12 @@ public actor ImageCatalog {
         public let fingerprint: SourceFingerprint?
         /// The fingerprint's text, made once: what cache keys and entity tags are derived from.
         public let version: String?
+        /// The source's modification time as an HTTP date (`Last-Modified`), made once.
+        public let lastModified: String?
 
         init(id: String, pyramid: TiledImage, fingerprint: SourceFingerprint?) {
             (self.id, self.pyramid, self.fingerprint, version) = (id, pyramid, fingerprint, fingerprint?.description)
+            lastModified = fingerprint.map { HTTPDate.string(nanosecondsSinceEpoch: $0.identity.modificationTime) }
         }
     }
 
@@ -202,6 +205,8 @@ public actor ImageCatalog {
         readyImages.entries.withLock { $0[image.id] = (image, now) }
     }
 
+    func forgetSource(_ id: String) { known[id] = nil }
+
     func forgetReady(_ id: String) {
         _ = readyImages.entries.withLock { $0.removeValue(forKey: id) }
     }
@@ -217,6 +222,14 @@ public actor ImageCatalog {
         public var geometry: TileGeometry
         /// The source's fingerprint as text (``Image/version``); nil for an upload in progress.
         public var version: String?
+        /// The source's modification time as an HTTP date (`Last-Modified`); nil for an upload in progress.
+        public var lastModified: String?
+
+        init(geometry: TileGeometry, fingerprint: SourceFingerprint?) {
+            self.geometry = geometry
+            version = fingerprint?.description
+            lastModified = fingerprint.map { HTTPDate.string(nanosecondsSinceEpoch: $0.identity.modificationTime) }
+        }
     }
 
     /// The geometry of `id` (display size, levels, tiles) as soon as it is known: for a JPEG whose
@@ -231,14 +244,14 @@ public actor ImageCatalog {
                 let info = try ImageInfo.read(regularFile: path)
                 return try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
             }
-            if let geometry { return Outline(geometry: geometry, version: build.fingerprint?.description) }
+            if let geometry { return Outline(geometry: geometry, fingerprint: build.fingerprint) }
         }
         if let refusal { throw refusal }
         if case .building(let build) = states[id], !build.isUpload {
-            return Outline(geometry: try await image(id).pyramid.geometry, version: build.fingerprint?.description)
+            return Outline(geometry: try await image(id).pyramid.geometry, fingerprint: build.fingerprint)
         }
         let image = try await image(id)
-        return Outline(geometry: image.pyramid.geometry, version: image.version)
+        return Outline(geometry: image.pyramid.geometry, fingerprint: image.fingerprint)
     }
 
     /// Looks at the file behind `id` and brings its state up to date, once for all concurrent callers.

@@ -1,4 +1,4 @@
-public import Hummingbird
+import Hummingbird
 import HTTPTypes
 
 /// What a server accepts of a request before any route sees it: which `Host` names it answers for
@@ -11,12 +11,17 @@ public struct RequestGuard: Sendable, Hashable {
     /// Origins (`https://viewer.example`) whose pages may send uploads across origins (CORS allows
     /// them `PUT`); every other origin may only read (`GET`, `HEAD`, `OPTIONS`).
     public var uploadOrigins: Set<String>
+    /// Peers whose `Forwarded` and `X-Forwarded-*` headers say where clients reach the server (the
+    /// URLs in info.json); from any other peer those headers are removed before a route sees them.
+    /// Default none.
+    public var trustedProxies: [AddressRange]
 
     public static let loopbackHosts: Set<String> = ["localhost", "127.0.0.1", "::1"]
 
-    public init(allowedHosts: Set<String>? = nil, uploadOrigins: Set<String> = []) {
+    public init(allowedHosts: Set<String>? = nil, uploadOrigins: Set<String> = [], trustedProxies: [AddressRange] = []) {
         self.allowedHosts = allowedHosts.map { Set($0.map { $0.lowercased() }) }
         self.uploadOrigins = uploadOrigins
+        self.trustedProxies = trustedProxies
     }
 
     /// The guard for a server bound to `host`: loopback names only on a loopback address, any name
@@ -49,12 +54,21 @@ public struct RequestGuard: Sendable, Hashable {
 
 /// Applies a ``RequestGuard`` to every request: 421 for a `Host` the server does not answer for,
 /// 403 for a change (`PUT`, ...) from another origin's page, CORS preflights answered (reads from any
-/// origin, uploads from ``RequestGuard/uploadOrigins``), and `X-Content-Type-Options: nosniff` on
-/// every response.
-struct GuardMiddleware<Context: RequestContext>: RouterMiddleware {
+/// origin, uploads from ``RequestGuard/uploadOrigins``), forwarding headers removed unless a trusted
+/// proxy sent them, and `X-Content-Type-Options: nosniff` on every response.
+struct GuardMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
     let rules: RequestGuard
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var request = request
+        if ForwardedOrigin.forwardedNames.contains(where: { request.headers[$0] != nil }) {
+            let peer = context.channel.remoteAddress?.ipAddress ?? ""
+            if !rules.trustedProxies.contains(where: { $0.contains(peer) }) {
+                var head = request.head
+                for name in ForwardedOrigin.forwardedNames { head.headerFields[name] = nil }
+                request = Request(head: head, body: request.body)
+            }
+        }
         var response: Response
         do { response = try await answer(request, context: context, next: next) } catch let error as any HTTPResponseError {
             response = try error.response(from: request, context: context)  // a route not found, say

@@ -42,8 +42,9 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var requestsWithApplication = 0
     /// A request passed on whose body has not ended.
     private var isPassingBody = false
-    /// A head that may be answered here once its end arrives.
+    /// A head that may be answered here once its end arrives, and when it arrived.
     private var held: HTTPRequestHead?
+    private var heldSince: NIODeadline = .uptimeNanoseconds(0)
     private var closesWhenIdle = false
     private var hasFailed = false
     private var hasAnswered = false
@@ -107,6 +108,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             waitingSince = nil
             if requestsWithApplication == 0, !hasFailed, !closesWhenIdle, context.channel.isWritable, mayAnswer(head) {
                 held = head
+                heldSince = .now()
                 return
             }
             pass(head, context)
@@ -115,8 +117,8 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             context.fireChannelRead(data)
         case .end:
             if let head = held {
-                if head.uri == "/health" { return answer(head, Self.alive, iiif: false, context) }
-                if let image = service.cachedImage(path: Self.path(head.uri)) { return answer(head, image, iiif: head.uri.hasPrefix("/iiif/"), context) }
+                if head.uri == "/health" { return answer(head, Self.alive, context) }
+                if let image = service.cachedImage(path: Self.path(head.uri)) { return answer(head, image, context) }
                 pass(head, context)
             }
             isPassingBody = false
@@ -180,7 +182,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// no `Upgrade`, for a `Host` the server answers for, of a DeepZoom tile, an IIIF image or `/health`.
     private func mayAnswer(_ head: HTTPRequestHead) -> Bool {
         (head.method == .GET || head.method == .HEAD) && head.version == .http1_1 && head.isKeepAlive
-            && (head.uri.hasPrefix("/dzi/") || head.uri.hasPrefix("/iiif/3/") || head.uri == "/health")
+            && (head.uri.hasPrefix("/dzi/") || head.uri.hasPrefix("/iiif/") || head.uri == "/health")
             && !head.headers.contains(name: "upgrade") && allows(host: head.headers.first(name: "host"))
     }
 
@@ -200,16 +202,21 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         return String(uri[..<query])
     }
 
-    /// Writes the routes' answer to `head` from the cache: 200 (no body for `HEAD`), or 304 when
-    /// `If-None-Match` names the image's entity tag.
-    private func answer(_ head: HTTPRequestHead, _ image: EncodedImage, iiif: Bool, _ context: ChannelHandlerContext) {
+    /// Writes the routes' answer to `head` from the cache: 200 (no body for `HEAD`), or 304 when the
+    /// request's `If-None-Match` or `If-Modified-Since` says the client has it.
+    private func answer(_ head: HTTPRequestHead, _ image: EncodedImage, _ context: ChannelHandlerContext) {
         held = nil
         hasAnswered = true
         waitForHead(context)
-        let notModified = image.entityTag.map { tag in
-            head.headers.contains(name: "if-none-match") && head.headers["if-none-match"].contains { TileRoutes.matches($0, tag) }
-        } ?? false
+        let notModified = image.entityTag != nil && (head.headers.contains(name: "if-none-match") || head.headers.contains(name: "if-modified-since"))
+            && TileRoutes.isNotModified(
+                head.headers["if-none-match"], ifModifiedSince: head.headers.first(name: "if-modified-since"), entityTag: image.entityTag,
+                lastModified: image.lastModified)
         logger?.info("Request", metadata: ["hb.request.method": "\(head.method.rawValue)", "hb.request.path": "\(head.uri)", "cached": "true"])
+        let sent = head.method == .GET && !notModified ? image.body.readableBytes : 0
+        service.metrics.record(
+            ServerMetrics.Route(path: Self.path(head.uri)[...]), status: notModified ? 304 : 200, bytes: sent,
+            nanoseconds: (NIODeadline.now() - heldSince).nanoseconds)
         if !notModified, let prepared = image.responseHead, let encoder {
             // The prepared head, this second's date line, the body: three shared buffers, one writev.
             encoder.write(NIOAny(prepared), promise: nil)
@@ -217,7 +224,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             if head.method == .GET { encoder.write(NIOAny(image.body), promise: nil) }
             return
         }
-        var headers = HTTPHeaders(TileRoutes.imageFields(mediaType: image.mediaType, entityTag: image.entityTag, iiif: iiif))
+        var headers = HTTPHeaders(image.fields)
         headers.add(name: "Content-Length", value: String(image.body.readableBytes))
         headers.add(name: "Date", value: HTTPDate.now())
         headers.add(name: "Server", value: TileServer.serverName)
@@ -225,32 +232,5 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         if head.method == .GET, !notModified { context.write(wrapOutboundOut(.body(.byteBuffer(image.body))), promise: nil) }
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
-    }
-}
-
-/// The `Date` field's value (an IMF-fixdate), made once a second for the whole process.
-enum HTTPDate {
-    private static let current = Mutex<(second: Int, text: String, line: ByteBuffer)>((-1, "", ByteBuffer()))
-    private static let formatter = Mutex<DateFormatter>({
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter
-    }())
-
-    static func now() -> String { update().text }
-
-    /// `Date: …` and the blank line that ends a head.
-    static func line() -> ByteBuffer { update().line }
-
-    private static func update() -> (second: Int, text: String, line: ByteBuffer) {
-        let date = Date()
-        let second = Int(date.timeIntervalSince1970)
-        if let current = current.withLock({ $0.second == second ? $0 : nil }) { return current }
-        let text = formatter.withLock { $0.string(from: date) }
-        let made = (second, text, ByteBuffer(string: "Date: \(text)\r\n\r\n"))
-        current.withLock { $0 = made }
-        return made
     }
 }

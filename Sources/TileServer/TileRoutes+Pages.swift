@@ -22,8 +22,8 @@ extension TileRoutes {
             let name = Self.html(id)
             let encoded = id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? id
             rows += """
-                <tr><td><img src="/iiif/3/\(encoded)/full/!160,160/0/default.jpg" alt="" loading="lazy"></td>\
-                <td><a href="/view/\(encoded)">\(name)</a></td><td>\(size)</td><td>\(s.state.rawValue)</td></tr>
+                <tr><td><img src="iiif/3/\(encoded)/full/!160,160/0/default.jpg" alt="" loading="lazy"></td>\
+                <td><a href="view/\(encoded)">\(name)</a></td><td>\(size)</td><td>\(s.state.rawValue)</td></tr>
 
                 """
         }

@@ -19,35 +19,54 @@ import TileCore
 public struct TileRoutes: Sendable {
     public let service: TileService
     public var catalog: ImageCatalog { service.catalog }
-    /// The base URL `info.json` ids start with (`https://example.org/iiif/3`); nil: from the request's
-    /// `Host` header.
+    /// The server's public URL (`https://example.org/images`): `info.json` ids start with it and
+    /// `/iiif/3/` or `/iiif/2/`; nil: from a trusted proxy's headers or the request's `Host` header.
     public var publicBaseURL: String?
     /// Uploads (`PUT /images/{id}`): nil, the default, refuses them.
     public var uploads: UploadPolicy?
+    /// The admin API (`/admin/...`): nil, the default, turns it off.
+    public var admin: AdminPolicy?
 
     public init(service: TileService, publicBaseURL: String? = nil) {
         self.service = service
         self.publicBaseURL = publicBaseURL
     }
 
-    static let profileLink = "<http://iiif.io/api/image/3/level2.json>;rel=\"profile\""
-    static let extras = (features: ["mirroring", "sizeUpscaling", "profileLinkHeader", "canonicalLinkHeader"], qualities: ["gray", "bitonal"])
+    /// The versions of the IIIF Image API served, each under its own path (`/iiif/3/...`, `/iiif/2/...`).
+    enum IIIFVersion: CaseIterable {
+        case v3, v2
+
+        var path: String { self == .v3 ? "iiif/3" : "iiif/2" }
+        var profileLink: String { "<http://iiif.io/api/image/\(self == .v3 ? 3 : 2)/level2.json>;rel=\"profile\"" }
+        var context: String { self == .v3 ? IIIFImageInformation.context : IIIFImageInformation2.context }
+
+        func request(_ path: String) throws(TileError) -> ImageRequest {
+            self == .v3 ? try ImageRequest(path: path) : try ImageRequest(version2Path: path)
+        }
+    }
+
+    static let profileLink = IIIFVersion.v3.profileLink
+    static let extras = (features: ["mirroring", "sizeUpscaling", "profileLinkHeader"], qualities: ["gray", "bitonal"])
+    static let supports2 = ["mirroring", "regionSquare", "profileLinkHeader"]
 
     /// Adds the routes to `router`.
     public func register<Context: RequestContext>(on router: Router<Context>) {
-        router.get("iiif/3/:id") { request, context in
-            Self.response(.seeOther, headers: [.location: "\(base(request))/\(context.parameters.get("id") ?? "")/info.json"])
-        }
-        router.get("iiif/3/:id/info.json") { request, context in
-            await info(id: context.parameters.get("id") ?? "", base: base(request), request: request)
-        }
-        router.get("iiif/3/:id/:region/:size/:rotation/:file") { request, context in
-            let p = context.parameters
-            let segments = [p.get("region"), p.get("size"), p.get("rotation"), p.get("file")].map { $0 ?? "" }
-            let path = segments.joined(separator: "/")
-            let target: TileService.Target
-            do throws(TileError) { target = .iiif(try ImageRequest(path: path)) } catch { return Self.failure(error, iiif: true) }
-            return await image(id: p.get("id") ?? "", target: target, variant: path, request: request)
+        for version in IIIFVersion.allCases {
+            router.get("\(version.path)/:id") { request, context in
+                Self.response(.seeOther, headers: [.location: "\(base(request, version))/\(context.parameters.get("id") ?? "")/info.json"])
+            }
+            router.get("\(version.path)/:id/info.json") { request, context in
+                await info(id: context.parameters.get("id") ?? "", version: version, base: base(request, version), request: request)
+            }
+            router.get("\(version.path)/:id/:region/:size/:rotation/:file") { request, context in
+                let p = context.parameters
+                let segments = [p.get("region"), p.get("size"), p.get("rotation"), p.get("file")].map { $0 ?? "" }
+                let path = segments.joined(separator: "/")
+                let target: TileService.Target
+                do throws(TileError) { target = .iiif(try version.request(path)) } catch { return Self.failure(error, link: version.profileLink) }
+                let variant = version == .v3 ? path : "iiif2/\(path)"
+                return await image(id: p.get("id") ?? "", target: target, variant: variant, link: version.profileLink, request: request)
+            }
         }
         router.get("dzi/:name") { request, context in
             await deepZoomDescriptor(name: context.parameters.get("name") ?? "", request: request)
@@ -58,22 +77,33 @@ public struct TileRoutes: Sendable {
             guard files.hasSuffix("_files"), let address = DeepZoomTileAddress(level: level, tile: tile) else {
                 return Self.plain(.notFound, "no such DeepZoom tile")
             }
-            return await image(id: String(files.dropLast(6)), target: .deepZoom(address), variant: "dzi/\(level)/\(tile)", request: request)
+            return await image(id: String(files.dropLast(6)), target: .deepZoom(address), variant: "dzi/\(level)/\(tile)", link: nil, request: request)
         }
     }
 
-    private func base(_ request: Request) -> String {
-        if let publicBaseURL { return publicBaseURL.hasSuffix("/") ? String(publicBaseURL.dropLast()) : publicBaseURL }
-        return "http://\(request.head.authority ?? "localhost")/iiif/3"
+    /// The base URI of `version`'s image services: the server's public URL (`publicBaseURL`, else from
+    /// a trusted proxy's headers or the request's `Host`) and `/iiif/3` or `/iiif/2`.
+    private func base(_ request: Request, _ version: IIIFVersion) -> String {
+        if var configured = publicBaseURL {
+            while configured.hasSuffix("/") { configured.removeLast() }
+            return configured + "/" + version.path
+        }
+        return ForwardedOrigin(request.headers, authority: request.head.authority).base + "/" + version.path
     }
 
-    func info(id encoded: String, base: String, request: Request) async -> Response {
+    func info(id encoded: String, version: IIIFVersion, base: String, request: Request) async -> Response {
         guard let id = encoded.removingPercentEncoding else { return Self.plain(.badRequest, "not an image identifier") }
         let outline: ImageCatalog.Outline
         do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id) } catch { return Self.refusal(error, id: id) }
-        let info = outline.geometry.layout.iiifInformation(id: "\(base)/\(encoded)", limits: service.limits, extras: Self.extras)
-        let headers: HTTPFields = [.contentType: "application/ld+json;profile=\"\(IIIFImageInformation.context)\"", .link: Self.profileLink]
-        return Self.document(ByteBuffer(data: info.encoded()), headers: headers, version: outline.version, variant: "info.json|\(base)", request: request)
+        let layout = outline.geometry.layout
+        let body = version == .v3
+            ? layout.iiifInformation(id: "\(base)/\(encoded)", limits: service.limits, extras: Self.extras).encoded()
+            : layout.iiifInformation2(id: "\(base)/\(encoded)", limits: service.limits, supports: Self.supports2).encoded()
+        // JSON-LD only for a client that asks for it (Image API 3.0, 6.1; 2.1, 6.1); the same bytes either way.
+        let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
+        let mediaType = linkedData ? "application/ld+json;profile=\"\(version.context)\"" : "application/json"
+        let headers: HTTPFields = [.contentType: mediaType, .link: version.profileLink, .vary: "Accept"]
+        return document(ByteBuffer(data: body), headers: headers, outline: outline, variant: "info.json|\(mediaType)|\(base)", request: request)
     }
 
     func deepZoomDescriptor(name: String, request: Request) async -> Response {
@@ -83,29 +113,33 @@ public struct TileRoutes: Sendable {
         let outline: ImageCatalog.Outline
         do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id) } catch { return Self.refusal(error, id: id) }
         let xml = outline.geometry.layout.deepZoomDescriptor().xml
-        return Self.document(ByteBuffer(string: xml), headers: [.contentType: "application/xml"], version: outline.version, variant: "dzi", request: request)
+        return document(ByteBuffer(string: xml), headers: [.contentType: "application/xml"], outline: outline, variant: "dzi", request: request)
     }
 
     /// A document describing an image (info.json, .dzi): with an entity tag derived from its source's
-    /// version and `variant`, and 304 when `If-None-Match` names it.
-    static func document(_ body: ByteBuffer, headers: HTTPFields, version: String?, variant: String, request: Request) -> Response {
+    /// version and `variant`, the source's `Last-Modified`, kept by caches for
+    /// ``CachePolicy/documentMaxAge``, and 304 when the request's conditions say the client has it.
+    /// An upload still arriving has no version yet: `no-store`.
+    func document(_ body: ByteBuffer, headers: HTTPFields, outline: ImageCatalog.Outline, variant: String, request: Request) -> Response {
         var headers = headers
-        if let version {
-            let tag = TileService.entityTag("\(version)|\(variant)")
-            headers[.eTag] = tag
-            if let match = request.headers[.ifNoneMatch], matches(match, tag) {
-                headers[.contentLength] = String(body.readableBytes)
-                return response(.notModified, headers: headers)
-            }
+        guard let version = outline.version else {
+            headers[.cacheControl] = "no-store"
+            return Self.response(.ok, headers: headers, body: body)
         }
-        return response(.ok, headers: headers, body: body)
+        let tag = TileService.entityTag("\(version)|\(variant)")
+        headers[.eTag] = tag
+        headers[.lastModified] = outline.lastModified
+        headers[.cacheControl] = service.cachePolicy.documentCacheControl
+        if Self.isNotModified(request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: tag, lastModified: outline.lastModified) {
+            headers[.contentLength] = String(body.readableBytes)
+            return Self.response(.notModified, headers: headers)
+        }
+        return Self.response(.ok, headers: headers, body: body)
     }
 
     /// An image request: the image looked up, the request resolved against it, the answer from the
     /// service (304 when `If-None-Match` names its entity tag).
-    func image(id encoded: String, target: TileService.Target, variant: String, request: Request) async -> Response {
-        let iiif: Bool
-        if case .iiif = target { iiif = true } else { iiif = false }
+    func image(id encoded: String, target: TileService.Target, variant: String, link: String?, request: Request) async -> Response {
         let image: ImageCatalog.Image
         if let ready = catalog.readyImage(encoded) {
             image = ready
@@ -117,43 +151,52 @@ public struct TileRoutes: Sendable {
             guard let resolved = try service.resolve(target, of: image.pyramid) else {
                 return Self.plain(.notFound, "no tile \(variant) of \(image.id)")
             }
-            let encoded = try await service.encoded(resolved, path: request.uri.path, variant: variant, of: image)
+            let encoded = try await service.encoded(resolved, path: request.uri.path, variant: variant, link: link, of: image)
             var headers = HTTPFields()
-            for (name, value) in Self.imageFields(mediaType: encoded.mediaType, entityTag: encoded.entityTag, iiif: iiif) {
-                headers[HTTPField.Name(name)!] = value
-            }
-            if let tag = encoded.entityTag, let match = request.headers[.ifNoneMatch], Self.matches(match, tag) {
+            for (name, value) in encoded.fields { headers[HTTPField.Name(name)!] = value }
+            if Self.isNotModified(
+                request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: encoded.entityTag,
+                lastModified: encoded.lastModified)
+            {
                 headers[.contentLength] = String(encoded.body.readableBytes)  // the 200's length (RFC 9110, 8.6)
                 return Self.response(.notModified, headers: headers)
             }
             return Self.response(.ok, headers: headers, body: encoded.body)
         } catch {
-            return Self.failure(error, iiif: iiif)
+            return Self.failure(error, link: link)
         }
     }
 
     /// The header fields of an image answer, in the order both the routes and the cached-tile handler
     /// send them.
-    static func imageFields(mediaType: String, entityTag: String?, iiif: Bool) -> [(String, String)] {
+    static func imageFields(mediaType: String, entityTag: String?, lastModified: String?, cacheControl: String, link: String?) -> [(String, String)] {
         var fields = [("Content-Type", mediaType)]
-        if iiif { fields.append(("Link", profileLink)) }
-        if let tag = entityTag {
-            fields.append(("ETag", tag))
-            fields.append(("Cache-Control", "public, max-age=86400"))
-        } else {
-            fields.append(("Cache-Control", "no-store"))  // a pyramid still being built
-        }
+        if let link { fields.append(("Link", link)) }
+        if let entityTag { fields.append(("ETag", entityTag)) }
+        if let lastModified { fields.append(("Last-Modified", lastModified)) }
+        fields.append(("Cache-Control", cacheControl))
         fields.append(("Access-Control-Allow-Origin", "*"))
         fields.append(("X-Content-Type-Options", "nosniff"))
         return fields
     }
 
-    /// Whether an `If-None-Match` value names `tag` (or is `*`).
-    static func matches(_ ifNoneMatch: String, _ tag: String) -> Bool {
-        ifNoneMatch.split(separator: ",").contains {
-            let candidate = $0.trimmingCharacters(in: .whitespaces)
-            return candidate == tag || candidate == "*" || candidate == "W/\(tag)"
+    /// Whether a `GET` or `HEAD` with these conditions is answered 304 (RFC 9110, 13.2.2): by
+    /// `If-None-Match` when the request has one (weak comparison, `*` for any), else by
+    /// `If-Modified-Since` (not modified since that date).
+    static func isNotModified(_ ifNoneMatch: [String], ifModifiedSince: String?, entityTag: String?, lastModified: String?) -> Bool {
+        if !ifNoneMatch.isEmpty {
+            guard let entityTag else { return false }
+            return ifNoneMatch.contains { value in
+                value.split(separator: ",").contains {
+                    let candidate = $0.trimmingCharacters(in: .whitespaces)
+                    return candidate == entityTag || candidate == "*" || candidate == "W/\(entityTag)"
+                }
+            }
         }
+        guard let ifModifiedSince, let lastModified else { return false }
+        if ifModifiedSince == lastModified { return true }  // what caches send back
+        guard let since = HTTPDate.parse(ifModifiedSince), let modified = HTTPDate.parse(lastModified) else { return false }
+        return modified <= since
     }
 
     /// The response to a failed lookup: 400, 404, 503 (not ready yet, or too many builds waiting) or
@@ -170,7 +213,7 @@ public struct TileRoutes: Sendable {
         }
     }
 
-    static func failure(_ error: TileError, iiif: Bool = false) -> Response {
+    static func failure(_ error: TileError, link: String? = nil) -> Response {
         var response: Response
         switch error.code {
         case .invalidArgument, .tooLarge: response = plain(.badRequest, error.message)
@@ -180,7 +223,7 @@ public struct TileRoutes: Sendable {
             response.headers[.retryAfter] = "2"
         default: response = plain(.internalServerError, error.message)
         }
-        if iiif { response.headers[.link] = profileLink }
+        if let link { response.headers[.link] = link }
         return response
     }
 

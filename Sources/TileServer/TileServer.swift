@@ -5,6 +5,7 @@ public import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
+public import Prometheus
 public import TileCore
 
 /// A tile server over a folder of JPEGs and stores: ``TileRoutes`` on a Hummingbird application,
@@ -31,13 +32,16 @@ public struct TileServer: Sendable {
     public var requestGuard: RequestGuard?
     /// The server's connections, counted as they open and close.
     public let connections = ConnectionCounts()
+    /// The registry `GET /metrics` answers from (Prometheus' text format): the one the process
+    /// bootstrapped swift-metrics with (``ServerMetrics``); nil, the default, answers 404 there.
+    public var metricsRegistry: PrometheusCollectorRegistry?
 
     static let serverName = "tiler"
 
     /// - Parameters:
     ///   - root: the folder whose JPEGs and stores are served.
     ///   - cache: where JPEGs are built into stores.
-    ///   - publicBaseURL: the IIIF base URL ids start with; nil: from each request's `Host`.
+    ///   - publicBaseURL: the server's public URL (`https://example.org/images`), which info.json ids start with; nil: from a trusted proxy's headers or each request's `Host`.
     ///   - uploads: who may upload (`PUT /images/{id}`); nil refuses uploads.
     ///   - maximumPendingBuilds: builds that may wait for their turn; a request needing one more is
     ///     answered 503 with `Retry-After` (default 16).
@@ -47,18 +51,19 @@ public struct TileServer: Sendable {
     ///     (default: from its current `RLIMIT_NOFILE`).
     ///   - followsSymlinks: follow a symlink in `root` to a target inside it (default false).
     ///   - storeFormat: what JPEGs and uploads are built into (default a tiled pyramidal TIFF).
+    ///   - cachePolicy: how long caches may keep the answers (images a day, `info.json` and `.dzi` five minutes).
     /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
     public init(
         root: String, cache: String, publicBaseURL: String? = nil, uploads: UploadPolicy? = nil,
         maximumPendingBuilds: Int = 16, cacheByteBudget: Int? = nil,
         descriptors: DescriptorBudget = DescriptorBudget(limit: DescriptorBudget.currentLimit()), followsSymlinks: Bool = false,
-        storeFormat: StoreFormat = .tiff()
+        storeFormat: StoreFormat = .tiff(), cachePolicy: CachePolicy = CachePolicy()
     ) throws(TileError) {
         let catalog = try ImageCatalog(
             root: root, cache: cache, maximumPendingBuilds: maximumPendingBuilds, maximumOpenImages: descriptors.maximumOpenImages,
             maximumUploads: descriptors.maximumUploads, cacheByteBudget: cacheByteBudget, followsSymlinks: followsSymlinks,
             storeFormat: storeFormat)
-        self.init(service: TileService(catalog: catalog), publicBaseURL: publicBaseURL, uploads: uploads)
+        self.init(service: TileService(catalog: catalog, cachePolicy: cachePolicy), publicBaseURL: publicBaseURL, uploads: uploads)
         maximumConnections = descriptors.maximumConnections
     }
 
@@ -70,7 +75,7 @@ public struct TileServer: Sendable {
     /// A server over a service made by the caller (its cache, limits, quality).
     /// - Parameters:
     ///   - service: reads, renders and encodes the images.
-    ///   - publicBaseURL: the IIIF base URL ids start with; nil: from each request's `Host`.
+    ///   - publicBaseURL: the server's public URL (`https://example.org/images`), which info.json ids start with; nil: from a trusted proxy's headers or each request's `Host`.
     ///   - uploads: who may upload (`PUT /images/{id}`); nil refuses uploads.
     public init(service: TileService, publicBaseURL: String? = nil, uploads: UploadPolicy? = nil) {
         routes = TileRoutes(service: service, publicBaseURL: publicBaseURL)
@@ -79,16 +84,34 @@ public struct TileServer: Sendable {
     }
 
     /// The router: the routes, `HEAD` for each `GET`, the request guard (`Host`, origins, CORS,
-    /// `nosniff`), one log line a request.
+    /// `nosniff`), one log line and the metrics of each request; `/health` (the process answers),
+    /// `/ready` (the catalog can serve: 200 or 503, with why) and `/metrics`.
     public func router(guard rules: RequestGuard = RequestGuard()) -> Router<TileRequestContext> {
         let router = Router(context: TileRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: LogRequestsMiddleware(.info))
+        router.add(middleware: MetricsMiddleware(metrics: routes.service.metrics))
         router.add(middleware: NonBlockingMiddleware())
         router.add(middleware: GuardMiddleware(rules: rules))
-        router.get("health") { _, _ in TileRoutes.response(.ok, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"], body: ByteBuffer(string: "ok\n")) }
+        let plainText: HTTPFields = [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"]
+        router.get("health") { _, _ in TileRoutes.response(.ok, headers: plainText, body: ByteBuffer(string: "ok\n")) }
+        router.get("ready") { [catalog = routes.catalog] _, _ in
+            let health = await catalog.health()
+            let text = health.isReady ? "ready\n" : health.problems.map { "not ready: \($0)\n" }.joined()
+            return TileRoutes.response(health.isReady ? .ok : .serviceUnavailable, headers: plainText, body: ByteBuffer(string: text))
+        }
+        router.get("metrics") { [service = routes.service, registry = metricsRegistry, connections] _, _ in
+            guard let registry else { return TileRoutes.plain(.notFound, "metrics are off") }
+            let health = await service.catalog.health()
+            let descriptors = (try? await service.catalog.threadPool.blocking { () throws(TileError) in ServerMetrics.openDescriptors() }) ?? 0
+            service.metrics.recordScrape(health, cacheBytes: service.cache.byteCount, connections: connections.open, descriptors: descriptors)
+            var text: [UInt8] = []
+            registry.emit(into: &text)
+            return TileRoutes.response(.ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"], body: ByteBuffer(bytes: text))
+        }
         routes.register(on: router)
         routes.registerPages(on: router)
         routes.registerUploads(on: router)
+        routes.registerAdmin(on: router)
         return router
     }
 
@@ -155,5 +178,27 @@ struct TileHTTPChannel: HTTPChannelHandler {
 struct NonBlockingMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         try await BlockingCallCheck.withNonBlockingScope { try await next(request, context) }
+    }
+}
+
+/// Counts each request the router answers (``ServerMetrics``): its route, status, bytes and time.
+struct MetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        let route = ServerMetrics.Route(path: request.uri.path[...])
+        do {
+            let response = try await next(request, context)
+            let (seconds, attoseconds) = (ContinuousClock.now - start).components
+            let bytes = request.method == .head ? 0 : response.body.contentLength ?? 0
+            metrics.record(route, status: response.status.code, bytes: bytes, nanoseconds: seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+            return response
+        } catch {
+            let (seconds, attoseconds) = (ContinuousClock.now - start).components
+            let status = (error as? any HTTPResponseError)?.status.code ?? 500
+            metrics.record(route, status: status, bytes: 0, nanoseconds: seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+            throw error
+        }
     }
 }

@@ -21,6 +21,10 @@ public final class TileService: Sendable {
     public let jpegQuality: Int
     /// How long an image request waits for rows still being decoded before it fails as `notReady`.
     public let waitLimit: Duration
+    /// How long caches may keep the answers.
+    public let cachePolicy: CachePolicy
+    /// What the server counts (through swift-metrics; made with the service).
+    public let metrics = ServerMetrics()
 
     /// What is asked of an image.
     public enum Target: Sendable, Hashable {
@@ -36,10 +40,12 @@ public final class TileService: Sendable {
     ///   - limits: limits on rendered sizes (default `ImageRequest.Limits.default`).
     ///   - jpegQuality: 1...100 (default `TileJPEGEncoder.defaultQuality`).
     ///   - waitLimit: how long a request waits for rows still being decoded (default 20 s).
+    ///   - cachePolicy: how long caches may keep the answers (default ``CachePolicy/init(imageMaxAge:documentMaxAge:)``'s).
     public init(
         catalog: ImageCatalog, cache: EncodedTileCache = EncodedTileCache(), limits: ImageRequest.Limits = .default,
-        jpegQuality: Int = TileJPEGEncoder.defaultQuality, waitLimit: Duration = .seconds(20)
+        jpegQuality: Int = TileJPEGEncoder.defaultQuality, waitLimit: Duration = .seconds(20), cachePolicy: CachePolicy = CachePolicy()
     ) {
+        self.cachePolicy = cachePolicy
         self.catalog = catalog
         self.cache = cache
         self.limits = limits
@@ -63,9 +69,9 @@ public final class TileService: Sendable {
     /// The head of a 200 answer of `image` as NIO's encoder writes the routes' answer, up to the `Date`
     /// field (which ``TileConnectionHandler`` adds with the blank line that ends the head): made once,
     /// kept with the image in the cache.
-    static func responseHead(body: ByteBuffer, mediaType: String, entityTag: String?, iiif: Bool) -> ByteBuffer {
+    static func responseHead(body: ByteBuffer, fields: [(String, String)]) -> ByteBuffer {
         var head = ByteBuffer(string: "HTTP/1.1 200 OK\r\n")
-        for (name, value) in TileRoutes.imageFields(mediaType: mediaType, entityTag: entityTag, iiif: iiif) { head.writeString("\(name): \(value)\r\n") }
+        for (name, value) in fields { head.writeString("\(name): \(value)\r\n") }
         head.writeString("Content-Length: \(body.readableBytes)\r\nServer: \(TileServer.serverName)\r\n")
         return head
     }
@@ -82,6 +88,7 @@ public final class TileService: Sendable {
     /// lately.
     func cachedImage(path: String) -> EncodedImage? {
         guard let cached = cache.image(for: path), let image = catalog.readyImage(cached.id), image.version == cached.version else { return nil }
+        metrics.cacheHit()
         return cached
     }
 
@@ -102,15 +109,19 @@ public final class TileService: Sendable {
     /// The encoded answer to `resolved` (``resolve(_:of:)``): from the cache (under `path`, the request's
     /// path as written), or read, rendered and encoded on the thread pool (once the rows it needs are
     /// written, for an image still being built). `variant` (the request after the identifier) and the
-    /// source's version make the entity tag.
+    /// source's version make the entity tag; `link` is sent as the answer's `Link` (an IIIF profile).
     /// - Throws: ``TileCore/TileError/Code/notReady`` when the rows are not written within
     ///   ``waitLimit``; what renders and encodes throw.
-    public func encoded(_ resolved: ImageRequest.Resolved, path: String, variant: String, of image: ImageCatalog.Image)
+    public func encoded(_ resolved: ImageRequest.Resolved, path: String, variant: String, link: String? = nil, of image: ImageCatalog.Image)
         async throws(TileError) -> EncodedImage
     {
         let pyramid = image.pyramid
         let version = pyramid.isComplete ? image.version : nil
-        if let version, let cached = cache.image(for: path), cached.version == version { return cached }
+        if let version, let cached = cache.image(for: path), cached.version == version {
+            metrics.cacheHit()
+            return cached
+        }
+        metrics.cacheMiss()
         if !pyramid.isComplete, !pyramid.canRender(resolved) {
             let written = await catalog.waitUntil(image.id, deadline: .now + waitLimit) { $0.canRender(resolved) }
             guard written || pyramid.canRender(resolved) else {
@@ -123,11 +134,11 @@ public final class TileService: Sendable {
             return try pyramid.renderEncoded(resolved, quality: quality)
         }
         let body = ByteBuffer(bytes: data)
-        guard let version else { return EncodedImage(body: body, mediaType: resolved.format.mediaType) }
+        guard let version else { return EncodedImage(body: body, mediaType: resolved.format.mediaType, link: link) }
         let made = stored == nil ? "\(jpegQuality)" : "stored"  // stored tiles keep the store's own quality
         let encoded = EncodedImage(
             body: body, mediaType: resolved.format.mediaType, entityTag: Self.entityTag("\(version)|\(made)|\(variant)"),
-            id: image.id, version: version, iiif: !variant.hasPrefix("dzi/"))
+            lastModified: image.lastModified, cacheControl: cachePolicy.imageCacheControl, id: image.id, version: version, link: link)
         cache.insert(encoded, for: path)
         return encoded
     }

@@ -48,7 +48,7 @@ enum ViewerPage {
         <body><div id="view" tabindex="0"></div><div id="status">loading</div>
         <script nonce="{{NONCE}}">
         "use strict";
-        const ID = "{{ID}}", BASE = "/iiif/3/" + ID, view = document.getElementById("view"), statusLine = document.getElementById("status");
+        const ID = "{{ID}}", BASE = "../iiif/3/" + ID, view = document.getElementById("view"), statusLine = document.getElementById("status");
         const MAX_IN_FLIGHT = 6;   // a browser's connections to a host; one is kept free while building
         let info = null, W = 0, H = 0, T = 256, scales = [1];
         let cx = 0, cy = 0, z = 1, minZ = 1, maxZ = 4;
@@ -184,7 +184,7 @@ enum ViewerPage {
         window.addEventListener("hashchange", () => { if (readHash()) render(); });
         async function progress() {
           try {
-            const s = await (await fetch("/images/" + ID)).json();
+            const s = await (await fetch("../images/" + ID)).json();
             building = s.state === "building" || s.state === "not built";
             rowsWritten = s.tileRowsComplete || 0;
             statusLine.textContent = s.state === "ready" ? W + " x " + H

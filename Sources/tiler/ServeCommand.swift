@@ -10,28 +10,31 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve a folder of JPEGs and stores over IIIF Image API 3.0 and DeepZoom.",
         discussion: """
-            Routes: GET /iiif/3/{id}/info.json, /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format}, /dzi/{id}.dzi, /dzi/{id}_files/{level}/{col}_{row}.jpg. The identifier is a file's name in DIR without its extension (.jpg, .jpeg, .tiles). A JPEG is built into a store in the cache folder on its first request; its tiles are served while it builds. GET / lists the images, GET /view/{id} is the viewer. With --allow-uploads, PUT /images/{id} builds an uploaded JPEG into {id}.tiles as it arrives. SIGTERM or SIGINT stops the server.
+            Routes: GET /iiif/3/{id}/info.json, /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format} (IIIF Image API 3.0; /iiif/2/... the same in 2.1), /dzi/{id}.dzi, /dzi/{id}_files/{level}/{col}_{row}.jpg. The identifier is a file's name in DIR without its extension (.jpg, .jpeg, .tiles, .tif, .tiff). A JPEG is built into a store in the cache folder on its first request; its tiles are served while it builds. GET / lists the images, GET /view/{id} is the viewer. With --allow-uploads, PUT /images/{id} builds an uploaded JPEG into {id}.tiles as it arrives. GET /health (alive), /ready (can serve: 200 or 503), /metrics (Prometheus). SIGTERM or SIGINT stops the server.
             """)
 
-    @Argument(help: "The folder of JPEGs and stores to serve.")
-    var folder: String
+    @Argument(help: "The folder of JPEGs, stores and pyramidal TIFFs to serve (or the setting folder).")
+    var folder: String?
 
-    @Option(help: "The address to listen on.")
-    var host = "127.0.0.1"
+    @Option(help: "A JSON file of settings, keyed as below in camel case ({\"cacheBudget\": 10000000000, \"allowedHosts\": [\"images.example.org\"]}); the environment (TILER_CACHE_BUDGET, TILER_ALLOWED_HOSTS=a,b) overrides it, the command line overrides both (default: $TILER_CONFIG).")
+    var config: String?
 
-    @Option(help: "The port to listen on (0: any free port).")
-    var port = 8080
+    @Option(help: "The address to listen on (default 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "The port to listen on, 0 for any free port (default 8080).")
+    var port: Int?
 
     @Option(help: "Where JPEGs are built into stores (default: FOLDER/.tiler-cache).")
     var cache: String?
 
-    @Option(help: "The base URL of the IIIF service as clients see it (default: from each request's Host header).")
+    @Option(help: "The server's URL as clients see it (https://example.org/images): info.json ids start with it and /iiif/3 or /iiif/2 (default: from a trusted proxy's headers, else each request's Host header).")
     var publicURL: String?
 
-    @Flag(help: "Accept uploads: PUT /images/{id} with a JPEG body, built as it arrives (with the bearer token).")
-    var allowUploads = false
+    @Flag(inversion: .prefixedNo, help: "Accept uploads: PUT /images/{id} with a JPEG body, built as it arrives, with the bearer token (default off).")
+    var allowUploads: Bool?
 
-    @Option(help: "The bearer token uploads must present (default: $TILER_UPLOAD_TOKEN, else a random one, printed at start).")
+    @Option(help: "The bearer token uploads must present (default: a random one, printed at start; never logged).")
     var uploadToken: String?
 
     @Option(name: .customLong("allowed-host"), help: "A host name requests may name in Host (repeatable; default on a loopback address: localhost, 127.0.0.1, ::1; elsewhere any).")
@@ -40,59 +43,79 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("upload-origin"), help: "An origin (https://app.example) whose pages may upload across origins (repeatable; default none).")
     var uploadOrigins: [String] = []
 
-    @Flag(help: "Follow a symlink in the folder to a target inside it (by default symlinks are skipped).")
-    var followSymlinks = false
+    @Option(name: .customLong("trusted-proxy"), help: "An address or range (10.0.0.0/8, ::1) whose Forwarded and X-Forwarded-Proto/Host/Port/Prefix headers name the public URL (repeatable; default none: those headers are ignored).")
+    var trustedProxies: [String] = []
 
-    @Option(help: "Connections open at once at most (lowered to what the descriptor limit allows).")
-    var maxConnections = 4096
+    @Flag(inversion: .prefixedNo, help: "Follow a symlink in the folder to a target inside it (default off: symlinks are skipped).")
+    var followSymlinks: Bool?
 
-    @Option(help: "Uploads at once at most (lowered to what the descriptor limit allows).")
-    var maxUploads = 8
+    @Option(help: "Connections open at once at most, lowered to what the descriptor limit allows (default 4096).")
+    var maxConnections: Int?
 
-    @Option(help: "The largest upload, in bytes.")
-    var maxUploadBytes = 1 << 30
+    @Option(help: "Uploads at once at most, lowered to what the descriptor limit allows (default 8).")
+    var maxUploads: Int?
 
-    @Option(help: "Builds that may wait for their turn; a request needing one more gets 503 with Retry-After.")
-    var maxPendingBuilds = 16
+    @Option(help: "The largest upload, in bytes (default 1 GiB).")
+    var maxUploadBytes: Int?
 
-    @Option(help: "Bytes of stores in the cache folder past which the least recently used are removed (default: a quarter of the free space of $TMPDIR, at least 1 GiB).")
+    @Option(help: "Builds that may wait for their turn; a request needing one more gets 503 with Retry-After (default 16).")
+    var maxPendingBuilds: Int?
+
+    @Option(help: "Bytes of stores in the cache folder past which the least recently used are removed, and /ready says not ready (default: a quarter of the free space of $TMPDIR, at least 1 GiB).")
     var cacheBudget: Int?
 
-    @Option(help: "Seconds a connection may send nothing (a stalled request or body) before it is closed.")
-    var idleTimeout = 60
+    @Option(help: "What JPEGs and uploads are built into: tiff (a tiled pyramidal TIFF, level 0 copied losslessly; the default) or raw (RGBA tiles, one file per level: more disk, no decode on a read).")
+    var format: StoreFormatArgument?
 
-    var token: String? { uploadToken ?? ProcessInfo.processInfo.environment["TILER_UPLOAD_TOKEN"] }
+    @Option(help: "The JPEG quality of a TIFF store's encoded levels, 1-100 (default 85).")
+    var quality: Int?
 
-    func validate() throws {
-        guard maxConnections > 0, maxUploads > 0 else { throw ValidationError("--max-connections and --max-uploads must be positive.") }
-        guard maxUploadBytes > 0 else { throw ValidationError("--max-upload-bytes must be positive.") }
-        guard maxPendingBuilds >= 0 else { throw ValidationError("--max-pending-builds must not be negative.") }
-        guard cacheBudget.map({ $0 > 0 }) ?? true else { throw ValidationError("--cache-budget must be positive.") }
-        guard idleTimeout > 0 else { throw ValidationError("--idle-timeout must be positive.") }
-    }
+    @Option(help: "Seconds caches may keep an image (a tile, a region) of a complete pyramid: Cache-Control max-age (default 86400).")
+    var imageMaxAge: Int?
+
+    @Option(help: "Seconds caches may keep info.json and .dzi: Cache-Control max-age (default 300).")
+    var documentMaxAge: Int?
+
+    @Flag(inversion: .prefixedNo, help: "Count requests, builds and resources, and answer GET /metrics in Prometheus' text format (default on).")
+    var metrics: Bool?
+
+    @Option(help: "The bearer token of the admin API (/admin/...; at least 16 characters; never logged). Without one the admin API is off.")
+    var adminToken: String?
+
+    @Option(name: .customLong("purge-url"), help: "A cache in front (a Varnish, http://127.0.0.1:6081) told of each admin purge with BAN and X-Image-Id (repeatable; default none).")
+    var purgeURLs: [String] = []
+
+    @Option(help: "Seconds a connection may send nothing (a stalled request or body) before it is closed (default 60).")
+    var idleTimeout: Int?
 
     func run() async throws {
+        let s = try await ServeSettings.resolve(self)
         // Log lines are written by a thread of their own: an event loop never waits on standard error.
         LoggingSystem.bootstrap(BackgroundLogHandler.init)
         do {
             var uploads: UploadPolicy?
-            if allowUploads {
-                let token = self.token ?? (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 36) }.joined()
-                if self.token == nil { FileHandle.standardError.write(Data("tiler: uploads take the bearer token \(token)\n".utf8)) }
-                uploads = UploadPolicy(token: token, maximumBytes: maxUploadBytes)
+            if s.allowUploads {
+                let token = s.uploadToken ?? (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 36) }.joined()
+                if s.uploadToken == nil { FileHandle.standardError.write(Data("tiler: uploads take the bearer token \(token)\n".utf8)) }
+                uploads = UploadPolicy(token: token, maximumBytes: s.maxUploadBytes)
             }
-            let descriptors = DescriptorBudget(limit: DescriptorBudget.raisedLimit(), maximumConnections: maxConnections, maximumUploads: maxUploads)
+            let registry = s.metrics ? ServerMetrics.bootstrapPrometheus() : nil
+            let descriptors = DescriptorBudget(limit: DescriptorBudget.raisedLimit(), maximumConnections: s.maxConnections, maximumUploads: s.maxUploads)
             var server = try TileServer(
-                root: folder, cache: cache ?? "\(folder)/.tiler-cache", publicBaseURL: publicURL, uploads: uploads,
-                maximumPendingBuilds: maxPendingBuilds, cacheByteBudget: cacheBudget, descriptors: descriptors,
-                followsSymlinks: followSymlinks)
-            server.idleTimeout = .seconds(idleTimeout)
-            var rules = RequestGuard.defaults(bind: host)
-            if !allowedHosts.isEmpty { rules.allowedHosts = Set(allowedHosts.map { $0.lowercased() }) }
-            rules.uploadOrigins = Set(uploadOrigins)
+                root: s.folder, cache: s.cache ?? "\(s.folder)/.tiler-cache", publicBaseURL: s.publicURL, uploads: uploads,
+                maximumPendingBuilds: s.maxPendingBuilds, cacheByteBudget: s.cacheBudget, descriptors: descriptors,
+                followsSymlinks: s.followSymlinks, storeFormat: s.format == .tiff ? .tiff(TIFFWriting(quality: s.quality)) : .raw,
+                cachePolicy: CachePolicy(imageMaxAge: s.imageMaxAge, documentMaxAge: s.documentMaxAge))
+            server.idleTimeout = .seconds(s.idleTimeout)
+            server.metricsRegistry = registry
+            server.routes.admin = s.adminToken.map { AdminPolicy(token: $0, purgeURLs: s.purgeURLs) }
+            var rules = RequestGuard.defaults(bind: s.host)
+            if !s.allowedHosts.isEmpty { rules.allowedHosts = Set(s.allowedHosts.map { $0.lowercased() }) }
+            rules.uploadOrigins = Set(s.uploadOrigins)
+            rules.trustedProxies = s.trustedProxies.compactMap(AddressRange.init)
             server.requestGuard = rules
-            let (host, root) = (self.host, server.routes.catalog.root)
-            let app = server.application(host: host, port: port) { channel in
+            let (host, root) = (s.host, server.routes.catalog.root)
+            let app = server.application(host: host, port: s.port) { channel in
                 let port = channel.localAddress?.port ?? 0
                 // On standard error, unbuffered: a script waiting for the port sees it at once.
                 FileHandle.standardError.write(
@@ -100,7 +123,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             try await app.runService()
         } catch let error as TileError {
-            throw fail(folder, error)
+            throw fail(s.folder, error)
         }
     }
 }

@@ -134,9 +134,7 @@ struct RequestGuardTests {
         var used = 0
         for name in names {
             for file in try FileManager.default.contentsOfDirectory(atPath: "\(folder)/\(name)") {
-                var info = stat()
-                _ = stat("\(folder)/\(name)/\(file)", &info)
-                used += Int(info.st_blocks) * 512
+                used += FileFacts.diskBytes("\(folder)/\(name)/\(file)")
             }
         }
         #expect(used <= budget, "\(used) bytes on disk for a budget of \(budget)")

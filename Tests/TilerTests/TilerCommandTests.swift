@@ -25,7 +25,7 @@ struct TilerCommandTests {
         return folder.appendingPathComponent("tiler").path
     }()
 
-    static func run(_ arguments: [String], in folder: String, stdin: String? = nil) throws -> Run {
+    static func run(_ arguments: [String], in folder: String, stdin: String? = nil, environment extra: [String: String] = [:]) throws -> Run {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
@@ -33,6 +33,7 @@ struct TilerCommandTests {
         // loops) are still reachable at exit; the suite's own leak check covers the library.
         var environment = ProcessInfo.processInfo.environment
         environment["ASAN_OPTIONS"] = "detect_leaks=0"
+        environment.merge(extra) { $1 }
         process.environment = environment
         process.currentDirectoryURL = URL(fileURLWithPath: folder)
         let out = Pipe(), err = Pipe()

@@ -1,0 +1,67 @@
+import Foundation
+import TileActors
+import TileCore
+
+extension ImageCatalog {
+    /// What the admin listing shows of an image: its state and size, its store's size on disk, and the
+    /// fingerprint of the version served.
+    public struct AdminEntry: Sendable, Hashable, Codable {
+        public var summary: Summary
+        /// Bytes of its store on disk (the cache's store of a JPEG, or the store or TIFF in the folder).
+        public var bytesOnDisk: Int?
+        public var fingerprint: String?
+    }
+
+    /// Every image with what ``AdminEntry`` shows.
+    public func adminEntries() async -> [AdminEntry] {
+        var entries: [AdminEntry] = []
+        for id in await identifiers() {
+            guard let summary = await summary(id) else { continue }
+            var fingerprint: String?
+            switch states[id] {
+            case .ready(let image, _): fingerprint = image.version
+            case .building(let build): fingerprint = build.fingerprint?.description
+            case .failed(_, let f, _), .closed(_, let f): fingerprint = f?.description
+            case nil: fingerprint = nil
+            }
+            let (root, cache) = (self.root, self.cache)
+            let bytes = try? await threadPool.blocking { () throws(TileError) -> Int? in
+                for path in ["\(cache)/\(id).tiles", "\(root)/\(id).tiles", "\(root)/\(id).tif", "\(root)/\(id).tiff"] {
+                    if let description = try? StoreDescription.read(at: path) { return description.byteCount }
+                }
+                return nil
+            }
+            entries.append(AdminEntry(summary: summary, bytesOnDisk: bytes ?? nil, fingerprint: fingerprint))
+        }
+        return entries
+    }
+
+    /// Forgets `id` and removes what the server made of it: a build running is cancelled, the cache's
+    /// store of a JPEG deleted (a store or TIFF in the folder, and every source, is left alone); the
+    /// next request builds it again.
+    /// - Returns: whether there was such an image.
+    @discardableResult
+    public func purge(_ id: String) async -> Bool {
+        guard Self.isValidIdentifier(id) else { return false }
+        let listed = await identifiers().contains(id)
+        let known = states[id] != nil || listed
+        forgetReady(id)
+        switch states.removeValue(forKey: id) {
+        case .building(let build):
+            build.task?.cancel()
+            await build.builder.cancel()
+            await build.watcher?.value
+        case .ready(_, let storeID?), .closed(let storeID, _):
+            await budget.unregister(storeID)
+        default:
+            break
+        }
+        forgetSource(id)
+        let store = "\(cache)/\(id).tiles"
+        _ = try? await threadPool.blocking { () throws(TileError) in
+            CacheStoreRecord.remove(forStore: store)
+            try? FileManager.default.removeItem(atPath: store)
+        }
+        return known
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import TileActors
+import TileCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension ImageCatalog {
+    /// Whether the catalog can serve now, and what it is doing: for `/ready` and `/metrics`.
+    public struct Health: Sendable, Hashable, Codable {
+        /// Ready: not shut down, the folder readable, the cache writable, the cache within its budget.
+        public var isReady: Bool
+        /// Why not, one line each.
+        public var problems: [String]
+        /// Builds running (JPEGs and uploads) and builds waiting for their turn.
+        public var buildsRunning: Int
+        public var buildsQueued: Int
+        /// Images whose last build failed.
+        public var imagesFailed: Int
+        /// Bytes of the cache's stores, and the budget past which they are evicted.
+        public var diskBytesUsed: Int
+        public var diskBytesLimit: Int
+    }
+
+    /// The catalog's health, its folders checked on the thread pool.
+    public func health() async -> Health {
+        var (running, failed) = (0, 0)
+        for state in states.values {
+            if case .building = state { running += 1 }
+            if case .failed = state { failed += 1 }
+        }
+        let queued = await builds.currentCounts.pending
+        let (used, limit) = (await budget.totalBytes, await budget.totalByteBudget)
+        let (root, cache) = (self.root, self.cache)
+        var problems = (try? await threadPool.blocking { () throws(TileError) -> [String] in
+            var problems: [String] = []
+            if access(root, R_OK | X_OK) != 0 { problems.append("the folder cannot be read: \(String(cString: strerror(errno)))") }
+            if access(cache, R_OK | W_OK | X_OK) != 0 { problems.append("the cache folder cannot be written: \(String(cString: strerror(errno)))") }
+            return problems
+        }) ?? ["the thread pool is not running"]
+        if isShutDown { problems.append("shutting down") }
+        if used > limit { problems.append("the cache holds \(used) bytes, past its budget of \(limit)") }
+        return Health(
+            isReady: problems.isEmpty, problems: problems, buildsRunning: running, buildsQueued: queued, imagesFailed: failed,
+            diskBytesUsed: used, diskBytesLimit: limit)
+    }
+}

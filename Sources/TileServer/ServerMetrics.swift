@@ -1,0 +1,107 @@
+import CoreMetrics
+import Foundation
+import NIOCore
+import Synchronization
+
+/// What the server counts, through swift-metrics: to whatever backend the process bootstrapped
+/// (`tiler serve` bootstraps swift-prometheus and answers `GET /metrics`); without one, nothing is
+/// recorded and nothing costs more than a call.
+///
+/// - `tiler_requests_total{route,status}`, `tiler_request_duration_seconds{route}` (a histogram),
+///   `tiler_response_bytes_total{route}`: every request, answered by the routes or from the cache by
+///   the connection's handler. `route` is one of ``Route``'s values, never a path (no identifier
+///   reaches a label).
+/// - `tiler_cache_hits_total`, `tiler_cache_misses_total`: encoded images answered from the cache or made.
+/// - `tiler_builds_total{outcome}` (completed, failed, cancelled), `tiler_build_duration_seconds`: builds.
+/// - Read when scraped: `tiler_builds_running`, `tiler_builds_queued`, `tiler_images_failed`,
+///   `tiler_disk_bytes_used`, `tiler_disk_bytes_limit`, `tiler_cache_bytes`, `tiler_connections_open`,
+///   `tiler_descriptors_open`.
+public final class ServerMetrics: Sendable {
+    /// The kind of request a metric counts.
+    public enum Route: String, Sendable, CaseIterable {
+        case iiifImage = "iiif_image", iiifInfo = "iiif_info", dziTile = "dzi_tile", dziDescriptor = "dzi_descriptor"
+        case upload, pages, health, ready, metrics, other
+
+        /// The route of a request for `path` (without its query).
+        init(path: Substring) {
+            if path.hasPrefix("/dzi/") {
+                self = path.hasSuffix(".dzi") ? .dziDescriptor : .dziTile
+            } else if path.hasPrefix("/iiif/") {
+                self = path.hasSuffix("/info.json") || path.split(separator: "/").count <= 3 ? .iiifInfo : .iiifImage
+            } else if path.hasPrefix("/images/") {
+                self = .upload
+            } else if path == "/" || path.hasPrefix("/view/") {
+                self = .pages
+            } else {
+                self = Route(rawValue: String(path.dropFirst())) ?? .other
+            }
+        }
+    }
+
+    private struct Handles: Sendable {
+        let requests: Counter
+        let duration: CoreMetrics.Timer
+        let bytes: Counter
+    }
+
+    private let handles = Mutex<[String: Handles]>([:])
+    private let cacheHits = Counter(label: "tiler_cache_hits_total")
+    private let cacheMisses = Counter(label: "tiler_cache_misses_total")
+    private let buildsRunning = Gauge(label: "tiler_builds_running")
+    private let buildsQueued = Gauge(label: "tiler_builds_queued")
+    private let imagesFailed = Gauge(label: "tiler_images_failed")
+    private let diskUsed = Gauge(label: "tiler_disk_bytes_used")
+    private let diskLimit = Gauge(label: "tiler_disk_bytes_limit")
+    private let cacheBytes = Gauge(label: "tiler_cache_bytes")
+    private let connectionsOpen = Gauge(label: "tiler_connections_open")
+    private let descriptorsOpen = Gauge(label: "tiler_descriptors_open")
+
+    /// Handles made from `MetricsSystem.factory` as it is now: make the server after bootstrapping.
+    public init() {}
+
+    /// Counts an encoded image answered from the cache, or made.
+    func cacheHit() { cacheHits.increment() }
+    func cacheMiss() { cacheMisses.increment() }
+
+    /// Records what is read when scraped: the catalog's health, the cache's bytes, open connections
+    /// and descriptors.
+    func recordScrape(_ health: ImageCatalog.Health, cacheBytes bytes: Int, connections: Int, descriptors: Int) {
+        buildsRunning.record(health.buildsRunning)
+        buildsQueued.record(health.buildsQueued)
+        imagesFailed.record(health.imagesFailed)
+        diskUsed.record(health.diskBytesUsed)
+        diskLimit.record(health.diskBytesLimit)
+        cacheBytes.record(bytes)
+        connectionsOpen.record(connections)
+        descriptorsOpen.record(descriptors)
+    }
+
+    /// Counts one answered request.
+    func record(_ route: Route, status: Int, bytes: Int, nanoseconds: Int64) {
+        let key = "\(route.rawValue)|\(status)"
+        let made = handles.withLock { table in
+            if let found = table[key] { return found }
+            let made = Handles(
+                requests: Counter(label: "tiler_requests_total", dimensions: [("route", route.rawValue), ("status", String(status))]),
+                duration: CoreMetrics.Timer(label: "tiler_request_duration_seconds", dimensions: [("route", route.rawValue)]),
+                bytes: Counter(label: "tiler_response_bytes_total", dimensions: [("route", route.rawValue)]))
+            table[key] = made
+            return made
+        }
+        made.requests.increment()
+        made.duration.recordNanoseconds(nanoseconds)
+        if bytes > 0 { made.bytes.increment(by: bytes) }
+    }
+
+    /// Counts a build that ended.
+    static func recordBuild(outcome: String, duration: Duration) {
+        Counter(label: "tiler_builds_total", dimensions: [("outcome", outcome)]).increment()
+        let (seconds, attoseconds) = duration.components
+        CoreMetrics.Timer(label: "tiler_build_duration_seconds").recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+
+    /// Open file descriptors of the process (entries of `/proc/self/fd`); blocking.
+    static func openDescriptors() -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.count ?? 1) - 1
+    }
+}

@@ -1,0 +1,152 @@
+import ArgumentParser
+import Configuration
+import Foundation
+import SystemPackage
+import TileServer
+
+/// Every setting of `tiler serve`, with its default, from three places in order of precedence: the
+/// command line (`--cache-budget`), the environment (`TILER_CACHE_BUDGET`), a JSON file (`--config`,
+/// or `TILER_CONFIG`: `{"cacheBudget": 10000000000}`), read with swift-configuration. A value that is
+/// not what its key takes is refused at start, naming the key and the place it came from.
+struct ServeSettings {
+    var folder: String
+    var host = "127.0.0.1"
+    var port = 8080
+    var cache: String?
+    var publicURL: String?
+    var allowUploads = false
+    var uploadToken: String?
+    var allowedHosts: [String] = []
+    var uploadOrigins: [String] = []
+    var trustedProxies: [String] = []
+    var followSymlinks = false
+    var maxConnections = 4096
+    var maxUploads = 8
+    var maxUploadBytes = 1 << 30
+    var maxPendingBuilds = 16
+    var cacheBudget: Int?
+    var format = StoreFormatArgument.tiff
+    var quality = 85
+    var imageMaxAge = 86_400
+    var documentMaxAge = 300
+    var metrics = true
+    var idleTimeout = 60
+    var adminToken: String?
+    var purgeURLs: [String] = []
+
+    /// The settings' keys in the config file (camel case); the environment's are `TILER_` and the
+    /// key in upper snake case, the command line's `--` and the key in kebab case.
+    static let keys = [
+        "folder", "host", "port", "cache", "publicURL", "allowUploads", "uploadToken", "allowedHosts", "uploadOrigins", "trustedProxies",
+        "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality",
+        "imageMaxAge", "documentMaxAge", "metrics", "idleTimeout", "adminToken", "purgeURLs",
+    ]
+
+    /// Reads the settings: each from the command line when given there, else from the environment or
+    /// the config file, else its default; then checks them.
+    /// - Throws: `ValidationError` naming the key of a value that is missing, of the wrong type or out of range.
+    static func resolve(_ command: ServeCommand) async throws -> ServeSettings {
+        let environment = EnvironmentVariablesProvider().prefixKeys(with: ["tiler"])
+        var providers: [any ConfigProvider] = [environment]
+        let configPath = command.config ?? ProcessInfo.processInfo.environment["TILER_CONFIG"]
+        if let configPath {
+            do {
+                providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(configPath)))
+            } catch {
+                throw ValidationError("the config file \(configPath) cannot be read as JSON: \(error)")
+            }
+            // A key the server does not know is a mistake worth saying (a typo would be ignored).
+            if let data = FileManager.default.contents(atPath: configPath),
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let unknown = object.keys.sorted().first(where: { !keys.contains($0) })
+            {
+                throw ValidationError("the config file \(configPath) has a key tiler serve does not know: \(unknown) (known: \(keys.joined(separator: ", ")))")
+            }
+        }
+        let reader = ConfigReader(providers: providers)
+        let read = Reader(reader: reader)
+        _ = read
+        guard let folder = try command.folder ?? read.string("folder") else {
+            throw ValidationError("no folder to serve: give it as the argument, TILER_FOLDER or the config file's \"folder\".")
+        }
+        var s = ServeSettings(folder: folder)
+        s.host = try command.host ?? read.string("host") ?? s.host
+        s.port = try command.port ?? read.int("port") ?? s.port
+        s.cache = try command.cache ?? read.string("cache")
+        s.publicURL = try command.publicURL ?? read.string("publicURL")
+        s.allowUploads = try command.allowUploads ?? read.bool("allowUploads") ?? s.allowUploads
+        s.uploadToken = try command.uploadToken ?? read.value("uploadToken") { try reader.requiredString(forKey: $0, isSecret: true) }
+        s.allowedHosts = try command.allowedHosts.nonEmpty ?? read.strings("allowedHosts") ?? []
+        s.uploadOrigins = try command.uploadOrigins.nonEmpty ?? read.strings("uploadOrigins") ?? []
+        s.trustedProxies = try command.trustedProxies.nonEmpty ?? read.strings("trustedProxies") ?? []
+        s.followSymlinks = try command.followSymlinks ?? read.bool("followSymlinks") ?? s.followSymlinks
+        s.maxConnections = try command.maxConnections ?? read.int("maxConnections") ?? s.maxConnections
+        s.maxUploads = try command.maxUploads ?? read.int("maxUploads") ?? s.maxUploads
+        s.maxUploadBytes = try command.maxUploadBytes ?? read.int("maxUploadBytes") ?? s.maxUploadBytes
+        s.maxPendingBuilds = try command.maxPendingBuilds ?? read.int("maxPendingBuilds") ?? s.maxPendingBuilds
+        s.cacheBudget = try command.cacheBudget ?? read.int("cacheBudget")
+        if let format = try command.format ?? read.string("format").map({ text in
+            guard let format = StoreFormatArgument(rawValue: text) else { throw ValidationError("format: \(text) is not tiff or raw") }
+            return format
+        }) { s.format = format }
+        s.quality = try command.quality ?? read.int("quality") ?? s.quality
+        s.imageMaxAge = try command.imageMaxAge ?? read.int("imageMaxAge") ?? s.imageMaxAge
+        s.documentMaxAge = try command.documentMaxAge ?? read.int("documentMaxAge") ?? s.documentMaxAge
+        s.metrics = try command.metrics ?? read.bool("metrics") ?? s.metrics
+        s.idleTimeout = try command.idleTimeout ?? read.int("idleTimeout") ?? s.idleTimeout
+        s.adminToken = try command.adminToken ?? read.value("adminToken") { try reader.requiredString(forKey: $0, isSecret: true) }
+        s.purgeURLs = try command.purgeURLs.nonEmpty ?? read.strings("purgeURLs") ?? []
+        try s.check()
+        return s
+    }
+
+    /// The ranges each setting must be in.
+    func check() throws {
+        func require(_ ok: Bool, _ key: String, _ rule: String) throws {
+            if !ok { throw ValidationError("\(key) \(rule).") }
+        }
+        try require((0...65535).contains(port), "port", "must be 0-65535")
+        try require(maxConnections > 0, "maxConnections (--max-connections)", "must be positive")
+        try require(maxUploads > 0, "maxUploads (--max-uploads)", "must be positive")
+        try require(maxUploadBytes > 0, "maxUploadBytes (--max-upload-bytes)", "must be positive")
+        try require(maxPendingBuilds >= 0, "maxPendingBuilds (--max-pending-builds)", "must not be negative")
+        try require(cacheBudget.map { $0 > 0 } ?? true, "cacheBudget (--cache-budget)", "must be positive")
+        try require((1...100).contains(quality), "quality (--quality)", "must be 1-100")
+        try require(imageMaxAge >= 0 && documentMaxAge >= 0, "imageMaxAge and documentMaxAge (--image-max-age, --document-max-age)", "must not be negative")
+        try require(idleTimeout > 0, "idleTimeout (--idle-timeout)", "must be positive")
+        try require(adminToken.map { $0.count >= 16 } ?? true, "adminToken (--admin-token)", "must be at least 16 characters")
+        for url in purgeURLs where URL(string: url)?.scheme?.hasPrefix("http") != true {
+            throw ValidationError("purgeURLs (--purge-url): \(url) is not an http URL.")
+        }
+        for proxy in trustedProxies where AddressRange(proxy) == nil {
+            throw ValidationError("trustedProxies (--trusted-proxy): \(proxy) is not an address or a range (10.0.0.0/8, ::1).")
+        }
+    }
+
+    /// Reads one key through swift-configuration: nil when no provider has it, the value when one
+    /// has it as the type asked for, else an error naming the key.
+    struct Reader {
+        let reader: ConfigReader
+
+        func string(_ key: String) throws -> String? { try value(key) { try reader.requiredString(forKey: $0) } }
+        func int(_ key: String) throws -> Int? { try value(key) { try reader.requiredInt(forKey: $0) } }
+        func bool(_ key: String) throws -> Bool? { try value(key) { try reader.requiredBool(forKey: $0) } }
+        func strings(_ key: String) throws -> [String]? { try value(key) { try reader.requiredStringArray(forKey: $0) } }
+
+        func value<T>(_ key: String, _ get: (ConfigKey) throws -> T) throws -> T? {
+            do {
+                return try get(ConfigKey(key))
+            } catch {
+                let text = "\(error)"
+                if text.hasPrefix("Missing required config value") { return nil }
+                let environmentName = "TILER_" + key.replacing(/([a-z])([A-Z])/) { "\($0.1)_\($0.2)" }.uppercased()
+                throw ValidationError("the setting \(key) (\(environmentName) or the config file's \"\(key)\") is not valid: \(text)")
+            }
+        }
+    }
+}
+
+extension Array {
+    /// Nil when empty: a repeatable option not given.
+    var nonEmpty: Self? { isEmpty ? nil : self }
+}

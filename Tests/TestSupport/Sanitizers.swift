@@ -1,0 +1,27 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which sanitizer the tests (and the `tiler` built with them) run under. Memory bounds are checked
+/// only without AddressSanitizer: its quarantine and redzones grow every heap by design.
+public enum Sanitizers {
+    /// Whether this process was built with AddressSanitizer (its runtime's entry point is linked in).
+    public static let address: Bool = dlsym(dlopen(nil, RTLD_NOW), "__asan_init") != nil
+}
+
+/// File system facts the tests check, through the C library (no other module's view of its types).
+public enum FileFacts {
+    /// Bytes the file at `path` takes on disk (its blocks), 0 when it cannot be read.
+    public static func diskBytes(_ path: String) -> Int {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return 0 }
+        return Int(info.st_blocks) * 512
+    }
+
+    /// Sets the file's access and modification times to `seconds` since the epoch (and `nanoseconds`).
+    @discardableResult
+    public static func setModificationTime(_ path: String, seconds: Int, nanoseconds: Int = 0) -> Bool {
+        var times = [timespec(tv_sec: seconds, tv_nsec: nanoseconds), timespec(tv_sec: seconds, tv_nsec: nanoseconds)]
+        return utimensat(AT_FDCWD, path, &times, 0) == 0
+    }
+}

@@ -1,0 +1,164 @@
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+import Testing
+import TestSupport
+import TileCore
+@testable import TileServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// HTTP caching as a browser, Varnish or a CDN uses it (RFC 9110, 9111): validators on every image and
+/// document, both kinds of conditional request, lifetimes per kind, and JSON-LD only when asked for.
+@Suite("HTTP caching", .serialized)
+struct HTTPCachingTests {
+    /// The source's modification time: 2021-03-04 05:06:07 UTC, a Thursday.
+    static let modified: time_t = 1_614_834_367
+    static let modifiedText = "Thu, 04 Mar 2021 05:06:07 GMT"
+
+    /// An IMF-fixdate written with the C library (an outside reference for the server's dates).
+    static func httpDate(_ seconds: time_t) -> String {
+        var t = seconds, parts = tm()
+        gmtime_r(&t, &parts)
+        var buffer = [CChar](repeating: 0, count: 64)
+        let n = strftime(&buffer, buffer.count, "%a, %d %b %Y %H:%M:%S GMT", &parts)
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// A folder with `photo.jpg` (600x400) dated ``modified``.
+    static func folder() throws -> String {
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 600, height: 400), width: 600, height: 400)
+        let folder = try ServerLimitsTests.folder(["photo.jpg": jpeg])
+        guard FileFacts.setModificationTime("\(folder)/photo.jpg", seconds: Int(modified), nanoseconds: 250_000_000) else {
+            throw TileError(.io, "utimensat failed")
+        }
+        return folder
+    }
+
+    /// Asks until the image is complete (an answer with an entity tag), as a client polling would.
+    static func complete(_ client: HTTPClient, _ url: String) async throws -> TileServerTests.Reply {
+        var reply = try await SourceVersionTests.get(client, url)
+        for _ in 0..<3000 where reply.headers["etag"] == nil {
+            #expect(reply.headers["cache-control"] == "no-store", "an image of a pyramid being built")
+            try await Task.sleep(for: .milliseconds(10))
+            reply = try await SourceVersionTests.get(client, url)
+        }
+        return reply
+    }
+
+    @Test("tiles: ETag, Last-Modified from the source, a day's max-age; 304 on either validator, answered alike once cached")
+    func images() async throws {
+        #expect(Self.httpDate(Self.modified) == Self.modifiedText)
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await TileServerTests.withServer(folder) { base, client in
+            let url = "\(base)/dzi/photo_files/10/1_1.jpg"
+            let first = try await Self.complete(client, url)
+            #expect(first.status == 200)
+            #expect(first.headers["last-modified"] == Self.modifiedText)
+            #expect(first.headers["cache-control"] == "public, max-age=86400")
+            #expect(first.headers["vary"] == nil)
+            let tag = try #require(first.headers["etag"])
+            #expect(tag.hasPrefix("\"") && tag.hasSuffix("\""), "a strong entity tag")
+            // Again: from the cache (answered by the connection's handler), the same fields.
+            let again = try await TileServerTests.get(client, url)
+            for name in ["etag", "last-modified", "cache-control", "content-type"] { #expect(again.headers[name] == first.headers[name], "\(name)") }
+            #expect(again.body == first.body)
+
+            // Conditional requests, each on a cached tile and on one asked for the first time (another
+            // tile each time, so that the routes answer it).
+            let later = Self.httpDate(Self.modified + 3600), earlier = Self.httpDate(Self.modified - 1)
+            let rfc850 = "Thursday, 04-Mar-21 05:06:07 GMT", asctime = "Thu Mar  4 05:06:07 2021"
+            let cases: [([(String, String)], Int, String)] = [
+                ([("If-None-Match", tag)], 304, "the tag"),
+                ([("If-None-Match", "\"other\", \(tag)")], 304, "a list naming the tag"),
+                ([("If-None-Match", "W/\(tag)")], 304, "the weak form (GET compares weakly)"),
+                ([("If-None-Match", "*")], 304, "any"),
+                ([("If-None-Match", "\"other\"")], 200, "another tag"),
+                ([("If-Modified-Since", Self.modifiedText)], 304, "Last-Modified as sent"),
+                ([("If-Modified-Since", later)], 304, "a later date"),
+                ([("If-Modified-Since", rfc850)], 304, "the RFC 850 form"),
+                ([("If-Modified-Since", asctime)], 304, "the asctime form"),
+                ([("If-Modified-Since", earlier)], 200, "an earlier date"),
+                ([("If-Modified-Since", "yesterday")], 200, "not a date"),
+                ([("If-None-Match", "\"other\""), ("If-Modified-Since", later)], 200, "If-None-Match decides when both are sent"),
+            ]
+            for (headers, status, what) in cases {
+                // Kept alive: answered from the cache by the connection's handler. `Connection: close`:
+                // passed on to the routes (the handler answers kept-alive requests only).
+                for extra in [[(String, String)](), [("Connection", "close")]] {
+                    let reply = try await TileServerTests.get(client, url, headers: headers + extra)
+                    let path = extra.isEmpty ? "cached" : "routes"
+                    #expect(reply.status == status, "\(path): \(what)")
+                    guard reply.status == 304 else { continue }
+                    #expect(reply.body.isEmpty, "\(path): \(what): a 304 has no body")
+                    #expect(reply.headers["etag"] == tag && reply.headers["last-modified"] == Self.modifiedText, "\(path): \(what)")
+                    #expect(reply.headers["cache-control"] == "public, max-age=86400", "\(path): \(what)")
+                }
+            }
+        }
+    }
+
+    @Test("info.json and .dzi: validators, five minutes' max-age, 304; JSON-LD only when asked for, with Vary: Accept")
+    func documents() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await TileServerTests.withServer(folder) { base, client in
+            let info = "\(base)/iiif/3/photo/info.json"
+            let plain = try await SourceVersionTests.get(client, info)
+            #expect(plain.status == 200 && plain.headers["content-type"] == "application/json")
+            let asked = "application/ld+json;profile=\"http://iiif.io/api/image/3/context.json\""
+            let linked = try await SourceVersionTests.get(client, info, headers: [("Accept", asked)])
+            #expect(linked.headers["content-type"] == asked)
+            #expect(linked.body == plain.body)
+            for reply in [plain, linked] {
+                #expect(reply.headers["vary"] == "Accept")
+                #expect(reply.headers["cache-control"] == "public, max-age=300")
+                #expect(reply.headers["last-modified"] == Self.modifiedText)
+            }
+            let tag = try #require(plain.headers["etag"])
+            #expect(linked.headers["etag"] != tag, "two representations, two strong tags")
+            #expect(try await TileServerTests.get(client, info, headers: [("If-None-Match", tag)]).status == 304)
+            #expect(try await TileServerTests.get(client, info, headers: [("If-Modified-Since", Self.modifiedText)]).status == 304)
+            #expect(try await TileServerTests.get(client, info, headers: [("If-None-Match", try #require(linked.headers["etag"]))]).status == 200)
+
+            let dzi = try await SourceVersionTests.get(client, "\(base)/dzi/photo.dzi")
+            #expect(dzi.status == 200 && dzi.headers["cache-control"] == "public, max-age=300" && dzi.headers["last-modified"] == Self.modifiedText)
+            let dziTag = try #require(dzi.headers["etag"])
+            let head = try await TileServerTests.get(client, "\(base)/dzi/photo.dzi", method: .HEAD)
+            #expect(head.status == 200 && head.headers["etag"] == dziTag && head.body.isEmpty)
+            let revalidated = try await TileServerTests.get(client, "\(base)/dzi/photo.dzi", headers: [("If-None-Match", dziTag)])
+            #expect(revalidated.status == 304 && revalidated.body.isEmpty)
+        }
+    }
+
+    @Test("lifetimes are the policy's; a replaced source gets a new Last-Modified and its old validators no longer match")
+    func policyAndReplacement() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, cachePolicy: CachePolicy(imageMaxAge: 7, documentMaxAge: 3))
+        try await TileServerTests.withServer(server) { base, client in
+            let url = "\(base)/iiif/3/photo/full/max/0/default.jpg"
+            let image = try await Self.complete(client, url)
+            #expect(image.headers["cache-control"] == "public, max-age=7")
+            let info = try await SourceVersionTests.get(client, "\(base)/iiif/3/photo/info.json")
+            #expect(info.headers["cache-control"] == "public, max-age=3")
+
+            // The source replaced by other pixels, a day later.
+            let other = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 600, height: 400), width: 600, height: 400)
+            try SourceVersionTests.replace("\(folder)/photo.jpg", with: other)
+            #expect(FileFacts.setModificationTime("\(folder)/photo.jpg", seconds: Int(Self.modified) + 86_400))
+            try await Task.sleep(for: .milliseconds(1100))  // past the catalog's one-second trust in a checked source
+            let replaced = try await Self.complete(client, url)
+            #expect(replaced.headers["last-modified"] == Self.httpDate(Self.modified + 86_400))
+            #expect(replaced.headers["etag"] != image.headers["etag"])
+            let old = [("If-None-Match", image.headers["etag"] ?? ""), ("If-Modified-Since", Self.modifiedText)]
+            #expect(try await TileServerTests.get(client, url, headers: [old[0]]).status == 200)
+            #expect(try await TileServerTests.get(client, url, headers: [old[1]]).status == 200)
+            let newInfo = try await SourceVersionTests.get(client, "\(base)/iiif/3/photo/info.json", headers: [("If-None-Match", info.headers["etag"] ?? "")])
+            #expect(newInfo.status == 200 && newInfo.headers["last-modified"] == Self.httpDate(Self.modified + 86_400))
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import Foundation
+import Testing
+import TestSupport
+import TileCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `deploy/`: Varnish (its shard director) in front of three `tiler serve` instances that share one
+/// folder and one cache folder, and Prometheus scraping them, all on loopback, as the configuration
+/// files in `deploy/` say (only their ports rewritten). Skipped, with a message, where `varnishd` or
+/// `prometheus` is not installed (CI installs both).
+@Suite("Varnish and Prometheus in front of three instances", .serialized)
+struct DeployTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    static func which(_ name: String) -> String? {
+        for folder in ["/usr/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"] where access("\(folder)/\(name)", X_OK) == 0 {
+            return "\(folder)/\(name)"
+        }
+        return nil
+    }
+
+    /// A port no one listens on now.
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// One HTTP/1.1 exchange with the given header fields (`Connection: close`).
+    static func get(_ port: Int, _ path: String, host: String = "127.0.0.1", _ fields: [(String, String)] = [], method: String = "GET")
+        throws -> (status: Int, headers: [String: String], body: Data)
+    {
+        let connection = try LoopbackConnection(port: UInt16(port))
+        let extra = fields.map { "\($0.0): \($0.1)\r\n" }.joined()
+        try connection.send(Data("\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n\(extra)Connection: close\r\n\r\n".utf8))
+        let reply = connection.read(timeout: .seconds(60)).bytes
+        guard let split = reply.range(of: Data("\r\n\r\n".utf8)) else { return (0, [:], Data()) }
+        let lines = String(decoding: reply[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return (Int(lines[0].split(separator: " ")[1]) ?? 0, headers, Data(reply[split.upperBound...]))
+    }
+
+    /// Asks until the answer is not a 503 (a build in progress) or a minute passes.
+    static func settled(_ port: Int, _ path: String, _ fields: [(String, String)] = []) throws -> (status: Int, headers: [String: String], body: Data) {
+        var reply = try get(port, path, fields)
+        for _ in 0..<600 where reply.status == 503 || reply.status == 0 {
+            usleep(100_000)
+            reply = try get(port, path, fields)
+        }
+        return reply
+    }
+
+    /// Replaces `path` with `data` as a deployment would: written beside it, renamed over it.
+    static func replace(_ path: String, with data: Data) throws {
+        try data.write(to: URL(fileURLWithPath: path + ".new"))
+        guard rename(path + ".new", path) == 0 else { throw TileError(.io, "rename failed") }
+    }
+
+    static func metric(_ port: Int, _ name: String) throws -> Double {
+        let samples = ServeCommandTests.samples(String(decoding: try get(port, "/metrics").body, as: UTF8.self))
+        return samples[name] ?? 0
+    }
+
+    @Test("30 images through Varnish: each built once across the instances, cached, revalidated, purged; an instance stopped loses nothing; Prometheus scrapes all three")
+    func varnishAndPrometheus() throws {
+        guard let varnishd = Self.which("varnishd") else {
+            print("DeployTests: skipped: varnishd not installed (apt-get install varnish)")
+            return
+        }
+        let folder = try TilerCommandTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var sources: [Data] = []
+        for i in 0..<30 {
+            let jpeg = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 300 + i, height: 200), width: 300 + i, height: 200)
+            try jpeg.write(to: URL(fileURLWithPath: "\(folder)/img\(i).jpg"))
+            sources.append(jpeg)
+        }
+        // Three instances over the same folder and cache; Varnish on 127.0.0.1 is their trusted proxy.
+        let token = "admin-token-0123456789"
+        let varnishPort = Self.freePort()
+        var instances: [ServeCommandTests.Server] = []
+        defer { for server in instances where server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
+        for _ in 0..<3 {
+            instances.append(try ServeCommandTests.Server([
+                folder, "--port", "0", "--cache", "\(folder)/shared-cache", "--image-max-age", "3", "--document-max-age", "3",
+                "--trusted-proxy", "127.0.0.1", "--allowed-host", "127.0.0.1", "--allowed-host", "images.example.org",
+                "--admin-token", token, "--purge-url", "http://127.0.0.1:\(varnishPort)",
+            ]))
+        }
+        let ports = instances.map(\.port)
+        var vcl = try String(contentsOfFile: "\(Self.repository)/deploy/varnish/tiler.vcl", encoding: .utf8)
+        for (i, port) in ports.enumerated() { vcl = vcl.replacingOccurrences(of: "\"\(8081 + i)\"", with: "\"\(port)\"") }
+        try vcl.write(toFile: "\(folder)/tiler.vcl", atomically: true, encoding: .utf8)
+        let varnish = Process()
+        varnish.executableURL = URL(fileURLWithPath: varnishd)
+        varnish.arguments = ["-F", "-j", "none", "-n", "\(folder)/varnish", "-f", "\(folder)/tiler.vcl", "-a", "127.0.0.1:\(varnishPort)",
+                             "-s", "malloc,64m", "-p", "ban_lurker_sleep=0.05"]
+        varnish.standardOutput = FileHandle.nullDevice
+        varnish.standardError = FileHandle.nullDevice
+        try varnish.run()
+        defer { if varnish.isRunning { kill(varnish.processIdentifier, SIGKILL) } }
+        var up = false
+        for _ in 0..<300 where !up {
+            up = (try? Self.get(varnishPort, "/health").status) == 200
+            if !up { usleep(100_000) }
+        }
+        try #require(up, "varnishd did not answer on port \(varnishPort)")
+        sleep(3)  // every backend probed healthy
+
+        // Every image's tile through Varnish, then the same again.
+        let tile = { (i: Int) in "/dzi/img\(i)_files/8/0_0.jpg" }
+        for i in 0..<30 { #expect(try Self.settled(varnishPort, tile(i)).status == 200, "img\(i)") }
+        // Tiles of an image still being built are answered (not stored): wait for the builds to end.
+        var completed = try ports.map { try Self.metric($0, "tiler_builds_total{outcome=\"completed\"}") }
+        for _ in 0..<600 where completed.reduce(0, +) < 30 {
+            usleep(100_000)
+            completed = try ports.map { try Self.metric($0, "tiler_builds_total{outcome=\"completed\"}") }
+        }
+        sleep(1)
+        completed = try ports.map { try Self.metric($0, "tiler_builds_total{outcome=\"completed\"}") }
+        #expect(completed.reduce(0, +) == 30, "builds per instance: \(completed)")
+        #expect(completed.filter { $0 > 0 }.count >= 2, "the identifiers are spread: \(completed)")
+        // Once every build has ended, a tile asked twice: the second a hit.
+        _ = try Self.get(varnishPort, tile(0))
+        let again = try Self.get(varnishPort, tile(0))
+        #expect(again.status == 200 && (again.headers["x-varnish"]?.split(separator: " ").count ?? 0) == 2, "a hit: \(again.headers)")
+        #expect(again.headers["age"] != nil)
+
+        // Behind the proxy: info.json names the public URL the proxy says.
+        let info = try Self.settled(varnishPort, "/iiif/3/img1/info.json", [("X-Forwarded-Proto", "https"), ("X-Forwarded-Prefix", "/tiles")])
+        #expect(String(decoding: info.body, as: UTF8.self).contains("\"id\":\"https://127.0.0.1/tiles/iiif/3/img1\""), "\(String(decoding: info.body, as: UTF8.self))")
+
+        // Expired: revalidated by Varnish with a 304 from the instance, nothing encoded again.
+        let misses = try ports.map { try Self.metric($0, "tiler_cache_misses_total") }.reduce(0, +)
+        let notModified = try ports.map { try Self.metric($0, "tiler_requests_total{route=\"dzi_tile\",status=\"304\"}") }.reduce(0, +)
+        sleep(4)
+        let revalidated = try Self.get(varnishPort, tile(0))
+        #expect(revalidated.status == 200 && revalidated.body == again.body)
+        #expect(try ports.map { try Self.metric($0, "tiler_requests_total{route=\"dzi_tile\",status=\"304\"}") }.reduce(0, +) == notModified + 1)
+        #expect(try ports.map { try Self.metric($0, "tiler_cache_misses_total") }.reduce(0, +) == misses)
+
+        // A master replaced: fresh through Varnish once the lifetime passes; at once after an admin purge.
+        let replacement = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 300, height: 200), width: 300, height: 200)
+        let before = try Self.get(varnishPort, tile(0)).body
+        try Self.replace("\(folder)/img0.jpg", with: replacement)
+        // The instances at once (they trust a checked source for a second at most).
+        var direct = try Self.settled(ports[0], tile(0))
+        for _ in 0..<30 where direct.body == before { usleep(100_000); direct = try Self.settled(ports[0], tile(0)) }
+        #expect(direct.body != before, "an instance still answers the old tile 3 s after the replacement")
+        // Through Varnish once the lifetime (3 s) passes.
+        var fresh = try Self.settled(varnishPort, tile(0))
+        for _ in 0..<100 where fresh.body == before { usleep(100_000); fresh = try Self.settled(varnishPort, tile(0)) }
+        #expect(fresh.body == direct.body, "Varnish still answers the old tile 10 s after the replacement")
+        let cachedTile = try Self.get(varnishPort, tile(5)).body
+        let other = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 305, height: 200), width: 305, height: 200)
+        try Self.replace("\(folder)/img5.jpg", with: other)
+        let purge = try Self.get(ports[0], "/admin/images/img5", [("Authorization", "Bearer \(token)")], method: "DELETE")
+        #expect(purge.status == 200, "\(String(decoding: purge.body, as: UTF8.self))")
+        let purged = try Self.settled(varnishPort, tile(5))
+        #expect(purged.status == 200 && purged.body != cachedTile, "the purge banned the cached tile")
+
+        // One instance stopped: after the probe window, every image is still answered (no 5xx).
+        let ended = instances[1].terminate(within: 30)
+        #expect(ended?.status == 0, "\(String(describing: ended)): \(instances[1].errorsSoFar().suffix(3000))")
+        sleep(4)
+        var failures = 0
+        for round in 0..<2 {
+            for i in 0..<30 {
+                let reply = try Self.get(varnishPort, "/dzi/img\(i)_files/7/0_0.jpg?round=\(round)")
+                if reply.status >= 500 { failures += 1 }
+            }
+        }
+        #expect(failures == 0, "\(failures) answers of 5xx after the probe window")
+
+        // Prometheus scrapes the instances still running; a query through its API finds the counter.
+        guard let prometheus = Self.which("prometheus") else {
+            print("DeployTests: Prometheus part skipped: prometheus not installed (apt-get install prometheus)")
+            return
+        }
+        var config = try String(contentsOfFile: "\(Self.repository)/deploy/prometheus/prometheus.yml", encoding: .utf8)
+        for (i, port) in ports.enumerated() { config = config.replacingOccurrences(of: "127.0.0.1:\(8081 + i)", with: "127.0.0.1:\(port)") }
+        config = config.replacingOccurrences(of: "scrape_interval: 15s", with: "scrape_interval: 1s")
+        try config.write(toFile: "\(folder)/prometheus.yml", atomically: true, encoding: .utf8)
+        let prometheusPort = Self.freePort()
+        let scraper = Process()
+        scraper.executableURL = URL(fileURLWithPath: prometheus)
+        scraper.arguments = ["--config.file=\(folder)/prometheus.yml", "--storage.tsdb.path=\(folder)/tsdb", "--web.listen-address=127.0.0.1:\(prometheusPort)"]
+        scraper.standardOutput = FileHandle.nullDevice
+        scraper.standardError = FileHandle.nullDevice
+        try scraper.run()
+        defer { if scraper.isRunning { kill(scraper.processIdentifier, SIGKILL) } }
+        var found = ""
+        for _ in 0..<300 where !(found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[2])\"")) {
+            usleep(200_000)
+            found = String(decoding: (try? Self.get(prometheusPort, "/api/v1/query?query=tiler_requests_total").body) ?? Data(), as: UTF8.self)
+        }
+        #expect(found.contains("\"status\":\"success\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"")
+            && found.contains("\"instance\":\"127.0.0.1:\(ports[2])\""), "\(found.prefix(500))")
+    }
+}

@@ -1,0 +1,91 @@
+# Varnish (Debian's `varnish`, 7.x) in front of several `tiler serve` instances that share one source
+# folder and one cache folder. Each image identifier goes to one instance (consistent hashing: the
+# shard director), so each image is built once and its tiles are cached there; an instance that fails
+# its health probe (/health) hands its identifiers to the next in the ring, which reuses the store in
+# the shared cache folder (an instance that finds another building an image waits for its lock).
+#
+# Tiles and documents are cached for the lifetimes the instances send (tiler serve --image-max-age,
+# --document-max-age) and kept a day longer, so that an expired object is revalidated (a 304 when the
+# source is unchanged: no encode). `BAN /` with `X-Image-Id: ID` from an admin purge
+# (tiler serve --admin-token ... --purge-url http://VARNISH) removes every cached answer of the image.
+#
+# The backends below are on 127.0.0.1:8081-8083; tests/deploy rewrite the ports. With a TLS terminator
+# in front, have it send X-Forwarded-Proto (and X-Forwarded-Prefix for a path prefix) and start the
+# instances with --trusted-proxy set to this Varnish's address: info.json then names the public URL.
+vcl 4.1;
+
+import directors;
+
+probe health {
+    .url = "/health";
+    .interval = 1s;
+    .timeout = 1s;
+    .window = 3;
+    .threshold = 2;
+}
+
+backend tiler1 { .host = "127.0.0.1"; .port = "8081"; .probe = health; }
+backend tiler2 { .host = "127.0.0.1"; .port = "8082"; .probe = health; }
+backend tiler3 { .host = "127.0.0.1"; .port = "8083"; .probe = health; }
+
+sub vcl_init {
+    new tilers = directors.shard();
+    tilers.add_backend(tiler1);
+    tilers.add_backend(tiler2);
+    tilers.add_backend(tiler3);
+    tilers.reconfigure();
+}
+
+# Who may send BAN: the instances themselves (their admin purge).
+acl purgers {
+    "127.0.0.1";
+    "::1";
+}
+
+sub vcl_recv {
+    if (req.method == "BAN") {
+        if (client.ip !~ purgers || !req.http.X-Image-Id) {
+            return (synth(403, "Forbidden"));
+        }
+        ban("obj.http.X-Image-Id == " + req.http.X-Image-Id);
+        return (synth(200, "Banned"));
+    }
+    # The identifier of /iiif/3/ID/..., /iiif/2/ID/..., /dzi/ID.dzi and /dzi/ID_files/...: the shard key.
+    unset req.http.X-Image-Id;
+    if (req.url ~ "^/(iiif/[23]/[^/?]+|dzi/[^/?]+(\.dzi|_files/))") {
+        set req.http.X-Image-Id = regsub(req.url, "^/(iiif/[23]/([^/?]+)|dzi/([^/?]+?)(\.dzi|_files/)).*$", "\2\3");
+        set req.backend_hint = tilers.backend(by=KEY, key=tilers.key(req.http.X-Image-Id));
+    } else {
+        set req.backend_hint = tilers.backend(by=URL);
+    }
+    if (req.method != "GET" && req.method != "HEAD") {
+        return (pass);
+    }
+    # Health, readiness, metrics, build states, uploads and the admin API: always the instance's own answer.
+    if (req.url ~ "^/(health|ready|metrics|images/|admin/)") {
+        return (pass);
+    }
+    unset req.http.Cookie;
+    unset req.http.Authorization;
+    return (hash);
+}
+
+sub vcl_backend_response {
+    # What the instance says not to store (a tile of an image still being built): passed on, and no
+    # hit-for-miss marker kept (Varnish's default, two minutes of misses, would outlive the build).
+    if (beresp.http.Cache-Control ~ "no-store") {
+        set beresp.uncacheable = true;
+        set beresp.ttl = 0s;
+        return (deliver);
+    }
+    # Kept past its lifetime so that it is revalidated (If-None-Match, If-Modified-Since) rather than
+    # fetched again.
+    set beresp.keep = 1d;
+    if (bereq.http.X-Image-Id) {
+        set beresp.http.X-Image-Id = bereq.http.X-Image-Id;
+    }
+}
+
+sub vcl_deliver {
+    unset resp.http.X-Image-Id;
+}
