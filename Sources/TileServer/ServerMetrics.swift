@@ -44,7 +44,13 @@ public final class ServerMetrics: Sendable {
         let bytes: Counter
     }
 
-    private let handles = Mutex<[String: Handles]>([:])
+    /// A request's labels, looked up without building a string (the cached path's cost).
+    private struct Key: Hashable {
+        let route: Route
+        let status: Int
+    }
+
+    private let handles = Mutex<[Key: Handles]>([:])
     private let cacheHits = Counter(label: "tiler_cache_hits_total")
     private let cacheMisses = Counter(label: "tiler_cache_misses_total")
     private let buildsRunning = Gauge(label: "tiler_builds_running")
@@ -78,7 +84,7 @@ public final class ServerMetrics: Sendable {
 
     /// Counts one answered request.
     func record(_ route: Route, status: Int, bytes: Int, nanoseconds: Int64) {
-        let key = "\(route.rawValue)|\(status)"
+        let key = Key(route: route, status: status)
         let made = handles.withLock { table in
             if let found = table[key] { return found }
             let made = Handles(
