@@ -14,6 +14,20 @@ public enum Tools {
         return folders.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
+    /// A loopback port nothing listens on now (bound to port 0, read back, closed).
+    public static func freePort() -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 ? getsockname(fd, $0, &length) : -1 }
+        }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
     /// Whether every program named is installed.
     public static func have(_ names: String...) -> Bool { names.allSatisfy { path($0) != nil } }
 

@@ -10,20 +10,6 @@ import Glibc
 /// wrote, run under spawn-fcgi behind nginx on loopback.
 @Suite("IIPImage serves our TIFF", .enabled(if: Tools.have("spawn-fcgi", "nginx", "/usr/lib/iipimage-server/iipsrv.fcgi"), Comment(rawValue: Tools.missing("spawn-fcgi", "nginx", "/usr/lib/iipimage-server/iipsrv.fcgi"))))
 struct TIFFIIPImageTests {
-    /// A loopback port nothing listens on now.
-    static func freePort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 ? getsockname(fd, $0, &length) : -1 }
-        }
-        return UInt16(bigEndian: address.sin_port)
-    }
-
     /// One HTTP/1.0 GET on loopback: the status and the body (nil when nothing answers).
     static func get(port: UInt16, _ target: String) -> (status: Int, body: [UInt8])? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -58,7 +44,7 @@ struct TIFFIIPImageTests {
     func servesTiles() throws {
         let (folder, tiff, image) = try TIFFOutsideReaderTests.store()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let (web, fcgi) = (Self.freePort(), Self.freePort())
+        let (web, fcgi) = (Tools.freePort(), Tools.freePort())
         let conf = """
             daemon off; pid \(folder)/nginx.pid; error_log \(folder)/nginx.log; worker_processes 1;
             events { worker_connections 16; }

@@ -15,26 +15,6 @@ import Glibc
 struct DeployTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
-    static func which(_ name: String) -> String? {
-        for folder in ["/usr/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"] where access("\(folder)/\(name)", X_OK) == 0 {
-            return "\(folder)/\(name)"
-        }
-        return nil
-    }
-
-    /// A port no one listens on now.
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// One HTTP/1.1 exchange with the given header fields (`Connection: close`).
     static func get(_ port: Int, _ path: String, host: String = "127.0.0.1", _ fields: [(String, String)] = [], method: String = "GET")
         throws -> (status: Int, headers: [String: String], body: Data)
@@ -76,7 +56,7 @@ struct DeployTests {
 
     @Test("30 images through Varnish: each built once across the instances, cached, revalidated, purged; an instance stopped loses nothing; Prometheus scrapes all three")
     func varnishAndPrometheus() throws {
-        guard let varnishd = Self.which("varnishd") else {
+        guard let varnishd = Tools.path("varnishd") else {
             print("DeployTests: skipped: varnishd not installed (apt-get install varnish)")
             return
         }
@@ -90,7 +70,7 @@ struct DeployTests {
         }
         // Three instances over the same folder and cache; Varnish on 127.0.0.1 is their trusted proxy.
         let token = "admin-token-0123456789"
-        let varnishPort = Self.freePort()
+        let varnishPort = Int(Tools.freePort())
         var instances: [ServeCommandTests.Server] = []
         defer { for server in instances where server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         for _ in 0..<3 {
@@ -186,7 +166,7 @@ struct DeployTests {
         #expect(failures == 0, "\(failures) answers of 5xx after the probe window")
 
         // Prometheus scrapes the instances still running; a query through its API finds the counter.
-        guard let prometheus = Self.which("prometheus") else {
+        guard let prometheus = Tools.path("prometheus") else {
             print("DeployTests: Prometheus part skipped: prometheus not installed (apt-get install prometheus)")
             return
         }
@@ -194,7 +174,7 @@ struct DeployTests {
         for (i, port) in ports.enumerated() { config = config.replacingOccurrences(of: "127.0.0.1:\(8081 + i)", with: "127.0.0.1:\(port)") }
         config = config.replacingOccurrences(of: "scrape_interval: 15s", with: "scrape_interval: 1s")
         try config.write(toFile: "\(folder)/prometheus.yml", atomically: true, encoding: .utf8)
-        let prometheusPort = Self.freePort()
+        let prometheusPort = Int(Tools.freePort())
         let scraper = Process()
         scraper.executableURL = URL(fileURLWithPath: prometheus)
         scraper.arguments = ["--config.file=\(folder)/prometheus.yml", "--storage.tsdb.path=\(folder)/tsdb", "--web.listen-address=127.0.0.1:\(prometheusPort)"]
