@@ -168,7 +168,8 @@ static cjs_status check_config(const cjs_writer_config *c, uint32_t tile_size) {
     if (!c || tile_size < 16 || tile_size > 4096) return CJS_ERR_ARGUMENT;
     if (c->kind == CJS_WRITER_WINDOW) return CJS_OK;
     if (c->kind == CJS_WRITER_NONE) return c->export_to ? CJS_OK : CJS_ERR_ARGUMENT;
-    if (c->kind == CJS_WRITER_TIFF) return c->tiff && c->tiff_quality >= 1 && c->tiff_quality <= 100 ? CJS_OK : CJS_ERR_ARGUMENT;
+    if (c->kind == CJS_WRITER_TIFF) return c->tiff && c->tiff_quality >= 1 && c->tiff_quality <= 100 &&
+               (c->tiff_tables == CJS_TABLES_ANNEX_K || c->tiff_tables == CJS_TABLES_FLATTENED) ? CJS_OK : CJS_ERR_ARGUMENT;
     if (c->kind != CJS_WRITER_BANDS) return CJS_ERR_ARGUMENT;
     if (c->band_threading < CJS_BANDS_ON_CALLER || c->band_threading > CJS_BANDS_WRITE_BEHIND) return CJS_ERR_ARGUMENT;
     if (c->band_rows > tile_size || (c->band_rows && tile_size % c->band_rows)) return CJS_ERR_ARGUMENT;

@@ -6,6 +6,7 @@
  * strategy for TIFF levels (tiff_level_writer_methods).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,12 +35,30 @@ struct cjs_tiff_level_encoder {
     int failed;
 };
 
+/* Replaces the luma (0) and chroma (1) tables by CJS_TABLES_FLATTENED's at `quality`: Annex K's
+   read back from libjpeg at quality 50 (a scale of 100%, the tables themselves), each entry over the
+   table's first brought to the geometric mean of the two, then scaled as jpeg_set_quality scales. */
+static void flatten_tables(j_compress_ptr c, int quality) {
+    jpeg_set_quality(c, 50, TRUE);
+    for (int slot = 0; slot < 2; slot++) {
+        const JQUANT_TBL *annex_k = c->quant_tbl_ptrs[slot];
+        unsigned int base[DCTSIZE2];
+        double dc = annex_k->quantval[0];
+        for (int i = 0; i < DCTSIZE2; i++) {
+            double k = annex_k->quantval[i];
+            base[i] = k <= dc ? (unsigned int)k : (unsigned int)(sqrt(k * dc) + 0.5);
+        }
+        jpeg_add_quant_table(c, slot, base, jpeg_quality_scaling(quality), TRUE);
+    }
+}
+
 /* The settings of every compressor of a level, and of its tables. */
-static void configure(j_compress_ptr c, int quality, int gray, int h, int v, uint32_t tile_size) {
+static void configure(j_compress_ptr c, int quality, int tables, int gray, int h, int v, uint32_t tile_size) {
     c->in_color_space = JCS_EXT_RGBX;
     c->input_components = 4;
     jpeg_set_defaults(c);
-    jpeg_set_quality(c, quality, TRUE);
+    if (tables == CJS_TABLES_FLATTENED) flatten_tables(c, quality);
+    else jpeg_set_quality(c, quality, TRUE);
     jpeg_set_colorspace(c, gray ? JCS_GRAYSCALE : JCS_YCbCr);
     if (!gray) {
         c->comp_info[0].h_samp_factor = h;
@@ -50,8 +69,12 @@ static void configure(j_compress_ptr c, int quality, int gray, int h, int v, uin
     c->image_width = c->image_height = tile_size;
 }
 
-cjs_status cjs_jpeg_tables(int32_t quality, int32_t gray, void **out, size_t *length) {
-    if (!out || !length || quality < 1 || quality > 100) return CJS_ERR_ARGUMENT;
+static int valid_coding(int quality, int tables) {
+    return quality >= 1 && quality <= 100 && (tables == CJS_TABLES_ANNEX_K || tables == CJS_TABLES_FLATTENED);
+}
+
+cjs_status cjs_jpeg_tables(int32_t quality, int32_t tables, int32_t gray, void **out, size_t *length) {
+    if (!out || !length || !valid_coding(quality, tables)) return CJS_ERR_ARGUMENT;
     *out = NULL;
     struct jpeg_compress_struct c;
     cjs_error_mgr err;
@@ -67,7 +90,7 @@ cjs_status cjs_jpeg_tables(int32_t quality, int32_t gray, void **out, size_t *le
     }
     jpeg_create_compress(&c);
     created = 1;
-    configure(&c, quality, gray, 1, 1, 16);
+    configure(&c, quality, tables, gray, 1, 1, 16);
     cjs_bytes_destination_init(&dest, &bytes);
     c.dest = &dest.pub;
     jpeg_write_tables(&c);
@@ -90,7 +113,7 @@ void cjs_tiff_level_encoder_destroy(cjs_tiff_level_encoder *e) {
 }
 
 /* Creates and configures every column's compressor; tables are never written into a tile. */
-static cjs_status make_compressors(cjs_tiff_level_encoder *e, int quality) {
+static cjs_status make_compressors(cjs_tiff_level_encoder *e, int quality, int tables) {
     int gray = e->desc.photometric == CJS_PHOTOMETRIC_GRAY;
     if (setjmp(e->err.jump)) /* jpeg_create_compress, jpeg_set_defaults, jpeg_suppress_tables */
         return e->err.pub.msg_code == JERR_OUT_OF_MEMORY ? CJS_ERR_NOMEM : CJS_ERR_LIBJPEG;
@@ -99,7 +122,7 @@ static cjs_status make_compressors(cjs_tiff_level_encoder *e, int quality) {
         c->cinfo.err = &e->err.pub;
         jpeg_create_compress(&c->cinfo);
         c->created = 1;
-        configure(&c->cinfo, quality, gray, e->desc.h_subsampling, e->desc.v_subsampling, e->tile_size);
+        configure(&c->cinfo, quality, tables, gray, e->desc.h_subsampling, e->desc.v_subsampling, e->tile_size);
         cjs_bytes_destination_init(&c->dest, &c->bytes);
         c->cinfo.dest = &c->dest.pub;
         jpeg_suppress_tables(&c->cinfo, TRUE);
@@ -108,22 +131,22 @@ static cjs_status make_compressors(cjs_tiff_level_encoder *e, int quality) {
 }
 
 /* Whether the level's JPEGTables are the ones these compressors use. */
-static int tables_match(const cjs_tiff_level *desc, int quality) {
-    void *tables = NULL;
+static int tables_match(const cjs_tiff_level *desc, int quality, int tables) {
+    void *bytes = NULL;
     size_t length = 0;
     int gray = desc->photometric == CJS_PHOTOMETRIC_GRAY;
-    if (cjs_jpeg_tables(quality, gray, &tables, &length) != CJS_OK) return 0;
-    int same = length == desc->jpeg_tables_length && memcmp(tables, desc->jpeg_tables, length) == 0;
-    free(tables);
+    if (cjs_jpeg_tables(quality, tables, gray, &bytes, &length) != CJS_OK) return 0;
+    int same = length == desc->jpeg_tables_length && memcmp(bytes, desc->jpeg_tables, length) == 0;
+    free(bytes);
     return same;
 }
 
 cjs_status cjs_tiff_level_encoder_create(cjs_tiff_writer *writer, uint32_t level, int32_t quality,
-                                         cjs_tiff_level_encoder **out) {
+                                         int32_t tables, cjs_tiff_level_encoder **out) {
     if (!out) return CJS_ERR_ARGUMENT;
     *out = NULL;
     const cjs_tiff_level *desc = writer ? tiff_writer_level(writer, level) : NULL;
-    if (!desc || quality < 1 || quality > 100 || !tables_match(desc, quality)) return CJS_ERR_ARGUMENT;
+    if (!desc || !valid_coding(quality, tables) || !tables_match(desc, quality, tables)) return CJS_ERR_ARGUMENT;
     cjs_tiff_level_encoder *e = calloc(1, sizeof *e);
     if (!e) return CJS_ERR_NOMEM;
     e->writer = writer;
@@ -135,7 +158,7 @@ cjs_status cjs_tiff_level_encoder_create(cjs_tiff_writer *writer, uint32_t level
     e->compressors = calloc(e->columns, sizeof *e->compressors);
     e->edge = malloc((size_t)e->tile_size * 4);
     e->last_row = malloc((size_t)desc->width * 4);
-    cjs_status status = e->compressors && e->edge && e->last_row ? make_compressors(e, quality) : CJS_ERR_NOMEM;
+    cjs_status status = e->compressors && e->edge && e->last_row ? make_compressors(e, quality, tables) : CJS_ERR_NOMEM;
     if (status != CJS_OK) {
         cjs_tiff_level_encoder_destroy(e);
         return status;
@@ -206,7 +229,8 @@ static cjs_status strategy_create(const writer_setup *setup, level_writer **out)
     if (!w) return CJS_ERR_NOMEM;
     w->shared = setup->shared;
     w->tiff = setup->config->tiff;
-    cjs_status status = cjs_tiff_level_encoder_create(w->tiff, setup->index, setup->config->tiff_quality, &w->encoder);
+    cjs_status status = cjs_tiff_level_encoder_create(w->tiff, setup->index, setup->config->tiff_quality,
+                                                       setup->config->tiff_tables, &w->encoder);
     if (status != CJS_OK) {
         free(w);
         return status;

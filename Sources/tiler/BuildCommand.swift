@@ -29,7 +29,10 @@ struct BuildCommand: AsyncParsableCommand {
     var format: StoreFormatArgument = .tiff
 
     @Option(help: "JPEG quality of a TIFF's encoded levels (the lower levels; level 0 too when it cannot be copied), 1...100.")
-    var quality = 85
+    var quality = 74
+
+    @Option(help: "The quantisation tables --quality scales: flattened (Annex K's with their high frequencies finer; the default) or annex-k (what quality means to cjpeg and vips).")
+    var tables: TablesArgument = .flattened
 
     @OptionGroup var decode: DecodeOptions
 
@@ -65,7 +68,7 @@ struct BuildCommand: AsyncParsableCommand {
 
     func run() async throws {
         var options = decode.buildOptions()
-        if format == .tiff { options.format = .tiff(TIFFWriting(quality: quality)) }
+        if format == .tiff { options.format = .tiff(TIFFWriting(quality: quality, tables: tables.tables)) }
         let chosen = options
         let inputs = self.inputs
         let stores = try Self.storePaths(inputs: inputs, out: out)
@@ -110,6 +113,14 @@ struct BuildCommand: AsyncParsableCommand {
 }
 
 enum StoreFormatArgument: String, ExpressibleByArgument, CaseIterable { case tiff, raw }
+
+/// `--tables`: a TIFF's quantisation tables.
+enum TablesArgument: String, ExpressibleByArgument, CaseIterable {
+    case flattened
+    case annexK = "annex-k"
+
+    var tables: TIFFWriting.Tables { self == .annexK ? .annexK : .flattened }
+}
 
 /// One progress line on stderr, rewritten in place.
 @Sendable func printProgress(_ index: Int, _ p: ImageBuilder.Progress) {

@@ -38,7 +38,7 @@ struct InfoCommand: ParsableCommand {
         let kind = isDirectory(input) ? "\(description.format) store" : "tiled TIFF"
         var lines = ["\(escapingControlCharacters(input)): \(kind), \(g.width)x\(g.height), \(image.levelCount) levels, \(g.tileSize)px tiles"]
         if let levelZero = description.levelZero {
-            lines.append("level 0: \(levelZero)\(description.levelZeroReason.map { " (\($0))" } ?? "")\(description.quality.map { ", lower levels at JPEG quality \($0)" } ?? "")")
+            lines.append("level 0: \(levelZero)\(description.levelZeroReason.map { " (\($0))" } ?? "")\(description.quality.map { ", lower levels at JPEG quality \($0)" } ?? "")\(description.tables.map { " (\($0 == .annexK ? "Annex K" : "flattened") tables)" } ?? "")")
         }
         for index in 0..<image.levelCount {
             let l = g.levels[index]

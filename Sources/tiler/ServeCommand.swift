@@ -67,8 +67,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "What JPEGs and uploads are built into: tiff (a tiled pyramidal TIFF, level 0 copied losslessly; the default) or raw (RGBA tiles, one file per level: more disk, no decode on a read).")
     var format: StoreFormatArgument?
 
-    @Option(help: "The JPEG quality of a TIFF store's encoded levels, 1-100 (default 85).")
+    @Option(help: "The JPEG quality of a TIFF store's encoded levels, 1-100 (default 74).")
     var quality: Int?
+
+    @Option(help: "The quantisation tables --quality scales: flattened (the default) or annex-k.")
+    var tables: TablesArgument?
 
     @Option(help: "Seconds caches may keep an image (a tile, a region) of a complete pyramid: Cache-Control max-age (default 86400).")
     var imageMaxAge: Int?
@@ -104,7 +107,7 @@ struct ServeCommand: AsyncParsableCommand {
             var server = try TileServer(
                 root: s.folder, cache: s.cache ?? "\(s.folder)/.tiler-cache", publicBaseURL: s.publicURL, uploads: uploads,
                 maximumPendingBuilds: s.maxPendingBuilds, cacheByteBudget: s.cacheBudget, descriptors: descriptors,
-                followsSymlinks: s.followSymlinks, storeFormat: s.format == .tiff ? .tiff(TIFFWriting(quality: s.quality)) : .raw,
+                followsSymlinks: s.followSymlinks, storeFormat: s.format == .tiff ? .tiff(TIFFWriting(quality: s.quality, tables: s.tables.tables)) : .raw,
                 cachePolicy: CachePolicy(imageMaxAge: s.imageMaxAge, documentMaxAge: s.documentMaxAge))
             server.idleTimeout = .seconds(s.idleTimeout)
             server.metricsRegistry = registry

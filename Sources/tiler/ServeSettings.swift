@@ -26,7 +26,8 @@ struct ServeSettings {
     var maxPendingBuilds = 16
     var cacheBudget: Int?
     var format = StoreFormatArgument.tiff
-    var quality = 85
+    var quality = 74
+    var tables = TablesArgument.flattened
     var imageMaxAge = 86_400
     var documentMaxAge = 300
     var metrics = true
@@ -38,7 +39,7 @@ struct ServeSettings {
     /// key in upper snake case, the command line's `--` and the key in kebab case.
     static let keys = [
         "folder", "host", "port", "cache", "publicURL", "allowUploads", "uploadToken", "allowedHosts", "uploadOrigins", "trustedProxies",
-        "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality",
+        "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality", "tables",
         "imageMaxAge", "documentMaxAge", "metrics", "idleTimeout", "adminToken", "purgeURLs",
     ]
 
@@ -90,6 +91,10 @@ struct ServeSettings {
             return format
         }) { s.format = format }
         s.quality = try command.quality ?? read.int("quality") ?? s.quality
+        if let tables = try command.tables ?? read.string("tables").map({ text in
+            guard let tables = TablesArgument(rawValue: text) else { throw ValidationError("tables: \(text) is not flattened or annex-k") }
+            return tables
+        }) { s.tables = tables }
         s.imageMaxAge = try command.imageMaxAge ?? read.int("imageMaxAge") ?? s.imageMaxAge
         s.documentMaxAge = try command.documentMaxAge ?? read.int("documentMaxAge") ?? s.documentMaxAge
         s.metrics = try command.metrics ?? read.bool("metrics") ?? s.metrics

@@ -35,7 +35,8 @@ struct TIFFStoreTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: store).sorted() == ["manifest.json", "pyramid.tif"])
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).sorted() == ["s.tiles", "source.jpg"])
         let description = try StoreDescription.read(at: store)
-        #expect(description.format == "tiff" && description.levelZero == "copied" && description.quality == 85)
+        #expect(description.format == "tiff" && description.levelZero == "copied" && description.quality == 74)
+        #expect(description.tables == .flattened)
         #expect(description.sourceByteCount == jpeg.count)
         let reopened = try TiledImage.open(store: store)
         #expect(reopened.isLevelZeroCopied && reopened.levelCount == built.levelCount)
@@ -44,7 +45,7 @@ struct TIFFStoreTests {
         #expect(reopened.tileCoding(ofLevel: 1) == "JPEG")
     }
 
-    @Test("lower levels are the 2x2 box shrink of the decoded image, within JPEG quality 85's loss")
+    @Test("lower levels are the 2x2 box shrink of the decoded image, within the default coding's loss")
     func lowerLevels() throws {
         let jpeg = try Synthetic.smoothJPEG(width: 1000, height: 600)
         let image = try TileBuilder.build(data: jpeg, options: TIFFChecks.options())
@@ -56,6 +57,43 @@ struct TIFFStoreTests {
             try image.forEachRow(level: level) { _, row in rows.append(contentsOf: row) }
             let psnr = Reference.psnr(RGBAImage(width: l.width, height: l.height, pixels: rows), reference)
             #expect(psnr > 38, "level \(level): \(psnr) dB")
+        }
+    }
+
+    /// The JPEG standard's Annex K tables (K.1 luminance, K.2 chrominance), natural order.
+    static let annexK: [[Int]] = [
+        [16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56,
+         14, 17, 22, 29, 51, 87, 80, 62, 18, 22, 37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113, 92,
+         49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99],
+        [17, 18, 24, 47, 99, 99, 99, 99, 18, 21, 26, 66, 99, 99, 99, 99, 24, 26, 56, 99, 99, 99, 99, 99,
+         47, 66, 99, 99, 99, 99, 99, 99] + Array(repeating: 99, count: 32),
+    ]
+
+    /// A table scaled to `quality` as the IJG's code scales (5000 / q under 50, else 200 - 2q percent),
+    /// each entry first flattened (the geometric mean with the first entry, where it is larger) if asked.
+    static func expectedTable(_ table: [Int], quality: Int, flattened: Bool) -> [UInt16] {
+        let scale = quality < 50 ? 5000 / quality : 200 - 2 * quality
+        let first = table[0]
+        return table.map { k in
+            let base = flattened && k > first ? Int((Double(k * first)).squareRoot().rounded()) : k
+            return UInt16(min(max((base * scale + 50) / 100, 1), 255))
+        }
+    }
+
+    @Test("encoded levels are quantised with Annex K's tables, flattened by default, scaled by the quality",
+          arguments: [(TIFFWriting(), true), (TIFFWriting(quality: 85, tables: .annexK), false), (TIFFWriting(quality: 40), true)])
+    func quantisationTables(coding: TIFFWriting, flattened: Bool) throws {
+        let jpeg = try Synthetic.jpeg(.init(width: 900, height: 700))
+        let image = try TileBuilder.build(data: jpeg, options: TIFFChecks.options { $0.format = .tiff(coding) })
+        let tile = try #require(try image.storedJPEGTile(level: 1, column: 0, row: 0))
+        let coefficients = try JPEGCoefficients(tile)
+        #expect(coefficients.components.count == 3)
+        for (index, component) in coefficients.components.enumerated() {
+            let expected = Self.expectedTable(Self.annexK[index == 0 ? 0 : 1], quality: coding.quality, flattened: flattened)
+            #expect(component.quantisation == expected, "component \(index)")
+            // Flattened or not, never coarser than Annex K's at the same quality.
+            let annexK = Self.expectedTable(Self.annexK[index == 0 ? 0 : 1], quality: coding.quality, flattened: false)
+            #expect(zip(component.quantisation, annexK).allSatisfy { $0 <= $1 })
         }
     }
 

@@ -75,11 +75,12 @@ typedef struct {
     /** If not NULL, every level's rows also go to this export (its levels must be the pyramid's
         sizes), after the level's writer has them. It must outlive the pyramid. */
     struct cjs_export *export_to;
-    /** TIFF writer: where the tiles go (it must outlive the pyramid), their JPEG quality (the one the
-        levels' JPEGTables were made for), and the first level encoded here (1 when level 0 is
+    /** TIFF writer: where the tiles go (it must outlive the pyramid), their JPEG quality and
+        cjs_quant_tables (what the levels' JPEGTables were made for), and the first level encoded here (1 when level 0 is
         transcoded from the source's coefficients: its rows only feed the shrink). */
     struct cjs_tiff_writer *tiff;
     int32_t tiff_quality;
+    int32_t tiff_tables;
     uint32_t tiff_first_level;
 } cjs_writer_config;
 

@@ -101,24 +101,35 @@ int32_t cjs_tiff_writer_errno(cjs_tiff_writer *w);
 /** The first failure's message (libtiff's, or the shim's); owned by the writer. Thread-safe once failed. */
 const char *cjs_tiff_writer_message(cjs_tiff_writer *w);
 
+/** The quantisation tables an encoded level is scaled from. */
+typedef enum {
+    /** Annex K's tables as libjpeg's jpeg_set_quality scales them: what `quality` means to every encoder. */
+    CJS_TABLES_ANNEX_K = 0,
+    /** Annex K's tables with the spread of each halved on a log scale: an entry K over the table's
+        first (DC) entry D becomes D * sqrt(K / D); entries at or under D are kept. Never coarser than
+        Annex K's at the same quality; finer at the high frequencies, which a box filter's reference
+        (PSNR) counts as much as the low ones. Then scaled by quality as libjpeg scales Annex K's. */
+    CJS_TABLES_FLATTENED = 1,
+} cjs_quant_tables;
+
 /**
- * JPEGTables for tiles cjs_tiff_level_encoder encodes at `quality` (1...100): libjpeg's quality-scaled
- * tables of Annex K (jpeg_set_quality) and its standard Huffman tables, as SOI, DQT, DHT, EOI, in a
- * buffer the caller frees with cjs_free. `gray`: one component. Calls jpeg_write_tables.
+ * JPEGTables for tiles cjs_tiff_level_encoder encodes at `quality` (1...100) from `tables` (a
+ * cjs_quant_tables) with libjpeg's standard Huffman tables, as SOI, DQT, DHT, EOI, in a buffer the
+ * caller frees with cjs_free. `gray`: one component. Calls jpeg_write_tables.
  */
-cjs_status cjs_jpeg_tables(int32_t quality, int32_t gray, void **out, size_t *length);
+cjs_status cjs_jpeg_tables(int32_t quality, int32_t tables, int32_t gray, void **out, size_t *length);
 
 typedef struct cjs_tiff_level_encoder cjs_tiff_level_encoder;
 
 /**
- * An encoder of level `level`'s rows into its JPEG tiles in `writer`, at `quality` (the quality the
- * level's JPEGTables were made for: cjs_jpeg_tables). One libjpeg compressor per tile column, fed
+ * An encoder of level `level`'s rows into its JPEG tiles in `writer`, at `quality` from `tables` (what
+ * the level's JPEGTables were made for: cjs_jpeg_tables). One libjpeg compressor per tile column, fed
  * each row as it comes, so memory is the compressors' (about 50 KiB each) and the tiles' bytes, never
  * a tile row of pixels. Edge tiles are padded by repeating the last column and row. `writer` must
  * outlive the encoder.
  */
 cjs_status cjs_tiff_level_encoder_create(cjs_tiff_writer *writer, uint32_t level, int32_t quality,
-                                         cjs_tiff_level_encoder **out);
+                                         int32_t tables, cjs_tiff_level_encoder **out);
 void cjs_tiff_level_encoder_destroy(cjs_tiff_level_encoder *e);
 /** The level's next row: width * 4 bytes of RGBA (alpha ignored). CJS_ERR_LIBJPEG, CJS_ERR_IO (the
     writer's), CJS_ERR_NOMEM, CJS_ERR_ARGUMENT past the last row. Calls jpeg_write_scanlines and, at

@@ -27,11 +27,11 @@ final class PyramidWriter {
     /// - Parameters:
     ///   - writer: how the level files are written; `nil` for none (the rows go only to `export`).
     ///   - export: an export that takes every level's rows too; its levels must be the geometry's.
-    ///   - tiff: a TIFF whose levels from `firstLevel` down are encoded from the rows at `quality`
+    ///   - tiff: a TIFF whose levels from `firstLevel` down are encoded from the rows as `coding` says
     ///     (`writer` is then nil; level 0 is copied from the coefficients when `firstLevel` is 1).
     init(
         geometry: TileGeometry, files: LevelFiles, progress: TileRowCounters, writer: LevelWriter?,
-        export: ExportSession? = nil, tiff: (writer: TIFFPyramidWriter, firstLevel: Int, quality: Int)? = nil
+        export: ExportSession? = nil, tiff: (writer: TIFFPyramidWriter, firstLevel: Int, coding: TIFFWriting)? = nil
     ) throws(TileError) {
         precondition(writer != nil || export != nil || tiff != nil, "a pyramid writes somewhere")
         var config = cjs_writer_config()
@@ -40,7 +40,8 @@ final class PyramidWriter {
         case nil where tiff != nil:
             config.kind = Int32(CJS_WRITER_TIFF.rawValue)
             config.tiff = tiff?.writer.handle
-            config.tiff_quality = Int32(tiff?.quality ?? 0)
+            config.tiff_quality = Int32(tiff?.coding.quality ?? 0)
+            config.tiff_tables = tiff?.coding.tablesCode ?? 0
             config.tiff_first_level = UInt32(tiff?.firstLevel ?? 0)
         case nil:
             config.kind = Int32(CJS_WRITER_NONE.rawValue)

@@ -23,6 +23,9 @@ struct StoreManifest: Codable, Equatable {
         var levelZeroReason: String?
         /// JPEG quality of the encoded levels.
         var quality: Int
+        /// The quantisation tables `quality` scaled; absent in stores written before there was a
+        /// choice (Annex K's).
+        var tables: TIFFWriting.Tables?
         var bigTIFF: Bool
         /// The orientation the source's pixels were turned by (the TIFF is upright).
         var sourceOrientation: Int

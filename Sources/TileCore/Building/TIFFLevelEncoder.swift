@@ -9,13 +9,14 @@ final class TIFFLevelEncoder {
     private let handle: OpaquePointer
     private let writer: TIFFPyramidWriter
 
-    /// - Throws: ``TileError/Code/invalidArgument`` when the level's JPEGTables are not `quality`'s.
-    init(writer: TIFFPyramidWriter, level: Int, quality: Int) throws(TileError) {
+    /// - Throws: ``TileError/Code/invalidArgument`` when the level's JPEGTables are not `coding`'s.
+    init(writer: TIFFPyramidWriter, level: Int, coding: TIFFWriting) throws(TileError) {
         var handle: OpaquePointer?
-        let status = cjs_tiff_level_encoder_create(writer.handle, UInt32(level), Int32(quality), &handle)
+        let status = cjs_tiff_level_encoder_create(
+            writer.handle, UInt32(level), Int32(coding.quality), coding.tablesCode, &handle)
         guard status == CJS_OK, let handle else {
             if status == CJS_ERR_NOMEM { throw TileError(.io, "out of memory for a level encoder", errno: ENOMEM) }
-            throw TileError(.invalidArgument, "level \(level) cannot be encoded at quality \(quality)")
+            throw TileError(.invalidArgument, "level \(level) cannot be encoded at quality \(coding.quality)")
         }
         self.handle = handle
         self.writer = writer

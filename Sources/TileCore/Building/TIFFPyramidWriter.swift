@@ -14,7 +14,7 @@ struct TIFFLevelCoding: Sendable, Hashable {
     /// JPEGTables: SOI, DQT, DHT, EOI.
     var tables: [UInt8]
 
-    /// A coding whose tables are made later (``init(encodedAt:width:height:like:)``).
+    /// A coding whose tables are made later (``init(encodedAs:width:height:like:)``).
     init(photometric: Int32, horizontalSubsampling: Int, verticalSubsampling: Int) {
         width = 0
         height = 0
@@ -33,13 +33,13 @@ struct TIFFLevelCoding: Sendable, Hashable {
         self.tables = tables
     }
 
-    /// A level encoded at `quality` (`cjs_jpeg_tables`), with `like`'s colour and sampling.
-    init(encodedAt quality: Int, width: Int, height: Int, like: TIFFLevelCoding) throws(TileError) {
+    /// A level encoded as `coding` says (`cjs_jpeg_tables`), with `like`'s colour and sampling.
+    init(encodedAs coding: TIFFWriting, width: Int, height: Int, like: TIFFLevelCoding) throws(TileError) {
         var pointer: UnsafeMutableRawPointer?
         var length = 0
         let gray: Int32 = like.photometric == Int32(CJS_PHOTOMETRIC_GRAY.rawValue) ? 1 : 0
-        guard cjs_jpeg_tables(Int32(quality), gray, &pointer, &length) == CJS_OK, let pointer else {
-            throw TileError(.invalidArgument, "no JPEG tables for quality \(quality)")
+        guard cjs_jpeg_tables(Int32(coding.quality), coding.tablesCode, gray, &pointer, &length) == CJS_OK, let pointer else {
+            throw TileError(.invalidArgument, "no JPEG tables for quality \(coding.quality)")
         }
         defer { cjs_free(pointer) }
         self = like

@@ -42,7 +42,7 @@ extension TileBuilder {
             try decoder.storeCoefficients(
                 options.coefficientStorage, in: store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
             let (copied, reason) = try decoder.transcodePlan(tileSize: geometry.tileSize)
-            let codings = try Self.codings(geometry, levelZero: copied, quality: tiff.quality, info: info)
+            let codings = try Self.codings(geometry, levelZero: copied, coding: tiff, info: info)
             let progress = TileRowCounters(count: geometry.levels.count)
             let writer = try TIFFPyramidWriter(
                 files: store.files, levels: codings, tileSize: geometry.tileSize,
@@ -52,7 +52,7 @@ extension TileBuilder {
                 tiff: TIFFSource(building: writer, isLevelZeroCopied: copied != nil), progress: progress)
             let pyramid = try PyramidWriter(
                 geometry: geometry, files: store.files, progress: progress, writer: nil,
-                tiff: (writer, copied == nil ? 0 : 1, tiff.quality))
+                tiff: (writer, copied == nil ? 0 : 1, tiff))
             if copied != nil { try decoder.transcode(into: writer) }
             let levelZero: TIFFBuild.LevelZero = copied == nil ? .encoded(reason: reason ?? "") : .copied
             return Pipeline(
@@ -74,19 +74,19 @@ extension TileBuilder {
         }
     }
 
-    /// Every level's coding: level 0 `copied`'s, or encoded; the lower levels encoded at `quality`,
+    /// Every level's coding: level 0 `copied`'s, or encoded; the lower levels encoded as `coding` says,
     /// in level 0's colour and sampling.
-    static func codings(_ geometry: TileGeometry, levelZero copied: TIFFLevelCoding?, quality: Int, info: ImageInfo)
+    static func codings(_ geometry: TileGeometry, levelZero copied: TIFFLevelCoding?, coding: TIFFWriting, info: ImageInfo)
         throws(TileError) -> [TIFFLevelCoding]
     {
         let full = geometry.levels[0]
         var first: TIFFLevelCoding
         if let copied { first = copied } else {
-            first = try TIFFLevelCoding(encodedAt: quality, width: full.width, height: full.height, like: template(info))
+            first = try TIFFLevelCoding(encodedAs: coding, width: full.width, height: full.height, like: template(info))
         }
         var codings = [first]
         for level in geometry.levels.dropFirst() {
-            codings.append(try TIFFLevelCoding(encodedAt: quality, width: level.width, height: level.height, like: first))
+            codings.append(try TIFFLevelCoding(encodedAs: coding, width: level.width, height: level.height, like: first))
         }
         return codings
     }
@@ -137,6 +137,6 @@ extension TileBuilder {
         }
         return StoreManifest.TIFFDetails(
             file: StoreManifest.tiffFileName, levelZero: copied ? "copied" : "encoded", levelZeroReason: reason,
-            quality: options.quality, bigTIFF: writer.isBigTIFF, sourceOrientation: orientation.rawValue)
+            quality: options.quality, tables: options.tables, bigTIFF: writer.isBigTIFF, sourceOrientation: orientation.rawValue)
     }
 }

@@ -10,13 +10,13 @@ extension TileBuilder {
         let store = try StagedStore.createTIFF(options.storage)
         do throws(TileError) {
             let codings = try Self.codings(
-                geometry, levelZero: nil, quality: tiff.options.quality, info: info)
+                geometry, levelZero: nil, coding: tiff.options, info: info)
             let progress = TileRowCounters(count: geometry.levels.count)
             let writer = try TIFFPyramidWriter(
                 files: store.files, levels: codings, tileSize: geometry.tileSize,
                 bigTIFF: Self.needsBigTIFF(tiff.options.bigTIFF, geometry), info: info, progress: progress)
             for level in geometry.levels.indices {
-                let encoder = try TIFFLevelEncoder(writer: writer, level: level, quality: tiff.options.quality)
+                let encoder = try TIFFLevelEncoder(writer: writer, level: level, coding: tiff.options)
                 do {
                     try raw.forEachRow(level: level) { _, row in try encoder.push(row) }
                 } catch let error as TileError {

@@ -15,6 +15,8 @@ public struct StoreDescription: Sendable, Hashable {
     public var levelZeroReason: String?
     /// JPEG quality of a TIFF store's encoded levels.
     public var quality: Int?
+    /// The quantisation tables `quality` scaled (stores written before there was a choice: Annex K's).
+    public var tables: TIFFWriting.Tables?
     /// Bytes of the JPEG the store was built from (`nil` for a bare TIFF).
     public var sourceByteCount: Int?
     /// Bytes of the store's files on disk (their sizes; the TIFF's for a bare TIFF).
@@ -41,6 +43,7 @@ public struct StoreDescription: Sendable, Hashable {
         return StoreDescription(
             format: manifest.format ?? "raw", levelZero: manifest.tiff?.levelZero,
             levelZeroReason: manifest.tiff?.levelZeroReason, quality: manifest.tiff?.quality,
+            tables: manifest.tiff.map { $0.tables ?? .annexK },
             sourceByteCount: manifest.sourceByteCount, byteCount: bytes)
     }
 }
