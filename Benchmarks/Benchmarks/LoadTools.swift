@@ -66,7 +66,10 @@ final class BackgroundProcess: Sendable {
     }
 
     /// A `kB` field of `/proc/PID/status` (VmRSS, VmHWM), in MiB.
-    func statusMiB(_ field: String) -> Double {
+    func statusMiB(_ field: String) -> Double { Self.statusMiB(of: pid, field) }
+
+    /// A `kB` field of `/proc/PID/status` of any process, in MiB.
+    static func statusMiB(of pid: pid_t, _ field: String) -> Double {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
             let kib = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
@@ -85,13 +88,14 @@ struct WrkResult {
     /// Socket errors (connect, read, write, timeout) and responses other than 2xx/3xx.
     var errors: Int
 
-    /// Runs wrk on `url` with `script` (a Lua file choosing each request).
-    static func run(url: String, connections: Int, seconds: Int, script: String, timeoutSeconds: Int = 2) throws -> WrkResult {
+    /// Runs wrk on `url` with `script` (a Lua file choosing each request; nil: `url` each time), on
+    /// `threads` threads.
+    static func run(url: String, connections: Int, seconds: Int, script: String?, timeoutSeconds: Int = 2, threads: Int = 2) throws -> WrkResult {
         let out = NSTemporaryDirectory() + "/tiledimagekit-wrk-\(getpid()).txt"
         defer { unlink(out) }
         let process = try BackgroundProcess(
             Scenario.which("wrk") ?? "/usr/bin/wrk",
-            ["-t2", "-c\(connections)", "-d\(seconds)s", "--latency", "--timeout", "\(timeoutSeconds)s", "-s", script, url],
+            ["-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--latency", "--timeout", "\(timeoutSeconds)s"] + (script.map { ["-s", $0] } ?? []) + [url],
             outputPath: out)
         guard process.wait() == 0 else { throw BenchmarkError("wrk failed: \(process.output)") }
         return try parse(process.output)

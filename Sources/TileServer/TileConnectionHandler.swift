@@ -5,8 +5,9 @@ import NIOHTTP1
 import Synchronization
 
 /// One connection's handler, right after NIO's HTTP/1.1 decoder (the only parser): it answers a
-/// request for an image already in the ``TileService``'s cache, and `/health`, at once, and passes
-/// every other request on to the application; and it closes the connection when it goes silent or
+/// request for an image already in the ``TileService``'s cache, a DeepZoom tile stored whole in a TIFF
+/// pyramid whose bytes the page cache holds (``TileService/storedImage(path:)``), and `/health`, at
+/// once, and passes every other request on to the application; and it closes the connection when it goes silent or
 /// the server shuts down.
 ///
 /// Answers keep the requests' order: while a request passed on is not answered yet, later ones are
@@ -118,7 +119,8 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         case .end:
             if let head = held {
                 if head.uri == "/health" { return answer(head, Self.alive, context) }
-                if let image = service.cachedImage(path: Self.path(head.uri)) { return answer(head, image, context) }
+                let path = Self.path(head.uri)
+                if let image = service.cachedImage(path: path) ?? service.storedImage(path: path) { return answer(head, image, context) }
                 pass(head, context)
             }
             isPassingBody = false

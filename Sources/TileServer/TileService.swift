@@ -135,11 +135,38 @@ public final class TileService: Sendable {
         }
         let body = ByteBuffer(bytes: data)
         guard let version else { return EncodedImage(body: body, mediaType: resolved.format.mediaType, link: link) }
-        let made = stored == nil ? "\(jpegQuality)" : "stored"  // stored tiles keep the store's own quality
+        return kept(body, resolved, stored: stored != nil, path: path, variant: variant, link: link, of: image, version: version)
+    }
+
+    /// A complete pyramid's answer, made with its entity tag and kept in the cache under `path` unless it
+    /// is a stored tile: those are read again, from the page cache, which already holds their bytes.
+    private func kept(
+        _ body: ByteBuffer, _ resolved: ImageRequest.Resolved, stored: Bool, path: String, variant: String, link: String?,
+        of image: ImageCatalog.Image, version: String
+    ) -> EncodedImage {
+        let made = stored ? "stored" : "\(jpegQuality)"  // stored tiles keep the store's own quality
         let encoded = EncodedImage(
             body: body, mediaType: resolved.format.mediaType, entityTag: Self.entityTag("\(version)|\(made)|\(variant)"),
             lastModified: image.lastModified, cacheControl: cachePolicy.imageCacheControl, id: image.id, version: version, link: link)
-        cache.insert(encoded, for: path)
+        if !stored { cache.insert(encoded, for: path) }
         return encoded
+    }
+
+    /// The answer to a DeepZoom tile (`path`: `/dzi/{id}_files/{level}/{column}_{row}.jpg`) of a ready,
+    /// complete pyramid when the tile is a whole stored JPEG tile whose bytes the page cache holds: read
+    /// without waiting (``TileCore/TiledImage/storedJPEGTileIfCached(level:column:row:)``), made and
+    /// cached as ``encoded(_:path:variant:link:of:)`` makes it. Nil otherwise (the routes answer).
+    /// Never blocks: the event loop's path for tiles not yet cached.
+    func storedImage(path: String) -> EncodedImage? {
+        let parts = path.utf8.starts(with: "/dzi/".utf8) ? path.dropFirst(5).split(separator: "/", omittingEmptySubsequences: false) : []
+        guard parts.count == 3, parts[0].hasSuffix("_files"), let address = DeepZoomTileAddress(level: parts[1], tile: parts[2]),
+            let image = catalog.readyImage(parts[0].dropLast(6)), image.pyramid.isComplete, let version = image.version,
+            let resolved = try? resolve(.deepZoom(address), of: image.pyramid), let tile = Self.storedTile(resolved, of: image.pyramid),
+            let data = try? image.pyramid.storedJPEGTileIfCached(level: tile.level, column: tile.column, row: tile.row)
+        else { return nil }
+        metrics.cacheMiss()
+        return kept(
+            ByteBuffer(bytes: data), resolved, stored: true, path: path, variant: "dzi/\(parts[1])/\(parts[2])", link: nil, of: image,
+            version: version)
     }
 }

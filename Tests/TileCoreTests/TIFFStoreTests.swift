@@ -97,6 +97,28 @@ struct TIFFStoreTests {
         }
     }
 
+    @Test("a stored tile read without waiting: the same bytes while the page cache holds them, nil once it does not")
+    func storedTileIfCached() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = "\(folder)/s.tiles"
+        let jpeg = try Synthetic.jpeg(.init(width: 700, height: 600))
+        _ = try TileBuilder.build(data: jpeg, options: TIFFChecks.options { $0.storage = .persistent(path: store) })
+        let image = try TiledImage.open(store: store)
+        let whole = try #require(try image.storedJPEGTile(level: 0, column: 1, row: 1))
+        #expect(try image.storedJPEGTileIfCached(level: 0, column: 1, row: 1) == whole)
+        // The file's pages dropped from the page cache (written back first): the read would wait.
+        let fd = open("\(store)/pyramid.tif", O_RDONLY)
+        #expect(fd >= 0 && fsync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0)
+        close(fd)
+        #expect(try image.storedJPEGTileIfCached(level: 0, column: 1, row: 1) == nil)
+        #expect(try image.storedJPEGTile(level: 0, column: 1, row: 1) == whole)
+        #expect(try image.storedJPEGTileIfCached(level: 0, column: 1, row: 1) == whole)
+        // A raw pyramid has no stored JPEG tiles.
+        let raw = try TileBuilder.build(data: jpeg)
+        #expect(try raw.storedJPEGTileIfCached(level: 0, column: 0, row: 0) == nil)
+    }
+
     @Test("tiles are readable tile row by tile row while the image is built; later rows are not ready")
     func tilesDuringBuild() throws {
         let jpeg = try Synthetic.jpeg(.init(width: 600, height: 1100))

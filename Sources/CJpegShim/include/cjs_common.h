@@ -68,6 +68,10 @@ void cjs_free(void *pointer);
 uint32_t cjs_load_progress(const uint32_t *entry);
 /** Stores a progress entry (release order): for counters the caller keeps itself (previews). */
 void cjs_store_progress(uint32_t *entry, uint32_t value);
+/** Reads `count` bytes at `offset` of `fd` only if the page cache holds them: preadv2 with RWF_NOWAIT,
+    which never waits for the disk. The bytes read, or -1 with errno (EAGAIN: they would need the disk;
+    EOPNOTSUPP/ENOSYS: a kernel or file system without it). Callers treat a short count as a miss. */
+long cjs_read_if_cached(int fd, void *destination, size_t count, int64_t offset);
 
 #ifdef __cplusplus
 }

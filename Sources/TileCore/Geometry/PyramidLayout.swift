@@ -160,11 +160,21 @@ public struct DeepZoomTileAddress: Sendable, Hashable {
 
     /// Parses the two segments `{level}` and `{column}_{row}.{jpg|png}`.
     public init?(level: some StringProtocol, tile: some StringProtocol) {
-        let name = tile.split(separator: ".", omittingEmptySubsequences: false)
-        guard name.count == 2, let format = ImageRequest.Format(rawValue: String(name[1])), format == .jpg || format == .png
+        self.init(level: Substring(level), tile: Substring(tile))
+    }
+
+    /// Parses the two segments `{level}` and `{column}_{row}.{jpg|png}` (one `_`, one `.`), byte by
+    /// byte: a server's path for every tile request not yet cached.
+    public init?(level: Substring, tile: Substring) {
+        let bytes = tile.utf8
+        guard let dot = bytes.firstIndex(of: UInt8(ascii: ".")), let underscore = bytes.firstIndex(of: UInt8(ascii: "_")),
+            underscore < dot
         else { return nil }
-        let indices = name[0].split(separator: "_", omittingEmptySubsequences: false)
-        guard indices.count == 2, let level = Self.count(level), let column = Self.count(indices[0]), let row = Self.count(indices[1])
+        let suffix = bytes[bytes.index(after: dot)...]
+        let format: ImageRequest.Format
+        if suffix.elementsEqual("jpg".utf8) { format = .jpg } else if suffix.elementsEqual("png".utf8) { format = .png } else { return nil }
+        guard let level = Self.count(level.utf8[...]), let column = Self.count(bytes[..<underscore]),
+            let row = Self.count(bytes[bytes.index(after: underscore)..<dot])
         else { return nil }
         self.init(level: level, column: column, row: row, format: format)
     }
@@ -173,9 +183,14 @@ public struct DeepZoomTileAddress: Sendable, Hashable {
     public var path: String { "\(level)/\(column)_\(row).\(format.rawValue)" }
 
     /// A count written in decimal digits only (no sign), at most 9 digits: no pyramid has more.
-    private static func count(_ text: some StringProtocol) -> Int? {
-        guard !text.isEmpty, text.utf8.count <= 9, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
-        return Int(text)
+    private static func count(_ digits: Substring.UTF8View.SubSequence) -> Int? {
+        guard !digits.isEmpty, digits.count <= 9 else { return nil }
+        var value = 0
+        for byte in digits {
+            guard (48...57).contains(byte) else { return nil }
+            value = value * 10 + Int(byte - 48)
+        }
+        return value
     }
 }
 

@@ -81,6 +81,12 @@ final class TIFFSource: @unchecked Sendable {
     /// - Throws: ``TileError/Code/notReady`` for a tile not written yet, ``TileError/Code/corrupt`` for a
     ///   tile past the end of the file or absurdly large, ``TileError/Code/io``.
     func storedBytes(level: Int, column: Int, row: Int, path: String?) throws(TileError) -> [UInt8] {
+        try storedBytes(level: level, column: column, row: row, path: path, ifCached: false)!
+    }
+
+    /// The stored bytes of a tile; with `ifCached`, nil unless the page cache holds them all (read
+    /// without waiting: ``SystemCall/readIfCached(_:into:count:offset:)``).
+    func storedBytes(level: Int, column: Int, row: Int, path: String?, ifCached: Bool) throws(TileError) -> [UInt8]? {
         let location: (descriptor: Int32, offset: Int, length: Int)
         switch backing {
         case .building(let writer):
@@ -99,6 +105,10 @@ final class TIFFSource: @unchecked Sendable {
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: location.length, alignment: 16)
         defer { buffer.deallocate() }
+        if ifCached {
+            let read = SystemCall.readIfCached(location.descriptor, into: buffer.baseAddress!, count: location.length, offset: location.offset)
+            return read ? [UInt8](buffer) : nil
+        }
         try SystemCall.readFully(
             location.descriptor, into: buffer.baseAddress!, count: location.length, offset: location.offset,
             what: "a tile of level \(level)", path: path)
@@ -138,9 +148,9 @@ final class TIFFSource: @unchecked Sendable {
     /// A whole JPEG of a stored tile: the level's JPEGTables without their EOI, then the tile without
     /// its SOI (TIFF's abbreviated streams made complete); the tile as stored when it carries its own
     /// tables. `nil` when the level's tiles are not JPEG.
-    func completeJPEG(level: Int, column: Int, row: Int, path: String?) throws(TileError) -> [UInt8]? {
-        guard isJPEG(level: level) else { return nil }
-        let tile = try storedBytes(level: level, column: column, row: row, path: path)
+    func completeJPEG(level: Int, column: Int, row: Int, path: String?, ifCached: Bool = false) throws(TileError) -> [UInt8]? {
+        guard isJPEG(level: level), let tile = try storedBytes(level: level, column: column, row: row, path: path, ifCached: ifCached)
+        else { return nil }
         let tables = levels[level].tables
         guard tile.count >= 4, tile[0] == 0xFF, tile[1] == 0xD8 else {
             throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) does not start a JPEG stream")

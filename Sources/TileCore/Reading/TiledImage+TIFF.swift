@@ -66,6 +66,16 @@ extension TiledImage {
         return try tiff.completeJPEG(level: level, column: column, row: row, path: storePath).map { Data($0) }
     }
 
+    /// ``storedJPEGTile(level:column:row:)`` without waiting for the disk: `nil` also when the page
+    /// cache does not hold the whole tile (it is then read by the call that may block). Never blocks,
+    /// so an event loop may call it; the bytes are the same.
+    /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws.
+    public func storedJPEGTileIfCached(level: Int, column: Int, row: Int) throws(TileError) -> Data? {
+        guard let tiff, case .file = tiff.backing else { return nil }
+        _ = try checkedTileOffset(level: level, column: column, row: row)
+        return try tiff.completeJPEG(level: level, column: column, row: row, path: storePath, ifCached: true).map { Data($0) }
+    }
+
     /// How a level's tiles are stored: `"raw RGBA"`, or a TIFF's compression (`"JPEG"`, `"deflate"`,
     /// `"LZW"`, `"none"`). `nil` for a level that does not exist.
     public func tileCoding(ofLevel level: Int) -> String? {
