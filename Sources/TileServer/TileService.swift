@@ -154,7 +154,7 @@ public final class TileService: Sendable {
 
     /// The answer to a DeepZoom tile (`path`: `/dzi/{id}_files/{level}/{column}_{row}.jpg`) of a ready,
     /// complete pyramid when the tile is a whole stored JPEG tile whose bytes the page cache holds: read
-    /// without waiting (``TileCore/TiledImage/storedJPEGTileIfCached(level:column:row:)``), made and
+    /// without waiting (``TileCore/TiledImage/readStoredJPEGTileIfCached(level:column:row:into:)``), made and
     /// cached as ``encoded(_:path:variant:link:of:)`` makes it. Nil otherwise (the routes answer).
     /// Never blocks: the event loop's path for tiles not yet cached.
     func storedImage(path: String) -> EncodedImage? {
@@ -162,11 +162,17 @@ public final class TileService: Sendable {
         guard parts.count == 3, parts[0].hasSuffix("_files"), let address = DeepZoomTileAddress(level: parts[1], tile: parts[2]),
             let image = catalog.readyImage(parts[0].dropLast(6)), image.pyramid.isComplete, let version = image.version,
             let resolved = try? resolve(.deepZoom(address), of: image.pyramid), let tile = Self.storedTile(resolved, of: image.pyramid),
-            let data = try? image.pyramid.storedJPEGTileIfCached(level: tile.level, column: tile.column, row: tile.row)
+            let length = try? image.pyramid.storedJPEGTileLength(level: tile.level, column: tile.column, row: tile.row), length > 0
         else { return nil }
+        var body = ByteBufferAllocator().buffer(capacity: length)
+        let read = body.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { space in
+            let target = UnsafeMutableRawBufferPointer(rebasing: space[..<length])
+            return (try? image.pyramid.readStoredJPEGTileIfCached(level: tile.level, column: tile.column, row: tile.row, into: target)) == true ? length : 0
+        }
+        guard read == length else { return nil }
         metrics.cacheMiss()
         return kept(
-            ByteBuffer(bytes: data), resolved, stored: true, path: path, variant: "dzi/\(parts[1])/\(parts[2])", link: nil, of: image,
+            body, resolved, stored: true, path: path, variant: "dzi/\(parts[1])/\(parts[2])", link: nil, of: image,
             version: version)
     }
 }

@@ -81,12 +81,17 @@ final class TIFFSource: @unchecked Sendable {
     /// - Throws: ``TileError/Code/notReady`` for a tile not written yet, ``TileError/Code/corrupt`` for a
     ///   tile past the end of the file or absurdly large, ``TileError/Code/io``.
     func storedBytes(level: Int, column: Int, row: Int, path: String?) throws(TileError) -> [UInt8] {
-        try storedBytes(level: level, column: column, row: row, path: path, ifCached: false)!
+        let location = try locate(level: level, column: column, row: row)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: location.length, alignment: 16)
+        defer { buffer.deallocate() }
+        try SystemCall.readFully(
+            location.descriptor, into: buffer.baseAddress!, count: location.length, offset: location.offset,
+            what: "a tile of level \(level)", path: path)
+        return [UInt8](buffer)
     }
 
-    /// The stored bytes of a tile; with `ifCached`, nil unless the page cache holds them all (read
-    /// without waiting: ``SystemCall/readIfCached(_:into:count:offset:)``).
-    func storedBytes(level: Int, column: Int, row: Int, path: String?, ifCached: Bool) throws(TileError) -> [UInt8]? {
+    /// Where a tile's bytes lie, checked against the file's size and a tile's largest size.
+    func locate(level: Int, column: Int, row: Int) throws(TileError) -> (descriptor: Int32, offset: Int, length: Int) {
         let location: (descriptor: Int32, offset: Int, length: Int)
         switch backing {
         case .building(let writer):
@@ -103,16 +108,7 @@ final class TIFFSource: @unchecked Sendable {
         guard location.length > 0, location.length <= Self.maximumTileByteCount, location.offset >= 0 else {
             throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) claims \(location.length) bytes")
         }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: location.length, alignment: 16)
-        defer { buffer.deallocate() }
-        if ifCached {
-            let read = SystemCall.readIfCached(location.descriptor, into: buffer.baseAddress!, count: location.length, offset: location.offset)
-            return read ? [UInt8](buffer) : nil
-        }
-        try SystemCall.readFully(
-            location.descriptor, into: buffer.baseAddress!, count: location.length, offset: location.offset,
-            what: "a tile of level \(level)", path: path)
-        return [UInt8](buffer)
+        return location
     }
 
     /// Decodes one tile into RGBA at `destination` (`stride` bytes a row; the tile's own size).
@@ -148,9 +144,9 @@ final class TIFFSource: @unchecked Sendable {
     /// A whole JPEG of a stored tile: the level's JPEGTables without their EOI, then the tile without
     /// its SOI (TIFF's abbreviated streams made complete); the tile as stored when it carries its own
     /// tables. `nil` when the level's tiles are not JPEG.
-    func completeJPEG(level: Int, column: Int, row: Int, path: String?, ifCached: Bool = false) throws(TileError) -> [UInt8]? {
-        guard isJPEG(level: level), let tile = try storedBytes(level: level, column: column, row: row, path: path, ifCached: ifCached)
-        else { return nil }
+    func completeJPEG(level: Int, column: Int, row: Int, path: String?) throws(TileError) -> [UInt8]? {
+        guard isJPEG(level: level) else { return nil }
+        let tile = try storedBytes(level: level, column: column, row: row, path: path)
         let tables = levels[level].tables
         guard tile.count >= 4, tile[0] == 0xFF, tile[1] == 0xD8 else {
             throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) does not start a JPEG stream")
@@ -159,6 +155,42 @@ final class TIFFSource: @unchecked Sendable {
             tables[tables.count - 1] == 0xD9
         else { return tile }
         return Array(tables[..<(tables.count - 2)]) + tile[2...]
+    }
+}
+
+extension TIFFSource {
+    /// Whether a level's JPEGTables are a whole tables-only stream (SOI ... EOI), to splice before tiles.
+    func splicesTables(level: Int) -> Bool {
+        let tables = levels[level].tables
+        return tables.count >= 4 && tables[0] == 0xFF && tables[1] == 0xD8 && tables[tables.count - 2] == 0xFF
+            && tables[tables.count - 1] == 0xD9
+    }
+
+    /// The byte count of ``completeJPEG(level:column:row:path:)``'s answer, and where the tile lies.
+    func completeJPEGLength(level: Int, column: Int, row: Int) throws(TileError) -> (length: Int, tile: (descriptor: Int32, offset: Int, length: Int))? {
+        guard isJPEG(level: level) else { return nil }
+        let tile = try locate(level: level, column: column, row: row)
+        guard tile.length >= 4 else { throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) does not start a JPEG stream") }
+        return (splicesTables(level: level) ? levels[level].tables.count - 4 + tile.length : tile.length, tile)
+    }
+
+    /// ``completeJPEG(level:column:row:path:)`` into `destination` (``completeJPEGLength(level:column:row:)``
+    /// bytes) with one read that never waits for the disk: the tables copied, the tile read after them
+    /// (its SOI landing on the tables' EOI, checked, then the tables' bytes put back).
+    /// - Returns: false when the page cache does not hold the whole tile.
+    func readCompleteJPEGIfCached(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawBufferPointer) throws(TileError) -> Bool {
+        guard let (length, tile) = try completeJPEGLength(level: level, column: column, row: row), destination.count == length,
+            let base = destination.baseAddress
+        else { return false }
+        let tables = levels[level].tables
+        let start = splicesTables(level: level) ? tables.count - 4 : 0
+        if start > 0 { tables.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: start) } }
+        guard SystemCall.readIfCached(tile.descriptor, into: base + start, count: tile.length, offset: tile.offset) else { return false }
+        guard destination[start] == 0xFF, destination[start + 1] == 0xD8 else {
+            throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) does not start a JPEG stream")
+        }
+        if start > 0 { destination[start] = tables[start]; destination[start + 1] = tables[start + 1] }
+        return true
     }
 }
 

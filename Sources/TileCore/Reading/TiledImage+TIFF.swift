@@ -66,14 +66,29 @@ extension TiledImage {
         return try tiff.completeJPEG(level: level, column: column, row: row, path: storePath).map { Data($0) }
     }
 
-    /// ``storedJPEGTile(level:column:row:)`` without waiting for the disk: `nil` also when the page
-    /// cache does not hold the whole tile (it is then read by the call that may block). Never blocks,
-    /// so an event loop may call it; the bytes are the same.
-    /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws.
-    public func storedJPEGTileIfCached(level: Int, column: Int, row: Int) throws(TileError) -> Data? {
+    /// The byte count of ``storedJPEGTile(level:column:row:)``'s JPEG, without reading the tile: `nil`
+    /// when the image has no JPEG tiles there (a raw pyramid, a TIFF level that is not JPEG, an image
+    /// still being built).
+    /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws before it reads.
+    public func storedJPEGTileLength(level: Int, column: Int, row: Int) throws(TileError) -> Int? {
         guard let tiff, case .file = tiff.backing else { return nil }
         _ = try checkedTileOffset(level: level, column: column, row: row)
-        return try tiff.completeJPEG(level: level, column: column, row: row, path: storePath, ifCached: true).map { Data($0) }
+        return try tiff.completeJPEGLength(level: level, column: column, row: row)?.length
+    }
+
+    /// Reads ``storedJPEGTile(level:column:row:)``'s bytes into `destination` (exactly
+    /// ``storedJPEGTileLength(level:column:row:)`` bytes) without waiting for the disk: one `preadv2`
+    /// with `RWF_NOWAIT`, so an event loop may call it.
+    /// - Returns: false when the page cache does not hold the whole tile (read it with
+    ///   ``storedJPEGTile(level:column:row:)`` on a thread that may block), or when `destination` is not
+    ///   the tile's length.
+    /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws.
+    public func readStoredJPEGTileIfCached(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawBufferPointer)
+        throws(TileError) -> Bool
+    {
+        guard let tiff, case .file = tiff.backing else { return false }
+        _ = try checkedTileOffset(level: level, column: column, row: row)
+        return try tiff.readCompleteJPEGIfCached(level: level, column: column, row: row, into: destination)
     }
 
     /// How a level's tiles are stored: `"raw RGBA"`, or a TIFF's compression (`"JPEG"`, `"deflate"`,
