@@ -63,6 +63,10 @@ struct AreaResampler {
     /// Adds the next input row, whose columns lie at `columnOffset` bytes from `rowStart`.
     mutating func add(rowStart: UnsafeRawPointer) {
         precondition(inputRow < inputHeight)
+        if inputWidth == outputWidth && inputHeight == outputHeight {
+            copyRow(rowStart)  // nothing to average: the pixels as they are (what the sums would give)
+            return
+        }
         let scale = Double(inputHeight) / Double(outputHeight)
         var y0 = Double(inputRow), y1 = y0 + 1
         inputRow += 1
@@ -73,6 +77,21 @@ struct AreaResampler {
             accumulate(weight: Float(covered / scale))
             y0 += covered
             if rowEnd - y0 < 1e-9 || (inputRow == inputHeight && y0 >= y1) { emitRow() }
+        }
+    }
+
+    /// An input row copied to the output row of the same index, pixel by pixel from its column offsets.
+    private mutating func copyRow(_ base: UnsafeRawPointer) {
+        let start = inputRow * outputWidth * 4
+        inputRow += 1
+        outputRow += 1
+        tapOffset.withUnsafeBufferPointer { offset in
+            output.withUnsafeMutableBytes { out in
+                let destination = out.baseAddress! + start
+                for x in 0..<outputWidth {
+                    destination.storeBytes(of: base.loadUnaligned(fromByteOffset: offset[x], as: UInt32.self), toByteOffset: x &* 4, as: UInt32.self)
+                }
+            }
         }
     }
 
