@@ -168,6 +168,10 @@ public actor ImageCatalog {
         self.followsSymlinks = followsSymlinks
         self.logger = logger
         self.storeFormat = storeFormat
+        // What builds killed before they were published left (stagings of uploads in the folder, of
+        // JPEGs in the cache): only folders no running build holds, here or in another instance.
+        TileStorage.removeAbandonedBuilds(in: root)
+        TileStorage.removeAbandonedBuilds(in: cache)
         budget = DiskCacheBudget(totalByteBudget: cacheByteBudget)
         watcher = FolderWatcher(folder: root) { [readyImages] name in readyImages.forget(entry: name) }
     }

@@ -23,9 +23,10 @@ extension StagedStore {
         case .persistent(let path):
             let url = URL(fileURLWithPath: path)
             let parent = url.deletingLastPathComponent().path
-            removeLeftovers(of: url.lastPathComponent, in: parent)
+            TileStorage.removeAbandonedBuilds(in: parent, name: url.lastPathComponent)
             let staging = "\(parent)/.\(url.lastPathComponent).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             guard mkdir(staging, 0o700) == 0 else { throw SystemCall.error("cannot create the store", path: url.path) }
+            let lock = FolderLock(holding: staging)
             var fds: [Int32] = []
             do {
                 fds.append(try SystemCall.createExclusive("\(staging)/\(StoreManifest.tiffFileName)", mode: 0o644))
@@ -37,7 +38,7 @@ extension StagedStore {
             }
             return StagedStore(
                 files: LevelFiles(descriptors: fds), stagingPath: staging, finalPath: url.path, scratchDirectory: staging,
-                publishedDescriptors: [fds[0]])
+                publishedDescriptors: [fds[0]], lock: lock)
         }
     }
 }

@@ -17,6 +17,8 @@ struct StagedStore {
     let scratchDirectory: String
     /// The descriptors publishing syncs (`nil`: every file's; a TIFF store's spool is not synced).
     var publishedDescriptors: [Int32]? = nil
+    /// The staging folder's lock, held while the build lives: its folder is not taken for a leftover.
+    var lock: FolderLock? = nil
 
     static func create(_ storage: TileStorage, levelCount: Int) throws(TileError) -> StagedStore {
         switch storage {
@@ -33,9 +35,10 @@ struct StagedStore {
     private static func createPersistent(path: String, levelCount: Int) throws(TileError) -> StagedStore {
         let url = URL(fileURLWithPath: path)
         let parent = url.deletingLastPathComponent().path
-        removeLeftovers(of: url.lastPathComponent, in: parent)
+        TileStorage.removeAbandonedBuilds(in: parent, name: url.lastPathComponent)
         let staging = "\(parent)/.\(url.lastPathComponent).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         guard mkdir(staging, 0o700) == 0 else { throw SystemCall.error("cannot create the store", path: url.path) }
+        let lock = FolderLock(holding: staging)
         var fds: [Int32] = []
         for index in 0..<levelCount {
             do { fds.append(try SystemCall.createExclusive("\(staging)/\(StoreManifest.levelFileName(index))")) } catch {
@@ -45,27 +48,7 @@ struct StagedStore {
             }
         }
         return StagedStore(
-            files: LevelFiles(descriptors: fds), stagingPath: staging, finalPath: url.path, scratchDirectory: staging)
-    }
-
-    /// Removes what builds of this store that died (killed, crashed) left in its folder: staging
-    /// folders and replaced stores whose process no longer runs.
-    static func removeLeftovers(of name: String, in parent: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: parent) else { return }
-        for entry in names {
-            let pid: String
-            if entry.hasPrefix(".\(name).partial-") {
-                pid = String(entry.dropFirst(".\(name).partial-".count).prefix { $0 != "-" })
-            } else if entry.hasPrefix("\(name).replaced-") {
-                pid = String(entry.dropFirst("\(name).replaced-".count).prefix { $0 != "-" })
-            } else {
-                continue
-            }
-            guard let number = Int32(pid), kill(number, 0) != 0, errno == ESRCH else { continue }
-            var info = stat()
-            guard lstat("\(parent)/\(entry)", &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
-            removeStoreFolder("\(parent)/\(entry)")
-        }
+            files: LevelFiles(descriptors: fds), stagingPath: staging, finalPath: url.path, scratchDirectory: staging, lock: lock)
     }
 
     /// Makes the store visible at its final path: data synced, manifest written, one rename.
@@ -76,6 +59,8 @@ struct StagedStore {
         }
         try SystemCall.createSynced("\(stagingPath)/\(StoreManifest.fileName)", try manifest.encoded())
         var displaced: String?
+        var asideLock: FolderLock?
+        defer { withExtendedLifetime(asideLock) {} }
         var existing = stat()
         if lstat(finalPath, &existing) == 0 {
             // Only a store folder is replaced; a symlink or file planted at the path is refused, never
@@ -83,6 +68,8 @@ struct StagedStore {
             guard existing.st_mode & S_IFMT == S_IFDIR, access("\(finalPath)/\(StoreManifest.fileName)", F_OK) == 0
             else { throw TileError(.invalidStore, "\(finalPath) exists and is not a tile store: not replaced") }
             let aside = "\(finalPath).replaced-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            // Held until it is removed, so that a cleanup elsewhere does not take it for a leftover.
+            asideLock = FolderLock(holding: finalPath)
             guard rename(finalPath, aside) == 0 else { throw SystemCall.error("cannot replace", path: finalPath) }
             displaced = aside
         }

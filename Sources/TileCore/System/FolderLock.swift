@@ -1,0 +1,86 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An advisory lock (`flock`, exclusive) on a folder a build is writing, held by the build for as long
+/// as the folder is its own: a staging folder is abandoned exactly when no one holds its lock (its
+/// process ended, however it ended: the kernel releases the lock), which holds for processes of this
+/// host and, where the file system supports `flock` (NFS through its lock manager), of other hosts,
+/// which a process id cannot say. The descriptor is this value's own, closed when the value goes.
+final class FolderLock {
+    private let descriptor: Int32
+
+    /// Takes the lock of the folder at `path` if no one holds it; nil when someone does, or when `path`
+    /// is not a folder (a symlink is not followed). Blocking (opens the folder); never waits for the lock.
+    init?(holding path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return nil
+        }
+        descriptor = fd
+    }
+
+    deinit { close(descriptor) }
+}
+
+extension TileStorage {
+    /// Removes, in `folder`, what builds of persistent stores that ended before they were published
+    /// (killed, crashed, a machine that went down) left there: their staging folders
+    /// (`.NAME.partial-…`) and the stores they had set aside to replace (`NAME.replaced-…`), each only
+    /// when no build holds it (``FolderLock``): a build still running here or in another process that
+    /// shares the folder keeps its files. A server calls it when it starts; a build calls it for its
+    /// own store's name before it begins.
+    /// - Parameters:
+    ///   - folder: the folder the stores are published in.
+    ///   - name: only the leftovers of the store of this name (nil: of every store).
+    /// - Returns: how many folders were removed.
+    @discardableResult
+    public static func removeAbandonedBuilds(in folder: String, name: String? = nil) -> Int {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
+        var removed = 0
+        for entry in entries where isLeftover(entry, of: name) {
+            let path = "\(folder)/\(entry)"
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, holdsOnlyStoreFiles(path),
+                let lock = FolderLock(holding: path)
+            else { continue }
+            removeStoreFolder(path)
+            withExtendedLifetime(lock) {}
+            removed += 1
+        }
+        return removed
+    }
+
+    /// Whether `entry` is named as a staging folder (`.NAME.partial-PID-N`) or a set-aside store
+    /// (`NAME.replaced-PID-N`), of the store `name` if given.
+    static func isLeftover(_ entry: String, of name: String?) -> Bool {
+        func endsInTwoNumbers(_ rest: Substring) -> Bool {
+            let parts = rest.split(separator: "-", omittingEmptySubsequences: false)
+            return parts.count == 2 && parts.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { (48...57).contains($0) } }
+        }
+        for marker in [".partial-", ".replaced-"] {
+            guard let range = entry.range(of: marker, options: .backwards), endsInTwoNumbers(entry[range.upperBound...]) else { continue }
+            let store = entry[..<range.lowerBound]
+            let staged = marker == ".partial-"
+            guard !staged || store.hasPrefix(".") else { continue }
+            if let name, (staged ? store.dropFirst() : store) != name { continue }
+            return true
+        }
+        return false
+    }
+
+    /// Whether a folder holds nothing but a store's files (its manifest, level files, TIFF): a folder of
+    /// anything else is never removed, whatever its name.
+    static func holdsOnlyStoreFiles(_ path: String) -> Bool {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return false }
+        return names.allSatisfy { name in
+            name == StoreManifest.fileName || name == StoreManifest.tiffFileName
+                || (name.hasPrefix("level-") && name.hasSuffix(".tiles"))
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import TileCore
+
+/// What builds that ended before they were published leave behind (`TileStorage.removeAbandonedBuilds`):
+/// removed exactly when no build holds the folder's lock, whichever process (or host) it runs in.
+@Suite("Abandoned builds")
+struct AbandonedBuildTests {
+    static func folder() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("abandoned-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// A folder `name` in `parent` holding `files` (empty files).
+    static func make(_ parent: String, _ name: String, files: [String]) throws {
+        try FileManager.default.createDirectory(atPath: "\(parent)/\(name)", withIntermediateDirectories: false)
+        for file in files { #expect(FileManager.default.createFile(atPath: "\(parent)/\(name)/\(file)", contents: Data())) }
+    }
+
+    @Test("stagings and set-aside stores no one holds are removed; held ones, other names and other contents are kept",
+          .enabled(if: Tools.have("flock"), Comment(rawValue: Tools.missing("flock"))))
+    func removesOnlyAbandoned() throws {
+        let parent = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        try Self.make(parent, ".a.tiles.partial-1-2", files: ["level-0.tiles", "level-1.tiles"])
+        try Self.make(parent, ".b.tiles.partial-3-4", files: ["pyramid.tif"])
+        try Self.make(parent, "c.tiles.replaced-5-6", files: ["manifest.json", "pyramid.tif"])
+        try Self.make(parent, ".d.tiles.partial-7-8", files: ["notes.txt"])  // not a store's files
+        try Self.make(parent, "e.replaced-x", files: ["manifest.json"])  // not a leftover's name
+        try Self.make(parent, "f.tiles", files: ["manifest.json", "pyramid.tif"])  // a published store
+        #expect(FileManager.default.createFile(atPath: "\(parent)/.g.tiles.partial-9-10", contents: Data()))  // a file
+        // Another process builds into b: util-linux's flock(1) holds the folder's lock (-o: flock itself, not its sleep).
+        let holder = try Daemon(Tools.path("flock")!, ["-x", "-o", "\(parent)/.b.tiles.partial-3-4", "sleep", "30"])
+        defer { holder.stop(SIGKILL) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while FolderLock(holding: "\(parent)/.b.tiles.partial-3-4") != nil, ContinuousClock.now < deadline { usleep(20_000) }
+        #expect(TileStorage.removeAbandonedBuilds(in: parent) == 2)
+        let kept = Set(try FileManager.default.contentsOfDirectory(atPath: parent))
+        #expect(kept == [".b.tiles.partial-3-4", ".d.tiles.partial-7-8", "e.replaced-x", "f.tiles", ".g.tiles.partial-9-10"])
+        // Its process ends (killed: the kernel releases the lock): b is abandoned now.
+        holder.stop(SIGKILL)
+        #expect(TileStorage.removeAbandonedBuilds(in: parent) == 1)
+        #expect(!FileManager.default.fileExists(atPath: "\(parent)/.b.tiles.partial-3-4"))
+        #expect(FileManager.default.fileExists(atPath: "\(parent)/f.tiles/manifest.json"))
+    }
+
+    @Test("a build under way keeps its staging folder through a cleanup, and publishes", arguments: [StoreFormat.raw, .tiff()])
+    func liveBuildKept(format: StoreFormat) throws {
+        let parent = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        let jpeg = try Synthetic.jpeg(.init(width: 900, height: 700))
+        var options = BuildOptions()
+        options.format = format
+        options.storage = .persistent(path: "\(parent)/photo.tiles")
+        let builder = try TileBuilder(options: options)
+        try builder.append(jpeg[..<(jpeg.count / 2)])
+        let staging = try FileManager.default.contentsOfDirectory(atPath: parent)
+        #expect(staging.count == 1 && staging[0].hasPrefix(".photo.tiles.partial-"), "\(staging)")
+        #expect(TileStorage.removeAbandonedBuilds(in: parent) == 0)
+        try builder.append(jpeg[(jpeg.count / 2)...])
+        _ = try builder.finish()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent) == ["photo.tiles"])
+        #expect(try TiledImage.open(store: "\(parent)/photo.tiles").isComplete)
+    }
+}
