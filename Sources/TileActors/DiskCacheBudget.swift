@@ -59,7 +59,7 @@ public actor DiskCacheBudget {
     private var useCounter: UInt64 = 0
     private var flushInProgress: Task<[(Int, TileError)], Never>?
     /// Evicted stores whose files are being deleted, by path (``waitForRemoval(at:)``).
-    private var removals: [String: Task<TileError?, Never>] = [:]
+    private var removals: [String: Task<Result<Bool, TileError>, Never>] = [:]
     private let logger: Logger
 
     /// Creates a budget.
@@ -238,28 +238,36 @@ public actor DiskCacheBudget {
 
     private func evictIfNeeded(making room: Int = 0) async {
         entries = entries.filter { $0.value.image != nil || $0.value.path != nil }
+        // Stores found open in another process this round: kept, and not tried again in it.
+        var openElsewhere: Set<Int> = []
         while totalBytes + room > totalByteBudget {
             // In use: opened through the budget, or its image (from the build) still alive somewhere.
             let candidates = entries.filter {
                 $0.value.isComplete && $0.value.path != nil && $0.value.openCount == 0 && $0.value.image == nil && !$0.value.isPinned
+                    && !openElsewhere.contains($0.key)
             }
             guard let victim = candidates.min(by: { $0.value.lastUse < $1.value.lastUse }) else { return }
             // Out of the accounts first: the actor may run other calls while the files are deleted.
             entries[victim.key] = nil
             let path = victim.value.path!
             let removal = Task {
-                await BlockingWork.run { () -> TileError? in
-                    do throws(TileError) { try TiledImage.removeStore(at: path) } catch { return error }
-                    return nil
+                await BlockingWork.run { () -> Result<Bool, TileError> in
+                    do throws(TileError) { return .success(try TiledImage.removeStoreIfUnused(at: path)) } catch { return .failure(error) }
                 }
             }
             removals[path] = removal
             let outcome = await removal.value
             if removals[path] == removal { removals[path] = nil }
-            if let outcome {
-                report("evict", path: path, outcome)
-            } else {
-                eventsContinuation.yield(.evicted(path: path, byteCount: victim.value.byteCount))
+            switch outcome {
+            case .failure(let error): report("evict", path: path, error)
+            case .success(true): eventsContinuation.yield(.evicted(path: path, byteCount: victim.value.byteCount))
+            case .success(false):
+                // Another process (an instance sharing the cache) has it open: it stays, as if just used.
+                var kept = victim.value
+                useCounter += 1
+                kept.lastUse = useCounter
+                entries[victim.key] = kept
+                openElsewhere.insert(victim.key)
             }
         }
     }

@@ -87,6 +87,45 @@ struct DiskCacheBudgetTests {
         _ = try openA.readTile(level: 0, column: 0, row: 0)
     }
 
+    @Test("a store another process has open (its folder held shared, as by an instance sharing the cache) is not evicted",
+          .enabled(if: Tools.have("flock"), Comment(rawValue: Tools.missing("flock"))))
+    func keepsStoresOpenElsewhere() async throws {
+        let folder = try Inputs.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var paths: [String] = []
+        for name in ["a", "b", "c"] {
+            var options = BuildOptions()
+            let path = folder.appendingPathComponent("\(name).tiles").path
+            options.storage = .persistent(path: path)
+            _ = try TileBuilder.build(data: try Inputs.jpeg(width: 300, height: 200), options: options)
+            paths.append(path)
+        }
+        // Another process reads "a": util-linux's flock(1) holds its folder shared (-o: flock itself).
+        let reader = try Daemon(Tools.path("flock")!, ["-s", "-o", paths[0], "sleep", "30"])
+        defer { reader.stop(SIGKILL) }
+        // Once flock holds it, an exclusive try on the folder fails.
+        func isHeld() -> Bool {
+            let fd = open(paths[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            defer { close(fd) }
+            return flock(fd, LOCK_EX | LOCK_NB) != 0
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !isHeld(), ContinuousClock.now < deadline { usleep(20_000) }
+        #expect(isHeld())
+        let tight = DiskCacheBudget(dirtyByteThreshold: 1 << 40, totalByteBudget: 1)
+        var ids: [DiskCacheBudget.StoreID] = []
+        for path in paths { ids.append(await tight.register(image: try TiledImage.open(store: path), path: path)) }
+        await tight.close(ids[2])  // an accounting call: the budget evicts what it may
+        #expect(FileManager.default.fileExists(atPath: paths[0]))
+        #expect(!FileManager.default.fileExists(atPath: paths[1]) && !FileManager.default.fileExists(atPath: paths[2]))
+        #expect(await tight.isRegistered(ids[0]))
+        // The other process ends: the store is unused everywhere, and goes at the next accounting.
+        reader.stop(SIGKILL)
+        await tight.close(ids[0])
+        #expect(!FileManager.default.fileExists(atPath: paths[0]))
+        #expect(!(await tight.isRegistered(ids[0])))
+    }
+
     @Test("an evicted store leaves the accounts before its files are gone; waitForRemoval returns once they are")
     func waitsForRemoval() async throws {
         let folder = try Inputs.temporaryFolder()

@@ -64,4 +64,22 @@ struct AbandonedBuildTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent) == ["photo.tiles"])
         #expect(try TiledImage.open(store: "\(parent)/photo.tiles").isComplete)
     }
+
+    @Test("an open store's folder is held shared: removeStoreIfUnused leaves it while an image has it open")
+    func openStoreIsHeld() throws {
+        let parent = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        for format in [StoreFormat.raw, .tiff()] {
+            var options = BuildOptions()
+            options.format = format
+            options.storage = .persistent(path: "\(parent)/photo.tiles")
+            _ = try TileBuilder.build(data: try Synthetic.jpeg(.init(width: 300, height: 200)), options: options)
+            var image: TiledImage? = try TiledImage.open(store: "\(parent)/photo.tiles")
+            #expect(try TiledImage.removeStoreIfUnused(at: "\(parent)/photo.tiles") == false)
+            #expect(try image?.readTile(level: 0, column: 0, row: 0).count == 256 * 256 * 4)
+            image = nil
+            #expect(try TiledImage.removeStoreIfUnused(at: "\(parent)/photo.tiles") == true)
+            #expect(!FileManager.default.fileExists(atPath: "\(parent)/photo.tiles"))
+        }
+    }
 }

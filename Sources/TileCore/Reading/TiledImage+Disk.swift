@@ -57,4 +57,19 @@ extension TiledImage {
         }
         removeStoreFolder(path)
     }
+
+    /// Removes a store folder as ``removeStore(at:)`` does, unless an image has it open, in this process
+    /// or another that shares the folder (a store open for reading holds its folder shared: see
+    /// ``open(store:orientation:)``): what a cache eviction calls.
+    /// - Returns: false, touching nothing, when the store is open somewhere.
+    /// - Throws: ``TileError/Code/invalidStore`` when the folder is not a store.
+    public static func removeStoreIfUnused(at path: String) throws(TileError) -> Bool {
+        guard access("\(path)/\(StoreManifest.fileName)", F_OK) == 0 else {
+            throw TileError(.invalidStore, "\(path) is not a tile store")
+        }
+        guard let lock = FolderLock(holding: path) else { return false }
+        removeStoreFolder(path)
+        withExtendedLifetime(lock) {}
+        return true
+    }
 }

@@ -53,7 +53,9 @@ extension TiledImage {
                 throw TileError(.invalidStore, "\(file) has \(info.st_size) bytes, not \(geometry.byteCount(ofLevel: index))")
             }
         }
-        return TiledImage(geometry: geometry, files: LevelFiles(descriptors: fds), storePath: path, complete: true)
+        return TiledImage(
+            geometry: geometry, files: LevelFiles(descriptors: fds), storePath: path, complete: true,
+            storeHold: FolderLock(sharing: path))
     }
 }
 

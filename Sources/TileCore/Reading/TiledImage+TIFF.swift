@@ -26,7 +26,7 @@ extension TiledImage {
     public var isLevelZeroCopied: Bool { tiff?.isLevelZeroCopied ?? false }
 
     /// Opens the TIFF at `file`; the image's ``storePath`` is `storePath`.
-    static func openTIFF(file: String, storePath: String, isLevelZeroCopied: Bool = false) throws(TileError)
+    static func openTIFF(file: String, storePath: String, isLevelZeroCopied: Bool = false, storeHold: FolderLock? = nil) throws(TileError)
         -> TiledImage
     {
         let fd = try SystemCall.openRegularFile(file)
@@ -35,7 +35,7 @@ extension TiledImage {
         let (levels, geometry) = try TIFFSource.pyramid(of: reader, path: file)
         return TiledImage(
             geometry: geometry, files: files, storePath: storePath, complete: true,
-            tiff: TIFFSource(levels: levels, backing: .file(reader), isLevelZeroCopied: isLevelZeroCopied))
+            tiff: TIFFSource(levels: levels, backing: .file(reader), isLevelZeroCopied: isLevelZeroCopied), storeHold: storeHold)
     }
 
     /// The stored JPEG of one tile of a TIFF pyramid, made a complete JPEG without decoding anything:
@@ -130,7 +130,8 @@ extension TiledImage {
             !details.file.contains("/")
         else { throw TileError(.invalidStore, "\(path): store format \(manifest.formatVersion) is not supported") }
         let image = try openTIFF(
-            file: "\(path)/\(details.file)", storePath: path, isLevelZeroCopied: details.levelZero == "copied")
+            file: "\(path)/\(details.file)", storePath: path, isLevelZeroCopied: details.levelZero == "copied",
+            storeHold: FolderLock(sharing: path))
         let sizes = image.geometry.levels.map { StoreManifest.Level(storedWidth: $0.width, storedHeight: $0.height) }
         guard sizes == manifest.levels, manifest.tileSize == image.geometry.tileSize else {
             throw TileError(.invalidStore, "\(path): the TIFF's levels do not match the manifest's")

@@ -35,11 +35,15 @@ public final class TiledImage: Sendable {
     let tiff: TIFFSource?
     private let state: Mutex<State>
     private let scratchBytes = Atomic<Int>(0)
+    /// A store opened from its folder holds the folder shared while the image lives, so that no cache
+    /// eviction (``removeStoreIfUnused(at:)``, here or in another process) removes it meanwhile.
+    let storeHold: FolderLock?
 
     init(
         geometry: TileGeometry, files: LevelFiles, storePath: String?, complete: Bool, tiff: TIFFSource? = nil,
-        progress given: TileRowCounters? = nil
+        progress given: TileRowCounters? = nil, storeHold: FolderLock? = nil
     ) {
+        self.storeHold = storeHold
         self.geometry = geometry
         self.files = files
         self.storePath = storePath

@@ -10,15 +10,24 @@ import Darwin
 /// process ended, however it ended: the kernel releases the lock), which holds for processes of this
 /// host and, where the file system supports `flock` (NFS through its lock manager), of other hosts,
 /// which a process id cannot say. The descriptor is this value's own, closed when the value goes.
-final class FolderLock {
+///
+/// A store folder open for reading is held shared (``init(sharing:)``): every process that has the
+/// store open holds it so, and a cache eviction, which takes it exclusively, leaves it alone.
+final class FolderLock: Sendable {
     private let descriptor: Int32
 
     /// Takes the lock of the folder at `path` if no one holds it; nil when someone does, or when `path`
     /// is not a folder (a symlink is not followed). Blocking (opens the folder); never waits for the lock.
-    init?(holding path: String) {
+    convenience init?(holding path: String) { self.init(path, operation: LOCK_EX) }
+
+    /// Takes a shared hold on the folder at `path` (a store open for reading), unless someone holds it
+    /// exclusively (a removal under way); nil then, or when `path` is not a folder.
+    convenience init?(sharing path: String) { self.init(path, operation: LOCK_SH) }
+
+    private init?(_ path: String, operation: Int32) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        guard flock(fd, operation | LOCK_NB) == 0 else {
             close(fd)
             return nil
         }
