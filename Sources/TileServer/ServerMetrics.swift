@@ -12,6 +12,7 @@ import Synchronization
 ///   the connection's handler. `route` is one of ``Route``'s values, never a path (no identifier
 ///   reaches a label).
 /// - `tiler_cache_hits_total`, `tiler_cache_misses_total`: encoded images answered from the cache or made.
+/// - `tiler_stored_tiles_total`: tiles sent as a TIFF stores them (no decode, no encode; not cached).
 /// - `tiler_builds_total{outcome}` (completed, failed, cancelled), `tiler_build_duration_seconds`: builds.
 /// - Read when scraped: `tiler_builds_running`, `tiler_builds_queued`, `tiler_images_failed`,
 ///   `tiler_disk_bytes_used`, `tiler_disk_bytes_limit`, `tiler_cache_bytes`, `tiler_connections_open`,
@@ -53,6 +54,7 @@ public final class ServerMetrics: Sendable {
     private let handles = Mutex<[Key: Handles]>([:])
     private let cacheHits = Counter(label: "tiler_cache_hits_total")
     private let cacheMisses = Counter(label: "tiler_cache_misses_total")
+    private let storedTiles = Counter(label: "tiler_stored_tiles_total")
     private let buildsRunning = Gauge(label: "tiler_builds_running")
     private let buildsQueued = Gauge(label: "tiler_builds_queued")
     private let imagesFailed = Gauge(label: "tiler_images_failed")
@@ -68,6 +70,7 @@ public final class ServerMetrics: Sendable {
     /// Counts an encoded image answered from the cache, or made.
     func cacheHit() { cacheHits.increment() }
     func cacheMiss() { cacheMisses.increment() }
+    func storedTile() { storedTiles.increment() }
 
     /// Records what is read when scraped: the catalog's health, the cache's bytes, open connections
     /// and descriptors.

@@ -121,14 +121,15 @@ public final class TileService: Sendable {
             metrics.cacheHit()
             return cached
         }
-        metrics.cacheMiss()
+        let stored = Self.storedTile(resolved, of: pyramid)
+        if stored == nil { metrics.cacheMiss() } else { metrics.storedTile() }
         if !pyramid.isComplete, !pyramid.canRender(resolved) {
             let written = await catalog.waitUntil(image.id, deadline: .now + waitLimit) { $0.canRender(resolved) }
             guard written || pyramid.canRender(resolved) else {
                 throw TileError(.notReady, "the rows this request needs are not written yet")
             }
         }
-        let (quality, stored) = (jpegQuality, Self.storedTile(resolved, of: pyramid))
+        let quality = jpegQuality
         let data = try await threadPool.blocking { () throws(TileError) -> Data in
             if let stored, let bytes = try pyramid.storedJPEGTile(level: stored.level, column: stored.column, row: stored.row) { return bytes }
             return try pyramid.renderEncoded(resolved, quality: quality)
@@ -170,7 +171,7 @@ public final class TileService: Sendable {
             return (try? image.pyramid.readStoredJPEGTileIfCached(level: tile.level, column: tile.column, row: tile.row, into: target)) == true ? length : 0
         }
         guard read == length else { return nil }
-        metrics.cacheMiss()
+        metrics.storedTile()
         return kept(
             body, resolved, stored: true, path: path, variant: "dzi/\(parts[1])/\(parts[2])", link: nil, of: image,
             version: version)

@@ -101,7 +101,7 @@ struct DiskCacheBudgetTests {
             paths.append(path)
         }
         // Another process reads "a": util-linux's flock(1) holds its folder shared (-o: flock itself).
-        let reader = try Daemon(Tools.path("flock")!, ["-s", "-o", paths[0], "sleep", "30"])
+        let reader = try Daemon(Tools.path("flock")!, ["-s", "-o", paths[0], "sleep", "600"])
         defer { reader.stop(SIGKILL) }
         // Once flock holds it, an exclusive try on the folder fails.
         func isHeld() -> Bool {

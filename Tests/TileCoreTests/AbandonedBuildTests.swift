@@ -32,7 +32,7 @@ struct AbandonedBuildTests {
         try Self.make(parent, "f.tiles", files: ["manifest.json", "pyramid.tif"])  // a published store
         #expect(FileManager.default.createFile(atPath: "\(parent)/.g.tiles.partial-9-10", contents: Data()))  // a file
         // Another process builds into b: util-linux's flock(1) holds the folder's lock (-o: flock itself, not its sleep).
-        let holder = try Daemon(Tools.path("flock")!, ["-x", "-o", "\(parent)/.b.tiles.partial-3-4", "sleep", "30"])
+        let holder = try Daemon(Tools.path("flock")!, ["-x", "-o", "\(parent)/.b.tiles.partial-3-4", "sleep", "600"])
         defer { holder.stop(SIGKILL) }
         let deadline = ContinuousClock.now + .seconds(10)
         while FolderLock(holding: "\(parent)/.b.tiles.partial-3-4") != nil, ContinuousClock.now < deadline { usleep(20_000) }

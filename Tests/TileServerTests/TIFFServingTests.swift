@@ -49,10 +49,10 @@ struct TIFFServingTests {
             let port = try #require(UInt16(base.split(separator: ":").last ?? ""))
             let connection = try LoopbackConnection(port: port)
             try connection.send(Data("GET /dzi/photo_files/11/2_1.jpg HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-            let routed = try #require(HTTPAnswers.read(connection, count: 1, timeout: .seconds(10)).answers.first)
+            let routed = try #require(HTTPAnswers.read(connection, count: 1, timeout: .seconds(60)).answers.first)
             let again = try LoopbackConnection(port: port)
             try again.send(Data("GET /dzi/photo_files/11/2_1.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-            let handled = try #require(HTTPAnswers.read(again, count: 1, timeout: .seconds(10)).answers.first)
+            let handled = try #require(HTTPAnswers.read(again, count: 1, timeout: .seconds(60)).answers.first)
             #expect(routed.status == 200 && handled.status == 200 && routed.body == handled.body)
             #expect(Self.quantisationTables(handled.body) == Self.quantisationTables(jpeg))
             for field in ["etag", "last-modified", "cache-control", "content-type"] {
