@@ -155,8 +155,9 @@ public final class TileService: Sendable {
 
     /// The answer to a DeepZoom tile (`path`: `/dzi/{id}_files/{level}/{column}_{row}.jpg`) of a ready,
     /// complete pyramid when the tile is a whole stored JPEG tile whose bytes the page cache holds: read
-    /// without waiting (``TileCore/TiledImage/readStoredJPEGTileIfCached(level:column:row:into:)``), made and
-    /// cached as ``encoded(_:path:variant:link:of:)`` makes it. Nil otherwise (the routes answer).
+    /// without waiting (``TileCore/TiledImage/readStoredJPEGTileIfCached(level:column:row:into:)``) into the
+    /// answer's buffer, with the entity tag ``encoded(_:path:variant:link:of:)`` gives it, and not cached
+    /// (the page cache holds it). Nil otherwise (the routes answer).
     /// Never blocks: the event loop's path for tiles not yet cached.
     func storedImage(path: String) -> EncodedImage? {
         let parts = path.utf8.starts(with: "/dzi/".utf8) ? path.dropFirst(5).split(separator: "/", omittingEmptySubsequences: false) : []
