@@ -62,7 +62,7 @@ static int start_tiff(cjs_decoder *d, const cjs_level *levels, int count, cjs_wr
     for (int i = copied ? 1 : 0; i < count && status == 0; i++) {
         size_t length = 0;
         int gray = copied && tiff_levels[0].photometric == CJS_PHOTOMETRIC_GRAY;
-        if (cjs_jpeg_tables(85, gray, &tables[i], &length) != CJS_OK) status = -1;
+        if (cjs_jpeg_tables(74, CJS_TABLES_FLATTENED, gray, &tables[i], &length) != CJS_OK) status = -1;
         tiff_levels[i] = (cjs_tiff_level){levels[i].width, levels[i].height, gray ? CJS_PHOTOMETRIC_GRAY : CJS_PHOTOMETRIC_YCBCR,
                                           2, 2, tables[i], length};
         if (copied && !gray) {
@@ -77,7 +77,7 @@ static int start_tiff(cjs_decoder *d, const cjs_level *levels, int count, cjs_wr
         status = -1;
     for (int i = 0; i < count; i++) cjs_free(tables[i]);
     if (status != 0) return -1;
-    *writer = (cjs_writer_config){.kind = CJS_WRITER_TIFF, .tiff = *out, .tiff_quality = 85, .tiff_first_level = copied};
+    *writer = (cjs_writer_config){.kind = CJS_WRITER_TIFF, .tiff = *out, .tiff_quality = 74, .tiff_tables = CJS_TABLES_FLATTENED, .tiff_first_level = copied};
     return copied && cjs_decoder_transcode_into(d, *out) != CJS_OK ? -1 : 0;
 }
 

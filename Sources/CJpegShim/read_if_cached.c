@@ -2,7 +2,9 @@
  * read_if_cached.c: a read that never waits for the disk (cjs_common.h), for event loops that serve
  * stored tiles: glibc declares preadv2 only under _GNU_SOURCE, which Swift's Glibc module lacks.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <sys/uio.h>
 
 #include "cjs_common.h"
