@@ -5,9 +5,9 @@ import NIOHTTP1
 import Synchronization
 
 /// One connection's handler, right after NIO's HTTP/1.1 decoder (the only parser): it answers a
-/// request for an image already in the ``TileService``'s cache, a DeepZoom tile stored whole in a TIFF
-/// pyramid whose bytes the page cache holds (``TileService/storedImage(path:)``), and `/health`, at
-/// once, and passes every other request on to the application; and it closes the connection when it goes silent or
+/// request for an image already in the ``TileService``'s cache, a tile (DeepZoom or IIIF) stored whole
+/// in a TIFF pyramid whose bytes the page cache holds (``TileService/storedImage(path:)``), and
+/// `/health`, at once, and passes every other request on to the application; and it closes the connection when it goes silent or
 /// the server shuts down.
 ///
 /// Answers keep the requests' order: while a request passed on is not answered yet, later ones are

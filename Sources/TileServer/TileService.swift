@@ -153,17 +153,17 @@ public final class TileService: Sendable {
         return encoded
     }
 
-    /// The answer to a DeepZoom tile (`path`: `/dzi/{id}_files/{level}/{column}_{row}.jpg`) of a ready,
-    /// complete pyramid when the tile is a whole stored JPEG tile whose bytes the page cache holds: read
-    /// without waiting (``TileCore/TiledImage/readStoredJPEGTileIfCached(level:column:row:into:)``) into the
-    /// answer's buffer, with the entity tag ``encoded(_:path:variant:link:of:)`` gives it, and not cached
-    /// (the page cache holds it). Nil otherwise (the routes answer).
-    /// Never blocks: the event loop's path for tiles not yet cached.
+    /// The answer to an image request (`path`: a DeepZoom tile, `/dzi/{id}_files/{level}/{column}_{row}.jpg`,
+    /// or an IIIF image request, `/iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format}` or `/iiif/2/...`)
+    /// of a ready, complete pyramid when it asks for a whole stored JPEG tile whose bytes the page cache
+    /// holds: read without waiting (``TileCore/TiledImage/readStoredJPEGTileIfCached(level:column:row:into:)``)
+    /// into the answer's buffer, with the entity tag and fields the routes give it, and not cached (the
+    /// page cache holds it). Nil otherwise (the routes answer). Never blocks: the event loop's path for
+    /// tiles not yet cached.
     func storedImage(path: String) -> EncodedImage? {
-        let parts = path.utf8.starts(with: "/dzi/".utf8) ? path.dropFirst(5).split(separator: "/", omittingEmptySubsequences: false) : []
-        guard parts.count == 3, parts[0].hasSuffix("_files"), let address = DeepZoomTileAddress(level: parts[1], tile: parts[2]),
-            let image = catalog.readyImage(parts[0].dropLast(6)), image.pyramid.isComplete, let version = image.version,
-            let resolved = try? resolve(.deepZoom(address), of: image.pyramid), let tile = Self.storedTile(resolved, of: image.pyramid),
+        guard let (id, target, variant, link) = Self.imageRequest(path: path), let image = catalog.readyImage(id),
+            image.pyramid.isComplete, let version = image.version, let resolved = try? resolve(target, of: image.pyramid),
+            let tile = Self.storedTile(resolved, of: image.pyramid),
             let length = try? image.pyramid.storedJPEGTileLength(level: tile.level, column: tile.column, row: tile.row), length > 0
         else { return nil }
         var body = ByteBufferAllocator().buffer(capacity: length)
@@ -173,8 +173,25 @@ public final class TileService: Sendable {
         }
         guard read == length else { return nil }
         metrics.storedTile()
-        return kept(
-            body, resolved, stored: true, path: path, variant: "dzi/\(parts[1])/\(parts[2])", link: nil, of: image,
-            version: version)
+        return kept(body, resolved, stored: true, path: path, variant: variant, link: link, of: image, version: version)
+    }
+
+    /// An image request's path parsed as the routes parse it: the identifier as written, the target,
+    /// the variant that makes the entity tag, and the IIIF profile `Link`. Nil for any other path.
+    static func imageRequest(path: String) -> (id: Substring, target: Target, variant: String, link: String?)? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        if parts.count == 5, parts[0].isEmpty, parts[1] == "dzi", parts[2].hasSuffix("_files"),
+            let address = DeepZoomTileAddress(level: parts[3], tile: parts[4])
+        {
+            return (parts[2].dropLast(6), .deepZoom(address), "dzi/\(parts[3])/\(parts[4])", nil)
+        }
+        if parts.count == 8, parts[0].isEmpty, parts[1] == "iiif",
+            let version = TileRoutes.IIIFVersion.allCases.first(where: { $0.path.hasSuffix("/\(parts[2])") })
+        {
+            let request = parts[4...].joined(separator: "/")
+            guard let parsed = try? version.request(request) else { return nil }
+            return (parts[3], .iiif(parsed), version == .v3 ? request : "iiif2/\(request)", version.profileLink)
+        }
+        return nil
     }
 }

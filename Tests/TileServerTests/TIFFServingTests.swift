@@ -47,16 +47,22 @@ struct TIFFServingTests {
             // Whole stored tiles of a ready image are answered by the connection handler from the page
             // cache (HTTP/1.1, kept alive) and by the routes otherwise (HTTP/1.0): the same answer.
             let port = try #require(UInt16(base.split(separator: ":").last ?? ""))
-            let connection = try LoopbackConnection(port: port)
-            try connection.send(Data("GET /dzi/photo_files/11/2_1.jpg HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-            let routed = try #require(HTTPAnswers.read(connection, count: 1, timeout: .seconds(60)).answers.first)
-            let again = try LoopbackConnection(port: port)
-            try again.send(Data("GET /dzi/photo_files/11/2_1.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-            let handled = try #require(HTTPAnswers.read(again, count: 1, timeout: .seconds(60)).answers.first)
-            #expect(routed.status == 200 && handled.status == 200 && routed.body == handled.body)
-            #expect(Self.quantisationTables(handled.body) == Self.quantisationTables(jpeg))
-            for field in ["etag", "last-modified", "cache-control", "content-type"] {
-                #expect(routed.headers[field] != nil && routed.headers[field] == handled.headers[field], "\(field)")
+            for (target, fields) in [
+                ("/dzi/photo_files/11/2_1.jpg", ["etag", "last-modified", "cache-control", "content-type"]),
+                ("/iiif/3/photo/512,256,256,256/256,/0/default.jpg", ["etag", "last-modified", "cache-control", "content-type", "link"]),
+                ("/iiif/2/photo/512,256,256,256/256,/0/default.jpg", ["etag", "last-modified", "cache-control", "content-type", "link"]),
+            ] {
+                let connection = try LoopbackConnection(port: port)
+                try connection.send(Data("GET \(target) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+                let routed = try #require(HTTPAnswers.read(connection, count: 1, timeout: .seconds(60)).answers.first)
+                let again = try LoopbackConnection(port: port)
+                try again.send(Data("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+                let handled = try #require(HTTPAnswers.read(again, count: 1, timeout: .seconds(60)).answers.first)
+                #expect(routed.status == 200 && handled.status == 200 && routed.body == handled.body, "\(target)")
+                #expect(Self.quantisationTables(handled.body) == Self.quantisationTables(jpeg), "\(target)")
+                for field in fields {
+                    #expect(routed.headers[field] != nil && routed.headers[field] == handled.headers[field], "\(target): \(field)")
+                }
             }
             // An edge tile: decoded, cropped to its 20x132 pixels, encoded.
             let edge = try Reference.decode(try await TileServerTests.settled(client, "\(base)/dzi/photo_files/11/5_3.jpg").body).image
