@@ -21,7 +21,7 @@ struct RequestGuardTests {
     }
 
     /// One request (and `body`) on a connection of its own; the first answer (a `100 Continue` is one).
-    static func send(_ port: UInt16, _ head: String, body: Data = Data(), timeout: Duration = .seconds(30)) async throws
+    static func send(_ port: UInt16, _ head: String, body: Data = Data(), timeout: Duration = Sanitizers.address ? .seconds(120) : .seconds(30)) async throws
         -> (status: Int, headers: [String: String], body: Data)
     {
         let (answers, _) = try await PipeliningTests.exchange(port, [head], timeout: timeout, body: body)
