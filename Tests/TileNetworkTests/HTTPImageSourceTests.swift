@@ -1,3 +1,5 @@
+import AsyncHTTPClient
+import NIOCore
 import Foundation
 import Synchronization
 import Testing
@@ -58,11 +60,16 @@ struct HTTPImageSourceTests {
         let server = try await TestHTTPServer(data: data, chunkSize: 4096)
         defer { Task { await server.stop() } }
         let expected = try TileBuilder.build(data: data).allTiles()
+        // Under AddressSanitizer the whole suite shares two cores with servers rendering under it: this
+        // server's chunks (tasks on the cooperative pool) may pause longer than the shared client's
+        // idle-read timeout. A client of the same defaults but a longer read timeout.
+        let client = Sanitizers.address ? HTTPImageSource.makeClient(readTimeout: .seconds(180)) : HTTPImageSource.sharedClient
         for path in ["/image", "/redirect"] {
             let builder = try ImageBuilder()
-            try await HTTPImageSource(url: server.url(path)).feed(into: builder)
+            try await HTTPImageSource(url: server.url(path), client: client).feed(into: builder)
             #expect(try await builder.finish().allTiles() == expected, "\(path)")
         }
+        if Sanitizers.address { try await client.shutdown() }
         await server.stop()
     }
 
