@@ -10,6 +10,12 @@ import TileNetwork
 
 @Suite("HTTP image source (loopback)", .serialized)
 struct HTTPImageSourceTests {
+    /// The client of the downloads that must succeed. Under AddressSanitizer the whole suite shares two
+    /// cores with servers rendering under it, and the test server's chunks (tasks on the cooperative
+    /// pool) may pause longer than the shared client's 30 s idle-read timeout: a client of the same
+    /// defaults but a 180 s read timeout there.
+    static let client = Sanitizers.address ? HTTPImageSource.makeClient(readTimeout: .seconds(180)) : HTTPImageSource.sharedClient
+
     static func jpeg() throws -> Data {
         var pixels = [UInt8](repeating: 255, count: 640 * 480 * 4)
         for i in stride(from: 0, to: pixels.count, by: 4) {
@@ -40,7 +46,7 @@ struct HTTPImageSourceTests {
         var options = ExportOptions()
         options.format = .png
         let exporter = try ImageExporter(name: "net", outputDirectory: folder, options: options)
-        try await HTTPImageSource(url: server.url("/image")).feed(into: exporter)
+        try await HTTPImageSource(url: server.url("/image"), client: Self.client).feed(into: exporter)
         let result = try await exporter.finish()
         #expect(result.width == 640 && result.height == 480 && result.levelCount == 11)
         let local = try TileExporter(name: "local", outputDirectory: folder, options: options)
@@ -60,16 +66,11 @@ struct HTTPImageSourceTests {
         let server = try await TestHTTPServer(data: data, chunkSize: 4096)
         defer { Task { await server.stop() } }
         let expected = try TileBuilder.build(data: data).allTiles()
-        // Under AddressSanitizer the whole suite shares two cores with servers rendering under it: this
-        // server's chunks (tasks on the cooperative pool) may pause longer than the shared client's
-        // idle-read timeout. A client of the same defaults but a longer read timeout.
-        let client = Sanitizers.address ? HTTPImageSource.makeClient(readTimeout: .seconds(180)) : HTTPImageSource.sharedClient
         for path in ["/image", "/redirect"] {
             let builder = try ImageBuilder()
-            try await HTTPImageSource(url: server.url(path), client: client).feed(into: builder)
+            try await HTTPImageSource(url: server.url(path), client: Self.client).feed(into: builder)
             #expect(try await builder.finish().allTiles() == expected, "\(path)")
         }
-        if Sanitizers.address { try await client.shutdown() }
         await server.stop()
     }
 
@@ -79,7 +80,7 @@ struct HTTPImageSourceTests {
         let server = try await TestHTTPServer(data: jpeg + Data(count: 32 << 20), chunkSize: 64 * 1024)
         defer { Task { await server.stop() } }
         let builder = try ImageBuilder()
-        try await HTTPImageSource(url: server.url("/image")).feed(into: builder)
+        try await HTTPImageSource(url: server.url("/image"), client: Self.client).feed(into: builder)
         #expect(await builder.hasReachedEndOfImage)
         #expect(try await builder.finish().allTiles() == TileBuilder.build(data: jpeg).allTiles())
         #expect(server.bytesServed < 16 << 20, "\(server.bytesServed) bytes served")
@@ -91,7 +92,7 @@ struct HTTPImageSourceTests {
         let data = try Self.jpeg()
         let server = try await TestHTTPServer(data: data, chunkSize: 4096)
         let reports = Mutex<[(Int, Int?)]>([])
-        var source = HTTPImageSource(url: server.url("/image"))
+        var source = HTTPImageSource(url: server.url("/image"), client: Self.client)
         source.onBodyPart = { received, expected in reports.withLock { $0.append((received, expected)) } }
         let builder = try ImageBuilder()
         try await source.feed(into: builder)
@@ -109,7 +110,7 @@ struct HTTPImageSourceTests {
         let data = try Self.jpeg()
         let server = try await TestHTTPServer(data: data, chunkSize: 2048, delay: .zero)
         let builder = try ImageBuilder()
-        let download = Task { try await HTTPImageSource(url: server.url("/gated")).feed(into: builder) }
+        let download = Task { try await HTTPImageSource(url: server.url("/gated"), client: Self.client).feed(into: builder) }
         var rowsBeforeLastChunk = 0
         for await progress in builder.progress where progress.rowsDecoded > 0 {
             rowsBeforeLastChunk = progress.rowsDecoded
@@ -154,7 +155,7 @@ struct HTTPImageSourceTests {
         var options = BuildOptions()
         options.storage = .persistent(path: folder.appendingPathComponent("x.tiles").path)
         let fixed = options
-        let report = await ImageLoader().load([HTTPImageSource(url: server.url(path))]) { _ in fixed }
+        let report = await ImageLoader().load([HTTPImageSource(url: server.url(path), client: Self.client)]) { _ in fixed }
         guard case .failure(let error) = report.images[0].result else {
             Issue.record("a truncated body built an image")
             return
@@ -174,7 +175,7 @@ struct HTTPImageSourceTests {
         var options = BuildOptions()
         options.storage = .persistent(path: folder.appendingPathComponent("x.tiles").path)
         let builder = try ImageBuilder(options: options)
-        let task = Task { try await HTTPImageSource(url: server.url("/image")).feed(into: builder) }
+        let task = Task { try await HTTPImageSource(url: server.url("/image"), client: Self.client).feed(into: builder) }
         for await progress in builder.progress where progress.bytesReceived > 4096 { break }
         task.cancel()
         _ = try? await task.value
