@@ -103,6 +103,18 @@ enum LoadScenarios {
         return nil
     }
 
+    /// nginx's workers (one per core), once it has forked them all: nginx writes its pid file before
+    /// it forks them, and a run that stops nginx until its clients wait must stop every one of them
+    /// too, or they would answer before the clock starts.
+    static func nginxWorkers(of master: pid_t) -> [pid_t] {
+        var workers = childProcesses(of: master)
+        for _ in 0..<100 where workers.count < ProcessInfo.processInfo.activeProcessorCount {
+            usleep(50_000)
+            workers = childProcesses(of: master)
+        }
+        return workers
+    }
+
     /// A wrk script cycling through `paths`.
     static func cyclingScript(_ paths: [String], at path: String) throws -> String {
         let list = paths.map { "\"\($0)\"" }.joined(separator: ",\n")
@@ -201,14 +213,8 @@ enum LoadScenarios {
             // the loopback and a static file server cost per request, with nothing to encode.
             if setup.deepZoom != nil, let (nginx, nginxBase) = try startNginx(setup, root: setup.folder) {
                 defer { nginx.stop() }
-                // nginx writes its pid file before it forks its workers (one per core): every one of
-                // them stopped too, or they would answer before the clock starts.
-                var workers = childProcesses(of: nginx.pid)
-                for _ in 0..<100 where workers.count < ProcessInfo.processInfo.activeProcessorCount {
-                    usleep(50_000)
-                    workers = childProcesses(of: nginx.pid)
-                }
-                let theirs = try OnceEachResult.run(base: nginxBase, paths: theirPaths, connections: 64, suspending: [nginx.pid] + workers)
+                let theirs = try OnceEachResult.run(
+                    base: nginxBase, paths: theirPaths, connections: 64, suspending: [nginx.pid] + nginxWorkers(of: nginx.pid))
                 if theirs.failures == 0 { nginxRates.append(theirs.requestsPerSecond) }
             }
         }

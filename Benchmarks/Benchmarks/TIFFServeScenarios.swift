@@ -120,11 +120,7 @@ enum TIFFServeScenarios {
     static func nginxCold(_ setup: LoadScenarios.Setup, root: String, paths: [String]) throws -> Double? {
         guard let (nginx, base) = try LoadScenarios.startNginx(setup, root: root) else { return nil }
         defer { nginx.stop() }
-        var workers = childProcesses(of: nginx.pid)
-        for _ in 0..<100 where workers.count < ProcessInfo.processInfo.activeProcessorCount {
-            usleep(50_000)
-            workers = childProcesses(of: nginx.pid)
-        }
+        let workers = LoadScenarios.nginxWorkers(of: nginx.pid)
         let result = try OnceEachResult.run(base: base, paths: paths, connections: 64, suspending: [nginx.pid] + workers)
         return result.failures == 0 ? result.requestsPerSecond : nil
     }
@@ -201,11 +197,7 @@ enum TIFFServeScenarios {
             let (w, h) = (min(256, width - x), min(256, height - y))
             return "\(prefix)/\(x),\(y),\(w),\(h)/\(w),/0/default.jpg"
         }
-        var workers = childProcesses(of: front.pid)
-        for _ in 0..<100 where workers.count < ProcessInfo.processInfo.activeProcessorCount {
-            usleep(50_000)
-            workers = childProcesses(of: front.pid)
-        }
+        let workers = LoadScenarios.nginxWorkers(of: front.pid)
         let cold = try OnceEachResult.run(base: base, paths: paths, connections: 64, suspending: servers + [front.pid] + workers)
         var lines = [
             String(

@@ -6,6 +6,17 @@ import TileCore
 
 @Suite("DiskCacheBudget")
 struct DiskCacheBudgetTests {
+    /// Three small persistent stores, `a.tiles`, `b.tiles`, `c.tiles`, built in that order: their paths.
+    static func threeStores(in folder: URL) throws -> [String] {
+        try ["a", "b", "c"].map { name in
+            var options = BuildOptions()
+            let path = folder.appendingPathComponent("\(name).tiles").path
+            options.storage = .persistent(path: path)
+            _ = try TileBuilder.build(data: try Inputs.jpeg(width: 300, height: 200), options: options)
+            return path
+        }
+    }
+
     @Test("past a tiny dirty threshold, flushes happen and writers wait for them")
     func flushesAndWaits() async throws {
         let budget = DiskCacheBudget(dirtyByteThreshold: 1, totalByteBudget: 1 << 40)
@@ -58,14 +69,7 @@ struct DiskCacheBudgetTests {
     func evictsLeastRecentlyUsedUnopened() async throws {
         let folder = try Inputs.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        var paths: [String] = []
-        for name in ["a", "b", "c"] {
-            var options = BuildOptions()
-            let path = folder.appendingPathComponent("\(name).tiles").path
-            options.storage = .persistent(path: path)
-            _ = try TileBuilder.build(data: try Inputs.jpeg(width: 300, height: 200), options: options)
-            paths.append(path)
-        }
+        let paths = try Self.threeStores(in: folder)
         let tight = DiskCacheBudget(dirtyByteThreshold: 1 << 40, totalByteBudget: 1)
         var ids: [DiskCacheBudget.StoreID] = []
         // Registered in order a, b, c; the images passed here are released at once, so only the
@@ -92,14 +96,7 @@ struct DiskCacheBudgetTests {
     func keepsStoresOpenElsewhere() async throws {
         let folder = try Inputs.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        var paths: [String] = []
-        for name in ["a", "b", "c"] {
-            var options = BuildOptions()
-            let path = folder.appendingPathComponent("\(name).tiles").path
-            options.storage = .persistent(path: path)
-            _ = try TileBuilder.build(data: try Inputs.jpeg(width: 300, height: 200), options: options)
-            paths.append(path)
-        }
+        let paths = try Self.threeStores(in: folder)
         // Another process reads "a": util-linux's flock(1) holds its folder shared (-o: flock itself).
         let reader = try Daemon(Tools.path("flock")!, ["-s", "-o", paths[0], "sleep", "600"])
         defer { reader.stop(SIGKILL) }
