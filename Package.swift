@@ -56,7 +56,11 @@ let package = Package(
         ),
         // libjpeg's ordinary whole-image decode, for tests and benchmarks to compare with: not shipped.
         .target(name: "CJpegReference", dependencies: ["CLibJPEG", "CLibPNG"]),
-        .target(name: "TileCore", dependencies: ["CJpegShim"], swiftSettings: swiftSettings),
+        .target(
+            name: "TileCore",
+            dependencies: ["CJpegShim", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "TileActors",
             dependencies: ["TileCore", .product(name: "Logging", package: "swift-log")],
@@ -98,6 +102,7 @@ let package = Package(
                 "TileActors", "TileCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -133,6 +138,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,7 +1,7 @@
 import Foundation
 import HummingbirdCore
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -66,18 +66,18 @@ public struct DescriptorBudget: Sendable, Hashable {
 
 /// Counts of a server's connections, readable from any thread.
 public final class ConnectionCounts: Sendable {
-    private let counts = Mutex<(open: Int, peak: Int, waits: Int)>((0, 0, 0))
+    private let counts = NIOLockedValueBox<(open: Int, peak: Int, waits: Int)>((0, 0, 0))
 
     /// Connections open now.
-    public var open: Int { counts.withLock { $0.open } }
+    public var open: Int { counts.withLockedValue { $0.open } }
     /// The most connections open at once so far.
-    public var peak: Int { counts.withLock { $0.peak } }
+    public var peak: Int { counts.withLockedValue { $0.peak } }
     /// How many times the server stopped accepting connections because it had its maximum.
-    public var waits: Int { counts.withLock { $0.waits } }
+    public var waits: Int { counts.withLockedValue { $0.waits } }
 
-    func opened() { counts.withLock { ($0.open, $0.peak) = ($0.open + 1, max($0.peak, $0.open + 1)) } }
-    func closed() { counts.withLock { $0.open -= 1 } }
-    func waited() -> Int { counts.withLock { $0.waits += 1; return $0.waits } }
+    func opened() { counts.withLockedValue { ($0.open, $0.peak) = ($0.open + 1, max($0.peak, $0.open + 1)) } }
+    func closed() { counts.withLockedValue { $0.open -= 1 } }
+    func waited() -> Int { counts.withLockedValue { $0.waits += 1; return $0.waits } }
 }
 
 /// Hummingbird's connection gate over ``ConnectionCounts``: past the maximum the server stops

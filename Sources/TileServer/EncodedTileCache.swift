@@ -1,5 +1,5 @@
 public import NIOCore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// An encoded image (a tile, a region), as the server answers it: immutable, shared by reference
 /// between the cache and every answer that sends it.
@@ -44,12 +44,9 @@ public final class EncodedImage: Sendable {
 public final class EncodedTileCache: Sendable {
     /// Bytes of encoded images kept at most.
     public let capacity: Int
-    private let shards: [Locked]
-
-    /// One shard behind its lock (a class: a `Mutex` cannot be an array's element).
-    private final class Locked: Sendable {
-        let state = Mutex(Shard())
-    }
+    /// The shards, each behind its own lock (a pthread mutex: see ``TiledImage``'s `state` for why not
+    /// the standard library's `Mutex`).
+    private let shards: [NIOLockedValueBox<Shard>]
 
     private struct Shard {
         var entries: [String: (image: EncodedImage, lastUse: UInt64)] = [:]
@@ -60,23 +57,23 @@ public final class EncodedTileCache: Sendable {
     /// - Parameter capacity: bytes kept at most (default 64 MiB; 0 keeps nothing).
     public init(capacity: Int = 64 << 20) {
         self.capacity = max(0, capacity)
-        shards = (0..<16).map { _ in Locked() }
+        shards = (0..<16).map { _ in NIOLockedValueBox(Shard()) }
     }
 
     private var shardCapacity: Int { capacity / shards.count }
 
-    private func shard(_ key: String) -> Locked {
+    private func shard(_ key: String) -> NIOLockedValueBox<Shard> {
         shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
     }
 
     /// Bytes kept now.
-    public var byteCount: Int { shards.reduce(0) { total, shard in total + shard.state.withLock { $0.bytes } } }
+    public var byteCount: Int { shards.reduce(0) { total, shard in total + shard.withLockedValue { $0.bytes } } }
     /// Images kept now.
-    public var count: Int { shards.reduce(0) { total, shard in total + shard.state.withLock { $0.entries.count } } }
+    public var count: Int { shards.reduce(0) { total, shard in total + shard.withLockedValue { $0.entries.count } } }
 
     /// The image kept for `key` (sharing the cache's storage), marked as just used; nil when none is.
     public func image(for key: String) -> EncodedImage? {
-        shard(key).state.withLock { s in
+        shard(key).withLockedValue { s in
             guard let entry = s.entries[key] else { return nil }
             s.clock += 1
             s.entries[key]!.lastUse = s.clock
@@ -88,7 +85,7 @@ public final class EncodedTileCache: Sendable {
     public func insert(_ image: EncodedImage, for key: String) {
         let limit = shardCapacity, size = image.body.readableBytes
         guard size <= limit else { return }
-        shard(key).state.withLock { s in
+        shard(key).withLockedValue { s in
             s.clock += 1
             if let old = s.entries.updateValue((image, s.clock), forKey: key) { s.bytes -= old.image.body.readableBytes }
             s.bytes += size
@@ -106,7 +103,7 @@ public final class EncodedTileCache: Sendable {
     /// Drops every image of the image `id` (an admin purge).
     public func removeAll(of id: String) {
         for shard in shards {
-            shard.state.withLock { s in
+            shard.withLockedValue { s in
                 for (key, entry) in s.entries where entry.image.id == id {
                     s.entries[key] = nil
                     s.bytes -= entry.image.body.readableBytes

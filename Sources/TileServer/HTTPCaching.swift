@@ -1,6 +1,6 @@
 import Foundation
 import NIOCore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// How long caches (browsers, Varnish, a CDN) may keep the server's answers before they ask again;
 /// when they ask (`If-None-Match`, `If-Modified-Since`), an unchanged answer is a 304.
@@ -25,8 +25,8 @@ public struct CachePolicy: Sendable, Hashable {
 /// HTTP dates (IMF-fixdate, RFC 9110 5.6.7): the `Date` field made once a second for the whole
 /// process, `Last-Modified` values, and `If-Modified-Since` read in any of the three forms HTTP allows.
 enum HTTPDate {
-    private static let current = Mutex<(second: Int, text: String, line: ByteBuffer)>((-1, "", ByteBuffer()))
-    private static let formatters = Mutex<[DateFormatter]>(
+    private static let current = NIOLockedValueBox<(second: Int, text: String, line: ByteBuffer)>((-1, "", ByteBuffer()))
+    private static let formatters = NIOLockedValueBox<[DateFormatter]>(
         ["EEE, dd MMM yyyy HH:mm:ss 'GMT'", "EEEE, dd-MMM-yy HH:mm:ss 'GMT'", "EEE MMM d HH:mm:ss yyyy"].map { format in
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -43,22 +43,22 @@ enum HTTPDate {
     /// The HTTP date of a file time (nanoseconds since the epoch), to the second below.
     static func string(nanosecondsSinceEpoch nanoseconds: Int64) -> String {
         let seconds = nanoseconds >= 0 ? nanoseconds / 1_000_000_000 : (nanoseconds - 999_999_999) / 1_000_000_000
-        return formatters.withLock { $0[0].string(from: Date(timeIntervalSince1970: TimeInterval(seconds))) }
+        return formatters.withLockedValue { $0[0].string(from: Date(timeIntervalSince1970: TimeInterval(seconds))) }
     }
 
     /// The date an HTTP date names (IMF-fixdate, RFC 850 or asctime form); nil for anything else.
     static func parse(_ text: String) -> Date? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        return formatters.withLock { formatters in formatters.lazy.compactMap { $0.date(from: trimmed) }.first }
+        return formatters.withLockedValue { formatters in formatters.lazy.compactMap { $0.date(from: trimmed) }.first }
     }
 
     private static func update() -> (second: Int, text: String, line: ByteBuffer) {
         let date = Date()
         let second = Int(date.timeIntervalSince1970)
-        if let current = current.withLock({ $0.second == second ? $0 : nil }) { return current }
-        let text = formatters.withLock { $0[0].string(from: date) }
+        if let current = current.withLockedValue({ $0.second == second ? $0 : nil }) { return current }
+        let text = formatters.withLockedValue { $0[0].string(from: date) }
         let made = (second, text, ByteBuffer(string: "Date: \(text)\r\n\r\n"))
-        current.withLock { $0 = made }
+        current.withLockedValue { $0 = made }
         return made
     }
 }

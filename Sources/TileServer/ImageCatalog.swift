@@ -1,7 +1,7 @@
 import Foundation
 public import Logging
 public import NIOPosix
-import Synchronization
+import NIOConcurrencyHelpers
 public import TileActors
 public import TileCore
 
@@ -109,12 +109,12 @@ public actor ImageCatalog {
 
     /// A lock around the ready images (a class: the folder watcher's thread shares it).
     final class ReadyImages: Sendable {
-        let entries = Mutex<[String: (image: Image, checked: ContinuousClock.Instant)]>([:])
+        let entries = NIOLockedValueBox<[String: (image: Image, checked: ContinuousClock.Instant)]>([:])
 
         /// Forgets the image of the folder entry `name` (`photo.jpg`, `kept.tiles`).
         func forget(entry name: String) {
             let id = (name as NSString).deletingPathExtension
-            _ = entries.withLock { $0.removeValue(forKey: id) }
+            _ = entries.withLockedValue { $0.removeValue(forKey: id) }
         }
     }
     /// How long ``readyImage(_:)`` trusts a source checked without looking at the folder again.
@@ -198,7 +198,7 @@ public actor ImageCatalog {
     /// ``sourceRecheckInterval``, without waiting for the actor: the path of a warm server's requests.
     /// Nil otherwise: ask ``image(_:)``.
     public nonisolated func readyImage(_ id: some StringProtocol) -> Image? {
-        readyImages.entries.withLock { ready in
+        readyImages.entries.withLockedValue { ready in
             guard let entry = ready[String(id)], ContinuousClock.now - entry.checked < Self.sourceRecheckInterval else { return nil }
             return entry.image
         }
@@ -206,13 +206,13 @@ public actor ImageCatalog {
 
     func rememberReady(_ image: Image) {
         let now = ContinuousClock.now
-        readyImages.entries.withLock { $0[image.id] = (image, now) }
+        readyImages.entries.withLockedValue { $0[image.id] = (image, now) }
     }
 
     func forgetSource(_ id: String) { known[id] = nil }
 
     func forgetReady(_ id: String) {
-        _ = readyImages.entries.withLock { $0.removeValue(forKey: id) }
+        _ = readyImages.entries.withLockedValue { $0.removeValue(forKey: id) }
     }
 
     /// Whether `id` is being built now (a JPEG into the cache, or an upload).

@@ -1,7 +1,7 @@
 import CoreMetrics
 import Foundation
 import NIOCore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// What the server counts, through swift-metrics: to whatever backend the process bootstrapped
 /// (`tiler serve` bootstraps swift-prometheus and answers `GET /metrics`); without one, nothing is
@@ -51,7 +51,7 @@ public final class ServerMetrics: Sendable {
         let status: Int
     }
 
-    private let handles = Mutex<[Key: Handles]>([:])
+    private let handles = NIOLockedValueBox<[Key: Handles]>([:])
     private let cacheHits = Counter(label: "tiler_cache_hits_total")
     private let cacheMisses = Counter(label: "tiler_cache_misses_total")
     private let storedTiles = Counter(label: "tiler_stored_tiles_total")
@@ -88,7 +88,7 @@ public final class ServerMetrics: Sendable {
     /// Counts one answered request.
     func record(_ route: Route, status: Int, bytes: Int, nanoseconds: Int64) {
         let key = Key(route: route, status: status)
-        let made = handles.withLock { table in
+        let made = handles.withLockedValue { table in
             if let found = table[key] { return found }
             let made = Handles(
                 requests: Counter(label: "tiler_requests_total", dimensions: [("route", route.rawValue), ("status", String(status))]),

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -42,7 +42,7 @@ final class LineWriter: Sendable {
     }
 
     static let maximumWaiting = 10_000
-    private let waiting = Mutex<(lines: [Line], dropped: Int)>(([], 0))
+    private let waiting = NIOLockedValueBox<(lines: [Line], dropped: Int)>(([], 0))
     private let wake = DispatchSemaphore(value: 0)
 
     init() {
@@ -52,7 +52,7 @@ final class LineWriter: Sendable {
     }
 
     func enqueue(_ line: Line) {
-        let added = waiting.withLock { state -> Bool in
+        let added = waiting.withLockedValue { state -> Bool in
             guard state.lines.count < Self.maximumWaiting else {
                 state.dropped += 1
                 return false
@@ -67,7 +67,7 @@ final class LineWriter: Sendable {
         let formatter = ISO8601DateFormatter()
         while true {
             wake.wait()
-            let (lines, dropped) = waiting.withLock { state in
+            let (lines, dropped) = waiting.withLockedValue { state in
                 defer { state = ([], 0) }
                 return (state.lines, state.dropped)
             }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// A tile pyramid on disk: one file per level, each tile one contiguous block of RGBA pixels.
@@ -33,7 +34,11 @@ public final class TiledImage: Sendable {
     /// For a TIFF pyramid (``StoreFormat/tiff(_:)``, ``open(tiff:)``): where its tiles are and how they
     /// decode; `nil` for raw level files.
     let tiff: TIFFSource?
-    private let state: Mutex<State>
+    /// Behind a pthread mutex (NIO's lock), not the standard library's `Mutex`: on Linux the latter's
+    /// contended path (a futex) is compiled outside the package, so ThreadSanitizer cannot see it
+    /// order two threads' accesses and reports races that are not there. The server's locks are NIO's
+    /// for the same reason.
+    private let state: NIOLockedValueBox<State>
     private let scratchBytes = Atomic<Int>(0)
     /// A store opened from its folder holds the folder shared while the image lives, so that no cache
     /// eviction (``removeStoreIfUnused(at:)``, here or in another process) removes it meanwhile.
@@ -51,7 +56,7 @@ public final class TiledImage: Sendable {
         let count = geometry.levels.count
         progress = given ?? TileRowCounters(count: count, initialValues: complete ? geometry.levels.map(\.storedRows) : nil)
         previewProgress = TileRowCounters(count: count)
-        state = Mutex(
+        state = NIOLockedValueBox(
             State(
                 failure: nil, mappings: Array(repeating: nil, count: count),
                 cachedTiles: geometry.levels.map { Array(repeating: 0, count: ($0.storedColumns * $0.storedRows + 63) / 64) }))
@@ -77,7 +82,7 @@ public final class TiledImage: Sendable {
     /// Whether the tile can be read now.
     public func isTileReady(level: Int, column: Int, row: Int) -> Bool {
         guard let (_, stored) = try? locate(level: level, column: column, row: row) else { return false }
-        guard state.withLock({ $0.failure == nil }) else { return false }
+        guard state.withLockedValue({ $0.failure == nil }) else { return false }
         return geometry.readsWholeTiles ? stored.row < readableRows(level) : isLevelComplete(level)
     }
 
@@ -111,7 +116,7 @@ public final class TiledImage: Sendable {
             return
         }
         let tile = offset / byteCount
-        if !state.withLock({ $0.cachedTiles[level][tile / 64] & (1 << (tile % 64)) != 0 }) {
+        if !state.withLockedValue({ $0.cachedTiles[level][tile / 64] & (1 << (tile % 64)) != 0 }) {
             // A tile's first read brings it into the page cache through the level's huge-page mapping:
             // the kernel then reads its 2 MiB neighbourhood as one large folio, and later reads copy
             // from large folios (21 us here) instead of the 4 KiB pages a plain cold pread leaves
@@ -120,7 +125,7 @@ public final class TiledImage: Sendable {
             // unmapping it would cost a TLB flush on every core for nothing.
             let view = try mapping(level: level)
             if !view.isResident(offset: offset, byteCount: byteCount) { view.populate(offset: offset, byteCount: byteCount) }
-            state.withLock { $0.cachedTiles[level][tile / 64] |= 1 << (tile % 64) }
+            state.withLockedValue { $0.cachedTiles[level][tile / 64] |= 1 << (tile % 64) }
         }
         try SystemCall.readFully(
             files.descriptors[level], into: destination, count: byteCount, offset: offset, what: "a tile of level \(level)",
@@ -191,10 +196,10 @@ public final class TiledImage: Sendable {
 
     // MARK: - Internals shared with the builder
 
-    func markFailed(_ error: TileError) { state.withLock { $0.failure = error } }
+    func markFailed(_ error: TileError) { state.withLockedValue { $0.failure = error } }
 
     /// Whether the build behind this image failed (its reads throw).
-    var hasFailed: Bool { state.withLock { $0.failure != nil } }
+    var hasFailed: Bool { state.withLockedValue { $0.failure != nil } }
 
     /// Bytes of the temporary files the build uses beside the level files (a progressive JPEG's
     /// coefficient file) while they exist; 0 once the build has ended, or when it needs none. Disk
@@ -220,7 +225,7 @@ public final class TiledImage: Sendable {
 
     private func checkedLocation(level: Int, column: Int, row: Int) throws(TileError) -> (Int, (column: Int, row: Int)) {
         let location = try locate(level: level, column: column, row: row)
-        if let failure = state.withLock({ $0.failure }) { throw failure }
+        if let failure = state.withLockedValue({ $0.failure }) { throw failure }
         if location.1.row >= readableRows(level) {
             throw TileError(.notReady, "tile (\(column), \(row)) of level \(level) is not written yet")
         }
@@ -234,7 +239,7 @@ public final class TiledImage: Sendable {
         throws(TileError)
     {
         _ = try locate(level: level, column: column, row: row)
-        if let failure = state.withLock({ $0.failure }) { throw failure }
+        if let failure = state.withLockedValue({ $0.failure }) { throw failure }
         let l = geometry.levels[level]
         guard isLevelComplete(level) else {
             throw TileError(.notReady, "tile (\(column), \(row)) of level \(level) is not written yet")
@@ -271,7 +276,7 @@ public final class TiledImage: Sendable {
     }
 
     func mapping(level: Int) throws(TileError) -> MappedFile {
-        let result: Result<MappedFile, TileError> = state.withLock { s in
+        let result: Result<MappedFile, TileError> = state.withLockedValue { s in
             if let existing = s.mappings[level] { return .success(existing) }
             do throws(TileError) {
                 let mapped = try MappedFile(
