@@ -2,7 +2,8 @@
  * libFuzzer target for the TIFF reader (issue 26), driven as TiledImage drives it: the input is a
  * file (a memfd) opened with cjs_tiff_reader_open; then, for each tiled directory, up to 16 tiles are
  * located and decoded: JPEG tiles with cjs_jpeg_tile_decode (the directory's JPEGTables spliced in,
- * the tile's bytes as the file holds them), the others through libtiff (cjs_tiff_reader_decode).
+ * the tile's bytes as the file holds them) and cropped with cjs_jpeg_tile_crop, the others through
+ * libtiff (cjs_tiff_reader_decode).
  * Tiles are limited to 1024 pixels a side so that the fuzzer explores rather than allocates.
  */
 #define _GNU_SOURCE
@@ -32,6 +33,13 @@ static void read_tiles(cjs_tiff_reader *r, uint32_t index, const uint8_t *data, 
             } else if (length > 0 && length <= (1u << 20) && offset <= size && length <= size - offset) {
                 cjs_jpeg_tile_decode(d.jpeg_tables, d.jpeg_tables_length, data + offset, (size_t)length, d.photometric,
                                      d.tile_width, d.tile_height, rgba, stride, message, sizeof message);
+                /* An edge tile's crop, as a server makes it (half the tile, at least a pixel). */
+                void *cropped = NULL;
+                size_t cropped_length = 0;
+                if (cjs_jpeg_tile_crop(d.jpeg_tables, d.jpeg_tables_length, data + offset, (size_t)length,
+                                       d.tile_width / 2 + 1, d.tile_height / 2 + 1, &cropped, &cropped_length, message,
+                                       sizeof message) == CJS_OK)
+                    cjs_free(cropped);
             }
         }
     free(rgba);

@@ -55,15 +55,21 @@ public final class TileService: Sendable {
 
     var threadPool: NIOThreadPool { catalog.threadPool }
 
-    /// The stored tile `resolved` asks for as it is, when the pyramid keeps it as a JPEG of the tile's
-    /// full size (a TIFF pyramid's JPEG tiles but its edge tiles, which hold padding): those bytes are
-    /// sent as they are stored, nothing decoded or encoded.
+    /// The stored tile `resolved` asks for as it is, when the pyramid keeps it as a JPEG (a TIFF
+    /// pyramid's JPEG tiles): a whole tile is sent as it is stored, an edge tile cropped from the stored
+    /// one without decoding (``TileCore/TiledImage/exactJPEGTile(level:column:row:)``).
     static func storedTile(_ resolved: ImageRequest.Resolved, of pyramid: TiledImage) -> PyramidLayout.Tile? {
         let layout = pyramid.geometry.layout
         guard resolved.format == .jpg, let tile = layout.tile(exactly: resolved), tile.level < pyramid.levelCount,
-            layout.pixelSize(of: tile) == (layout.tileSize, layout.tileSize), pyramid.tileCoding(ofLevel: tile.level) == "JPEG"
+            pyramid.tileCoding(ofLevel: tile.level) == "JPEG"
         else { return nil }
         return tile
+    }
+
+    /// Whether `tile` is a whole stored tile (not an edge tile, whose stored JPEG holds padding).
+    static func isWhole(_ tile: PyramidLayout.Tile, of pyramid: TiledImage) -> Bool {
+        let layout = pyramid.geometry.layout
+        return layout.pixelSize(of: tile) == (layout.tileSize, layout.tileSize)
     }
 
     /// The head of a 200 answer of `image` as NIO's encoder writes the routes' answer, up to the `Date`
@@ -131,25 +137,28 @@ public final class TileService: Sendable {
         }
         let quality = jpegQuality
         let data = try await threadPool.blocking { () throws(TileError) -> Data in
-            if let stored, let bytes = try pyramid.storedJPEGTile(level: stored.level, column: stored.column, row: stored.row) { return bytes }
+            if let stored, let bytes = try pyramid.exactJPEGTile(level: stored.level, column: stored.column, row: stored.row) { return bytes }
             return try pyramid.renderEncoded(resolved, quality: quality)
         }
         let body = ByteBuffer(bytes: data)
         guard let version else { return EncodedImage(body: body, mediaType: resolved.format.mediaType, link: link) }
-        return kept(body, resolved, stored: stored != nil, path: path, variant: variant, link: link, of: image, version: version)
+        return kept(
+            body, resolved, stored: stored != nil, caches: stored.map { !Self.isWhole($0, of: pyramid) } ?? true, path: path, variant: variant,
+            link: link, of: image, version: version)
     }
 
-    /// A complete pyramid's answer, made with its entity tag and kept in the cache under `path` unless it
-    /// is a stored tile: those are read again, from the page cache, which already holds their bytes.
+    /// A complete pyramid's answer, made with its entity tag and kept in the cache under `path` when
+    /// `caches` (not a whole stored tile: those are read again, from the page cache, which already holds
+    /// their bytes).
     private func kept(
-        _ body: ByteBuffer, _ resolved: ImageRequest.Resolved, stored: Bool, path: String, variant: String, link: String?,
+        _ body: ByteBuffer, _ resolved: ImageRequest.Resolved, stored: Bool, caches: Bool, path: String, variant: String, link: String?,
         of image: ImageCatalog.Image, version: String
     ) -> EncodedImage {
         let made = stored ? "stored" : "\(jpegQuality)"  // stored tiles keep the store's own quality
         let encoded = EncodedImage(
             body: body, mediaType: resolved.format.mediaType, entityTag: Self.entityTag("\(version)|\(made)|\(variant)"),
             lastModified: image.lastModified, cacheControl: cachePolicy.imageCacheControl, id: image.id, version: version, link: link)
-        if !stored { cache.insert(encoded, for: path) }
+        if caches { cache.insert(encoded, for: path) }
         return encoded
     }
 
@@ -163,7 +172,7 @@ public final class TileService: Sendable {
     func storedImage(path: String) -> EncodedImage? {
         guard let (id, target, variant, link) = Self.imageRequest(path: path), let image = catalog.readyImage(id),
             image.pyramid.isComplete, let version = image.version, let resolved = try? resolve(target, of: image.pyramid),
-            let tile = Self.storedTile(resolved, of: image.pyramid),
+            let tile = Self.storedTile(resolved, of: image.pyramid), Self.isWhole(tile, of: image.pyramid),
             let length = try? image.pyramid.storedJPEGTileLength(level: tile.level, column: tile.column, row: tile.row), length > 0
         else { return nil }
         var body = ByteBufferAllocator().buffer(capacity: length)
@@ -173,7 +182,7 @@ public final class TileService: Sendable {
         }
         guard read == length else { return nil }
         metrics.storedTile()
-        return kept(body, resolved, stored: true, path: path, variant: variant, link: link, of: image, version: version)
+        return kept(body, resolved, stored: true, caches: false, path: path, variant: variant, link: link, of: image, version: version)
     }
 
     /// An image request's path parsed as the routes parse it: the identifier as written, the target,

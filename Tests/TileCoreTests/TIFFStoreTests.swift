@@ -201,6 +201,38 @@ struct TIFFStoreTests {
         }
     }
 
+    @Test(
+        "an edge tile's exact JPEG is the stored tile cropped without decoding: jpegtran -crop's pixels at the edge tile's size",
+        .enabled(if: Tools.have("djpeg", "jpegtran"), Comment(rawValue: Tools.missing("djpeg", "jpegtran"))),
+        arguments: [Synthetic.Spec(width: 700, height: 500), Synthetic.Spec(width: 650, height: 530, subsampling: .s444),
+                    Synthetic.Spec(width: 600, height: 300, grayscale: true)])
+    func exactEdgeTiles(spec: Synthetic.Spec) throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // Edge tiles 188 (700 - 512) or 138 wide and 244, 18 or 44 high: crops that end inside an MCU.
+        let image = try TileBuilder.build(data: try Synthetic.jpeg(spec), options: TIFFChecks.options())
+        for level in 0..<image.levelCount {
+            let l = try image.level(level)
+            for row in 0..<l.rows {
+                for column in 0..<l.columns {
+                    let (w, h) = (min(256, l.width - column * 256), min(256, l.height - row * 256))
+                    let stored = try #require(try image.storedJPEGTile(level: level, column: column, row: row))
+                    let exact = try #require(try image.exactJPEGTile(level: level, column: column, row: row))
+                    if w == 256, h == 256 {
+                        #expect(exact == stored)
+                        continue
+                    }
+                    let file = "\(folder)/tile.jpg"
+                    try stored.write(to: URL(fileURLWithPath: file))
+                    let reference = try TIFFChecks.djpeg(try Tools.run("jpegtran", ["-crop", "\(w)x\(h)+0+0", file]).stdout)
+                    let ours = try TIFFChecks.djpeg(exact)
+                    #expect(ours.width == w && ours.height == h && ours.channels == reference.channels)
+                    #expect(ours.samples == reference.samples, "\(spec) level \(level) tile (\(column), \(row))")
+                }
+            }
+        }
+    }
+
     @Test("a CMYK source gets an encoded level 0", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)))
     func cmykSource() throws {
         let path = Corpus.folder.appendingPathComponent("tree-cmyk-notransform.jpg").path

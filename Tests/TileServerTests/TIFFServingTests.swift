@@ -64,7 +64,7 @@ struct TIFFServingTests {
                     #expect(routed.headers[field] != nil && routed.headers[field] == handled.headers[field], "\(target): \(field)")
                 }
             }
-            // An edge tile: decoded, cropped to its 20x132 pixels, encoded.
+            // An edge tile: the stored tile cropped to its 20x132 pixels without decoding (TIFFStoreTests checks it against jpegtran).
             let edge = try Reference.decode(try await TileServerTests.settled(client, "\(base)/dzi/photo_files/11/5_3.jpg").body).image
             #expect(edge.width == 20 && edge.height == 132)
             #expect(Reference.psnr(edge, Reference.crop(source, x: 1280, y: 768, width: 20, height: 132)) >= 30)

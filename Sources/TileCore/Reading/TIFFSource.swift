@@ -159,6 +159,42 @@ final class TIFFSource: @unchecked Sendable {
 }
 
 extension TIFFSource {
+    /// A JPEG tile cropped to its top-left `width` x `height` pixels without decoding
+    /// (`cjs_jpeg_tile_crop`: the coefficients copied under a smaller frame). `nil` when the level's
+    /// tiles are not JPEG, or not YCbCr or gray (the crop is written as a JFIF JPEG, which says YCbCr).
+    /// - Throws: ``TileError/Code/corrupt`` for a tile that is not a JPEG stream, and what
+    ///   ``storedBytes(level:column:row:path:)`` throws.
+    func croppedJPEG(level: Int, column: Int, row: Int, width: Int, height: Int, path: String?) throws(TileError) -> [UInt8]? {
+        let photometric = levels[level].photometric
+        guard isJPEG(level: level),
+            photometric == Int32(CJS_PHOTOMETRIC_YCBCR.rawValue) || photometric == Int32(CJS_PHOTOMETRIC_GRAY.rawValue)
+        else { return nil }
+        let tile = try storedBytes(level: level, column: column, row: row, path: path)
+        var message = [CChar](repeating: 0, count: 256)
+        var pointer: UnsafeMutableRawPointer?
+        var length = 0
+        let status = levels[level].tables.withUnsafeBytes { tables in
+            tile.withUnsafeBytes { bytes in
+                cjs_jpeg_tile_crop(
+                    tables.baseAddress, tables.count, bytes.baseAddress, bytes.count, UInt32(width), UInt32(height), &pointer, &length,
+                    &message, message.count)
+            }
+        }
+        defer { cjs_free(pointer) }
+        switch status {
+        case CJS_OK:
+            guard let pointer else { return nil }
+            return [UInt8](UnsafeRawBufferPointer(start: pointer, count: length))
+        case CJS_ERR_NOMEM: throw TileError(.io, "out of memory cropping a tile", errno: ENOMEM)
+        case CJS_ERR_ARGUMENT: return nil
+        default:
+            let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) cannot be cropped: \(text)")
+        }
+    }
+}
+
+extension TIFFSource {
     /// Whether a level's JPEGTables are a whole tables-only stream (SOI ... EOI), to splice before tiles.
     func splicesTables(level: Int) -> Bool {
         let tables = levels[level].tables

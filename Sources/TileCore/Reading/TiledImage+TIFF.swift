@@ -66,6 +66,24 @@ extension TiledImage {
         return try tiff.completeJPEG(level: level, column: column, row: row, path: storePath).map { Data($0) }
     }
 
+    /// A TIFF pyramid's JPEG tile at the tile's own size, without decoding anything: a whole tile as
+    /// ``storedJPEGTile(level:column:row:)`` makes it; an edge tile (its padding beyond the level left
+    /// out) cropped from the stored one as `jpegtran -crop` crops: its DCT coefficients copied into a
+    /// JPEG of the edge tile's size, Huffman tables optimised, so that its pixels are the stored
+    /// tile's. A server sends these bytes for a DeepZoom or IIIF tile that is a stored tile.
+    /// - Returns: the JPEG, or `nil` when the level's tiles are not JPEG (raw level files, a TIFF level
+    ///   that is deflate, LZW or uncompressed) or an edge tile's colour is neither YCbCr nor gray.
+    /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws.
+    public func exactJPEGTile(level: Int, column: Int, row: Int) throws(TileError) -> Data? {
+        guard let tiff else { return nil }
+        _ = try checkedTileOffset(level: level, column: column, row: row)
+        let l = geometry.levels[level]
+        let side = geometry.tileSize
+        let (width, height) = (min(side, l.width - column * side), min(side, l.height - row * side))
+        if width == side, height == side { return try storedJPEGTile(level: level, column: column, row: row) }
+        return try tiff.croppedJPEG(level: level, column: column, row: row, width: width, height: height, path: storePath).map { Data($0) }
+    }
+
     /// The byte count of ``storedJPEGTile(level:column:row:)``'s JPEG, without reading the tile: `nil`
     /// when the image has no JPEG tiles there (a raw pyramid, a TIFF level that is not JPEG, an image
     /// still being built).
