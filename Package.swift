@@ -67,7 +67,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "TileActorsTests", dependencies: ["TileActors", "TileCore", "TestSupport"], swiftSettings: swiftSettings),
+            name: "TileActorsTests", dependencies: ["TileActors", "TileCore", "TestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            swiftSettings: swiftSettings),
         // What the test targets share: generated inputs, plain references, the corpus manifest.
         .target(
             name: "TestSupport", dependencies: ["TileCore", "CJpegReference"], path: "Tests/TestSupport",
@@ -90,6 +91,7 @@ let package = Package(
             dependencies: [
                 "TileNetwork", "TileActors", "TileCore", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
@@ -124,6 +126,7 @@ let package = Package(
                 "TileServer", "TileActors", "TileCore", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
@@ -159,12 +162,12 @@ let package = Package(
         ),
         .testTarget(
             name: "TilerTests",
-            dependencies: ["tiler", "TileCore", "TestSupport"],
+            dependencies: ["tiler", "TileCore", "TestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "TileCoreTests",
-            dependencies: ["TileCore", "CJpegShim", "CJpegReference", "TestSupport"],
+            dependencies: ["TileCore", "CJpegShim", "CJpegReference", "TestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
     ]

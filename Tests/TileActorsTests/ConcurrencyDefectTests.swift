@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 import TileActors
 import TestSupport
@@ -47,17 +47,17 @@ struct ConcurrencyDefectTests {
     @Test("every progress report is delivered before load returns, the last one the complete state")
     func progressEndsBeforeLoadReturns() async throws {
         let data = try Inputs.jpeg(width: 600, height: 500)
-        let returned = Mutex(false)
-        let late = Mutex(0)
-        let last = Mutex<ImageBuilder.State?>(nil)
+        let returned = NIOLockedValueBox(false)
+        let late = NIOLockedValueBox(0)
+        let last = NIOLockedValueBox<ImageBuilder.State?>(nil)
         let sources: [any ImageSource] = [ChunkSequenceSource(name: "x", chunks: [data].async)]
         _ = await ImageLoader().load(sources, onProgress: { _, progress in
-            if returned.withLock({ $0 }) { late.withLock { $0 += 1 } }
-            last.withLock { $0 = progress.state }
+            if returned.withLockedValue({ $0 }) { late.withLockedValue { $0 += 1 } }
+            last.withLockedValue { $0 = progress.state }
         })
-        returned.withLock { $0 = true }
-        #expect(last.withLock { $0 } == .complete)
-        #expect(late.withLock { $0 } == 0)
+        returned.withLockedValue { $0 = true }
+        #expect(last.withLockedValue { $0 } == .complete)
+        #expect(late.withLockedValue { $0 } == 0)
     }
 
     @Test("a cancelled byte source is reported as cancellation, not as an I/O error")

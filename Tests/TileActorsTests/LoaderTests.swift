@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 import Foundation
 import Testing
 import TileActors
@@ -50,7 +50,7 @@ struct LoaderTests {
     @Test("a progressive JPEG from a network source gets previews, reported in the progress stream; from a file, none")
     func previewsForNetworkSources() async throws {
         let data = try Synthetic.jpeg(.init(width: 1200, height: 900, progressive: true))
-        let reports = Mutex<[Int: [ImageBuilder.Progress]]>([:])
+        let reports = NIOLockedValueBox<[Int: [ImageBuilder.Progress]]>([:])
         let sources: [any ImageSource] = [
             NetworkLikeSource(data: data), ChunkSequenceSource(name: "file-like", chunks: Chunks(data: data, size: 4096)),
         ]
@@ -60,14 +60,14 @@ struct LoaderTests {
             return options
         }()
         let report = await ImageLoader(maximumConcurrency: 1).load(sources, options: { _ in options }) { index, progress in
-            reports.withLock { $0[index, default: []].append(progress) }
+            reports.withLockedValue { $0[index, default: []].append(progress) }
         }
         let expected = try TileBuilder.build(data: data, options: options).allTiles()
         for image in report.images { #expect(try image.result.get().allTiles() == expected) }
-        let network = reports.withLock { $0[0] ?? [] }
+        let network = reports.withLockedValue { $0[0] ?? [] }
         let preview = try #require(network.first { $0.previewScan != nil }, "no progress report showed a preview")
         #expect(preview.levelTileRowsPreliminary[3] == 1 && preview.levelTileRowsComplete[3] == 0)
-        #expect(reports.withLock { $0[1] ?? [] }.allSatisfy { $0.previewScan == nil })
+        #expect(reports.withLockedValue { $0[1] ?? [] }.allSatisfy { $0.previewScan == nil })
     }
 
     @Test("a failing image fails alone with its typed error")
@@ -188,7 +188,7 @@ struct EndOfImageTests {
 
 /// A count shared with a sendable closure.
 final class Counter: Sendable {
-    private let count = Mutex(0)
-    func increment() { count.withLock { $0 += 1 } }
-    var value: Int { count.withLock { $0 } }
+    private let count = NIOLockedValueBox(0)
+    func increment() { count.withLockedValue { $0 += 1 } }
+    var value: Int { count.withLockedValue { $0 } }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 import CJpegShim
 import TestSupport
@@ -115,7 +115,7 @@ struct DescriptorOwnershipTests {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: root) }
         for round in 0..<4 {
-            let results = Mutex<[Int: Result<Void, any Error>]>([:])
+            let results = NIOLockedValueBox<[Int: Result<Void, any Error>]>([:])
             DispatchQueue.concurrentPerform(iterations: 12) { index in
                 var options = BuildOptions()
                 options.storage = .persistent(path: "\(root)/r\(round)-\(index).tiles")
@@ -128,11 +128,11 @@ struct DescriptorOwnershipTests {
                     // Reopened from disk: what the files hold, after every writer of every build is gone.
                     _ = image
                 }
-                results.withLock { $0[index] = outcome }
+                results.withLockedValue { $0[index] = outcome }
             }
             for index in stride(from: 0, to: 12, by: 2) {
                 let path = "\(root)/r\(round)-\(index).tiles"
-                try results.withLock { try $0[index]!.get() }
+                try results.withLockedValue { try $0[index]!.get() }
                 #expect(try TiledImage.open(store: path).allTiles() == expected, "round \(round), build \(index)")
             }
         }

@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import NIOCore
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 import TileActors
 import TestSupport
@@ -91,13 +91,13 @@ struct HTTPImageSourceTests {
     func bodyPartsAreReported() async throws {
         let data = try Self.jpeg()
         let server = try await TestHTTPServer(data: data, chunkSize: 4096)
-        let reports = Mutex<[(Int, Int?)]>([])
+        let reports = NIOLockedValueBox<[(Int, Int?)]>([])
         var source = HTTPImageSource(url: server.url("/image"), client: Self.client)
-        source.onBodyPart = { received, expected in reports.withLock { $0.append((received, expected)) } }
+        source.onBodyPart = { received, expected in reports.withLockedValue { $0.append((received, expected)) } }
         let builder = try ImageBuilder()
         try await source.feed(into: builder)
         _ = try await builder.finish()
-        let seen = reports.withLock { $0 }
+        let seen = reports.withLockedValue { $0 }
         #expect(seen.count > 1)
         #expect(seen.allSatisfy { $0.1 == data.count })
         #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.0 < $1.0 })

@@ -2,22 +2,22 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A small HTTP server on 127.0.0.1 for the tests: it serves bytes in chunks with a delay between them,
 /// and misbehaves on purpose on some paths. Every loop is bounded; it stops when the test stops it.
 final class TestHTTPServer: Sendable {
     /// Holds the last chunk of `/gated` back until opened (or until the server stops).
     final class Gate: Sendable {
-        private let state = Mutex(false)
+        private let state = NIOLockedValueBox(false)
         private let opened: AsyncStream<Void>
         private let continuation: AsyncStream<Void>.Continuation
         init() { (opened, continuation) = AsyncStream.makeStream() }
         func open() {
-            state.withLock { $0 = true }
+            state.withLockedValue { $0 = true }
             continuation.finish()
         }
-        var isOpen: Bool { state.withLock { $0 } }
+        var isOpen: Bool { state.withLockedValue { $0 } }
         /// Returns once the gate is open.
         func wait() async { for await _ in opened {} }
     }
@@ -26,13 +26,13 @@ final class TestHTTPServer: Sendable {
     let chunkSize: Int
     let delay: Duration
     let gate = Gate()
-    private let served = Mutex(0)
+    private let served = NIOLockedValueBox(0)
     private let channel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
-    private let acceptTask = Mutex<Task<Void, Never>?>(nil)
+    private let acceptTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
     let port: Int
 
     /// Body bytes written so far, over all requests.
-    var bytesServed: Int { served.withLock { $0 } }
+    var bytesServed: Int { served.withLockedValue { $0 } }
 
     init(data: Data, chunkSize: Int = 16 * 1024, delay: Duration = .milliseconds(1)) async throws {
         self.data = data
@@ -61,14 +61,14 @@ final class TestHTTPServer: Sendable {
                 }
             }
         }
-        acceptTask.withLock { $0 = task }
+        acceptTask.withLockedValue { $0 = task }
     }
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
     func stop() async {
         gate.open()
-        acceptTask.withLock { $0?.cancel() }
+        acceptTask.withLockedValue { $0?.cancel() }
         try? await channel.channel.close()
     }
 
@@ -131,7 +131,7 @@ final class TestHTTPServer: Sendable {
         while offset < bytes.endIndex {
             let end = min(offset + chunkSize, bytes.endIndex)
             try await out.write(.body(.byteBuffer(ByteBuffer(bytes: bytes[offset..<end]))))
-            served.withLock { $0 += end - offset }
+            served.withLockedValue { $0 += end - offset }
             offset = end
             if delay > .zero { try await Task.sleep(for: delay) }
         }

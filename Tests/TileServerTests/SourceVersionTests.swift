@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 import TestSupport
 import TileCore
@@ -131,18 +131,18 @@ struct SourceVersionTests {
             let tiles = (0..<64).map { i in i < 24 ? "11/\(i % 6)_\(i / 6).jpg" : "10/\(i % 3)_\((i / 3) % 2).jpg" }
             // Blocking sockets, one thread each (not Swift's cooperative pool, which the server's handlers need).
             let replies = await withCheckedContinuation { (continuation: CheckedContinuation<[Int], Never>) in
-                let statuses = Mutex([Int]())
+                let statuses = NIOLockedValueBox([Int]())
                 let group = DispatchGroup()
                 for tile in tiles {
                     group.enter()
                     Thread {
                         let request = "GET /dzi/kept_files/\(tile) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
                         let status = (try? PipeliningTests.blockingExchange(port, [request]))?.first?.status ?? 0
-                        statuses.withLock { $0.append(status) }
+                        statuses.withLockedValue { $0.append(status) }
                         group.leave()
                     }.start()
                 }
-                group.notify(queue: .global()) { continuation.resume(returning: statuses.withLock { $0 }) }
+                group.notify(queue: .global()) { continuation.resume(returning: statuses.withLockedValue { $0 }) }
             }
             #expect(replies.count == 64 && replies.allSatisfy { $0 == 200 }, "\(replies)")
             #expect(await catalog.storesOpened == 1)

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 import TestSupport
 import TileCore
@@ -52,12 +52,12 @@ struct ServeCommandTests {
         /// What the server has written to standard error since it said where it listens, up to now.
         func errorsSoFar() -> String {
             usleep(100_000)  // what was written just now, read by the drain
-            return log.text.withLock { String(decoding: $0, as: UTF8.self) }
+            return log.text.withLockedValue { String(decoding: $0, as: UTF8.self) }
         }
 
         /// Standard error after the port line, read as it comes by a thread of its own: a server whose
         /// log fills the pipe would block on it (and never exit).
-        private final class Log: Sendable { let text = Mutex(Data()) }
+        private final class Log: Sendable { let text = NIOLockedValueBox(Data()) }
         private let log = Log()
 
         private func drain() {
@@ -67,7 +67,7 @@ struct ServeCommandTests {
                 while true {
                     let n = read(fd, &buffer, buffer.count)
                     if n <= 0 { return }
-                    log.text.withLock { $0.append(contentsOf: buffer[0..<n]) }
+                    log.text.withLockedValue { $0.append(contentsOf: buffer[0..<n]) }
                 }
             }
             thread.start()

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 import TestSupport
 import TileCore
@@ -57,7 +57,7 @@ struct ServeFuzzCommandTests {
         }
         let (fds, rss) = (ServeLimitsCommandTests.descriptors(pid), ServeCommandTests.memory(pid, "VmRSS"))
         let expectations = reference
-        let failures = Mutex<[String]>([])
+        let failures = NIOLockedValueBox<[String]>([])
         var generator = SplitMix(seed: 0xF0_22)
         let plans: [(requests: [Int], malformed: Int?, stall: Bool, cuts: [Int], seed: UInt64)] = (0..<1000).map { _ in
             let count = Int(generator.next() % 6) + 1
@@ -73,7 +73,7 @@ struct ServeFuzzCommandTests {
                 Thread {
                     for plan in plans.enumerated().filter({ $0.offset % 4 == client }).map(\.element) {
                         if let problem = Self.exchange(port, plan, valid: valid, malformed: malformed, reference: expectations) {
-                            failures.withLock { $0.append(problem) }
+                            failures.withLockedValue { $0.append(problem) }
                         }
                     }
                     group.leave()
@@ -81,7 +81,7 @@ struct ServeFuzzCommandTests {
             }
             group.notify(queue: .global()) { done.resume() }
         }
-        let problems = failures.withLock { $0 }
+        let problems = failures.withLockedValue { $0 }
         #expect(problems.isEmpty, "\(problems.count) sequences went wrong, first: \(problems.prefix(3))")
         #expect(server.process.isRunning)
         #expect(try ServeCommandTests.request(port, "GET", "/dzi/kept_files/11/0_0.jpg").status == 200)

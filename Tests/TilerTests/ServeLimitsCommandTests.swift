@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Synchronization
 import Testing
 import TestSupport
@@ -126,7 +127,7 @@ struct ServeLimitsCommandTests {
         let server = try ServeCommandTests.Server([folder, "--port", "0", "--idle-timeout", "5"])
         defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         let port = server.port
-        let results = Mutex<[(path: String, status: Int, seconds: Double, body: Data)]>([])
+        let results = NIOLockedValueBox<[(path: String, status: Int, seconds: Double, body: Data)]>([])
         let stop = Atomic<Bool>(false)
         let asking = Thread {
             var i = 0
@@ -134,7 +135,7 @@ struct ServeLimitsCommandTests {
                 let path = ["/iiif/3/photo/info.json", "/dzi/photo_files/11/1_1.jpg", "/images/photo", "/iiif/3/photo/full/200,/0/default.jpg"][i % 4]
                 let start = Date()
                 let reply = try? ServeCommandTests.request(port, "GET", path)
-                results.withLock { $0.append((path, reply?.status ?? 0, Date().timeIntervalSince(start), reply?.body ?? Data())) }
+                results.withLockedValue { $0.append((path, reply?.status ?? 0, Date().timeIntervalSince(start), reply?.body ?? Data())) }
                 i += 1
             }
         }
@@ -151,7 +152,7 @@ struct ServeLimitsCommandTests {
         }
         stop.store(true, ordering: .relaxed)
         while !asking.isFinished { usleep(50_000) }
-        let answers = results.withLock { $0 }
+        let answers = results.withLockedValue { $0 }
         #expect(answers.count > 20, "\(answers.count) requests answered")
         #expect(answers.allSatisfy { $0.seconds < 10 }, "slowest \(answers.map(\.seconds).max() ?? 0) s")
         #expect(answers.allSatisfy { [200, 404, 500, 503].contains($0.status) }, "\(Set(answers.map(\.status)))")
