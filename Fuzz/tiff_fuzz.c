@@ -36,9 +36,9 @@ static void read_tiles(cjs_tiff_reader *r, uint32_t index, const uint8_t *data, 
                 /* An edge tile's crop, as a server makes it (half the tile, at least a pixel). */
                 void *cropped = NULL;
                 size_t cropped_length = 0;
-                if (cjs_jpeg_tile_crop(d.jpeg_tables, d.jpeg_tables_length, data + offset, (size_t)length,
-                                       d.tile_width / 2 + 1, d.tile_height / 2 + 1, &cropped, &cropped_length, message,
-                                       sizeof message) == CJS_OK)
+                if (cjs_jpeg_tile_crop(d.jpeg_tables, d.jpeg_tables_length, data + offset, (size_t)length, d.tile_width,
+                                       d.tile_height, d.tile_width / 2 + 1, d.tile_height / 2 + 1, &cropped,
+                                       &cropped_length, message, sizeof message) == CJS_OK)
                     cjs_free(cropped);
             }
         }

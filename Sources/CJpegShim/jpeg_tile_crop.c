@@ -12,9 +12,11 @@ static void crop_message(const char *text, char *message, size_t capacity) {
 }
 
 cjs_status cjs_jpeg_tile_crop(const void *tables, size_t tables_length, const void *tile, size_t tile_length,
-                              uint32_t width, uint32_t height, void **out, size_t *out_length, char *message,
-                              size_t capacity) {
-    if (!tile || tile_length == 0 || !out || !out_length || width == 0 || height == 0) return CJS_ERR_ARGUMENT;
+                              uint32_t tile_width, uint32_t tile_height, uint32_t width, uint32_t height, void **out,
+                              size_t *out_length, char *message, size_t capacity) {
+    if (!tile || tile_length == 0 || !out || !out_length || width == 0 || height == 0 || width > tile_width ||
+        height > tile_height)
+        return CJS_ERR_ARGUMENT;
     *out = NULL;
     *out_length = 0;
     struct jpeg_decompress_struct src;
@@ -25,7 +27,8 @@ cjs_status cjs_jpeg_tile_crop(const void *tables, size_t tables_length, const vo
     src.err = &err.pub;
     dst.err = &err.pub;
     volatile int created = 0; /* 1: src; 2: src and dst */
-    cjs_bytes bytes = {0};     /* its address is taken: in memory, not a register, across the longjmp */
+    cjs_bytes bytes = {0}; /* changed after setjmp, read by the handler: its address is taken (the destination
+                              holds it), so it lives in memory, never in a register the longjmp restores */
     cjs_bytes_destination dest;
     if (setjmp(err.jump)) { /* jpeg_read_header, jpeg_read_coefficients, jpeg_write_coefficients, jpeg_finish_compress */
         crop_message(err.message, message, capacity);
@@ -36,22 +39,22 @@ cjs_status cjs_jpeg_tile_crop(const void *tables, size_t tables_length, const vo
     }
     jpeg_create_decompress(&src);
     created = 1;
-    const char *refusal = NULL;
+    const char *refusal = NULL; /* the data is not such a tile */
     if (tables && tables_length) {
         jpeg_mem_src(&src, tables, (unsigned long)tables_length);
         if (jpeg_read_header(&src, FALSE) != JPEG_HEADER_TABLES_ONLY) refusal = "the JPEGTables hold an image";
     }
     if (!refusal) {
         jpeg_mem_src(&src, tile, (unsigned long)tile_length);
-        if (jpeg_read_header(&src, TRUE) != JPEG_HEADER_OK) refusal = "the tile holds no image";
-        else if (width > src.image_width || height > src.image_height) refusal = "the crop is larger than the tile";
-        else if (src.jpeg_color_space != JCS_YCbCr && src.jpeg_color_space != JCS_GRAYSCALE)
-            refusal = "the tile is neither YCbCr nor gray";
+        jpeg_read_header(&src, TRUE); /* an error (longjmp) when the stream holds no image */
+        /* The tile's own size, as the TIFF says it: a header claiming more never gets its coefficients read. */
+        if (src.image_width != tile_width || src.image_height != tile_height) refusal = "the tile's JPEG is not the tile's size";
     }
-    if (refusal) {
-        crop_message(refusal, message, capacity);
+    int colour = !refusal && (src.jpeg_color_space == JCS_YCbCr || src.jpeg_color_space == JCS_GRAYSCALE);
+    if (refusal || !colour) {
+        crop_message(refusal ? refusal : "the tile is neither YCbCr nor gray", message, capacity);
         jpeg_destroy_decompress(&src);
-        return CJS_ERR_ARGUMENT;
+        return refusal ? CJS_ERR_LIBJPEG : CJS_ERR_ARGUMENT;
     }
     jvirt_barray_ptr *coefficients = jpeg_read_coefficients(&src);
     jpeg_create_compress(&dst);
@@ -61,6 +64,10 @@ cjs_status cjs_jpeg_tile_crop(const void *tables, size_t tables_length, const vo
        reads only the blocks it covers (and pads its last MCUs as every encoder does). */
     dst.image_width = width;
     dst.image_height = height;
+#if JPEG_LIB_VERSION >= 80
+    dst.jpeg_width = width; /* libjpeg 8's API writes these into the frame when transcoding */
+    dst.jpeg_height = height;
+#endif
     dst.optimize_coding = TRUE;
     cjs_bytes_destination_init(&dest, &bytes);
     dst.dest = &dest.pub;

@@ -128,7 +128,6 @@ public final class TileService: Sendable {
             return cached
         }
         let stored = Self.storedTile(resolved, of: pyramid)
-        if stored == nil { metrics.cacheMiss() } else { metrics.storedTile() }
         if !pyramid.isComplete, !pyramid.canRender(resolved) {
             let written = await catalog.waitUntil(image.id, deadline: .now + waitLimit) { $0.canRender(resolved) }
             guard written || pyramid.canRender(resolved) else {
@@ -136,15 +135,18 @@ public final class TileService: Sendable {
             }
         }
         let quality = jpegQuality
-        let data = try await threadPool.blocking { () throws(TileError) -> Data in
-            if let stored, let bytes = try pyramid.exactJPEGTile(level: stored.level, column: stored.column, row: stored.row) { return bytes }
-            return try pyramid.renderEncoded(resolved, quality: quality)
+        // The stored tile's bytes when the pyramid has them as JPEG (an edge tile cropped), else a render.
+        let (data, sentStored) = try await threadPool.blocking { () throws(TileError) -> (Data, Bool) in
+            if let stored, let bytes = try pyramid.exactJPEGTile(level: stored.level, column: stored.column, row: stored.row) {
+                return (bytes, true)
+            }
+            return (try pyramid.renderEncoded(resolved, quality: quality), false)
         }
+        if sentStored { metrics.storedTile() } else { metrics.cacheMiss() }
         let body = ByteBuffer(bytes: data)
         guard let version else { return EncodedImage(body: body, mediaType: resolved.format.mediaType, link: link) }
-        return kept(
-            body, resolved, stored: stored != nil, caches: stored.map { !Self.isWhole($0, of: pyramid) } ?? true, path: path, variant: variant,
-            link: link, of: image, version: version)
+        let whole = sentStored && stored.map { Self.isWhole($0, of: pyramid) } == true
+        return kept(body, resolved, stored: sentStored, caches: !whole, path: path, variant: variant, link: link, of: image, version: version)
     }
 
     /// A complete pyramid's answer, made with its entity tag and kept in the cache under `path` when

@@ -32,6 +32,7 @@ struct TIFFHostileTests {
                 for column in 0..<l.columns {
                     do { _ = try image.readTile(level: level, column: column, row: row) } catch { codes.append(error.code) }
                     do { _ = try image.storedJPEGTile(level: level, column: column, row: row) } catch { codes.append(error.code) }
+                    do { _ = try image.exactJPEGTile(level: level, column: column, row: row) } catch { codes.append(error.code) }
                 }
             }
         }

@@ -241,16 +241,19 @@ cjs_status cjs_jpeg_tile_decode(const void *tables, size_t tables_length, const 
 /**
  * Crops one JPEG tile of a TIFF to its top-left `width` x `height` pixels without decoding it: the
  * DCT coefficients are read (`tables`, may be NULL, then `tile`, as cjs_jpeg_tile_decode reads them)
- * and written again under a smaller frame, Huffman tables optimised (jpegtran -crop WxH+0+0: the
- * pixels inside the region decode as the tile's own). On success `*out` is a complete JPEG the caller
- * frees with cjs_free. Thread-safe (a decompressor and a compressor per call). CJS_ERR_ARGUMENT for a
- * region larger than the tile or a tile that is neither YCbCr nor gray; CJS_ERR_LIBJPEG for data that
- * is not a JPEG (message in `message`). Calls jpeg_read_header, jpeg_read_coefficients,
- * jpeg_write_coefficients, jpeg_finish_compress.
+ * and written again under a smaller frame, Huffman tables optimised: what jpegtran -crop WxH+0+0
+ * writes, so the region decodes as jpegtran's crop does (the last column or row of a subsampled
+ * tile's chroma may be upsampled differently from the padded tile's). The tile's JPEG must be
+ * `tile_width` x `tile_height` (checked before its coefficients are read). On success `*out` is a
+ * complete JPEG the caller frees with cjs_free. Thread-safe (a decompressor and a compressor per
+ * call). CJS_ERR_ARGUMENT for a region larger than the tile or a tile that is neither YCbCr nor gray;
+ * CJS_ERR_LIBJPEG for data that is not such a tile (corrupt, truncated, another size; message in
+ * `message`). Calls jpeg_read_header, jpeg_read_coefficients, jpeg_write_coefficients,
+ * jpeg_finish_compress.
  */
 cjs_status cjs_jpeg_tile_crop(const void *tables, size_t tables_length, const void *tile, size_t tile_length,
-                              uint32_t width, uint32_t height, void **out, size_t *out_length, char *message,
-                              size_t capacity);
+                              uint32_t tile_width, uint32_t tile_height, uint32_t width, uint32_t height, void **out,
+                              size_t *out_length, char *message, size_t capacity);
 
 #ifdef __cplusplus
 }

@@ -176,8 +176,8 @@ extension TIFFSource {
         let status = levels[level].tables.withUnsafeBytes { tables in
             tile.withUnsafeBytes { bytes in
                 cjs_jpeg_tile_crop(
-                    tables.baseAddress, tables.count, bytes.baseAddress, bytes.count, UInt32(width), UInt32(height), &pointer, &length,
-                    &message, message.count)
+                    tables.baseAddress, tables.count, bytes.baseAddress, bytes.count, UInt32(levels[level].tileWidth),
+                    UInt32(levels[level].tileHeight), UInt32(width), UInt32(height), &pointer, &length, &message, message.count)
             }
         }
         defer { cjs_free(pointer) }

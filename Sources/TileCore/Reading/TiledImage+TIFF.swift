@@ -46,8 +46,7 @@ extension TiledImage {
     ///
     /// The JPEG is the stored tile's full size, ``TileGeometry/tileSize`` square: an edge tile holds
     /// padding beyond the image (this package repeats the last column and row into it; other writers
-    /// may pad otherwise), so an edge tile asked for at its exact size must be decoded and cropped
-    /// (``readTile(level:column:row:into:)``). Its colour is YCbCr (three components with identifiers
+    /// may pad otherwise); ``exactJPEGTile(level:column:row:)`` gives it at its exact size. Its colour is YCbCr (three components with identifiers
     /// 1, 2, 3 and no JFIF marker, which every decoder reads as YCbCr) or gray.
     /// - Parameters:
     ///   - level: 0 ..< ``levelCount``.
@@ -68,12 +67,19 @@ extension TiledImage {
 
     /// A TIFF pyramid's JPEG tile at the tile's own size, without decoding anything: a whole tile as
     /// ``storedJPEGTile(level:column:row:)`` makes it; an edge tile (its padding beyond the level left
-    /// out) cropped from the stored one as `jpegtran -crop` crops: its DCT coefficients copied into a
-    /// JPEG of the edge tile's size, Huffman tables optimised, so that its pixels are the stored
-    /// tile's. A server sends these bytes for a DeepZoom or IIIF tile that is a stored tile.
+    /// out) cropped from the stored one as `jpegtran -crop WxH+0+0` crops: its DCT coefficients
+    /// copied into a JPEG of the edge tile's size, Huffman tables optimised. Its pixels are the ones
+    /// jpegtran's crop decodes to (the last column or row of subsampled chroma may be upsampled
+    /// otherwise than in the padded tile). A server sends these bytes for a DeepZoom or IIIF tile that
+    /// is a stored tile. Calls `jpeg_read_coefficients` and `jpeg_write_coefficients` for an edge tile.
+    /// - Parameters:
+    ///   - level: 0 ..< ``levelCount``.
+    ///   - column: the tile's column.
+    ///   - row: the tile's row.
     /// - Returns: the JPEG, or `nil` when the level's tiles are not JPEG (raw level files, a TIFF level
     ///   that is deflate, LZW or uncompressed) or an edge tile's colour is neither YCbCr nor gray.
-    /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws.
+    /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws; ``TileError/Code/corrupt`` for an
+    ///   edge tile whose stored bytes are not a JPEG of the tile's size.
     public func exactJPEGTile(level: Int, column: Int, row: Int) throws(TileError) -> Data? {
         guard let tiff else { return nil }
         _ = try checkedTileOffset(level: level, column: column, row: row)
