@@ -69,6 +69,46 @@ cjs_status cjs_jpeg_tile_decode(const void *tables, size_t tables_length, const 
     return CJS_OK;
 }
 
+/* Whether every component's DC table has a code for each difference category an 8-bit image can
+   give (0 to 11). A crop keeps every block's AC coefficients, so the AC tables code it as they coded
+   the tile; the DC differences change where the smaller frame's rows begin, and may need a category
+   the tile never used (libjpeg-turbo's encoder does not check: a missing code would be written as
+   nothing, a corrupt stream). */
+static int dc_tables_complete(const struct jpeg_decompress_struct *src) {
+    if (src->data_precision != 8) return 0;
+    for (int ci = 0; ci < src->num_components; ci++) {
+        int number = src->comp_info[ci].dc_tbl_no;
+        const JHUFF_TBL *table = number >= 0 && number < NUM_HUFF_TBLS ? src->dc_huff_tbl_ptrs[number] : NULL;
+        if (!table) return 0;
+        int count = 0, seen = 0;
+        for (int length = 1; length <= 16; length++) count += table->bits[length];
+        for (int i = 0; i < count && i < 256; i++)
+            if (table->huffval[i] <= 11) seen |= 1 << table->huffval[i];
+        if (seen != (1 << 12) - 1) return 0;
+    }
+    return 1;
+}
+
+/* Gives the compressor the Huffman tables the tile was coded with (the level's JPEGTables, or the
+   tile's own), each component the same table numbers. */
+static void reuse_huffman_tables(const struct jpeg_decompress_struct *src, struct jpeg_compress_struct *dst) {
+    for (int i = 0; i < NUM_HUFF_TBLS; i++) {
+        const JHUFF_TBL *from[2] = {src->dc_huff_tbl_ptrs[i], src->ac_huff_tbl_ptrs[i]};
+        JHUFF_TBL **to[2] = {&dst->dc_huff_tbl_ptrs[i], &dst->ac_huff_tbl_ptrs[i]};
+        for (int k = 0; k < 2; k++) {
+            if (!from[k]) continue;
+            if (!*to[k]) *to[k] = jpeg_alloc_huff_table((j_common_ptr)dst);
+            memcpy((*to[k])->bits, from[k]->bits, sizeof(from[k]->bits));
+            memcpy((*to[k])->huffval, from[k]->huffval, sizeof(from[k]->huffval));
+            (*to[k])->sent_table = FALSE;
+        }
+    }
+    for (int ci = 0; ci < src->num_components && ci < dst->num_components; ci++) {
+        dst->comp_info[ci].dc_tbl_no = src->comp_info[ci].dc_tbl_no;
+        dst->comp_info[ci].ac_tbl_no = src->comp_info[ci].ac_tbl_no;
+    }
+}
+
 cjs_status cjs_jpeg_tile_crop(const void *tables, size_t tables_length, const void *tile, size_t tile_length,
                               uint32_t tile_width, uint32_t tile_height, uint32_t width, uint32_t height, void **out,
                               size_t *out_length, char *message, size_t capacity) {
@@ -126,7 +166,9 @@ cjs_status cjs_jpeg_tile_crop(const void *tables, size_t tables_length, const vo
     dst.jpeg_width = width; /* libjpeg 8's API writes these into the frame when transcoding */
     dst.jpeg_height = height;
 #endif
-    dst.optimize_coding = TRUE;
+    /* The tile's own tables where they can code the crop (one pass), else tables made for it (two). */
+    if (dc_tables_complete(&src)) reuse_huffman_tables(&src, &dst);
+    else dst.optimize_coding = TRUE;
     cjs_bytes_destination_init(&dest, &bytes);
     dst.dest = &dest.pub;
     jpeg_write_coefficients(&dst, coefficients);

@@ -1,3 +1,4 @@
+import CJpegShim
 import Foundation
 import Testing
 import TestSupport
@@ -231,6 +232,65 @@ struct TIFFStoreTests {
                 }
             }
         }
+    }
+
+    @Test(
+        "a tile whose DC table lacks a category the crop needs is cropped with tables made for the crop: jpegtran -crop's pixels",
+        .enabled(if: Tools.have("djpeg", "jpegtran"), Comment(rawValue: Tools.missing("djpeg", "jpegtran"))))
+    func cropWithIncompleteTables() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // A 256x256 gray tile as another writer may pad it: each row ramps from black up to white over
+        // the first 48 pixels, then slowly back to black. Its own DC differences stay small; cropped to
+        // 48 wide, every row starts black right after a white block, a jump its optimised DC table has
+        // no code for.
+        var pixels = [UInt8](repeating: 0, count: 256 * 256)
+        for y in 0..<256 {
+            for x in 0..<256 { pixels[y * 256 + x] = x < 48 ? UInt8(x * 255 / 47) : UInt8((255 - x) * 255 / 208) }
+        }
+        var options = JPEGEncoder.Options()
+        options.quality = 90
+        options.optimizeCoding = true
+        let tile = try JPEGEncoder.encode(pixels: pixels, width: 256, height: 256, input: .grayscale, options: options)
+        let file = "\(folder)/tile.jpg"
+        try tile.write(to: URL(fileURLWithPath: file))
+        // The point of the test: the DC table lacks categories (read plainly from the DHT segment).
+        let categories = try #require(Self.dcCategories(in: [UInt8](tile)).first)
+        #expect(categories.count < 12, "\(categories.sorted())")
+        for (w, h) in [(48, 256), (48, 100), (40, 8)] {
+            var pointer: UnsafeMutableRawPointer?
+            var length = 0
+            var message = [CChar](repeating: 0, count: 256)
+            let status = tile.withUnsafeBytes { bytes in
+                cjs_jpeg_tile_crop(nil, 0, bytes.baseAddress, bytes.count, 256, 256, UInt32(w), UInt32(h), &pointer, &length, &message, message.count)
+            }
+            defer { cjs_free(pointer) }
+            try #require(status == CJS_OK && pointer != nil)
+            let ours = try TIFFChecks.djpeg(Data(bytes: pointer!, count: length))
+            let reference = try TIFFChecks.djpeg(try Tools.run("jpegtran", ["-crop", "\(w)x\(h)+0+0", file]).stdout)
+            let same = ours.samples == reference.samples  // (not the arrays in a failure's message)
+            #expect(ours.width == w && ours.height == h)
+            #expect(same, "\(w)x\(h)")
+        }
+    }
+
+    /// The symbols of each DC Huffman table (class 0) in a JPEG's DHT segments.
+    static func dcCategories(in jpeg: [UInt8]) -> [Set<UInt8>] {
+        var tables: [Set<UInt8>] = []
+        var i = 2
+        while i + 4 <= jpeg.count, jpeg[i] == 0xFF, jpeg[i + 1] != 0xDA {
+            let length = Int(jpeg[i + 2]) << 8 | Int(jpeg[i + 3])
+            if jpeg[i + 1] == 0xC4 {
+                var j = i + 4
+                while j + 17 <= i + 2 + length {
+                    let count = jpeg[(j + 1)...(j + 16)].reduce(0) { $0 + Int($1) }
+                    if jpeg[j] >> 4 == 0 { tables.append(Set(jpeg[(j + 17)..<(j + 17 + count)])) }
+                    j += 17 + count
+                }
+            }
+            i += 2 + length
+        }
+        return tables
     }
 
     @Test("a CMYK source gets an encoded level 0", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)))

@@ -241,9 +241,11 @@ cjs_status cjs_jpeg_tile_decode(const void *tables, size_t tables_length, const 
 /**
  * Crops one JPEG tile of a TIFF to its top-left `width` x `height` pixels without decoding it: the
  * DCT coefficients are read (`tables`, may be NULL, then `tile`, as cjs_jpeg_tile_decode reads them)
- * and written again under a smaller frame, Huffman tables optimised: what jpegtran -crop WxH+0+0
- * writes, so the region decodes as jpegtran's crop does (the last column or row of a subsampled
- * tile's chroma may be upsampled differently from the padded tile's). The tile's JPEG must be
+ * and written again under a smaller frame: what jpegtran -crop WxH+0+0 writes, so the region decodes
+ * as jpegtran's crop does (the last column or row of a subsampled tile's chroma may be upsampled
+ * differently from the padded tile's). Coded in one pass with the tile's own Huffman tables when their
+ * DC tables have a code for every category (the crop's DC differences change where its rows begin),
+ * else with tables optimised for the crop (two passes). The tile's JPEG must be
  * `tile_width` x `tile_height` (checked before its coefficients are read). On success `*out` is a
  * complete JPEG the caller frees with cjs_free. Thread-safe (a decompressor and a compressor per
  * call). CJS_ERR_ARGUMENT for a region larger than the tile or a tile that is neither YCbCr nor gray;

@@ -68,10 +68,10 @@ extension TiledImage {
     /// A TIFF pyramid's JPEG tile at the tile's own size, without decoding anything: a whole tile as
     /// ``storedJPEGTile(level:column:row:)`` makes it; an edge tile (its padding beyond the level left
     /// out) cropped from the stored one as `jpegtran -crop WxH+0+0` crops: its DCT coefficients
-    /// copied into a JPEG of the edge tile's size, Huffman tables optimised. Its pixels are the ones
-    /// jpegtran's crop decodes to (the last column or row of subsampled chroma may be upsampled
-    /// otherwise than in the padded tile). A server sends these bytes for a DeepZoom or IIIF tile that
-    /// is a stored tile. Calls `jpeg_read_coefficients` and `jpeg_write_coefficients` for an edge tile.
+    /// copied into a JPEG of the edge tile's size, coded with the tile's own Huffman tables where they
+    /// can code it (else with tables made for it). Its pixels are the ones jpegtran's crop decodes to
+    /// (the last column or row of subsampled chroma may be upsampled otherwise than in the padded
+    /// tile). A server sends these bytes for a DeepZoom or IIIF tile that is a stored tile. Calls `jpeg_read_coefficients` and `jpeg_write_coefficients` for an edge tile.
     /// - Parameters:
     ///   - level: 0 ..< ``levelCount``.
     ///   - column: the tile's column.
