@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 import TestSupport
 @testable import TileCore
@@ -67,6 +68,41 @@ struct AbandonedBuildTests {
         _ = try builder.finish()
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent) == ["photo.tiles"])
         #expect(try TiledImage.open(store: "\(parent)/photo.tiles").isComplete)
+    }
+
+    @Test("a folder still being made for a build (.creating-) is left alone for a minute, then removed when no one holds it")
+    func creatingFolderGrace() throws {
+        let parent = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        try Self.make(parent, ".a.tiles.creating-1-2", files: [])
+        try Self.make(parent, ".b.tiles.creating-3-4", files: [])
+        // b was made two minutes ago (its process died before it locked and renamed it).
+        var old = [timeval(tv_sec: time(nil) - 120, tv_usec: 0), timeval(tv_sec: time(nil) - 120, tv_usec: 0)]
+        #expect(utimes("\(parent)/.b.tiles.creating-3-4", &old) == 0)
+        #expect(TileStorage.removeAbandonedBuilds(in: parent) == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent) == [".a.tiles.creating-1-2"])
+    }
+
+    @Test("builds and cleanups running at once in one folder: no build loses its staging folder", arguments: [StoreFormat.raw, .tiff()])
+    func cleanupsBesideBuilds(format: StoreFormat) throws {
+        let parent = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        let jpeg = try Synthetic.jpeg(.init(width: 64, height: 64))
+        let stop = NIOLockedValueBox(false)
+        // Another instance starting again and again (what `tiler serve` does at its start), as fast as it can.
+        let cleaner = Thread {
+            while !stop.withLockedValue({ $0 }) { TileStorage.removeAbandonedBuilds(in: parent) }
+        }
+        cleaner.start()
+        defer { stop.withLockedValue { $0 = true } }
+        var failures: [String] = []
+        for index in 0..<300 {
+            var options = BuildOptions()
+            options.format = format
+            options.storage = .persistent(path: "\(parent)/image-\(index).tiles")
+            do { _ = try TileBuilder.build(data: jpeg, options: options) } catch { failures.append("\(index): \(error)") }
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
     }
 
     @Test("an open store's folder is held shared: removeStoreIfUnused leaves it while an image has it open")

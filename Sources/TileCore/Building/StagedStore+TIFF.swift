@@ -22,11 +22,7 @@ extension StagedStore {
                 scratchDirectory: folder)
         case .persistent(let path):
             let url = URL(fileURLWithPath: path)
-            let parent = url.deletingLastPathComponent().path
-            TileStorage.removeAbandonedBuilds(in: parent, name: url.lastPathComponent)
-            let staging = "\(parent)/.\(url.lastPathComponent).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-            guard mkdir(staging, 0o700) == 0 else { throw SystemCall.error("cannot create the store", path: url.path) }
-            let lock = FolderLock(holding: staging)
+            let (staging, lock) = try makeStagingFolder(for: url)
             var fds: [Int32] = []
             do {
                 fds.append(try SystemCall.createExclusive("\(staging)/\(StoreManifest.tiffFileName)", mode: 0o644))

@@ -35,10 +35,7 @@ struct StagedStore {
     private static func createPersistent(path: String, levelCount: Int) throws(TileError) -> StagedStore {
         let url = URL(fileURLWithPath: path)
         let parent = url.deletingLastPathComponent().path
-        TileStorage.removeAbandonedBuilds(in: parent, name: url.lastPathComponent)
-        let staging = "\(parent)/.\(url.lastPathComponent).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        guard mkdir(staging, 0o700) == 0 else { throw SystemCall.error("cannot create the store", path: url.path) }
-        let lock = FolderLock(holding: staging)
+        let (staging, lock) = try makeStagingFolder(for: url)
         var fds: [Int32] = []
         for index in 0..<levelCount {
             do { fds.append(try SystemCall.createExclusive("\(staging)/\(StoreManifest.levelFileName(index))")) } catch {
@@ -49,6 +46,25 @@ struct StagedStore {
         }
         return StagedStore(
             files: LevelFiles(descriptors: fds), stagingPath: staging, finalPath: url.path, scratchDirectory: staging, lock: lock)
+    }
+
+    /// A new staging folder for the store at `url` (after removing its abandoned builds), and its lock.
+    /// It is made as `.NAME.creating-PID-N`, locked, and only then renamed to `.NAME.partial-PID-N`: a
+    /// folder of that name is never without its lock, so another process cleaning up leftovers at that
+    /// moment cannot take it for an abandoned build (a rename keeps the lock, which is the folder's).
+    static func makeStagingFolder(for url: URL) throws(TileError) -> (path: String, lock: FolderLock) {
+        let parent = url.deletingLastPathComponent().path
+        let name = url.lastPathComponent
+        TileStorage.removeAbandonedBuilds(in: parent, name: name)
+        let suffix = "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let (creating, staging) = ("\(parent)/.\(name).creating-\(suffix)", "\(parent)/.\(name).partial-\(suffix)")
+        guard mkdir(creating, 0o700) == 0 else { throw SystemCall.error("cannot create the store", path: url.path) }
+        guard let lock = FolderLock(holding: creating), rename(creating, staging) == 0 else {
+            let error = SystemCall.error("cannot create the store", path: url.path)
+            rmdir(creating)
+            throw error
+        }
+        return (staging, lock)
     }
 
     /// Makes the store visible at its final path: data synced, manifest written, one rename.

@@ -52,10 +52,12 @@ extension TileStorage {
     public static func removeAbandonedBuilds(in folder: String, name: String? = nil) -> Int {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
         var removed = 0
+        let now = time(nil)
         for entry in entries where isLeftover(entry, of: name) {
             let path = "\(folder)/\(entry)"
             var info = stat()
             guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, holdsOnlyStoreFiles(path),
+                !isBeingCreated(entry) || now - info.st_mtim.tv_sec > creationGraceSeconds,
                 let lock = FolderLock(holding: path)
             else { continue }
             removeStoreFolder(path)
@@ -65,17 +67,24 @@ extension TileStorage {
         return removed
     }
 
-    /// Whether `entry` is named as a staging folder (`.NAME.partial-PID-N`) or a set-aside store
-    /// (`NAME.replaced-PID-N`), of the store `name` if given.
+    /// How long a folder being made for a build (`.NAME.creating-…`) is left alone although no one
+    /// holds it: it is unlocked only between its `mkdir` and its lock, or when its process died there.
+    static let creationGraceSeconds = 60
+
+    /// Whether `entry` is named as a staging folder not yet locked (`.NAME.creating-PID-N`).
+    static func isBeingCreated(_ entry: String) -> Bool { entry.range(of: ".creating-", options: .backwards) != nil }
+
+    /// Whether `entry` is named as a staging folder (`.NAME.partial-PID-N`, or `.NAME.creating-PID-N`
+    /// while it is made) or a set-aside store (`NAME.replaced-PID-N`), of the store `name` if given.
     static func isLeftover(_ entry: String, of name: String?) -> Bool {
         func endsInTwoNumbers(_ rest: Substring) -> Bool {
             let parts = rest.split(separator: "-", omittingEmptySubsequences: false)
             return parts.count == 2 && parts.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { (48...57).contains($0) } }
         }
-        for marker in [".partial-", ".replaced-"] {
+        for marker in [".partial-", ".creating-", ".replaced-"] {
             guard let range = entry.range(of: marker, options: .backwards), endsInTwoNumbers(entry[range.upperBound...]) else { continue }
             let store = entry[..<range.lowerBound]
-            let staged = marker == ".partial-"
+            let staged = marker != ".replaced-"
             guard !staged || store.hasPrefix(".") else { continue }
             if let name, (staged ? store.dropFirst() : store) != name { continue }
             return true
