@@ -307,7 +307,12 @@ int32_t cjs_tiff_writer_errno(cjs_tiff_writer *w) {
     return number;
 }
 
-const char *cjs_tiff_writer_message(cjs_tiff_writer *w) { return w->file.message; }
+void cjs_tiff_writer_copy_message(cjs_tiff_writer *w, char *out, size_t capacity) {
+    if (!out || capacity == 0) return;
+    pthread_mutex_lock(&w->lock);
+    snprintf(out, capacity, "%s", w->file.message);
+    pthread_mutex_unlock(&w->lock);
+}
 
 const cjs_tiff_level *tiff_writer_level(const cjs_tiff_writer *w, uint32_t level) {
     return level < w->count ? &w->levels[level].desc : NULL;

@@ -52,6 +52,29 @@ struct FaultTests {
         #expect(try TiledImage.open(store: "\(folder)/other.tiles").allTiles() == before)
     }
 
+    @Test("a TIFF store's write that hits a file-size limit fails with EFBIG and the writer's message, and removes its files")
+    func tiffFileSizeLimit() async throws {
+        let folder = try Self.freshFolder("fsize-tiff")
+        await #expect(processExitsWith: .exitCode(0)) {
+            let folder = "\(FaultTests.root)/fsize-tiff"
+            signal(SIGXFSZ, SIG_IGN)
+            var limit = rlimit(rlim_cur: 1 << 18, rlim_max: 1 << 18)  // the TIFF is about 1 MB
+            setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+            var options = FaultTests.storeOptions("\(folder)/big.tiles")
+            options.format = .tiff()
+            let data = try Synthetic.jpeg(.init(width: 1500, height: 1200))
+            let error = thrownError { try TileBuilder.build(data: data, options: options) }
+            let left = try FileManager.default.contentsOfDirectory(atPath: folder)
+            // The message is the writer's own (copied under its lock), not the fallback text.
+            guard let error, error.code == .io, error.errno == EFBIG, !error.message.contains("the TIFF writer failed"), left.isEmpty else {
+                FileHandle.standardError.write(Data("fsize-tiff child: \(String(describing: error)), left \(left)\n".utf8))
+                _exit(1)
+            }
+            _exit(0)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
+    }
+
     @Test("a build killed with SIGKILL leaves the previous complete store or none, never a half-written one")
     func killedMidBuild() async throws {
         let folder = try Self.freshFolder("kill")

@@ -65,7 +65,7 @@ typedef struct cjs_tiff_writer cjs_tiff_writer;
  * Neither descriptor is closed or kept past destroy; both must stay open until then. `progress`, if
  * not NULL, has `count` entries and must outlive the writer: each level's count of complete tile
  * rows is stored there (release order) once every tile of the row is in a file. Memory: the tile
- * tables (16 bytes a tile). CJS_ERR_IO (libtiff refused the file: cjs_tiff_writer_message after a
+ * tables (16 bytes a tile). CJS_ERR_IO (libtiff refused the file: cjs_tiff_writer_copy_message after a
  * successful create is unavailable, so the status alone says it), CJS_ERR_ARGUMENT, CJS_ERR_NOMEM.
  */
 cjs_status cjs_tiff_writer_create(int32_t fd, int32_t spool_fd, const cjs_tiff_options *options,
@@ -76,7 +76,7 @@ void cjs_tiff_writer_destroy(cjs_tiff_writer *w);
 /**
  * Stores one encoded tile (an abbreviated JPEG stream: SOI, SOF, SOS, data, EOI): level 0's through
  * TIFFWriteRawTile, others' into the spool. `bytes` need only live for the call. Thread-safe.
- * CJS_ERR_IO (cjs_tiff_writer_errno, cjs_tiff_writer_message), CJS_ERR_ARGUMENT, CJS_ERR_STATE after
+ * CJS_ERR_IO (cjs_tiff_writer_errno, cjs_tiff_writer_copy_message), CJS_ERR_ARGUMENT, CJS_ERR_STATE after
  * a failure or finish.
  */
 cjs_status cjs_tiff_writer_put_tile(cjs_tiff_writer *w, uint32_t level, uint32_t column, uint32_t row,
@@ -98,8 +98,9 @@ cjs_status cjs_tiff_writer_finish(cjs_tiff_writer *w);
 uint64_t cjs_tiff_writer_bytes_written(cjs_tiff_writer *w);
 /** The errno of the first failure (0 when none, or when libtiff failed without one). Thread-safe. */
 int32_t cjs_tiff_writer_errno(cjs_tiff_writer *w);
-/** The first failure's message (libtiff's, or the shim's); owned by the writer. Thread-safe once failed. */
-const char *cjs_tiff_writer_message(cjs_tiff_writer *w);
+/** Copies the first failure's message (libtiff's, or the shim's; empty when none) into `out`, cut to
+    `capacity` bytes with its NUL. Thread-safe (copied under the writer's lock). */
+void cjs_tiff_writer_copy_message(cjs_tiff_writer *w, char *out, size_t capacity);
 
 /** The quantisation tables an encoded level is scaled from. */
 typedef enum {

@@ -178,7 +178,9 @@ final class TIFFPyramidWriter: @unchecked Sendable {
     /// The writer's failure as a typed error: its errno when a write failed, libtiff's message.
     func failure(_ what: String) -> TileError {
         let number = cjs_tiff_writer_errno(handle)
-        let message = String(cString: cjs_tiff_writer_message(handle))
+        var text = [CChar](repeating: 0, count: 256)
+        cjs_tiff_writer_copy_message(handle, &text, text.count)
+        let message = TIFFSource.text(of: text)
         return TileError(.io, "\(what): \(message.isEmpty ? "the TIFF writer failed" : message)", errno: number == 0 ? nil : number)
     }
 }
