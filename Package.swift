@@ -54,11 +54,13 @@ let package = Package(
             dependencies: ["CLibJPEG", "CLibPNG", "CLibTIFF"],
             cSettings: [.define("_GNU_SOURCE")]
         ),
+        // PNG masters: libpng's progressive reader behind a push decoder of RGBA rows (TileCore's PNGDecoder).
+        .target(name: "CPngDecoder", dependencies: ["CLibPNG"]),
         // libjpeg's ordinary whole-image decode, for tests and benchmarks to compare with: not shipped.
         .target(name: "CJpegReference", dependencies: ["CLibJPEG", "CLibPNG"]),
         .target(
             name: "TileCore",
-            dependencies: ["CJpegShim", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: ["CJpegShim", "CPngDecoder", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .target(

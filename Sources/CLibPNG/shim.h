@@ -1,2 +1,2 @@
-/* libpng (Debian's libpng-dev): the shim's PNG encoder is its only user. */
+/* libpng (Debian's libpng-dev): the shim's PNG encoder and CPngDecoder's reader. */
 #include <png.h>

@@ -8,8 +8,8 @@ import Glibc
 /// The file behind an identifier in the served folder, and which version of it.
 struct SourceFile: Sendable, Hashable {
     enum Kind: Sendable, Hashable {
-        /// A JPEG, built into a store in the cache folder.
-        case jpeg
+        /// A master (JPEG or PNG), built into a store in the cache folder.
+        case master
         /// A store folder (`{id}.tiles`), served as it is; its manifest is what is fingerprinted.
         case store
         /// A tiled pyramidal TIFF (`{id}.tif`, `.tiff`: libvips', IIPImage's), served as it is.
@@ -20,10 +20,11 @@ struct SourceFile: Sendable, Hashable {
     var path: String
     var fingerprint: SourceFingerprint
 
-    static let jpegSuffixes = ["jpg", "jpeg", "JPG", "JPEG"]
+    static let masterSuffixes = ["jpg", "jpeg", "JPG", "JPEG", "png", "PNG"]
     static let tiffSuffixes = ["tif", "tiff", "TIF", "TIFF"]
 
-    /// The file behind `id` directly in `root`: a regular JPEG file (`{id}.jpg`, `.jpeg`) or a store
+    /// The file behind `id` directly in `root`: a regular master file (`{id}.jpg`, `.jpeg`, `.png`: its
+    /// format is told from its bytes when it is built), a pyramidal TIFF, or a store
     /// folder (`{id}.tiles`). Never through a symlink unless `followsSymlinks`, and then only to a
     /// target inside `root`; never waiting on a FIFO or a device (opened non-blocking, then checked to
     /// be a regular file). What is at the name but none of these is skipped, and `skipped` told.
@@ -32,13 +33,13 @@ struct SourceFile: Sendable, Hashable {
     static func find(
         _ id: String, in root: String, known: SourceFingerprint?, followsSymlinks: Bool = false, skipped: (String) -> Void = { _ in }
     ) -> SourceFile? {
-        for suffix in jpegSuffixes + tiffSuffixes {
+        for suffix in masterSuffixes + tiffSuffixes {
             var path = "\(root)/\(id).\(suffix)"
             let entry = FolderEntry(at: path)
             guard entry != .none else { continue }
             if entry == .symlink, followsSymlinks, let target = FolderEntry.resolved(path, inside: root) { path = target }
             if let fingerprint = try? SourceFingerprint.read(path: path, known: known) {
-                return SourceFile(kind: jpegSuffixes.contains(suffix) ? .jpeg : .tiff, path: path, fingerprint: fingerprint)
+                return SourceFile(kind: masterSuffixes.contains(suffix) ? .master : .tiff, path: path, fingerprint: fingerprint)
             }
             skipped(path)
         }
@@ -56,7 +57,7 @@ struct SourceFile: Sendable, Hashable {
         return Set(
             names.compactMap { name -> String? in
                 let (id, suffix) = ((name as NSString).deletingPathExtension, (name as NSString).pathExtension)
-                guard ImageCatalog.isValidIdentifier(id), (jpegSuffixes + tiffSuffixes + ["tiles"]).contains(suffix) else { return nil }
+                guard ImageCatalog.isValidIdentifier(id), (masterSuffixes + tiffSuffixes + ["tiles"]).contains(suffix) else { return nil }
                 return id
             }
         ).sorted()

@@ -62,7 +62,7 @@ extension ImageCatalog {
         else { return nil }
         let path = source.path, kind = source.kind
         let size = try? await threadPool.blocking { () throws(TileError) -> (Int, Int, Int) in
-            if kind != .jpeg {
+            if kind != .master {
                 let g = try (kind == .store ? TiledImage.open(store: path) : TiledImage.open(tiff: path)).geometry
                 return (g.width, g.height, g.levels.count)
             }
@@ -72,8 +72,8 @@ extension ImageCatalog {
         }
         if let (width, height, levels) = size {
             (summary.width, summary.height) = (width, height)
-            if kind != .jpeg, summary.state == .notBuilt { (summary.state, summary.levelsComplete, summary.levelCount) = (.ready, levels, levels) }
-        } else if kind != .jpeg {
+            if kind != .master, summary.state == .notBuilt { (summary.state, summary.levelsComplete, summary.levelCount) = (.ready, levels, levels) }
+        } else if kind != .master {
             summary.state = .failed
         }
         return summary

@@ -29,9 +29,9 @@ extension ImageCatalog {
         let uploading = states.values.filter { if case .building(let build) = $0 { build.isUpload } else { false } }.count
         guard uploading < maximumUploads else { throw .busy }
         let root = self.root
-        // Anything at the name (a JPEG, a store, a file or link of another kind) makes it taken.
+        // Anything at the name (a master, a store, a file or link of another kind) makes it taken.
         let taken = (try? await threadPool.blocking { () throws(TileError) -> Bool in
-            (SourceFile.jpegSuffixes + ["tiles"]).contains { FolderEntry(at: "\(root)/\(id).\($0)") != .none }
+            (SourceFile.masterSuffixes + ["tiles"]).contains { FolderEntry(at: "\(root)/\(id).\($0)") != .none }
         }) ?? true
         guard !taken, !isBuilding(id) else { throw .exists }
         var options = options

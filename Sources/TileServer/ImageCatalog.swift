@@ -308,7 +308,7 @@ public actor ImageCatalog {
                 states[id] = .failed(error, source.fingerprint, at: .now)
             }
             return nil
-        case .jpeg:
+        case .master:
             return await buildOrReuse(id, source)
         }
     }

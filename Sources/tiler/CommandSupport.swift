@@ -89,7 +89,10 @@ func failureLine(_ subject: String, _ error: any Error) -> String {
     switch error {
     case let error as TileError:
         message = error.message
-        if error.code == .truncated && !message.hasPrefix("empty") { message += " (--allow-truncated accepts it)" }
+        // A JPEG cut short can be filled in; a PNG cut short cannot (PNGDecoder's messages say "the PNG").
+        if error.code == .truncated && !message.hasPrefix("empty") && !message.hasPrefix("the PNG") {
+            message += " (--allow-truncated accepts it)"
+        }
     case let error as CocoaError:
         message = error.localizedDescription
     default:

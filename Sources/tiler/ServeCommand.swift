@@ -10,7 +10,7 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve a folder of JPEGs and stores over IIIF Image API 3.0 and DeepZoom.",
         discussion: """
-            Routes: GET /iiif/3/{id}/info.json, /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format} (IIIF Image API 3.0; /iiif/2/... the same in 2.1), /dzi/{id}.dzi, /dzi/{id}_files/{level}/{col}_{row}.jpg. The identifier is a file's name in DIR without its extension (.jpg, .jpeg, .tiles, .tif, .tiff). A JPEG is built into a store in the cache folder on its first request; its tiles are served while it builds. GET / lists the images, GET /view/{id} is the viewer. With --allow-uploads, PUT /images/{id} builds an uploaded JPEG into {id}.tiles as it arrives. GET /health (alive), /ready (can serve: 200 or 503), /metrics (Prometheus). SIGTERM or SIGINT stops the server.
+            Routes: GET /iiif/3/{id}/info.json, /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format} (IIIF Image API 3.0; /iiif/2/... the same in 2.1), /dzi/{id}.dzi, /dzi/{id}_files/{level}/{col}_{row}.jpg. The identifier is a file's name in DIR without its extension (.jpg, .jpeg, .png, .tiles, .tif, .tiff). A JPEG or PNG master is built into a store in the cache folder on its first request; its tiles are served while it builds (a PNG with alpha needs --format raw). GET / lists the images, GET /view/{id} is the viewer. With --allow-uploads, PUT /images/{id} builds an uploaded JPEG or PNG into {id}.tiles as it arrives. GET /health (alive), /ready (can serve: 200 or 503), /metrics (Prometheus). SIGTERM or SIGINT stops the server.
             """)
 
     @Argument(help: "The folder of JPEGs, stores and pyramidal TIFFs to serve (or the setting folder).")

@@ -7,7 +7,11 @@ import TileCore
 @Suite("Fixture corpus", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)))
 struct CorpusTests {
     static let decodable = Corpus.entries.filter { $0["djpeg_ok"] == "y" }
-    static let refused = Corpus.entries.filter { $0["djpeg_ok"] == "n" && $0["cmyk_ppm_sha256"].isEmpty }
+    /// Files that are PNGs whatever their names (the format is told from the bytes): built as PNGs.
+    static let pngs = Corpus.entries.filter { ($0["djpeg_error"]).hasPrefix("Not a JPEG file: starts with 0x89 0x50") }
+    static let refused = Corpus.entries.filter {
+        $0["djpeg_ok"] == "n" && $0["cmyk_ppm_sha256"].isEmpty && !$0["djpeg_error"].hasPrefix("Not a JPEG file: starts with 0x89 0x50")
+    }
     static let cmyk = Corpus.entries.filter { !$0["cmyk_ppm_sha256"].isEmpty }
 
     static func rgbHash(_ image: TiledImage) throws -> String {
@@ -62,6 +66,16 @@ struct CorpusTests {
         let expected: [TileError.Code] = [.corrupt, .unsupported, .tooLarge, .truncated]
         #expect(code.map(expected.contains) == true, "\(entry.file): \(String(describing: code))")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+    }
+
+    @Test(
+        "a PNG named .jpg is read as the PNG it is: pngtopnm's pixels", .enabled(if: PNGSourceTests.tools, PNGSourceTests.skip),
+        arguments: pngs)
+    func pngNamedJPEG(entry: Corpus.Entry) throws {
+        let folder = try PNGSourceTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let image = try Self.build(entry)
+        #expect(try image.pixels(level: 0) == PNGSourceTests.reference(try Data(contentsOf: URL(fileURLWithPath: entry.path)), in: folder))
     }
 
     @Test("CMYK and YCCK files match djpeg's CMYK-to-RGB pixels", arguments: cmyk)

@@ -1,7 +1,7 @@
 extension TileBuilder {
     /// Checks the header against the limits, then sizes the files: nothing touches the disk before.
     /// A TIFF store's pipeline is made by ``makeTIFFPipeline(_:info:orientation:)``.
-    func makePipeline(_ header: JPEGHeader) throws(TileError) -> (Pipeline, ImageInfo) {
+    func makePipeline(_ header: SourceHeader) throws(TileError) -> (Pipeline, ImageInfo) {
         guard header.width > 0, header.height > 0 else {
             throw TileError(.corrupt, "the frame header declares an empty image (\(header.width)x\(header.height))")
         }
@@ -10,9 +10,16 @@ extension TileBuilder {
                 .tooLarge,
                 "\(header.width)x\(header.height) is over the limit of \(options.maximumPixelCount) pixels")
         }
-        let info = ImageInfo(header: header, segments: headerReader.segments)
+        let info: ImageInfo
+        switch header {
+        case .jpeg(let jpeg): info = ImageInfo(header: jpeg, segments: headerReader.segments)
+        case .other(let other): info = other
+        }
         let orientation = options.orientation.resolve(exif: info.exifOrientation)
         if case .tiff(let tiff) = options.format {
+            guard !info.hasAlpha else {
+                throw TileError(.unsupported, "a TIFF store's JPEG tiles keep no alpha: build a raw store of this \(info.format.rawValue.uppercased())")
+            }
             return (try makeTIFFPipeline(header, info: info, orientation: orientation, tiff: tiff), info)
         }
         return (try makeRawPipeline(header, info: info, orientation: orientation, storage: options.storage), info)
@@ -20,7 +27,7 @@ extension TileBuilder {
 
     /// Raw level files in `storage`: the default format, and the scratch pyramid of a TIFF store whose
     /// image is turned.
-    func makeRawPipeline(_ header: JPEGHeader, info: ImageInfo, orientation: ImageOrientation, storage: TileStorage)
+    func makeRawPipeline(_ header: SourceHeader, info: ImageInfo, orientation: ImageOrientation, storage: TileStorage)
         throws(TileError) -> Pipeline
     {
         // An export streams when the rows come out upright; else it reads the finished store.

@@ -21,7 +21,7 @@ extension TileBuilder {
     /// A TIFF store's pipeline: the TIFF, its level 0 copied from the coefficients when the JPEG and the
     /// tile size allow it (else encoded from the rows), its lower levels encoded from the shrink. A
     /// turned image is built into a scratch raw pyramid first and encoded upright when complete.
-    func makeTIFFPipeline(_ header: JPEGHeader, info: ImageInfo, orientation: ImageOrientation, tiff: TIFFWriting)
+    func makeTIFFPipeline(_ header: SourceHeader, info: ImageInfo, orientation: ImageOrientation, tiff: TIFFWriting)
         throws(TileError) -> Pipeline
     {
         guard options.tileSize % 16 == 0 else {

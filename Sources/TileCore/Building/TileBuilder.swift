@@ -1,6 +1,8 @@
 public import Foundation
 
-/// Turns the bytes of a JPEG, pushed in chunks of any size as they arrive, into a tile pyramid.
+/// Turns the bytes of a JPEG or PNG master, pushed in chunks of any size as they arrive, into a tile
+/// pyramid. The format is told from the first bytes (a PNG's signature; anything else is read as a
+/// JPEG), never from a file name.
 ///
 /// Each ``append(_:)-(UnsafeRawBufferPointer)`` decodes as many scanlines as the bytes allow and writes
 /// them into the level files straight away, so when the last byte arrives the pyramid is nearly done.
@@ -50,9 +52,9 @@ public final class TileBuilder {
 
     /// The options this builder was created with.
     public let options: BuildOptions
-    /// The frame header, once read.
+    /// A JPEG's frame header, once read (nil for other formats: see ``info``).
     public private(set) var header: JPEGHeader?
-    /// The header's metadata (EXIF, ICC, ...), once the header has been read.
+    /// The header's metadata (format, size, EXIF, ICC, ...), once the header has been read.
     public private(set) var info: ImageInfo?
     /// Compressed bytes received so far, up to the chunk that completed the image.
     public private(set) var bytesReceived = 0
@@ -60,7 +62,8 @@ public final class TileBuilder {
     /// chunks): counted and dropped, never buffered or decoded.
     public private(set) var bytesAfterImage = 0
     var state = State.readingHeader
-    let decoder: JPEGDecoder
+    /// A JPEG decoder until the first bytes say the master is a PNG.
+    var decoder: any RowDecoder
     var headerReader = HeaderReader()
     var fingerprint = Fingerprint()
     /// While previews may still be made: the bytes so far, from the first, and where their scans end.
@@ -134,6 +137,12 @@ public final class TileBuilder {
         if case .complete = state {
             bytesAfterImage += bytes.count
             return
+        }
+        if bytesReceived == 0, PNGDecoder.isSignature(bytes) {
+            do throws(TileError) { decoder = try PNGDecoder() } catch {
+                cleanUp(with: error)
+                throw error
+            }
         }
         if case .readingHeader = state { headerReader.feed(bytes) }
         if case .persistent = options.storage { fingerprint.add(bytes) }
@@ -272,7 +281,7 @@ public final class TileBuilder {
         while true {
             switch state {
             case .readingHeader:
-                guard let header = try decoder.readHeader() else { return }
+                guard let header = try decoder.readSourceHeader() else { return }
                 state = .starting(try prepare(header))
             case .starting(let p):
                 guard try decoder.start() == .ready else { return }
@@ -310,8 +319,8 @@ public final class TileBuilder {
         }
     }
 
-    private func prepare(_ header: JPEGHeader) throws(TileError) -> Pipeline {
-        self.header = header
+    private func prepare(_ header: SourceHeader) throws(TileError) -> Pipeline {
+        if case .jpeg(let jpeg) = header { self.header = jpeg }
         let (pipeline, info) = try makePipeline(header)
         self.info = info
         exportSession = pipeline.export

@@ -1,17 +1,30 @@
 public import Foundation
 
-/// What a JPEG says about itself, read from its header segments only: it stops at the first SOS and
-/// never touches scan data, so its cost does not grow with the file's size.
+/// The file formats masters are read in, told from their first bytes.
+public enum ImageFormat: String, Sendable, Hashable, Codable {
+    case jpeg, png
+}
+
+/// What a master says about itself, read from its header only (a JPEG's header segments up to the
+/// first SOS; a PNG's chunks before its first IDAT), so its cost does not grow with the file's size.
+/// Most fields describe a JPEG's coding; a PNG fills what applies (``format``, size, components,
+/// ``bitsPerSample``, ``hasAlpha``, ``iccProfile``, ``density``).
 public struct ImageInfo: Sendable, Hashable {
     /// How the image is coded (the SOF marker).
     public enum Coding: String, Sendable, Hashable {
         case baseline, extendedSequential, progressive, lossless, unknown
     }
 
+    /// The file's format.
+    public var format: ImageFormat = .jpeg
     /// Stored size.
     public var width: Int
     public var height: Int
+    /// Colour components, alpha not counted (1 gray, 3 colour, 4 CMYK).
     public var components: Int
+    /// Whether the image has an alpha channel (a PNG's, or its `tRNS` transparency): kept in raw
+    /// stores' RGBA tiles.
+    public var hasAlpha = false
     public var colorSpace: JPEGHeader.ColorSpace
     public var bitsPerSample: Int
     public var coding: Coding
@@ -79,6 +92,31 @@ public struct ImageInfo: Sendable, Hashable {
             exifOrientation = reader.orientation
             exifProblem = reader.problem
         }
+    }
+
+    /// A PNG's header: `pixelsPerMetre` from `pHYs` (unit 1: metre, 0: an aspect ratio only).
+    init(
+        png width: Int, height: Int, bitDepth: Int, isGray: Bool, hasAlpha: Bool, iccProfile: [UInt8]?,
+        pixelsPerMetre: (unit: Int, x: Int, y: Int)?
+    ) {
+        format = .png
+        self.width = width
+        self.height = height
+        components = isGray ? 1 : 3
+        self.hasAlpha = hasAlpha
+        colorSpace = isGray ? .grayscale : .rgb
+        bitsPerSample = bitDepth
+        coding = .unknown
+        isArithmetic = false
+        subsampling = isGray ? "n/a" : "none"
+        restartInterval = 0
+        // pHYs in pixels a metre, as JFIF's dots a centimetre (unit 2).
+        density = pixelsPerMetre.map { p in
+            p.unit == 1 ? Density(unit: 2, x: (p.x + 50) / 100, y: (p.y + 50) / 100) : Density(unit: 0, x: p.x, y: p.y)
+        }
+        self.iccProfile = iccProfile
+        exif = [:]
+        headerByteCount = 0
     }
 
     /// The header as libjpeg read it, completed with the segments walked in Swift.

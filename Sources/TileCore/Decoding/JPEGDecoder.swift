@@ -7,8 +7,8 @@ import Glibc
 /// The one Swift owner of a `cjs_decoder`: a push decoder over libjpeg's suspending source.
 ///
 /// Not thread-safe; its owner (a builder) serializes every call.
-final class JPEGDecoder {
-    enum Step { case needData, ready, done }
+final class JPEGDecoder: RowDecoder {
+    typealias Step = DecodeStep
 
     let handle: OpaquePointer
     /// The TIFF whose level 0 the decoder's transcoder writes: kept alive as long as the decoder.
@@ -59,6 +59,8 @@ final class JPEGDecoder {
     }
 
     func endInput() throws(TileError) { try check(cjs_decoder_end_input(handle), "end input") }
+
+    func readSourceHeader() throws(TileError) -> SourceHeader? { try readHeader().map { .jpeg($0) } }
 
     /// Calls `jpeg_read_header`; `nil` until enough bytes have arrived.
     func readHeader() throws(TileError) -> JPEGHeader? {

@@ -1,0 +1,120 @@
+internal import CPngDecoder
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The one Swift owner of a `cpng_decoder`: a push decoder of PNG masters over libpng's progressive
+/// reader, giving RGBA rows of 8-bit samples (gray expanded to RGB, palettes expanded, `tRNS` made
+/// alpha, 16-bit samples scaled to 8 with rounding: `round(v * 255 / 65535)`, libpng's
+/// `png_set_scale_16`; alpha 255 where the image has none). Rows held are bounded by what one small
+/// piece of compressed bytes inflates to, never by the image. Adam7-interlaced PNGs are refused
+/// (``TileError/Code/unsupported``): their last pass needs the whole image.
+///
+/// Not thread-safe; its owner (a builder) serializes every call.
+final class PNGDecoder: RowDecoder {
+    private let handle: OpaquePointer
+
+    init() throws(TileError) {
+        var handle: OpaquePointer?
+        guard cpng_decoder_create(&handle) == CPNG_OK, let handle else {
+            throw TileError(.io, "cannot allocate a PNG decoder", errno: ENOMEM)
+        }
+        self.handle = handle
+    }
+
+    deinit { cpng_decoder_destroy(handle) }
+
+    /// Whether `bytes` begin as a PNG file does (its 8-byte signature, as far as they go).
+    static func isSignature(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        return !bytes.isEmpty && zip(bytes, signature).allSatisfy { $0 == $1 }
+    }
+
+    var rowsRead: Int { Int(cpng_decoder_rows_read(handle)) }
+    var bytesBuffered: Int { cpng_decoder_bytes_buffered(handle) }
+    var warningCount: Int { Int(cpng_decoder_warning_count(handle)) }
+    var isTruncated: Bool { false }  // a PNG that ends early is an error (`.truncated`), never filled in
+
+    var lastMessage: String {
+        var text = [CChar](repeating: 0, count: 256)
+        cpng_decoder_copy_message(handle, &text, text.count)
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    func feed(_ bytes: UnsafeRawBufferPointer) throws(TileError) {
+        try check(cpng_decoder_feed(handle, bytes.baseAddress, bytes.count))
+    }
+
+    func endInput() throws(TileError) { try check(cpng_decoder_end_input(handle)) }
+
+    func readSourceHeader() throws(TileError) -> SourceHeader? {
+        var header = cpng_header()
+        let status = cpng_decoder_read_header(handle, &header)
+        if status == CPNG_NEED_DATA { return nil }
+        try check(status)
+        var bytes: UnsafeRawPointer?
+        var length = 0
+        cpng_decoder_icc_profile(handle, &bytes, &length)
+        let icc = bytes.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: length)) }
+        var (unit, x, y): (Int32, UInt32, UInt32) = (-1, 0, 0)
+        cpng_decoder_density(handle, &unit, &x, &y)
+        return .other(
+            ImageInfo(
+                png: Int(header.width), height: Int(header.height), bitDepth: Int(header.bit_depth),
+                isGray: header.is_gray != 0, hasAlpha: header.has_alpha != 0,
+                iccProfile: length > 0 ? icc : nil, pixelsPerMetre: unit >= 0 ? (Int(unit), Int(x), Int(y)) : nil))
+    }
+
+    func start() throws(TileError) -> DecodeStep { .ready }
+
+    func readRows(into buffer: UnsafeMutableRawBufferPointer, stride: Int, maxRows: Int) throws(TileError)
+        -> (rows: Int, step: DecodeStep)
+    {
+        precondition(buffer.count >= stride * maxRows, "row buffer too small")
+        var rows: UInt32 = 0
+        let status = cpng_decoder_read_rows(handle, buffer.baseAddress, stride, UInt32(clamping: maxRows), &rows)
+        switch status {
+        case CPNG_OK: return (Int(rows), .ready)
+        case CPNG_NEED_DATA: return (Int(rows), .needData)
+        case CPNG_DONE: return (Int(rows), .done)
+        default:
+            try check(status)
+            return (Int(rows), .ready)
+        }
+    }
+
+    /// Reads on to the end of the file (`IEND`) once every row has been given.
+    func finish() throws(TileError) -> DecodeStep {
+        var rows: UInt32 = 0
+        var none: UInt32 = 0  // no row is asked for: a buffer only to say rows (none) are wanted
+        let status = withUnsafeMutableBytes(of: &none) { cpng_decoder_read_rows(handle, $0.baseAddress, 4, 0, &rows) }
+        if status == CPNG_OK || status == CPNG_NEED_DATA { return .needData }
+        try check(status)
+        return .done
+    }
+
+    private func check(_ status: cpng_status) throws(TileError) {
+        switch status {
+        case CPNG_OK, CPNG_NEED_DATA, CPNG_DONE: return
+        case CPNG_ERR_NOMEM: throw TileError(.io, "out of memory decoding a PNG", errno: ENOMEM)
+        case CPNG_ERR_UNSUPPORTED: throw TileError(.unsupported, lastMessage)
+        case CPNG_ERR_TRUNCATED: throw TileError(.truncated, lastMessage)
+        case CPNG_ERR_PNG: throw TileError(.corrupt, "the PNG cannot be read: \(lastMessage)")
+        default: throw TileError(.invalidArgument, "PNG decoder called in the wrong state")
+        }
+    }
+}
+
+extension RowDecoder {
+    var coefficientFileByteCount: Int { 0 }
+    func storeCoefficients(_ storage: CoefficientStorage, in directory: String, windowBytes: Int?) throws(TileError) -> Bool {
+        false
+    }
+    func transcodePlan(tileSize: Int) throws(TileError) -> (coding: TIFFLevelCoding?, reason: String?) {
+        (nil, "the source is not a JPEG: level 0 is encoded from its rows")
+    }
+    func transcode(into writer: TIFFPyramidWriter) throws(TileError) {}
+    func syncTranscode() throws(TileError) {}
+    func waitForTranscode() throws(TileError) {}
+}

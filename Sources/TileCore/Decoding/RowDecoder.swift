@@ -1,0 +1,67 @@
+/// Where a decoder is: what it needs next.
+enum DecodeStep { case needData, ready, done }
+
+/// What a master's header says, as its decoder read it.
+enum SourceHeader {
+    /// A JPEG's frame header (its metadata is read from the header segments).
+    case jpeg(JPEGHeader)
+    /// Another format's header and metadata.
+    case other(ImageInfo)
+
+    var width: Int {
+        switch self {
+        case .jpeg(let header): header.width
+        case .other(let info): info.width
+        }
+    }
+
+    var height: Int {
+        switch self {
+        case .jpeg(let header): header.height
+        case .other(let info): info.height
+        }
+    }
+}
+
+/// What the pyramid builder reads a master through, whatever its format: bytes pushed in as they
+/// arrive, a header, then rows of RGBA (4 bytes a pixel, 8-bit samples). ``JPEGDecoder`` and
+/// ``PNGDecoder`` are the two; the format is told from the first bytes (``TileBuilder``), never from a
+/// file name. A JPEG's level 0 can also be copied from its DCT coefficients into a TIFF store; the
+/// coefficient calls do nothing for other formats (their level 0 is encoded from the rows).
+///
+/// Not thread-safe: one owner (a builder) calls it.
+protocol RowDecoder: AnyObject {
+    /// Rows given so far.
+    var rowsRead: Int { get }
+    /// Bytes held that are not decoded yet.
+    var bytesBuffered: Int { get }
+    /// Warnings (corrupt data tolerated, chunks dropped).
+    var warningCount: Int { get }
+    /// The last error's or warning's text.
+    var lastMessage: String { get }
+    /// Whether the input ended before the image and the rest was filled in (JPEG's `allowTruncated`).
+    var isTruncated: Bool { get }
+
+    func feed(_ bytes: UnsafeRawBufferPointer) throws(TileError)
+    /// No more bytes will come.
+    func endInput() throws(TileError)
+    /// The header; `nil` until enough bytes have arrived.
+    func readSourceHeader() throws(TileError) -> SourceHeader?
+    /// Starts the rows; `.needData` while the decoder still absorbs input (a progressive JPEG's scans).
+    func start() throws(TileError) -> DecodeStep
+    /// Up to `maxRows` RGBA rows into `buffer` (rows `stride` apart).
+    func readRows(into buffer: UnsafeMutableRawBufferPointer, stride: Int, maxRows: Int) throws(TileError)
+        -> (rows: Int, step: DecodeStep)
+    /// `.done` once the end of the stream has been read.
+    func finish() throws(TileError) -> DecodeStep
+
+    /// Bytes of the coefficient file, while one exists (JPEG).
+    var coefficientFileByteCount: Int { get }
+    /// Puts a multi-scan JPEG's coefficients in a file when `storage` says so; whether it did.
+    func storeCoefficients(_ storage: CoefficientStorage, in directory: String, windowBytes: Int?) throws(TileError) -> Bool
+    /// How level 0 can be copied into a TIFF store (nil coding: it cannot, and why).
+    func transcodePlan(tileSize: Int) throws(TileError) -> (coding: TIFFLevelCoding?, reason: String?)
+    func transcode(into writer: TIFFPyramidWriter) throws(TileError)
+    func syncTranscode() throws(TileError)
+    func waitForTranscode() throws(TileError)
+}

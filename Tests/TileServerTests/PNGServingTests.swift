@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+import TestSupport
+import TileCore
+@testable import TileServer
+
+/// PNG masters dropped in the served folder: built on their first request, as JPEGs are, into the
+/// server's store format; their tiles against the PNG's own pixels (a lossless file of known pixels).
+@Suite("Serving PNG masters", .serialized)
+struct PNGServingTests {
+    @Test("a PNG in the folder is built and served (DeepZoom and IIIF), in TIFF and raw stores", arguments: [StoreFormat.tiff(), .raw])
+    func servesPNG(format: StoreFormat) async throws {
+        let folder = try ServerLimitsTests.folder([:])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let source = RGBAImage(width: 700, height: 500, pixels: Synthetic.smooth(width: 700, height: 500))
+        let png = try RGBAPixels(width: 700, height: 500, bytes: source.pixels).encoded(as: .png)
+        try png.write(to: URL(fileURLWithPath: "\(folder)/scan.png"))
+        try await TileServerTests.withServer(folder, format: format) { base, client in
+            let info = try await TileServerTests.settled(client, "\(base)/iiif/3/scan/info.json")
+            let json = try #require(try JSONSerialization.jsonObject(with: info.body) as? [String: Any])
+            #expect(info.status == 200 && json["width"] as? Int == 700 && json["height"] as? Int == 500)
+            // DeepZoom's full size is level 10 (700 px); tile (1, 1) is 256..511 x 256..499.
+            let tile = try Reference.decode(try await TileServerTests.settled(client, "\(base)/dzi/scan_files/10/1_1.jpg").body).image
+            #expect(tile.width == 256 && tile.height == 244)
+            let psnr = Reference.psnr(tile, Reference.crop(source, x: 256, y: 256, width: 256, height: 244))
+            #expect(psnr >= 30, "\(psnr) dB")
+            let region = try await TileServerTests.settled(client, "\(base)/iiif/3/scan/100,50,300,200/150,/0/default.png")
+            #expect(region.status == 200 && region.headers["content-type"] == "image/png")
+        }
+    }
+}
