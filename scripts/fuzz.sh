@@ -6,9 +6,9 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 out=.build-fuzz
 mkdir -p "$out"
-if ! dpkg -s libjpeg62-turbo-dev libjpeg-turbo-progs libtiff-dev libtiff-tools >/dev/null 2>&1; then
+if ! dpkg -s libjpeg62-turbo-dev libjpeg-turbo-progs libtiff-dev libtiff-tools netpbm >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg62-turbo-dev libjpeg-turbo-progs libpng-dev \
-    libtiff-dev libtiff-tools pkg-config >/dev/null
+    libtiff-dev libtiff-tools netpbm pkg-config >/dev/null
 fi
 clang=$(command -v clang || echo /opt/swift/usr/bin/clang)
 shim=(Sources/CJpegShim/*.c)
@@ -18,6 +18,9 @@ for target in decoder_fuzz tiff_fuzz; do
     $(pkg-config --cflags --libs libpng libtiff-4) -ljpeg -lpthread -o "$out/$target" 2>"$out/clang.log" \
     || { cat "$out/clang.log"; exit 1; }
 done
+"$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I Sources/CPngDecoder/include \
+  Fuzz/png_fuzz.c Sources/CPngDecoder/png_decoder.c $(pkg-config --cflags --libs libpng) -o "$out/png_fuzz" 2>"$out/clang.log" \
+  || { cat "$out/clang.log"; exit 1; }
 swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/metadata_fuzz.swift \
   Sources/TileCore/{Decoding/{HeaderSegments,EXIFReader,ImageInfo,JPEGHeader},System/{InputFile,SystemCall,BlockingCallCheck},Geometry/ImageOrientation,TileError}.swift \
   -o "$out/metadata_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
@@ -62,6 +65,21 @@ if command -v vips >/dev/null; then
   done
   vips tiffsave "$out/seed.ppm" "$tiff_seeds/vips-subifd.tif" --tile --pyramid --subifd --compression jpeg --tile-width 16 --tile-height 16
 fi
+# PNG seeds (png_fuzz): the seed image as netpbm and libvips write it (RGB, gray, palette, 16-bit, alpha,
+# tRNS, interlaced), and the corpus's PNG named .jpg.
+png_seeds="$out/png-seeds"
+mkdir -p "$png_seeds"
+if command -v pnmtopng >/dev/null; then
+  pnmtopng "$out/seed.ppm" >"$png_seeds/rgb.png"
+  ppmtopgm "$out/seed.ppm" | pnmtopng >"$png_seeds/gray.png"
+  pnmquant 8 "$out/seed.ppm" 2>/dev/null | pnmtopng >"$png_seeds/palette.png"
+  pnmdepth 65535 "$out/seed.ppm" | pnmtopng -force >"$png_seeds/rgb16.png" 2>/dev/null
+  ppmtopgm "$out/seed.ppm" >"$out/alpha.pgm" && pnmtopng -alpha="$out/alpha.pgm" "$out/seed.ppm" >"$png_seeds/rgba.png"
+  pnmtopng -transparent black "$out/seed.ppm" >"$png_seeds/trns.png"
+  pnmtopng -interlace "$out/seed.ppm" >"$png_seeds/interlaced.png"
+fi
+command -v vips >/dev/null && vips pngsave "$out/seed.ppm" "$png_seeds/vips.png"
+[ -f ../shared/fixtures/jpeg/jpg-size-6x6.jpg ] && cp ../shared/fixtures/jpeg/jpg-size-6x6.jpg "$png_seeds/named-jpg.png"
 tiler=$(ls .build/*/debug/tiler .build/debug/tiler 2>/dev/null | head -1 || true)
 if [ -n "$tiler" ]; then
   "$tiler" build "$seeds/baseline.jpg" --tile-size 16 --out "$out/seed.tiles" >/dev/null && cp "$out/seed.tiles/pyramid.tif" "$tiff_seeds/tiler.tif"
@@ -70,12 +88,13 @@ fi
 
 status=0
 summary=()
-for target in decoder_fuzz tiff_fuzz metadata_fuzz; do
+for target in decoder_fuzz tiff_fuzz png_fuzz metadata_fuzz; do
   corpus="$out/corpus-$target"
   mkdir -p "$corpus" "$out/crashes"
   log="$out/$target.log"
   seed_folder="$seeds"
   [ "$target" = tiff_fuzz ] && seed_folder="$tiff_seeds"
+  [ "$target" = png_fuzz ] && seed_folder="$png_seeds"
   ASAN_OPTIONS="quarantine_size_mb=64:allocator_release_to_os_interval_ms=1000" \
   "$out/$target" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$out/crashes/$target-" "$corpus" "$seed_folder" >"$log" 2>&1
