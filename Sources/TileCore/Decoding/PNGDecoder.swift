@@ -39,7 +39,7 @@ final class PNGDecoder: RowDecoder {
     var lastMessage: String {
         var text = [CChar](repeating: 0, count: 256)
         cpng_decoder_copy_message(handle, &text, text.count)
-        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return TIFFSource.text(of: text)  // the C side's message buffer, as the TIFF calls' are read
     }
 
     func feed(_ bytes: UnsafeRawBufferPointer) throws(TileError) {
