@@ -49,18 +49,23 @@ let package = Package(
             pkgConfig: "libtiff-4",
             providers: [.apt(["libtiff-dev"])]
         ),
+        // libtiff over a descriptor: client procedures and message handlers the TIFF writer, the
+        // pyramid reader and the master decoder share.
+        .target(name: "CTiffIO", dependencies: ["CLibTIFF"]),
         .target(
             name: "CJpegShim",
-            dependencies: ["CLibJPEG", "CLibPNG", "CLibTIFF"],
+            dependencies: ["CLibJPEG", "CLibPNG", "CLibTIFF", "CTiffIO"],
             cSettings: [.define("_GNU_SOURCE")]
         ),
         // PNG masters: libpng's progressive reader behind a push decoder of RGBA rows (TileCore's PNGDecoder).
         .target(name: "CPngDecoder", dependencies: ["CLibPNG"]),
+        // TIFF masters: libtiff's strip, scanline and tile reads behind a decoder of RGBA rows (TileCore's TIFFDecoder).
+        .target(name: "CTiffDecoder", dependencies: ["CLibTIFF", "CTiffIO"], cSettings: [.define("_GNU_SOURCE")]),
         // libjpeg's ordinary whole-image decode, for tests and benchmarks to compare with: not shipped.
         .target(name: "CJpegReference", dependencies: ["CLibJPEG", "CLibPNG"]),
         .target(
             name: "TileCore",
-            dependencies: ["CJpegShim", "CPngDecoder", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: ["CJpegShim", "CPngDecoder", "CTiffDecoder", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .target(

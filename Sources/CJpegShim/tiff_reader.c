@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "cjpeg_shim.h"
-#include "tiff_io.h"
+#include "ctiff_io.h"
 
 enum { MAX_DIRECTORIES = 64, MAX_SUBIFDS = 32 };
 

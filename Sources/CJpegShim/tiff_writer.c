@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tiff_io.h"
+#include "ctiff_io.h"
 #include "tiff_writer.h"
 #include "writer.h"
 

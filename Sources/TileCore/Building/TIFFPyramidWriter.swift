@@ -180,7 +180,7 @@ final class TIFFPyramidWriter: @unchecked Sendable {
         let number = cjs_tiff_writer_errno(handle)
         var text = [CChar](repeating: 0, count: 256)
         cjs_tiff_writer_copy_message(handle, &text, text.count)
-        let message = TIFFSource.text(of: text)
+        let message = String(cMessage: text)
         return TileError(.io, "\(what): \(message.isEmpty ? "the TIFF writer failed" : message)", errno: number == 0 ? nil : number)
     }
 }

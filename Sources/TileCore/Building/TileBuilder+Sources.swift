@@ -14,6 +14,7 @@ extension TileBuilder {
     ) throws(TileError) -> TiledImage {
         let file = try InputFile(path: path)
         let builder = try TileBuilder(options: options)
+        if path != "-" { builder.sourcePath = path }  // a TIFF is read from its file, not a spool
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(chunkSize, 1), alignment: 16)
         defer { buffer.deallocate() }
         // Bytes after the end-of-image marker are never read: the pyramid is complete there.

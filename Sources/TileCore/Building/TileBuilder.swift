@@ -1,8 +1,10 @@
 public import Foundation
 
-/// Turns the bytes of a JPEG or PNG master, pushed in chunks of any size as they arrive, into a tile
-/// pyramid. The format is told from the first bytes (a PNG's signature; anything else is read as a
-/// JPEG), never from a file name.
+/// Turns the bytes of a JPEG, PNG or TIFF master, pushed in chunks of any size as they arrive, into a
+/// tile pyramid. The format is told from the first bytes (a PNG's or a TIFF's signature; anything
+/// else is read as a JPEG), never from a file name. A TIFF is decoded once its last byte has arrived
+/// (its directory may be at its end): from its own file when built with
+/// ``build(contentsOfFile:options:chunkSize:)``, else from a spool file of the bytes.
 ///
 /// Each ``append(_:)-(UnsafeRawBufferPointer)`` decodes as many scanlines as the bytes allow and writes
 /// them into the level files straight away, so when the last byte arrives the pyramid is nearly done.
@@ -62,8 +64,17 @@ public final class TileBuilder {
     /// chunks): counted and dropped, never buffered or decoded.
     public private(set) var bytesAfterImage = 0
     var state = State.readingHeader
-    /// A JPEG decoder until the first bytes say the master is a PNG.
-    var decoder: any RowDecoder
+    /// The master's decoder, chosen by its first bytes (nil until they arrive).
+    private var chosenDecoder: (any RowDecoder)?
+    /// The master's file, when the caller knows it (``build(contentsOfFile:options:chunkSize:)``): a
+    /// TIFF is then read from it directly instead of from a spool of the bytes fed.
+    var sourcePath: String?
+
+    /// The decoder: only used once the first bytes have chosen it.
+    var decoder: any RowDecoder {
+        guard let chosenDecoder else { preconditionFailure("the decoder is used before the first bytes chose it") }
+        return chosenDecoder
+    }
     var headerReader = HeaderReader()
     var fingerprint = Fingerprint()
     /// While previews may still be made: the bytes so far, from the first, and where their scans end.
@@ -92,9 +103,6 @@ public final class TileBuilder {
     init(options: BuildOptions, export: ExportTarget?) throws(TileError) {
         self.options = options
         exportTarget = export
-        decoder = try JPEGDecoder(
-            warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount,
-            allowsTruncation: options.allowTruncated)
         // Previews write raw level files: a TIFF store has none to write into.
         let previews = options.format == .raw ? options.preview.scanCount(streaming: false) : 0
         if previews > 0 { preview = PreviewState(limit: previews) }
@@ -115,13 +123,13 @@ public final class TileBuilder {
     }
 
     /// Scanlines of level 0 decoded so far.
-    public var rowsDecoded: Int { decoder.rowsRead }
+    public var rowsDecoded: Int { chosenDecoder?.rowsRead ?? 0 }
     /// Corrupt-data warnings so far (a truncated stream counts one).
-    public var warningCount: Int { decoder.warningCount }
+    public var warningCount: Int { chosenDecoder?.warningCount ?? 0 }
     /// The last warning's text, if any.
-    public var lastWarning: String? { decoder.warningCount > 0 ? decoder.lastMessage : nil }
-    /// Compressed bytes held but not yet consumed by the decoder.
-    public var bytesBuffered: Int { decoder.bytesBuffered }
+    public var lastWarning: String? { warningCount > 0 ? chosenDecoder?.lastMessage : nil }
+    /// Compressed bytes held in memory but not yet consumed by the decoder.
+    public var bytesBuffered: Int { chosenDecoder?.bytesBuffered ?? 0 }
     /// Whether the pyramid is complete.
     public var isComplete: Bool { if case .complete = state { true } else { false } }
 
@@ -138,8 +146,8 @@ public final class TileBuilder {
             bytesAfterImage += bytes.count
             return
         }
-        if bytesReceived == 0, PNGDecoder.isSignature(bytes) {
-            do throws(TileError) { decoder = try PNGDecoder() } catch {
+        if chosenDecoder == nil {
+            do throws(TileError) { chosenDecoder = try chooseDecoder(for: bytes) } catch {
                 cleanUp(with: error)
                 throw error
             }
@@ -176,6 +184,11 @@ public final class TileBuilder {
     public func finish() throws(TileError) -> TiledImage {
         if case .complete(let image) = state { return image }
         try ensureRunning()
+        guard chosenDecoder != nil else {
+            let error = TileError(.truncated, "empty input: no byte of the image arrived")
+            cleanUp(with: error)
+            throw error
+        }
         try guarded { () throws(TileError) in
             try decoder.endInput()
             try advance()
@@ -211,6 +224,17 @@ public final class TileBuilder {
     }
 
     // MARK: - The state machine
+
+    /// The decoder of the format the first bytes say: PNG or TIFF by their signatures, else JPEG.
+    private func chooseDecoder(for bytes: UnsafeRawBufferPointer) throws(TileError) -> any RowDecoder {
+        if PNGDecoder.isSignature(bytes) { return try PNGDecoder() }
+        if TIFFDecoder.isSignature(bytes) {
+            return try TIFFDecoder(path: sourcePath, spoolDirectory: options.storage.spoolDirectory)
+        }
+        return try JPEGDecoder(
+            warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount,
+            allowsTruncation: options.allowTruncated)
+    }
 
     // MARK: - Previews
 
@@ -260,7 +284,8 @@ public final class TileBuilder {
     /// Publishes the size of the coefficient file, while it exists, for disk budgets.
     private func reportScratchBytes() {
         switch state {
-        case .starting(let p), .scanning(let p), .finishing(let p): p.image.setScratchByteCount(decoder.coefficientFileByteCount)
+        case .starting(let p), .scanning(let p), .finishing(let p):
+            p.image.setScratchByteCount(chosenDecoder?.coefficientFileByteCount ?? 0)
         case .complete(let image): image.setScratchByteCount(0)
         case .readingHeader, .failed: break
         }

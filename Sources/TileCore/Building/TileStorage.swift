@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where a build writes its level files.
 public enum TileStorage: Sendable, Hashable {
     /// Anonymous files in `directory` (default `$TMPDIR`, else `/tmp`), unlinked as soon as they are
@@ -7,4 +9,15 @@ public enum TileStorage: Sendable, Hashable {
     /// under a temporary name beside it and renamed into place only when complete. An existing store
     /// at `path` is replaced. Reopen it with ``TiledImage/open(store:orientation:)``.
     case persistent(path: String)
+}
+
+extension TileStorage {
+    /// Where a build spools a master it must read as a whole file (a TIFF pushed as bytes): the
+    /// ephemeral files' folder, or the folder the store is published in (the same disk).
+    var spoolDirectory: String {
+        switch self {
+        case .ephemeral(let directory): directory ?? LevelFiles.defaultDirectory
+        case .persistent(let path): URL(fileURLWithPath: path).deletingLastPathComponent().path
+        }
+    }
 }

@@ -2,13 +2,14 @@ public import Foundation
 
 /// The file formats masters are read in, told from their first bytes.
 public enum ImageFormat: String, Sendable, Hashable, Codable {
-    case jpeg, png
+    case jpeg, png, tiff
 }
 
 /// What a master says about itself, read from its header only (a JPEG's header segments up to the
-/// first SOS; a PNG's chunks before its first IDAT), so its cost does not grow with the file's size.
-/// Most fields describe a JPEG's coding; a PNG fills what applies (``format``, size, components,
-/// ``bitsPerSample``, ``hasAlpha``, ``iccProfile``, ``density``).
+/// first SOS; a PNG's chunks before its first IDAT; a TIFF's directory), so its cost does not grow with
+/// the file's size. Most fields describe a JPEG's coding; a PNG or a TIFF fills what applies
+/// (``format``, size, components, ``bitsPerSample``, ``hasAlpha``, ``iccProfile``, ``density``; a
+/// TIFF's `Orientation` as ``exifOrientation``, its storage in ``tiff``).
 public struct ImageInfo: Sendable, Hashable {
     /// How the image is coded (the SOF marker).
     public enum Coding: String, Sendable, Hashable {
@@ -50,6 +51,25 @@ public struct ImageInfo: Sendable, Hashable {
     public var headerByteCount: Int
     /// The EXIF block (the TIFF structure after `Exif\0\0`), as stored.
     public var exifBlock: [UInt8]?
+    /// A TIFF master's storage (nil for other formats). Its `Orientation` tag is ``exifOrientation``.
+    public var tiff: TIFFDetails?
+
+    /// How a TIFF master is stored, as its directory says (codes are TIFF's own).
+    public struct TIFFDetails: Sendable, Hashable {
+        /// `Compression` (1 none, 5 LZW, 7 JPEG, 8 deflate, 32773 PackBits, ...).
+        public var compression: Int
+        /// `PhotometricInterpretation` (0 MinIsWhite, 1 MinIsBlack, 2 RGB, 3 palette, 5 CMYK, 6 YCbCr).
+        public var photometric: Int
+        /// Samples a pixel, extra samples (alpha) included.
+        public var samplesPerPixel: Int
+        public var isTiled: Bool
+        /// `PlanarConfiguration` 2: each sample in a plane of its own.
+        public var isPlanar: Bool
+        public var isBigTIFF: Bool
+        public var isBigEndian: Bool
+        /// Whether the alpha is associated (premultiplied; undone in the pyramid's RGBA).
+        public var alphaIsAssociated: Bool
+    }
 
     /// JFIF pixel density.
     public struct Density: Sendable, Hashable {

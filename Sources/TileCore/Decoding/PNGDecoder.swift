@@ -39,7 +39,7 @@ final class PNGDecoder: RowDecoder {
     var lastMessage: String {
         var text = [CChar](repeating: 0, count: 256)
         cpng_decoder_copy_message(handle, &text, text.count)
-        return TIFFSource.text(of: text)  // the C side's message buffer, as the TIFF calls' are read
+        return String(cMessage: text)
     }
 
     func feed(_ bytes: UnsafeRawBufferPointer) throws(TileError) {

@@ -136,7 +136,7 @@ final class TIFFSource: @unchecked Sendable {
         case CJS_OK: return
         case CJS_ERR_NOMEM: throw TileError(.io, "out of memory decoding a tile", errno: ENOMEM)
         default:
-            let text = TIFFSource.text(of: message)
+            let text = String(cMessage: message)
             throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) is not a valid JPEG tile: \(text)")
         }
     }
@@ -188,7 +188,7 @@ extension TIFFSource {
         case CJS_ERR_NOMEM: throw TileError(.io, "out of memory cropping a tile", errno: ENOMEM)
         case CJS_ERR_ARGUMENT: return nil
         default:
-            let text = TIFFSource.text(of: message)
+            let text = String(cMessage: message)
             throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) cannot be cropped: \(text)")
         }
     }
@@ -253,7 +253,7 @@ final class TIFFFileReader: @unchecked Sendable {
         let status = cjs_tiff_reader_open(fd, 0, &handle, &message, message.count)
         guard status == CJS_OK, let handle else {
             if status == CJS_ERR_NOMEM { throw TileError(.io, "out of memory reading \(path)", errno: ENOMEM) }
-            let text = TIFFSource.text(of: message)
+            let text = String(cMessage: message)
             throw TileError(.invalidStore, "\(path) is not a tiled TIFF: \(text)")
         }
         self.handle = handle
@@ -291,19 +291,12 @@ final class TIFFFileReader: @unchecked Sendable {
         var message = [CChar](repeating: 0, count: 256)
         let status = cjs_tiff_reader_decode(
             handle, directory, UInt32(column), UInt32(row), destination, stride, &message, message.count)
-        let text = TIFFSource.text(of: message)
+        let text = String(cMessage: message)
         switch status {
         case CJS_OK: return
         case CJS_ERR_NOMEM: throw TileError(.io, "out of memory decoding a tile", errno: ENOMEM)
         case CJS_ERR_ARGUMENT: throw TileError(.unsupported, text)
         default: throw TileError(.corrupt, "tile (\(column), \(row)) cannot be decoded: \(text)")
         }
-    }
-}
-
-extension TIFFSource {
-    /// The text a C call left in its `message` buffer (up to its first NUL).
-    static func text(of message: [CChar]) -> String {
-        String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

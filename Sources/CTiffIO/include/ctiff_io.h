@@ -1,5 +1,5 @@
 /*
- * tiff_io.h: libtiff over a descriptor the caller keeps: client procedures over pread and pwrite at a
+ * ctiff_io.h: libtiff over a descriptor the caller keeps: client procedures over pread and pwrite at a
  * position of the handle's own (so other threads may pread the same descriptor), no mapping, and
  * handlers that keep libtiff's first error message here instead of printing it.
  */

@@ -1,11 +1,11 @@
-/* tiff_io.c: libtiff's client procedures and message handlers over a caller's descriptor (tiff_io.h). */
+/* tiff_io.c: libtiff's client procedures and message handlers over a caller's descriptor (ctiff_io.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tiff_io.h"
+#include "ctiff_io.h"
 
 static tmsize_t proc_read(thandle_t h, void *buffer, tmsize_t size) {
     tiff_file *f = h;

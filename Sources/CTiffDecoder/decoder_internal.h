@@ -1,0 +1,58 @@
+/* decoder_internal.h: the TIFF master decoder's state, shared by tiff_decoder.c (files, directory,
+ * header) and tiff_rows.c (bands of rows and their conversion to RGBA). */
+#ifndef CTIFF_DECODER_INTERNAL_H
+#define CTIFF_DECODER_INTERNAL_H
+
+#include <tiffio.h>
+
+#include "ctiff_decoder.h"
+#include "ctiff_io.h"
+
+/* How rows are read: one scanline at a time (contiguous strips), a strip of each plane at a time
+   (separate planes), or a row of tiles at a time. */
+typedef enum { READ_SCANLINES, READ_STRIPS, READ_TILES } read_mode;
+
+/* How a pixel's colour is made from its samples. */
+typedef enum { KIND_GRAY, KIND_RGB, KIND_PALETTE, KIND_CMYK } pixel_kind;
+
+struct ctiff_decoder {
+    tiff_file file;            /* the descriptor read (owned: closed by ctiff_decoder_destroy) */
+    int spooling;              /* 1: the bytes fed are written to file.fd */
+    uint64_t fed;
+    int ended;
+    uint32_t page;
+    TIFF *tif;
+    ctiff_status failure;      /* CTIFF_OK until an error; then every call returns it */
+    char message[256];
+    int header_read;
+    ctiff_header header;
+    const void *icc;
+    uint32_t icc_length;
+    /* Pixels */
+    pixel_kind kind;
+    int min_is_white;
+    int colour_samples;        /* 1 gray or palette, 3 RGB, 4 CMYK */
+    int alpha_index;           /* the alpha sample's index in a pixel, -1 when none */
+    uint8_t palette[256][3];   /* the colour map at 8 bits */
+    read_mode mode;
+    int planes;                /* 1, or samples_per_pixel for separate planes */
+    size_t plane_row_bytes;    /* bytes of one row of one plane (as stored, bits packed) */
+    /* The band of rows read and not yet given: [band_first, band_first + band_rows) of the image */
+    uint8_t *band;             /* planes x band capacity rows x plane_row_bytes */
+    uint32_t band_capacity, band_first, band_rows;
+    uint8_t *tile;             /* one tile (READ_TILES) */
+    uint8_t *samples;          /* one row's samples at 8 bits, samples_per_pixel a pixel */
+    uint32_t rows_read;
+};
+
+/* Sets the failure and its message (the first one kept). Returns `status`. */
+ctiff_status ctiff_fail(ctiff_decoder *d, ctiff_status status, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Checks that the strip or tile `index` lies inside the file: CTIFF_ERR_TRUNCATED when it does not. */
+ctiff_status ctiff_check_extent(ctiff_decoder *d, uint32_t index);
+
+/* Chooses how rows are read and allocates the band: after the header has been read. */
+ctiff_status ctiff_prepare_rows(ctiff_decoder *d);
+
+#endif

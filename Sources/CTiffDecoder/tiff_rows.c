@@ -1,0 +1,193 @@
+/* tiff_rows.c: a TIFF master's rows, read a band at a time (one scanline of contiguous strips, one
+ * strip of each plane, or one row of tiles: never the image) and converted to RGBA (ctiff_decoder.h
+ * states the rules). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder_internal.h"
+
+/* The most a band (plus one tile) may take: a TIFF whose strips or tile rows are larger is refused. */
+static const uint64_t max_band_bytes = (uint64_t)64 << 20;
+
+ctiff_status ctiff_prepare_rows(ctiff_decoder *d) {
+    const ctiff_header *h = &d->header;
+    int samples = h->samples_per_pixel;
+    if (h->photometric == PHOTOMETRIC_YCBCR) samples = 3; /* upsampled to RGB by libjpeg */
+    d->planes = h->planar == PLANARCONFIG_SEPARATE ? samples : 1;
+    uint64_t in_plane = d->planes > 1 ? 1 : (uint64_t)samples;
+    d->plane_row_bytes = (size_t)(((uint64_t)h->width * in_plane * (uint64_t)h->bits_per_sample + 7) / 8);
+    uint64_t tile_bytes = 0;
+    if (h->tiled) {
+        d->mode = READ_TILES;
+        d->band_capacity = h->tile_height;
+        tile_bytes = (uint64_t)TIFFTileSize64(d->tif);
+        if (tile_bytes == 0) return ctiff_fail(d, CTIFF_ERR_TIFF, "%s", d->file.message);
+    } else if (d->planes > 1) {
+        d->mode = READ_STRIPS;
+        d->band_capacity = h->rows_per_strip;
+    } else {
+        d->mode = READ_SCANLINES;
+        d->band_capacity = 1;
+        if ((uint64_t)TIFFScanlineSize64(d->tif) != d->plane_row_bytes)
+            return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's scanline size is not what its directory implies");
+    }
+    if (d->band_capacity > h->height) d->band_capacity = h->height;
+    uint64_t band_bytes = (uint64_t)d->planes * d->band_capacity * d->plane_row_bytes;
+    if (d->band_capacity == 0 || band_bytes + tile_bytes > max_band_bytes)
+        return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED,
+                          "the TIFF's %s of %llu bytes are over the %llu MiB read at once here",
+                          h->tiled ? "tile rows" : "strips", (unsigned long long)(band_bytes + tile_bytes),
+                          (unsigned long long)(max_band_bytes >> 20));
+    d->band = malloc((size_t)band_bytes);
+    d->tile = tile_bytes ? malloc((size_t)tile_bytes) : NULL;
+    d->samples = malloc((size_t)h->width * (size_t)h->samples_per_pixel);
+    if (!d->band || (tile_bytes && !d->tile) || !d->samples) return ctiff_fail(d, CTIFF_ERR_NOMEM, "out of memory");
+    return CTIFF_OK;
+}
+
+static ctiff_status read_failed(ctiff_decoder *d, const char *what, uint32_t index) {
+    return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's %s %u cannot be decoded: %s", what, index,
+                      d->file.message[0] ? d->file.message : "libtiff failed");
+}
+
+/* One row of tiles (of each plane) into the band. */
+static ctiff_status read_tile_row(ctiff_decoder *d, uint32_t row) {
+    const ctiff_header *h = &d->header;
+    size_t plane_bytes = (size_t)d->band_capacity * d->plane_row_bytes;
+    uint64_t bits_per_pixel = (uint64_t)(d->planes > 1 ? 1 : h->photometric == PHOTOMETRIC_YCBCR ? 3 : h->samples_per_pixel) *
+                              (uint64_t)h->bits_per_sample;
+    size_t tile_row_bytes = (size_t)((h->tile_width * bits_per_pixel + 7) / 8);
+    for (int p = 0; p < d->planes; p++) {
+        for (uint32_t x = 0; x < h->width; x += h->tile_width) {
+            uint32_t tile = TIFFComputeTile(d->tif, x, row, 0, (uint16_t)p);
+            ctiff_status status = ctiff_check_extent(d, tile);
+            if (status != CTIFF_OK) return status;
+            if (TIFFReadEncodedTile(d->tif, tile, d->tile, (tmsize_t)-1) < 0) return read_failed(d, "tile", tile);
+            size_t at = (size_t)((x * bits_per_pixel) / 8);
+            size_t n = d->plane_row_bytes - at < tile_row_bytes ? d->plane_row_bytes - at : tile_row_bytes;
+            for (uint32_t r = 0; r < d->band_rows; r++)
+                memcpy(d->band + p * plane_bytes + r * d->plane_row_bytes + at, d->tile + r * tile_row_bytes, n);
+        }
+    }
+    return CTIFF_OK;
+}
+
+/* The next band: rows from d->rows_read on. */
+static ctiff_status fill_band(ctiff_decoder *d) {
+    const ctiff_header *h = &d->header;
+    uint32_t row = d->rows_read;
+    d->band_first = row;
+    d->band_rows = h->height - row < d->band_capacity ? h->height - row : d->band_capacity;
+    ctiff_status status = CTIFF_OK;
+    switch (d->mode) {
+    case READ_SCANLINES:
+        if (row % h->rows_per_strip == 0 && (status = ctiff_check_extent(d, TIFFComputeStrip(d->tif, row, 0))) != CTIFF_OK)
+            return status;
+        if (TIFFReadScanline(d->tif, d->band, row, 0) < 0) return read_failed(d, "row", row);
+        return CTIFF_OK;
+    case READ_STRIPS:
+        for (int p = 0; p < d->planes; p++) {
+            uint32_t strip = TIFFComputeStrip(d->tif, row, (uint16_t)p);
+            if ((status = ctiff_check_extent(d, strip)) != CTIFF_OK) return status;
+            size_t bytes = (size_t)d->band_rows * d->plane_row_bytes;
+            if (TIFFReadEncodedStrip(d->tif, strip, d->band + (size_t)p * d->band_capacity * d->plane_row_bytes,
+                                     (tmsize_t)bytes) < (tmsize_t)bytes)
+                return read_failed(d, "strip", strip);
+        }
+        return CTIFF_OK;
+    case READ_TILES:
+        return read_tile_row(d, row);
+    }
+    return CTIFF_ERR_STATE;
+}
+
+/* `count` samples of `bits` bits from `source` into `target` (`step` apart), at 8 bits when `scale`
+   (16-bit rounded, 1, 2 and 4-bit stretched to 0...255), else as stored (palette indices). */
+static void unpack(const uint8_t *source, uint32_t count, int bits, int scale, uint8_t *target, int step) {
+    if (bits == 8) {
+        for (uint32_t i = 0; i < count; i++) target[(size_t)i * step] = source[i];
+    } else if (bits == 16) {
+        for (uint32_t i = 0; i < count; i++) {
+            uint16_t v;
+            memcpy(&v, source + 2 * (size_t)i, 2);
+            target[(size_t)i * step] = (uint8_t)(((uint32_t)v * 255 + 32767) / 65535);
+        }
+    } else {
+        unsigned mask = (1u << bits) - 1, stretch = scale ? 255 / mask : 1;
+        for (uint32_t i = 0; i < count; i++) {
+            uint64_t bit = (uint64_t)i * (uint64_t)bits;
+            unsigned v = (source[bit >> 3] >> (8 - bits - (bit & 7))) & mask;
+            target[(size_t)i * step] = (uint8_t)(v * stretch);
+        }
+    }
+}
+
+/* Row `r` of the band as RGBA into `out`. */
+static void convert_row(ctiff_decoder *d, uint32_t r, uint8_t *out) {
+    const ctiff_header *h = &d->header;
+    int spp = h->photometric == PHOTOMETRIC_YCBCR ? 3 : h->samples_per_pixel;
+    uint32_t width = h->width;
+    uint8_t *s = d->samples;
+    int scale = d->kind != KIND_PALETTE;
+    if (d->planes == 1) {
+        unpack(d->band + (size_t)r * d->plane_row_bytes, width * (uint32_t)spp, h->bits_per_sample, scale, s, 1);
+    } else {
+        size_t plane_bytes = (size_t)d->band_capacity * d->plane_row_bytes;
+        for (int p = 0; p < spp; p++)
+            unpack(d->band + p * plane_bytes + (size_t)r * d->plane_row_bytes, width, h->bits_per_sample, scale, s + p, spp);
+    }
+    int a = d->alpha_index, colours = d->colour_samples;
+    if (a >= 0 && h->alpha_associated && d->kind != KIND_PALETTE) {
+        for (uint32_t x = 0; x < width; x++) {
+            uint8_t *px = s + (size_t)x * spp;
+            unsigned alpha = px[a];
+            for (int c = 0; c < colours; c++) {
+                unsigned v = alpha ? (px[c] * 255u + alpha / 2) / alpha : 0;
+                px[c] = (uint8_t)(v > 255 ? 255 : v);
+            }
+        }
+    }
+    for (uint32_t x = 0; x < width; x++, out += 4) {
+        const uint8_t *px = s + (size_t)x * spp;
+        switch (d->kind) {
+        case KIND_GRAY: {
+            uint8_t g = d->min_is_white ? (uint8_t)(255 - px[0]) : px[0];
+            out[0] = out[1] = out[2] = g;
+            break;
+        }
+        case KIND_RGB: out[0] = px[0], out[1] = px[1], out[2] = px[2]; break;
+        case KIND_PALETTE: memcpy(out, d->palette[px[0]], 3); break;
+        case KIND_CMYK: {
+            unsigned k = 255u - px[3];
+            for (int c = 0; c < 3; c++) out[c] = (uint8_t)(((255u - px[c]) * k + 127) / 255);
+            break;
+        }
+        }
+        out[3] = a >= 0 ? px[a] : 255;
+    }
+}
+
+ctiff_status ctiff_decoder_read_rows(ctiff_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows) {
+    *rows = 0;
+    if (d->failure != CTIFF_OK) return d->failure;
+    if (!d->header_read) {
+        ctiff_status status = ctiff_decoder_read_header(d, NULL);
+        if (status != CTIFF_OK) return status;
+    }
+    if (!d->band) {
+        ctiff_status status = ctiff_prepare_rows(d);
+        if (status != CTIFF_OK) return status;
+    }
+    const uint32_t height = d->header.height;
+    uint8_t *out = rgba;
+    while (*rows < max_rows && d->rows_read < height) {
+        if (d->rows_read >= d->band_first + d->band_rows) {
+            ctiff_status status = fill_band(d);
+            if (status != CTIFF_OK) return status;
+        }
+        convert_row(d, d->rows_read - d->band_first, out + (size_t)*rows * stride);
+        d->rows_read++;
+        (*rows)++;
+    }
+    return d->rows_read == height ? CTIFF_DONE : CTIFF_OK;
+}

@@ -1,0 +1,189 @@
+import Foundation
+import Testing
+import TestSupport
+import TileCore
+
+/// TIFF masters (issue 28): read through libtiff into the same pyramid as JPEGs and PNGs. The test
+/// files are made by netpbm's `pnmtotiff` and `pnmtotiffcmyk` from PNM files written plainly here (by
+/// ``PNGSourceTests``), then rewritten by libtiff's `tiffcp` (compression, tiles, planes, byte order,
+/// BigTIFF), `tiffset` and `vips tiffsave` (alpha). References, never this package's decoder: netpbm's
+/// `tifftopnm` (with `-alphaout`), or for CMYK the samples `vips rawsave` reads; the documented rules
+/// applied by hand (gray repeated into R, G and B; 16-bit to 8 as round(v * 255 / 65535), which the
+/// PNM parser does for maxval 65535; CMYK as round((255 - C)(255 - K) / 255); associated alpha undone
+/// as round(c * 255 / a), 0 where a is 0).
+@Suite("TIFF masters")
+struct TIFFMasterTests {
+    static let tools = Tools.have("pnmtotiff", "pnmtotiffcmyk", "tiffcp", "tiffset", "tifftopnm", "vips", "vipsheader", "pnmtopng")
+    static let skip = Comment(rawValue: Tools.missing("pnmtotiff", "pnmtotiffcmyk", "tiffcp", "tiffset", "tifftopnm", "vips", "vipsheader", "pnmtopng"))
+
+    typealias Picture = PNGSourceTests.Kind
+
+    /// A test file: a picture made a TIFF by `maker`, then rewritten by `tiffcp` with `copy` (if any).
+    struct Kind: CustomStringConvertible, Sendable {
+        enum Maker: Sendable {
+            case pnmtotiff([String])
+            case cmyk  // pnmtotiffcmyk
+            case vips([String])  // vips tiffsave of the picture as a PNG (alpha kept), with these options
+        }
+        var name: String
+        var picture: Picture
+        var maker: Maker
+        var copy: [String] = []
+        /// `tiffset` arguments run on the file at the end (e.g. marking alpha associated).
+        var set: [String] = []
+        var associated = false
+        var lossy = false
+        var description: String { name }
+    }
+
+    static let rgb = Picture(name: "RGB", channels: 3, maxValue: 255)
+    static let rgb16 = Picture(name: "RGB 16", channels: 3, maxValue: 65535)
+    static let gray = Picture(name: "gray", channels: 1, maxValue: 255)
+    static let gray16 = Picture(name: "gray 16", channels: 1, maxValue: 65535)
+    static let rgba = Picture(name: "RGBA", channels: 3, maxValue: 255, alpha: true)
+
+    static let kinds = [
+        Kind(name: "RGB 8-bit, strips, none", picture: rgb, maker: .pnmtotiff(["-truecolor", "-none"])),
+        Kind(name: "RGB 8-bit, LZW + predictor, 7-row strips", picture: rgb, maker: .pnmtotiff(["-truecolor"]), copy: ["-c", "lzw:2", "-r", "7"]),
+        Kind(name: "RGB 8-bit, deflate, 64x64 tiles", picture: rgb, maker: .pnmtotiff(["-truecolor"]), copy: ["-c", "zip", "-t", "-w", "64", "-l", "64"]),
+        Kind(name: "RGB 8-bit, PackBits, separate planes", picture: rgb, maker: .pnmtotiff(["-truecolor"]), copy: ["-c", "packbits", "-p", "separate", "-r", "16"]),
+        Kind(name: "RGB 8-bit, big-endian BigTIFF", picture: rgb, maker: .pnmtotiff(["-truecolor"]), copy: ["-B", "-8", "-c", "lzw"]),
+        Kind(name: "RGB 16-bit, LZW", picture: rgb16, maker: .pnmtotiff(["-truecolor", "-lzw"])),
+        Kind(name: "RGB 16-bit, tiles", picture: rgb16, maker: .pnmtotiff(["-truecolor"]), copy: ["-c", "zip:2", "-t", "-w", "32", "-l", "48"]),
+        Kind(name: "RGB 8-bit, tiles in separate planes", picture: rgb, maker: .pnmtotiff(["-truecolor"]), copy: ["-c", "lzw", "-p", "separate", "-t", "-w", "48", "-l", "32"]),
+        Kind(name: "gray 8-bit", picture: gray, maker: .pnmtotiff(["-flate"])),
+        Kind(name: "gray 8-bit, MinIsWhite", picture: gray, maker: .pnmtotiff(["-miniswhite"])),
+        Kind(name: "gray 16-bit, big-endian", picture: gray16, maker: .pnmtotiff(["-msb2lsb"]), copy: ["-B"]),
+        Kind(name: "gray 4-bit", picture: Picture(name: "gray 4", channels: 1, maxValue: 15), maker: .pnmtotiff([])),
+        Kind(name: "gray 2-bit, tiles", picture: Picture(name: "gray 2", channels: 1, maxValue: 3), maker: .pnmtotiff([]), copy: ["-t", "-w", "16", "-l", "16"]),
+        Kind(name: "bilevel, CCITT G4", picture: Picture(name: "bilevel", channels: 0, maxValue: 1), maker: .pnmtotiff([]), copy: ["-c", "g4"]),
+        Kind(name: "palette 8-bit", picture: Picture(name: "palette", channels: 3, maxValue: 255, colours: 12), maker: .pnmtotiff([])),
+        Kind(name: "palette 4-bit, tiles", picture: Picture(name: "palette 4", channels: 3, maxValue: 255, colours: 2), maker: .pnmtotiff(["-indexbits=4"]), copy: ["-t", "-w", "32", "-l", "32"]),
+        Kind(name: "CMYK 8-bit", picture: rgb, maker: .cmyk),
+        Kind(name: "RGBA unassociated, deflate", picture: rgba, maker: .vips(["--compression", "deflate"])),
+        Kind(name: "RGBA associated, tiles", picture: rgba, maker: .vips(["--tile", "--tile-width", "64", "--tile-height", "64"]), set: ["-s", "338", "1", "1"], associated: true),
+        Kind(name: "gray+alpha 16-bit", picture: Picture(name: "gray+alpha 16", channels: 1, maxValue: 65535, alpha: true), maker: .vips(["--compression", "lzw"])),
+        Kind(name: "YCbCr JPEG, 4:2:0", picture: Picture(name: "smooth", channels: 3, maxValue: 255, smooth: true), maker: .vips(["--compression", "jpeg", "--Q", "90"]), lossy: true),
+    ]
+
+    static func run(_ program: String, _ arguments: [String]) throws -> Data {
+        let run = try Tools.run(program, arguments)
+        try #require(run.status == 0, "\(program) \(arguments): \(run.stderr)")
+        return run.stdout
+    }
+
+    /// The TIFF of `kind`, `width` x `height`, at `folder/master.tif`; returns its path.
+    static func tiff(_ kind: Kind, width: Int, height: Int, in folder: String) throws -> String {
+        let picture = kind.picture
+        let image = "\(folder)/image.pnm", made = "\(folder)/made.tif", master = "\(folder)/master.tif"
+        try PNGSourceTests.pnm(width: width, height: height, channels: picture.channels, maxValue: picture.maxValue) {
+            PNGSourceTests.sample($0, $1, $2, picture)
+        }.write(to: URL(fileURLWithPath: image))
+        switch kind.maker {
+        case .pnmtotiff(let options): try run("pnmtotiff", options + [image]).write(to: URL(fileURLWithPath: made))
+        case .cmyk: try run("pnmtotiffcmyk", [image]).write(to: URL(fileURLWithPath: made))
+        case .vips(let options):
+            let png = "\(folder)/picture.png"
+            try PNGSourceTests.png(picture, width: width, height: height, in: folder).write(to: URL(fileURLWithPath: png))
+            _ = try run("vips", ["tiffsave", png, made] + options)
+        }
+        if kind.copy.isEmpty {
+            try FileManager.default.copyItem(atPath: made, toPath: master)
+        } else {
+            _ = try run("tiffcp", kind.copy + [made, master])
+        }
+        if !kind.set.isEmpty { _ = try run("tiffset", kind.set + [master]) }
+        return master
+    }
+
+    /// The TIFF first made (`made.tif`, before `tiffcp` and `tiffset`, which change how the pixels are
+    /// stored, not what they are) decoded by `tifftopnm` (vips' files and CMYK: the samples `vips
+    /// rawsave` writes), made RGBA by the documented rules (`kind.associated`: the alpha `tiffset`
+    /// declares associated undone).
+    static func reference(_ path: String, _ kind: Kind, in folder: String) throws -> RGBAImage {
+        switch kind.maker {
+        case .cmyk:
+            let (width, _, samples) = try vipsSamples(path, in: folder)
+            var pixels = [UInt8]()
+            for i in stride(from: 0, to: samples.count, by: 4) {
+                let k = 255 - Int(samples[i + 3])
+                for c in 0..<3 {
+                    let ink = 255 - Int(samples[i + c])
+                    pixels.append(UInt8((ink * k + 127) / 255))
+                }
+                pixels.append(255)
+            }
+            return RGBAImage(width: width, height: samples.count / 4 / width, pixels: pixels)
+        case .vips:
+            let (width, bands, samples) = try vipsSamples(path, in: folder)
+            var pixels = [UInt8]()
+            let colours = bands >= 3 ? 3 : 1
+            for i in stride(from: 0, to: samples.count, by: bands) {
+                let a = colours < bands ? Int(samples[i + colours]) : 255
+                for c in 0..<3 {
+                    let v = Int(samples[i + (colours == 3 ? c : 0)])
+                    pixels.append(kind.associated ? (a == 0 ? 0 : UInt8(min(255, (v * 255 + a / 2) / a))) : UInt8(v))
+                }
+                pixels.append(UInt8(a))
+            }
+            return RGBAImage(width: width, height: samples.count / bands / width, pixels: pixels)
+        case .pnmtotiff:
+            let colour = try PNGSourceTests.parse(try run("tifftopnm", ["-byrow", path]))
+            var pixels = [UInt8]()
+            for i in 0..<(colour.width * colour.height) {
+                pixels += colour.channels == 1 ? Array(repeating: colour.samples[i], count: 3) : Array(colour.samples[(i * 3)..<(i * 3 + 3)])
+                pixels.append(255)
+            }
+            return RGBAImage(width: colour.width, height: colour.height, pixels: pixels)
+        }
+    }
+
+    /// The samples `vips rawsave` writes of `path` (vips reads TIFFs through libtiff): width, bands, and
+    /// the samples at 8 bits (16-bit ones as round(v * 255 / 65535)).
+    static func vipsSamples(_ path: String, in folder: String) throws -> (width: Int, bands: Int, samples: [UInt8]) {
+        let raw = "\(folder)/reference.raw"
+        _ = try run("vips", ["rawsave", path, raw])
+        let width = Int(try run("vipsheader", ["-f", "width", path]).trimmedText)!
+        let bands = Int(try run("vipsheader", ["-f", "bands", path]).trimmedText)!
+        let format = try run("vipsheader", ["-f", "format", path]).trimmedText
+        let bytes = Tools.readAll(raw)
+        if format.contains("USHORT") {
+            var samples = [UInt8]()
+            for i in stride(from: 0, to: bytes.count - 1, by: 2) {
+                let value = Int(bytes[i]) | Int(bytes[i + 1]) << 8  // the host's order: little-endian
+                samples.append(UInt8((value * 255 + 32767) / 65535))
+            }
+            return (width, bands, samples)
+        }
+        try #require(format.contains("UCHAR"), "vips reads \(path) as \(format)")
+        return (width, bands, bytes)
+    }
+
+    @Test("level 0 of a TIFF master is tifftopnm's pixels by the documented rules, from its file, whole or in pieces",
+          .enabled(if: tools, skip), arguments: kinds)
+    func levelZeroMatchesReference(kind: Kind) throws {
+        let folder = try PNGSourceTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = try Self.tiff(kind, width: 300, height: 190, in: folder)
+        let reference = try Self.reference("\(folder)/made.tif", kind, in: folder)
+        let fromFile = try TileBuilder.build(contentsOfFile: path)
+        let ours = try fromFile.pixels(level: 0)
+        #expect(ours.width == 300 && ours.height == 190)
+        if kind.lossy {
+            // libjpeg inside libtiff, for both: the same decoder, yet tifftopnm reads through another path.
+            #expect(Reference.psnr(ours, reference) > 40, "\(kind)")
+        } else {
+            let same = ours == reference  // (not the pixels in a failure's message)
+            #expect(same, "\(kind)")
+        }
+        // Pushed as bytes (spooled), whole and in pieces of 997 bytes: the same tiles.
+        let bytes = Data(Tools.readAll(path))
+        let tiles = try fromFile.allTiles()
+        #expect(try TileBuilder.build(data: bytes).allTiles() == tiles)
+        #expect(try Synthetic.build(bytes, chunk: 997).allTiles() == tiles)
+    }
+}
+
+extension Data {
+    fileprivate var trimmedText: String { String(decoding: self, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
+}
