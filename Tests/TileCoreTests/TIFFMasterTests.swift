@@ -187,3 +187,101 @@ struct TIFFMasterTests {
 extension Data {
     fileprivate var trimmedText: String { String(decoding: self, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
 }
+
+extension TIFFMasterTests {
+    /// The kind whose name begins with `prefix`.
+    static func kind(_ prefix: String) -> Kind { kinds.first { $0.name.hasPrefix(prefix) }! }
+
+    @Test("a TIFF master's metadata is read from its directory: format, size, depth, alpha, resolution, orientation",
+          .enabled(if: tools, skip))
+    func metadata() throws {
+        let folder = try PNGSourceTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let kind = Kind(name: "16-bit gray", picture: Self.gray16, maker: .pnmtotiff(["-xresolution", "300", "-yresolution", "300"]))
+        let path = try Self.tiff(kind, width: 40, height: 30, in: folder)
+        _ = try Self.run("tiffset", ["-s", "274", "6", path])  // Orientation: rotate 90 degrees clockwise to show
+        let builder = try TileBuilder()
+        builder.sourcePath = path
+        try builder.append(Data(Tools.readAll(path)))
+        let info = try #require(builder.info)
+        #expect(info.format == .tiff && info.width == 40 && info.height == 30 && info.components == 1)
+        #expect(info.bitsPerSample == 16 && !info.hasAlpha && builder.header == nil)
+        #expect(info.density?.unit == 1 && info.density?.x == 300 && info.density?.y == 300)
+        #expect(info.exifOrientation == 6 && info.tiff?.compression == 1 && info.tiff?.isTiled == false)
+        let image = try builder.finish()
+        // Shown upright: 30 wide, 40 high; upright (x, y) is stored (y, 29 - x).
+        let upright = try image.pixels(level: 0)
+        let stored = try Self.reference("\(folder)/made.tif", kind, in: folder)
+        #expect(upright.width == 30 && upright.height == 40)
+        var same = true
+        for y in 0..<40 { for x in 0..<30 where upright[x, y] != stored[y, 29 - x] { same = false } }
+        #expect(same)
+    }
+
+    @Test("a multi-page TIFF builds the page asked for; a pyramidal TIFF builds from its full-resolution page",
+          .enabled(if: tools, skip))
+    func pages() throws {
+        let folder = try PNGSourceTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let first = try Self.tiff(Self.kind("RGB 8-bit, LZW"), width: 120, height: 90, in: folder)
+        try FileManager.default.moveItem(atPath: first, toPath: "\(folder)/first.tif")
+        let firstReference = try Self.reference("\(folder)/made.tif", Self.kind("RGB 8-bit, LZW"), in: folder)
+        try FileManager.default.removeItem(atPath: "\(folder)/made.tif")
+        let second = try Self.tiff(Self.kind("gray 8-bit"), width: 64, height: 50, in: folder)
+        let secondReference = try Self.reference("\(folder)/made.tif", Self.kind("gray 8-bit"), in: folder)
+        _ = try Self.run("tiffcp", ["\(folder)/first.tif", second, "\(folder)/pages.tif"])
+        var options = BuildOptions()
+        #expect(try TileBuilder.build(contentsOfFile: "\(folder)/pages.tif", options: options).pixels(level: 0) == firstReference)
+        options.page = 1
+        #expect(try TileBuilder.build(contentsOfFile: "\(folder)/pages.tif", options: options).pixels(level: 0) == secondReference)
+        options.page = 2
+        #expect(thrownCode { try TileBuilder.build(contentsOfFile: "\(folder)/pages.tif", options: options) } == .invalidArgument)
+        // libvips' pyramid (deflate tiles): its first page is the full-resolution image.
+        _ = try Self.run("vips", ["tiffsave", "\(folder)/first.tif", "\(folder)/pyramid.tif", "--tile", "--pyramid", "--compression", "deflate"])
+        #expect(try TileBuilder.build(contentsOfFile: "\(folder)/pyramid.tif").pixels(level: 0) == firstReference)
+    }
+
+    @Test("cut, bit-flipped and unsupported TIFFs give typed errors, never a crash", .enabled(if: tools, skip))
+    func hostile() throws {
+        let folder = try PNGSourceTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for kind in [Self.kind("RGB 8-bit, LZW"), Self.kind("RGB 8-bit, deflate")] {  // strips with the directory last; tiles
+            let bytes = Data(Tools.readAll(try Self.tiff(kind, width: 300, height: 190, in: folder)))
+            try FileManager.default.removeItem(atPath: "\(folder)/made.tif")
+            try FileManager.default.removeItem(atPath: "\(folder)/master.tif")
+            #expect(thrownCode { try TileBuilder.build(data: bytes.prefix(bytes.count / 2)) } == .truncated, "\(kind)")
+            #expect(thrownCode { try TileBuilder.build(data: bytes.prefix(6)) } == .truncated, "\(kind)")
+            // Each byte of the file in turn, flipped (a stride through the data, every byte of the header
+            // and directory): an image, or a typed error.
+            var codes = Set<TileError.Code>()
+            let directory = Int(bytes[4]) | Int(bytes[5]) << 8 | Int(bytes[6]) << 16 | Int(bytes[7]) << 24
+            let positions = Array(stride(from: 0, to: bytes.count, by: 97)) + Array(0..<8) + Array(directory..<min(bytes.count, directory + 200))
+            for position in positions {
+                var flipped = bytes
+                flipped[position] ^= 0xA5
+                do { _ = try TileBuilder.build(data: flipped) } catch { codes.insert(error.code) }
+            }
+            #expect(codes.isSubset(of: [.corrupt, .truncated, .unsupported, .tooLarge, .invalidArgument]), "\(codes)")
+        }
+        // Floating-point samples are refused by name.
+        let made = try Self.tiff(Self.kind("RGB 8-bit, strips"), width: 32, height: 32, in: folder)
+        _ = try Self.run("vips", ["cast", made, "\(folder)/float.tif", "float"])
+        #expect(thrownCode { try TileBuilder.build(contentsOfFile: "\(folder)/float.tif") } == .unsupported)
+    }
+
+    @Test("a TIFF store of an opaque TIFF master encodes level 0 from its rows; one with alpha is refused",
+          .enabled(if: tools, skip))
+    func tiffStores() throws {
+        let folder = try PNGSourceTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let smooth = Kind(name: "smooth", picture: Picture(name: "smooth", channels: 3, maxValue: 255, smooth: true), maker: .pnmtotiff(["-truecolor"]))
+        let path = try Self.tiff(smooth, width: 300, height: 190, in: folder)
+        let image = try TileBuilder.build(contentsOfFile: path, options: TIFFChecks.options())
+        #expect(!image.isLevelZeroCopied)
+        #expect(Reference.psnr(try image.pixels(level: 0), try Self.reference("\(folder)/made.tif", smooth, in: folder)) > 30)
+        try FileManager.default.removeItem(atPath: "\(folder)/made.tif")
+        try FileManager.default.removeItem(atPath: path)
+        let transparent = try Self.tiff(Self.kind("RGBA unassociated"), width: 64, height: 64, in: folder)
+        #expect(thrownCode { try TileBuilder.build(contentsOfFile: transparent, options: TIFFChecks.options()) } == .unsupported)
+    }
+}

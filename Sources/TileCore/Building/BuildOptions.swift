@@ -41,6 +41,10 @@ public struct BuildOptions: Sendable, Hashable {
     /// tiny, so that small images move the window at every access.
     var coefficientWindowBytes: Int?
 
+    /// The page (image file directory) of a multi-page TIFF master to build, 0 the first (a pyramidal
+    /// TIFF's full-resolution image). Default 0. Other formats hold one image.
+    public var page: Int = 0
+
     /// Whole-image previews of a progressive JPEG while its bytes arrive (``PreviewPolicy``). Default
     /// ``PreviewPolicy/automatic``: on for sources that stream over a network, off for local files.
     public var preview: PreviewPolicy = .automatic

@@ -66,9 +66,12 @@ public final class TileBuilder {
     var state = State.readingHeader
     /// The master's decoder, chosen by its first bytes (nil until they arrive).
     private var chosenDecoder: (any RowDecoder)?
-    /// The master's file, when the caller knows it (``build(contentsOfFile:options:chunkSize:)``): a
-    /// TIFF is then read from it directly instead of from a spool of the bytes fed.
-    var sourcePath: String?
+    /// The file whose bytes are appended, when there is one: a TIFF master is then read from it directly
+    /// instead of from a spool file of the bytes (libtiff needs the whole file: a TIFF's directory is
+    /// often at its end). Set it before the first ``append(_:)-(UnsafeRawBufferPointer)``; the bytes
+    /// appended must still be the file's, all of them (they make the store's fingerprint).
+    /// ``build(contentsOfFile:options:chunkSize:)`` sets it.
+    public var sourcePath: String?
 
     /// The decoder: only used once the first bytes have chosen it.
     var decoder: any RowDecoder {
@@ -229,7 +232,7 @@ public final class TileBuilder {
     private func chooseDecoder(for bytes: UnsafeRawBufferPointer) throws(TileError) -> any RowDecoder {
         if PNGDecoder.isSignature(bytes) { return try PNGDecoder() }
         if TIFFDecoder.isSignature(bytes) {
-            return try TIFFDecoder(path: sourcePath, spoolDirectory: options.storage.spoolDirectory)
+            return try TIFFDecoder(path: sourcePath, spoolDirectory: options.storage.spoolDirectory, page: options.page)
         }
         return try JPEGDecoder(
             warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount,
