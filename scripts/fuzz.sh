@@ -11,15 +11,19 @@ if ! dpkg -s libjpeg62-turbo-dev libjpeg-turbo-progs libtiff-dev libtiff-tools n
     libtiff-dev libtiff-tools netpbm pkg-config >/dev/null
 fi
 clang=$(command -v clang || echo /opt/swift/usr/bin/clang)
-shim=(Sources/CJpegShim/*.c)
+shim=(Sources/CJpegShim/*.c Sources/CTiffIO/tiff_io.c)
 for target in decoder_fuzz tiff_fuzz; do
   "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
-    -I Sources/CJpegShim/include -I Sources/CJpegShim Fuzz/$target.c "${shim[@]}" \
+    -I Sources/CJpegShim/include -I Sources/CJpegShim -I Sources/CTiffIO/include Fuzz/$target.c "${shim[@]}" \
     $(pkg-config --cflags --libs libpng libtiff-4) -ljpeg -lpthread -o "$out/$target" 2>"$out/clang.log" \
     || { cat "$out/clang.log"; exit 1; }
 done
 "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I Sources/CPngDecoder/include \
   Fuzz/png_fuzz.c Sources/CPngDecoder/png_decoder.c $(pkg-config --cflags --libs libpng) -o "$out/png_fuzz" 2>"$out/clang.log" \
+  || { cat "$out/clang.log"; exit 1; }
+"$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
+  -I Sources/CTiffDecoder/include -I Sources/CTiffIO/include Fuzz/tiff_master_fuzz.c Sources/CTiffDecoder/*.c \
+  Sources/CTiffIO/tiff_io.c $(pkg-config --cflags --libs libtiff-4) -o "$out/tiff_master_fuzz" 2>"$out/clang.log" \
   || { cat "$out/clang.log"; exit 1; }
 swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/metadata_fuzz.swift \
   Sources/TileCore/{Decoding/{HeaderSegments,EXIFReader,ImageInfo,JPEGHeader},System/{InputFile,SystemCall,BlockingCallCheck},Geometry/ImageOrientation,TileError}.swift \
@@ -80,6 +84,24 @@ if command -v pnmtopng >/dev/null; then
 fi
 command -v vips >/dev/null && vips pngsave "$out/seed.ppm" "$png_seeds/vips.png"
 [ -f ../shared/fixtures/jpeg/jpg-size-6x6.jpg ] && cp ../shared/fixtures/jpeg/jpg-size-6x6.jpg "$png_seeds/named-jpg.png"
+# TIFF master seeds (tiff_master_fuzz): the seed image stripped and tiled as netpbm, libtiff and libvips
+# write it (gray, bilevel, palette, 16-bit, CMYK, separate planes, LZW with a predictor, big-endian
+# BigTIFF, JPEG YCbCr, alpha), plus the pyramid seeds.
+master_seeds="$out/tiff-master-seeds"
+mkdir -p "$master_seeds"
+cp "$tiff_seeds"/*.tif "$master_seeds/" 2>/dev/null
+if command -v pnmtotiff >/dev/null; then
+  pnmtotiff -truecolor "$out/seed.ppm" >"$master_seeds/rgb.tif" 2>/dev/null
+  ppmtopgm "$out/seed.ppm" | pnmtotiff -miniswhite >"$master_seeds/gray.tif" 2>/dev/null
+  ppmtopgm "$out/seed.ppm" | pgmtopbm 2>/dev/null | pnmtotiff -g4 >"$master_seeds/bilevel.tif" 2>/dev/null
+  pnmquant 8 "$out/seed.ppm" 2>/dev/null | pnmtotiff -indexbits=4 >"$master_seeds/palette.tif" 2>/dev/null
+  pnmdepth 65535 "$out/seed.ppm" | pnmtotiff -truecolor -lzw -predictor=2 >"$master_seeds/rgb16.tif" 2>/dev/null
+  pnmtotiffcmyk "$out/seed.ppm" >"$master_seeds/cmyk.tif" 2>/dev/null
+  tiffcp -p separate -t -w 16 -l 16 -c packbits "$master_seeds/rgb.tif" "$master_seeds/planes.tif"
+  tiffcp -B -8 -c zip:2 "$master_seeds/rgb.tif" "$master_seeds/bigtiff.tif"
+  tiffcp -c jpeg -r 8 "$master_seeds/rgb.tif" "$master_seeds/ycbcr.tif"
+fi
+command -v vips >/dev/null && [ -f "$png_seeds/rgba.png" ] && vips tiffsave "$png_seeds/rgba.png" "$master_seeds/rgba.tif"
 tiler=$(ls .build/*/debug/tiler .build/debug/tiler 2>/dev/null | head -1 || true)
 if [ -n "$tiler" ]; then
   "$tiler" build "$seeds/baseline.jpg" --tile-size 16 --out "$out/seed.tiles" >/dev/null && cp "$out/seed.tiles/pyramid.tif" "$tiff_seeds/tiler.tif"
@@ -88,13 +110,14 @@ fi
 
 status=0
 summary=()
-for target in decoder_fuzz tiff_fuzz png_fuzz metadata_fuzz; do
+for target in decoder_fuzz tiff_fuzz tiff_master_fuzz png_fuzz metadata_fuzz; do
   corpus="$out/corpus-$target"
   mkdir -p "$corpus" "$out/crashes"
   log="$out/$target.log"
   seed_folder="$seeds"
   [ "$target" = tiff_fuzz ] && seed_folder="$tiff_seeds"
   [ "$target" = png_fuzz ] && seed_folder="$png_seeds"
+  [ "$target" = tiff_master_fuzz ] && seed_folder="$master_seeds"
   ASAN_OPTIONS="quarantine_size_mb=64:allocator_release_to_os_interval_ms=1000" \
   "$out/$target" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$out/crashes/$target-" "$corpus" "$seed_folder" >"$log" 2>&1
