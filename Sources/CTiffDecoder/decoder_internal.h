@@ -19,6 +19,7 @@ struct ctiff_decoder {
     tiff_file file;            /* the descriptor read (owned: closed by ctiff_decoder_destroy) */
     int spooling;              /* 1: the bytes fed are written to file.fd */
     uint64_t fed;
+    uint64_t file_size;        /* the file's size when its directory was read */
     int ended;
     uint32_t page;
     TIFF *tif;

@@ -215,8 +215,9 @@ depth:
 
 static ctiff_status read_directory(ctiff_decoder *d) {
     ctiff_header *h = &d->header;
+    uint32_t pages = (uint32_t)TIFFNumberOfDirectories(d->tif);
     if (d->page > 0 && !TIFFSetDirectory(d->tif, (tdir_t)d->page))
-        return ctiff_fail(d, CTIFF_ERR_ARGUMENT, "the TIFF has no page %u", d->page);
+        return ctiff_fail(d, CTIFF_ERR_ARGUMENT, "the TIFF has no page %u (it has %u)", d->page, pages);
     uint32_t width = 0, height = 0;
     uint16_t bits = 1, samples = 1, format = SAMPLEFORMAT_UINT, photometric = 0, compression = 1, planar = 1;
     uint16_t orientation = 0, unit = RESUNIT_INCH;
@@ -232,7 +233,7 @@ static ctiff_status read_directory(ctiff_decoder *d) {
     *h = (ctiff_header){.width = width, .height = height, .bits_per_sample = bits, .samples_per_pixel = samples,
                         .photometric = photometric, .compression = compression, .planar = planar,
                         .tiled = TIFFIsTiled(d->tif) != 0, .big_tiff = TIFFIsBigTIFF(d->tif) != 0,
-                        .big_endian = TIFFIsBigEndian(d->tif) != 0};
+                        .big_endian = TIFFIsBigEndian(d->tif) != 0, .page_count = pages};
     if (h->tiled) {
         TIFFGetField(d->tif, TIFFTAG_TILEWIDTH, &h->tile_width);
         TIFFGetField(d->tif, TIFFTAG_TILELENGTH, &h->tile_height);
@@ -267,6 +268,7 @@ ctiff_status ctiff_decoder_read_header(ctiff_decoder *d, ctiff_header *header) {
         if (!d->tif) return open_failure(d);
         ctiff_status status = read_directory(d);
         if (status != CTIFF_OK) return status;
+        d->file_size = file_size(d);
         d->header_read = 1;
     }
     if (header) *header = d->header;

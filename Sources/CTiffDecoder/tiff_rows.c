@@ -179,8 +179,13 @@ ctiff_status ctiff_decoder_read_rows(ctiff_decoder *d, void *rgba, size_t stride
         if (status != CTIFF_OK) return status;
     }
     const uint32_t height = d->header.height;
+    /* Reading the master's own file while its bytes are still being fed: rows keep pace with the bytes
+       (their share of the file), so that a caller feeding slices can stop between them. */
+    uint32_t allowed = height;
+    if (!d->spooling && !d->ended && d->file_size > 0 && d->fed < d->file_size)
+        allowed = (uint32_t)((uint64_t)height * d->fed / d->file_size);
     uint8_t *out = rgba;
-    while (*rows < max_rows && d->rows_read < height) {
+    while (*rows < max_rows && d->rows_read < allowed) {
         if (d->rows_read >= d->band_first + d->band_rows) {
             ctiff_status status = fill_band(d);
             if (status != CTIFF_OK) return status;
@@ -189,5 +194,6 @@ ctiff_status ctiff_decoder_read_rows(ctiff_decoder *d, void *rgba, size_t stride
         d->rows_read++;
         (*rows)++;
     }
-    return d->rows_read == height ? CTIFF_DONE : CTIFF_OK;
+    if (d->rows_read == height) return CTIFF_DONE;
+    return d->rows_read == allowed ? CTIFF_NEED_DATA : CTIFF_OK;
 }

@@ -60,10 +60,15 @@ public actor ImageBuilder {
     /// - Parameters:
     ///   - options: see `BuildOptions`.
     ///   - budget: the disk budget to account this build's bytes in, if any.
+    ///   - sourcePath: the file whose bytes will be appended, when there is one: a TIFF master is then
+    ///     read from it (`TileBuilder.sourcePath`) rather than from a spool file of its bytes.
     /// - Throws: `TileError.Code.io` when the decoder cannot be allocated.
-    public init(options: BuildOptions = BuildOptions(), budget: DiskCacheBudget? = nil) throws(TileError) {
+    public init(options: BuildOptions = BuildOptions(), budget: DiskCacheBudget? = nil, sourcePath: String? = nil)
+        throws(TileError)
+    {
         executor = DispatchSerialExecutor(label: "TiledImageKit.ImageBuilder")
         builder = try TileBuilder(options: options)
+        builder.sourcePath = sourcePath
         self.budget = budget
         (progress, progressContinuation) = AsyncStream.makeStream(of: Progress.self, bufferingPolicy: .unbounded)
     }
@@ -241,7 +246,7 @@ public actor ImageBuilder {
         progressContinuation.yield(
             Progress(
                 bytesReceived: builder.bytesReceived, expectedBytes: expectedBytes, rowsDecoded: builder.rowsDecoded,
-                height: builder.header?.height,
+                height: builder.info?.height,
                 levelTileRowsComplete: image.map { i in (0..<i.levelCount).map { i.storedTileRowsComplete(level: $0) } } ?? [],
                 levelTileRowsPreliminary: image.map { i in (0..<i.levelCount).map { i.previewTileRows(level: $0) } } ?? [],
                 previewScan: image?.previewScan, state: state))

@@ -102,7 +102,7 @@ public actor ImageLoader {
         if options.preview == .automatic {
             options.preview = .afterScans(options.preview.scanCount(streaming: source.streamsOverNetwork))
         }
-        do { builder = try ImageBuilder(options: options, budget: budget) } catch {
+        do { builder = try ImageBuilder(options: options, budget: budget, sourcePath: source.filePath) } catch {
             return ImageResult(index: index, name: source.name, result: .failure(error), decodeTime: .zero, wallTime: .zero)
         }
         builders[index] = builder

@@ -1,7 +1,7 @@
 public import Foundation
 import TileCore
 
-/// Somewhere the bytes of a JPEG come from: a file, a sequence of chunks, or (in TileNetwork) an HTTP
+/// Somewhere the bytes of a master (JPEG, PNG, TIFF) come from: a file, a sequence of chunks, or (in TileNetwork) an HTTP
 /// response. A source streams its bytes into an ``ImageBuilder`` as they come.
 public protocol ImageSource: Sendable {
     /// A name for reports and errors (a file name, a URL).
@@ -12,17 +12,23 @@ public protocol ImageSource: Sendable {
     /// Whether the bytes arrive over a network, slowly enough that whole-image previews of a
     /// progressive JPEG are worth making (`BuildOptions.preview`'s `.automatic`). Default `false`.
     var streamsOverNetwork: Bool { get }
+    /// The file the bytes are read from, when they are one file's: a TIFF master is then read from the
+    /// file itself instead of a spool of its bytes (``ImageBuilder/init(options:budget:sourcePath:)``).
+    /// Default `nil`.
+    var filePath: String? { get }
 }
 
 extension ImageSource {
     public var streamsOverNetwork: Bool { false }
+    public var filePath: String? { nil }
 }
 
-/// A JPEG file, read a chunk at a time (never whole).
+/// A master's file, read a chunk at a time (never whole).
 public struct FileImageSource: ImageSource {
     public let path: String
     public let chunkSize: Int
     public var name: String { path == "-" ? "stdin" : (path as NSString).lastPathComponent }
+    public var filePath: String? { path == "-" ? nil : path }
 
     /// - Parameters:
     ///   - path: the file; `-` for standard input.

@@ -45,6 +45,9 @@ public struct TileError: Error, Sendable, Hashable, CustomStringConvertible {
     public var errno: Int32?
     /// libjpeg's message code for decoder errors, else `nil`.
     public var libjpegMessageCode: Int?
+    /// Whether the input ended inside a JPEG's scan data, which ``BuildOptions/allowTruncated`` fills
+    /// in (`tiler build --allow-truncated`): never for other formats or a cut header.
+    public var isFillable = false
 
     /// Creates an error.
     public init(_ code: Code, _ message: String, errno: Int32? = nil, libjpegMessageCode: Int? = nil) {

@@ -78,7 +78,7 @@ extension ImageCatalog {
         options.storage = .persistent(path: store)
         options.format = storeFormat
         let builder: ImageBuilder
-        do { builder = try ImageBuilder(options: options, budget: budget) } catch {
+        do { builder = try ImageBuilder(options: options, budget: budget, sourcePath: source.path) } catch {
             states[id] = .failed(error, source.fingerprint, at: .now)
             return nil
         }

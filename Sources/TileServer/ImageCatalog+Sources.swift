@@ -12,7 +12,8 @@ struct SourceFile: Sendable, Hashable {
         case master
         /// A store folder (`{id}.tiles`), served as it is; its manifest is what is fingerprinted.
         case store
-        /// A tiled pyramidal TIFF (`{id}.tif`, `.tiff`: libvips', IIPImage's), served as it is.
+        /// A TIFF (`{id}.tif`, `.tiff`): a tiled pyramid (libvips', IIPImage's) is served as it is; any
+        /// other TIFF is a master, built like a JPEG.
         case tiff
     }
 

@@ -31,7 +31,7 @@ extension ImageCatalog {
         let root = self.root
         // Anything at the name (a master, a store, a file or link of another kind) makes it taken.
         let taken = (try? await threadPool.blocking { () throws(TileError) -> Bool in
-            (SourceFile.masterSuffixes + ["tiles"]).contains { FolderEntry(at: "\(root)/\(id).\($0)") != .none }
+            (SourceFile.masterSuffixes + SourceFile.tiffSuffixes + ["tiles"]).contains { FolderEntry(at: "\(root)/\(id).\($0)") != .none }
         }) ?? true
         guard !taken, !isBuilding(id) else { throw .exists }
         var options = options

@@ -300,9 +300,11 @@ public actor ImageCatalog {
         case .store, .tiff:
             do {
                 storesOpened += 1
-                let pyramid = try await threadPool.blocking { () throws(TileError) in
-                    source.kind == .tiff ? try TiledImage.open(tiff: source.path) : try TiledImage.open(store: source.path)
+                let pyramid = try await threadPool.blocking { () throws(TileError) -> TiledImage? in
+                    source.kind == .tiff ? try Self.openPyramid(tiff: source.path) : try TiledImage.open(store: source.path)
                 }
+                // A TIFF that is not a whole tiled pyramid of tiles this package reads is a master.
+                guard let pyramid else { return await buildOrReuse(id, source) }
                 setReady(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: nil)
             } catch {
                 states[id] = .failed(error, source.fingerprint, at: .now)
@@ -311,6 +313,21 @@ public actor ImageCatalog {
         case .master:
             return await buildOrReuse(id, source)
         }
+    }
+
+    /// The TIFF at `path` opened as the pyramid it holds, or nil when it holds none to serve as it is
+    /// (a stripped or untiled image, tiles this package does not read, or levels that stop before one
+    /// tile): such a TIFF is a master, built like a JPEG. Other errors (the file is unreadable) are
+    /// thrown. Blocking.
+    nonisolated static func openPyramid(tiff path: String) throws(TileError) -> TiledImage? {
+        let pyramid: TiledImage
+        do { pyramid = try TiledImage.open(tiff: path) } catch {
+            if [.invalidStore, .unsupported].contains(error.code) { return nil }
+            throw error
+        }
+        let smallest = pyramid.geometry.levels[pyramid.levelCount - 1]
+        let tile = pyramid.geometry.tileSize
+        return smallest.width <= tile && smallest.height <= tile ? pyramid : nil
     }
 
     /// Puts away what `id` showed of an older version of its file (or of a file now gone): a build is

@@ -95,7 +95,7 @@ extension TileRoutes {
             case let refusal as ImageCatalog.UploadRefusal: return Self.refusal(refusal, id: id)
             default:
                 let failure = error as? TileError ?? TileError(.truncated, "the body ended early: \(error)")
-                return Self.plain(.badRequest, "not a whole JPEG: \(failure.message)")
+                return Self.plain(.badRequest, "not a whole image: \(failure.message)")
             }
         }
         var response = await state(id: id)
@@ -125,11 +125,17 @@ extension TileRoutes {
         if !held.isEmpty { try await builder.append(held) }  // no whole header: the builder says why
     }
 
-    /// The bytes of the store a JPEG makes at most (and a progressive one's coefficients while it is
+    /// The bytes of the store a JPEG (or a PNG: its raw levels) makes at most (and a progressive one's coefficients while it is
     /// built), once `header` holds its frame header; nil before. Raw levels: their exact size. A TIFF:
     /// its full-resolution tiles hold about the JPEG's own bytes and the others fewer, so twice the
     /// JPEG's (`sourceBytes`), and never more than raw levels. Headers over 17 MiB are refused.
     static func storeByteCount(header: [UInt8], format: StoreFormat, sourceBytes: Int) throws(TileError) -> Int? {
+        // A TIFF's directory is often at its end, so its size is unknown until the whole body is in (it
+        // is spooled to disk meanwhile): estimated from the body's size, as stored 8-bit RGB is at
+        // least 3 bytes a pixel (compressed masters may reach more pixels: the budget is then short).
+        if header.withUnsafeBytes({ ImageFormat(sniffing: $0) }) == .tiff {
+            return min(6 * sourceBytes, .max / 2) + (1 << 20)
+        }
         let info: ImageInfo
         do { info = try ImageInfo.read(data: header) } catch {
             guard error.code == .truncated, header.count < 17 << 20 else { throw error }

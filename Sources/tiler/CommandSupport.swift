@@ -23,10 +23,14 @@ struct DecodeOptions: ParsableArguments {
     @Option(help: "Where a progressive JPEG's coefficients are kept while it is decoded: auto (on disk above 32 MiB, the default), memory, or disk.")
     var coefficients: CoefficientsArgument = .auto
 
+    @Option(help: "The page of a multi-page TIFF master to tile, 0 the first.")
+    var page = 0
+
     func validate() throws {
         guard (16...4096).contains(tileSize) else {
             throw ValidationError("--tile-size must be within 16...4096, not \(tileSize).")
         }
+        guard page >= 0 else { throw ValidationError("--page must be 0 or more, not \(page).") }
     }
 
     func buildOptions() -> BuildOptions {
@@ -36,6 +40,7 @@ struct DecodeOptions: ParsableArguments {
         options.tileSize = tileSize
         options.writer = writer == .window ? .window : .bands()
         options.coefficientStorage = coefficients.storage
+        options.page = page
         return options
     }
 }
@@ -89,8 +94,8 @@ func failureLine(_ subject: String, _ error: any Error) -> String {
     switch error {
     case let error as TileError:
         message = error.message
-        // A JPEG cut short can be filled in; a PNG cut short cannot (PNGDecoder's messages say "the PNG").
-        if error.code == .truncated && !message.hasPrefix("empty") && !message.hasPrefix("the PNG") {
+        // A JPEG cut inside its scans can be filled in; a cut header, a PNG or a TIFF cannot.
+        if error.isFillable {
             message += " (--allow-truncated accepts it)"
         }
     case let error as CocoaError:

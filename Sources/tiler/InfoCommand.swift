@@ -5,9 +5,9 @@ import TileCore
 struct InfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
-        abstract: "Print a JPEG's properties, read from its header without decoding; or a store's or TIFF's levels, tile coding and size on disk.")
+        abstract: "Print a master's properties (JPEG, PNG, TIFF), read from its header without decoding; or a store's or tiled pyramidal TIFF's levels, tile coding and size on disk.")
 
-    @Argument(help: "The JPEG file (- for standard input), a store folder, or a tiled pyramidal TIFF (.tif).")
+    @Argument(help: "A JPEG, PNG or TIFF master (- for standard input), a store folder, or a tiled pyramidal TIFF (.tif).")
     var input: String
 
     @Flag(help: "Print JSON with stable keys.")
@@ -15,8 +15,12 @@ struct InfoCommand: ParsableCommand {
 
     func run() throws {
         if input != "-" && (isDirectory(input) || isTIFFFile(input)) {
-            do { try printStore() } catch { throw fail(input, error) }
-            return
+            do {
+                try printStore()
+                return
+            } catch let error as TileError where isTIFFFile(input) && [.invalidStore, .unsupported].contains(error.code) {
+                // Not a tiled pyramid this package serves: a TIFF master, described from its directory.
+            } catch { throw fail(input, error) }
         }
         do {
             let info = try ImageInfo.read(contentsOfFile: input)
@@ -54,8 +58,17 @@ struct InfoCommand: ParsableCommand {
     }
 
     private func printInfo(_ info: ImageInfo) {
-        print("\(escapingControlCharacters(input == "-" ? "stdin" : input)): \(info.width)x\(info.height), \(info.components) components, \(info.colorSpace.rawValue), \(info.bitsPerSample)-bit")
-        print("coding: \(info.coding.rawValue)\(info.isArithmetic ? ", arithmetic" : ""), subsampling \(info.subsampling), restart interval \(info.restartInterval)")
+        let name = escapingControlCharacters(input == "-" ? "stdin" : input)
+        let alpha = info.hasAlpha ? " + alpha" : ""
+        print("\(name): \(info.format.rawValue.uppercased()), \(info.width)x\(info.height), \(info.components) components\(alpha), \(info.colorSpace.rawValue), \(info.bitsPerSample)-bit")
+        if let tiff = info.tiff {
+            let layout = tiff.isTiled ? "tiles" : "strips"
+            let planes = tiff.isPlanar ? ", separate planes" : ""
+            let order = tiff.isBigEndian ? "big-endian" : "little-endian"
+            print("TIFF: \(tiff.compressionName), photometric \(tiff.photometric), \(tiff.samplesPerPixel) samples a pixel, \(layout)\(planes), \(order)\(tiff.isBigTIFF ? " BigTIFF" : ""), \(tiff.pageCount) page\(tiff.pageCount == 1 ? "" : "s")\(tiff.alphaIsAssociated ? ", associated alpha" : "")")
+        } else if info.format == .jpeg {
+            print("coding: \(info.coding.rawValue)\(info.isArithmetic ? ", arithmetic" : ""), subsampling \(info.subsampling), restart interval \(info.restartInterval)")
+        }
         print("orientation: \(info.exifOrientation.map(String.init) ?? "none") -> displayed \(info.orientedWidth)x\(info.orientedHeight)")
         if let icc = info.iccProfile { print("ICC profile: \(icc.count) bytes") }
         if let adobe = info.adobeTransform { print("Adobe transform: \(adobe)") }
@@ -89,6 +102,15 @@ func infoJSON(_ info: ImageInfo) throws -> String {
         "subsampling": info.subsampling, "restartInterval": info.restartInterval,
         "iccProfileBytes": info.iccProfile?.count ?? 0, "exif": exif,
     ]
+    object["format"] = info.format.rawValue
+    object["alpha"] = info.hasAlpha
+    if let tiff = info.tiff {
+        object["tiff"] = [
+            "compression": tiff.compression, "compressionName": tiff.compressionName, "photometric": tiff.photometric,
+            "samplesPerPixel": tiff.samplesPerPixel, "tiled": tiff.isTiled, "planar": tiff.isPlanar, "bigTIFF": tiff.isBigTIFF,
+            "bigEndian": tiff.isBigEndian, "associatedAlpha": tiff.alphaIsAssociated, "pages": tiff.pageCount,
+        ]
+    }
     if let adobe = info.adobeTransform { object["adobeTransform"] = adobe }
     if let problem = info.exifProblem { object["exifProblem"] = problem }
     if let d = info.density { object["density"] = ["unit": d.unit, "x": d.x, "y": d.y] }

@@ -45,6 +45,7 @@ typedef struct {
     int32_t orientation;        /* the Orientation tag, 0 when absent */
     int32_t big_tiff;
     int32_t big_endian;
+    uint32_t page_count;        /* directories in the file's main chain (SubIFDs not counted) */
     int32_t resolution_unit;    /* 1 none, 2 inch, 3 centimetre; 0 when there is no resolution */
     double x_resolution, y_resolution;
 } ctiff_header;
@@ -73,7 +74,9 @@ ctiff_status ctiff_decoder_read_header(ctiff_decoder *d, ctiff_header *header);
  * repeated into R, G and B (MinIsWhite inverted), palettes looked up, CMYK as R = (255-C)(255-K)/255
  * rounded (likewise G, B), 16-bit samples to 8 as round(v * 255 / 65535), associated alpha undone
  * (c * 255 / a rounded, 0 where a is 0), alpha 255 where there is none. *rows: how many were written.
- * CTIFF_OK (more to come), CTIFF_DONE (the last row given), or an error.
+ * CTIFF_OK (more to come), CTIFF_DONE (the last row given), CTIFF_NEED_DATA (reading the master's own
+ * file while its bytes are still fed: rows keep pace with the bytes, their share of the file), or an
+ * error.
  */
 ctiff_status ctiff_decoder_read_rows(ctiff_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
 

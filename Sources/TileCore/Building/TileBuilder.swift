@@ -198,7 +198,8 @@ public final class TileBuilder {
         }
         reportScratchBytes()
         guard case .complete(let image) = state else {
-            let error = TileError(.truncated, "the stream ended before the image did")
+            var error = TileError(.truncated, "the stream ended before the image did")
+            error.isFillable = decoder is JPEGDecoder && header != nil
             cleanUp(with: error)
             throw error
         }
@@ -230,13 +231,14 @@ public final class TileBuilder {
 
     /// The decoder of the format the first bytes say: PNG or TIFF by their signatures, else JPEG.
     private func chooseDecoder(for bytes: UnsafeRawBufferPointer) throws(TileError) -> any RowDecoder {
-        if PNGDecoder.isSignature(bytes) { return try PNGDecoder() }
-        if TIFFDecoder.isSignature(bytes) {
-            return try TIFFDecoder(path: sourcePath, spoolDirectory: options.storage.spoolDirectory, page: options.page)
+        switch ImageFormat(sniffing: bytes) {
+        case .png: return try PNGDecoder()
+        case .tiff: return try TIFFDecoder(path: sourcePath, spoolDirectory: options.storage.spoolDirectory, page: options.page)
+        case .jpeg:
+            return try JPEGDecoder(
+                warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount,
+                allowsTruncation: options.allowTruncated)
         }
-        return try JPEGDecoder(
-            warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount,
-            allowsTruncation: options.allowTruncated)
     }
 
     // MARK: - Previews
@@ -343,7 +345,9 @@ public final class TileBuilder {
 
     private func checkTruncation() throws(TileError) {
         if decoder.isTruncated && !options.allowTruncated {
-            throw TileError(.truncated, "the stream ended before the image did (\(bytesReceived) bytes received)")
+            var error = TileError(.truncated, "the stream ended before the image did (\(bytesReceived) bytes received)")
+            error.isFillable = true  // only a JPEG decoder fills in (its isTruncated)
+            throw error
         }
     }
 

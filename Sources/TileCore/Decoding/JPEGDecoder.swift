@@ -164,7 +164,9 @@ final class JPEGDecoder: RowDecoder {
         case CJS_FAILURE_EMPTY: return TileError(.truncated, "empty input: \(message)", libjpegMessageCode: code)
         case CJS_FAILURE_NOMEM: return TileError(.io, message, errno: ENOMEM, libjpegMessageCode: code)
         case CJS_FAILURE_TRUNCATED:
-            return TileError(.truncated, "scan data ends early (\(message))", libjpegMessageCode: code)
+            var error = TileError(.truncated, "scan data ends early (\(message))", libjpegMessageCode: code)
+            error.isFillable = true
+            return error
         case CJS_FAILURE_TOO_MANY_SCANS: return TileError(.tooManyScans, message)
         case CJS_FAILURE_IO: return TileError(.io, message, errno: cjs_decoder_errno(handle))
         case CJS_FAILURE_STOPPED: return TileError(.cancelled, message)

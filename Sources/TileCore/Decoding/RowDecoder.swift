@@ -1,3 +1,17 @@
+extension ImageFormat {
+    /// The format `bytes` (a file's first bytes: 8 are enough) begin as: PNG or TIFF by their
+    /// signatures, anything else JPEG (whose decoder says what is wrong with what is not one).
+    public init(sniffing bytes: UnsafeRawBufferPointer) {
+        if PNGDecoder.isSignature(bytes) {
+            self = .png
+        } else if TIFFDecoder.isSignature(bytes) {
+            self = .tiff
+        } else {
+            self = .jpeg
+        }
+    }
+}
+
 /// Where a decoder is: what it needs next.
 enum DecodeStep { case needData, ready, done }
 

@@ -145,6 +145,6 @@ extension ImageInfo {
         tiff = TIFFDetails(
             compression: Int(h.compression), photometric: Int(h.photometric), samplesPerPixel: Int(h.samples_per_pixel),
             isTiled: h.tiled != 0, isPlanar: h.planar == 2, isBigTIFF: h.big_tiff != 0, isBigEndian: h.big_endian != 0,
-            alphaIsAssociated: h.alpha_associated != 0)
+            alphaIsAssociated: h.alpha_associated != 0, pageCount: Int(h.page_count))
     }
 }

@@ -100,6 +100,7 @@ public enum ImageResizer {
         }
         guard file.isRegularFile else { return try resize(data: try file.readAll(), to: targets, options: options) }
         let info = try ImageInfo.read(file)
+        try requireJPEG(info)
         try file.rewind()
         return try ResizeJob(source: .file(file), info: info, targets: targets, options: options).run()
     }
@@ -110,6 +111,16 @@ public enum ImageResizer {
     {
         let bytes = data.withUnsafeBytes { Data($0) }
         let info = try ImageInfo.read(data: bytes)
+        try requireJPEG(info)
         return try ResizeJob(source: .data(bytes), info: info, targets: targets, options: options).run()
+    }
+
+    /// Resizing scales in the DCT domain: JPEGs only.
+    private static func requireJPEG(_ info: ImageInfo) throws(TileError) {
+        guard info.format == .jpeg else {
+            throw TileError(
+                .unsupported,
+                "resizing scales JPEGs in the DCT domain; this is a \(info.format.rawValue.uppercased()): build a pyramid of it instead")
+        }
     }
 }
