@@ -58,7 +58,7 @@ let package = Package(
             cSettings: [.define("_GNU_SOURCE")]
         ),
         // PNG masters: libpng's progressive reader behind a push decoder of RGBA rows (TileCore's PNGDecoder).
-        .target(name: "CPngDecoder", dependencies: ["CLibPNG"]),
+        .target(name: "CPngDecoder", dependencies: ["CLibPNG"], cSettings: [.define("_GNU_SOURCE")]),
         // TIFF masters: libtiff's strip, scanline and tile reads behind a decoder of RGBA rows (TileCore's TIFFDecoder).
         .target(name: "CTiffDecoder", dependencies: ["CLibTIFF", "CTiffIO"], cSettings: [.define("_GNU_SOURCE")]),
         // libjpeg's ordinary whole-image decode, for tests and benchmarks to compare with: not shipped.

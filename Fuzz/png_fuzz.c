@@ -42,6 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint32_t per_read = 1 + (pick >> 4);
     cpng_decoder *d;
     if (cpng_decoder_create(&d) != CPNG_OK) return 0;
+    cpng_decoder_set_spool_directory(d, "/tmp"); /* interlaced images too, their passes on disk */
     cpng_header h;
     int have_header = 0, state = 0;
     uint8_t *rows = NULL;

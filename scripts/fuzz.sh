@@ -18,7 +18,7 @@ for target in decoder_fuzz tiff_fuzz; do
     $(pkg-config --cflags --libs libpng libtiff-4) -ljpeg -lpthread -o "$out/$target" 2>"$out/clang.log" \
     || { cat "$out/clang.log"; exit 1; }
 done
-"$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I Sources/CPngDecoder/include \
+"$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -I Sources/CPngDecoder/include \
   Fuzz/png_fuzz.c Sources/CPngDecoder/png_decoder.c $(pkg-config --cflags --libs libpng) -o "$out/png_fuzz" 2>"$out/clang.log" \
   || { cat "$out/clang.log"; exit 1; }
 "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The IIIF consortium's validator (PyPI iiif-validator) at level 2 against `tiler serve`, Image API 3.0
 # (/iiif/3) and 2.1 (/iiif/2, the validator's version 2.0 tests), on its own
-# test image (1000x1000, CC0; shipped in the iiif-validator-ng package, converted once to a JPEG of
-# quality 100 without chroma subsampling). Prints the validator's summary.
+# test image (1000x1000, CC0; shipped in the iiif-validator-ng package), served from two masters: a
+# JPEG of quality 100 without chroma subsampling, and the image as an RGB PNG. Prints the validator's
+# summaries.
 #
 # Exits non-zero on any failure but one: iiif-validator 1.0.5's size_noup test expects 400 for
 # `full/!2000,3000/...`, where the specification (4.2, `!w,h`: "as large as possible but not larger
@@ -26,7 +27,9 @@ from PIL import Image
 work, ident = sys.argv[1], sys.argv[2]
 wheel = glob.glob(f"{work}/ng/*.whl")[0]
 png = zipfile.ZipFile(wheel).read("iiif_validator/validation_image.png")
-Image.open(io.BytesIO(png)).convert("RGB").save(f"{work}/images/{ident}.jpg", quality=100, subsampling=0)
+image = Image.open(io.BytesIO(png)).convert("RGB")
+image.save(f"{work}/images/{ident}.jpg", quality=100, subsampling=0)
+image.save(f"{work}/images/png-{ident}.png")
 PY
 swift build --product tiler >/dev/null
 "$(swift build --show-bin-path)/tiler" serve "$work/images" --port 0 --cache "$work/cache" 2>"$work/serve.log" &
@@ -34,15 +37,20 @@ server=$!
 for _ in $(seq 100); do grep -qs "tiler: serving" "$work/serve.log" && break; sleep 0.1; done
 port=$(sed -n 's/.*tiler: serving .* at http:\/\/127.0.0.1:\([0-9]*\)\/.*/\1/p' "$work/serve.log")
 status=0
+# The same image as a JPEG master and as a PNG master (issue 28).
+for master in "$id" "png-$id"; do
 for version in 3 2; do
+  out="$work/out-$master-$version.txt"
   set +e
-  "$venv/bin/iiif-validate.py" -s "127.0.0.1:$port" -p "iiif/$version" -i "$id" --version="$version.0" --level=2 >"$work/out$version.txt" 2>&1
+  "$venv/bin/iiif-validate.py" -s "127.0.0.1:$port" -p "iiif/$version" -i "$master" --version="$version.0" --level=2 >"$out" 2>&1
   set -e
-  grep -E "FAIL|Done|exception" "$work/out$version.txt" || true
+  grep -E "FAIL|Done|exception" "$out" || true
   # size_noup is a 3.0 test only; any other failure fails the run.
-  failures=$( (grep -E "^\[[0-9]+\] test .* FAIL" "$work/out$version.txt" || true) | (grep -v " size_noup FAIL" || true) | wc -l)
-  total=$(sed -n 's/^Done (\([0-9]*\) tests, \([0-9]*\) failures)/\1 tests, \2 failures/p' "$work/out$version.txt")
-  echo "iiif-validator level 2, Image API $version: $total$([ "$version" = 3 ] && echo " (size_noup: the validator's expectation, see scripts/iiif-validate.sh)")"
+  failures=$( (grep -E "^\[[0-9]+\] test .* FAIL" "$out" || true) | (grep -v " size_noup FAIL" || true) | wc -l)
+  total=$(sed -n 's/^Done (\([0-9]*\) tests, \([0-9]*\) failures)/\1 tests, \2 failures/p' "$out")
+  kind=$([ "$master" = "$id" ] && echo JPEG || echo PNG)
+  echo "iiif-validator level 2, Image API $version, $kind master: $total$([ "$version" = 3 ] && echo " (size_noup: the validator's expectation, see scripts/iiif-validate.sh)")"
   { [ -n "$total" ] && [ "$failures" -eq 0 ]; } || status=1
+done
 done
 exit $status

@@ -21,6 +21,10 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
         guard cjs_reference_decode_file_discard(input, &result) == 0 else {
             throw BenchmarkError("decode failed")
         }
+    case "master-tiff", "master-raw":
+        let (elapsed, extras) = try MasterScenarios.build(name, input: input)
+        try writeReport(elapsed, extras: extras)
+        return
     case "build-tiff", "build-tiff-progressive":
         // A TIFF store (issue 26): level 0 copied from the coefficients, the lower levels encoded.
         let (elapsed, extras) = try TIFFScenarios.build(input: input)

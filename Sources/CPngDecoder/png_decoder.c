@@ -4,13 +4,17 @@
  * read asks for the header or for rows, and only until it has them. The row callback copies each row
  * into the caller's buffer; the rows the last piece inflates to past it go to an overflow buffer that
  * the next read empties first. So the rows held are bounded by what one piece can inflate to, never by
- * the image. (libpng's png_process_data_pause is not used: called from the row callback, inside the
+ * the image. An Adam7-interlaced image is combined pass by pass into a spool file on disk (its last
+ * pass completes every row), whose rows are then given in order. (libpng's png_process_data_pause is not used: called from the row callback, inside the
  * inflation of an IDAT piece, it leaves libpng's byte counts wrong.) libpng reports
  * errors by longjmp: the one function that calls png_process_data (run) arms its setjmp, in C frames
  * only. */
+#include <errno.h>
+#include <fcntl.h>
 #include <png.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cpng_decoder.h"
 
@@ -44,6 +48,11 @@ struct cpng_decoder {
     size_t icc_length;
     int32_t density_unit;
     uint32_t density_x, density_y;
+    /* Adam7: every pass is combined into a spool file of the whole image (RGBA rows, on disk), whose
+       rows are given once the last pass has been read. */
+    char *spool_directory;   /* NULL: interlaced PNGs are refused */
+    int spool_fd;            /* -1 until the first read of rows */
+    uint8_t *spool_row;      /* one row read back, combined with a pass's pixels, written again */
 };
 
 static void on_error(png_structp png, png_const_charp text) {
@@ -88,19 +97,21 @@ static void on_info(png_structp png, png_infop info) {
     png_uint_32 width, height;
     int depth, type, interlace;
     png_get_IHDR(png, info, &width, &height, &depth, &type, &interlace, NULL, NULL);
-    if (interlace != PNG_INTERLACE_NONE) {
+    if (interlace != PNG_INTERLACE_NONE && !d->spool_directory) {
         d->unsupported = 1;
-        png_error(png, "interlaced (Adam7) PNGs are not read yet");
+        png_error(png, "interlaced (Adam7) PNGs are read only with a spool directory");
     }
     int transparency = png_get_valid(png, info, PNG_INFO_tRNS) != 0;
     d->header = (cpng_header){.width = width, .height = height, .bit_depth = depth, .color_type = type,
-                              .interlaced = 0, .has_alpha = (type & PNG_COLOR_MASK_ALPHA) != 0 || transparency,
+                              .interlaced = interlace != PNG_INTERLACE_NONE,
+                              .has_alpha = (type & PNG_COLOR_MASK_ALPHA) != 0 || transparency,
                               .is_gray = (type & PNG_COLOR_MASK_COLOR) == 0};
     keep_metadata(d);
     png_set_expand(png); /* palette to RGB, gray under 8 bits to 8, tRNS to alpha */
     if (depth == 16) png_set_scale_16(png);
     if (d->header.is_gray) png_set_gray_to_rgb(png);
     if (!d->header.has_alpha) png_set_filler(png, 0xFF, PNG_FILLER_AFTER);
+    if (d->header.interlaced) png_set_interlace_handling(png); /* rows of each pass at full width */
     png_read_update_info(png, info); /* starts the rows and states the transforms in `info` */
     if (png_get_rowbytes(png, info) != (size_t)width * 4) png_error(png, "the rows are not 8-bit RGBA after the transforms");
     d->header_read = 1;
@@ -121,10 +132,29 @@ static void keep_overflow(cpng_decoder *d, png_bytep row) {
     d->overflow_rows++;
 }
 
+/* A pass's row of an interlaced image: combined into the image's row in the spool file. */
+static cpng_status make_spool(cpng_decoder *d);
+
+static void combine_row(cpng_decoder *d, png_bytep row, png_uint_32 number) {
+    size_t bytes = (size_t)d->header.width * 4;
+    if (d->spool_fd < 0 && make_spool(d) != CPNG_OK) {
+        char text[sizeof d->message];
+        memcpy(text, d->message, sizeof text);
+        png_error(d->png, text);
+    }
+    off_t at = (off_t)number * (off_t)bytes;
+    if (number >= d->header.height || pread(d->spool_fd, d->spool_row, bytes, at) != (ssize_t)bytes)
+        png_error(d->png, "cannot read a row back from the interlaced image's spool file");
+    png_progressive_combine_row(d->png, d->spool_row, row);
+    if (pwrite(d->spool_fd, d->spool_row, bytes, at) != (ssize_t)bytes)
+        png_error(d->png, "cannot write a row to the interlaced image's spool file");
+}
+
 static void on_row(png_structp png, png_bytep row, png_uint_32 number, int pass) {
     (void)pass;
     cpng_decoder *d = png_get_progressive_ptr(png);
-    if (!row) return;
+    if (!row) return; /* a row this pass leaves as it was */
+    if (d->header.interlaced) return combine_row(d, row, number);
     if (number != d->decoded) png_error(png, "a row came out of order");
     d->decoded++;
     if (!d->destination || d->produced >= d->wanted) return keep_overflow(d, row);
@@ -154,6 +184,7 @@ static void on_end(png_structp png, png_infop info) {
    the end of the file: a read goes on to IEND). */
 static int satisfied(const cpng_decoder *d) {
     if (!d->destination) return d->header_read;
+    if (d->header.interlaced) return 0; /* every pass is read before any row is given */
     return d->produced == d->wanted && d->rows_read < d->header.height;
 }
 
@@ -186,6 +217,7 @@ cpng_status cpng_decoder_create(cpng_decoder **out) {
         return CPNG_ERR_NOMEM;
     }
     png_set_progressive_read_fn(d->png, d, on_info, on_row, on_end);
+    d->spool_fd = -1;
     *out = d;
     return CPNG_OK;
 }
@@ -196,7 +228,68 @@ void cpng_decoder_destroy(cpng_decoder *d) {
     free(d->input);
     free(d->overflow);
     free(d->icc);
+    free(d->spool_directory);
+    free(d->spool_row);
+    if (d->spool_fd >= 0) close(d->spool_fd);
     free(d);
+}
+
+cpng_status cpng_decoder_set_spool_directory(cpng_decoder *d, const char *directory) {
+    if (!d || !directory || d->header_read) return CPNG_ERR_ARGUMENT;
+    free(d->spool_directory);
+    d->spool_directory = strdup(directory);
+    return d->spool_directory ? CPNG_OK : CPNG_ERR_NOMEM;
+}
+
+static cpng_status starved(cpng_decoder *d, const char *what);
+
+/* The interlaced image's spool file: anonymous, the image's size (sparse: disk is used only by the rows
+   the bytes fed have reached), made when the first pass's first row arrives. */
+static cpng_status make_spool(cpng_decoder *d) {
+    uint64_t bytes = (uint64_t)d->header.width * 4 * d->header.height;
+    d->spool_row = malloc((size_t)d->header.width * 4);
+    if (!d->spool_row) {
+        snprintf(d->message, sizeof d->message, "out of memory for a row");
+        return CPNG_ERR_NOMEM;
+    }
+    int fd = open(d->spool_directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/.png-spool-XXXXXX", d->spool_directory) < (int)sizeof path) {
+            fd = mkostemp(path, O_CLOEXEC);
+            if (fd >= 0) unlink(path);
+        }
+    }
+    if (fd < 0 || bytes > (uint64_t)INT64_MAX || ftruncate(fd, (off_t)bytes) != 0) {
+        snprintf(d->message, sizeof d->message, "cannot make a spool file of %llu bytes for the interlaced PNG in %s: %s",
+                 (unsigned long long)bytes, d->spool_directory, strerror(errno));
+        if (fd >= 0) close(fd);
+        return CPNG_ERR_PNG;
+    }
+    d->spool_fd = fd;
+    return CPNG_OK;
+}
+
+/* Reads every pass into the spool, then gives its rows in order. */
+static cpng_status read_interlaced(cpng_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows) {
+    if (!d->done) {
+        d->destination = rgba ? rgba : (void *)d; /* non-NULL: rows are wanted (none comes before the end) */
+        cpng_status status = run(d);
+        d->destination = NULL;
+        if (status != CPNG_OK) return status;
+        if (!d->done) return starved(d, "the PNG ends before its image does");
+    }
+    size_t bytes = (size_t)d->header.width * 4;
+    while (*rows < max_rows && d->rows_read < d->header.height) {
+        if (pread(d->spool_fd, (uint8_t *)rgba + (size_t)*rows * stride, bytes, (off_t)d->rows_read * (off_t)bytes) != (ssize_t)bytes) {
+            snprintf(d->message, sizeof d->message, "cannot read row %u back from the spool file", d->rows_read);
+            d->has_error = 1;
+            return d->failure = CPNG_ERR_PNG;
+        }
+        d->rows_read++;
+        (*rows)++;
+    }
+    return d->rows_read == d->header.height ? CPNG_DONE : CPNG_OK;
 }
 
 cpng_status cpng_decoder_feed(cpng_decoder *d, const void *bytes, size_t length) {
@@ -264,6 +357,7 @@ cpng_status cpng_decoder_read_rows(cpng_decoder *d, void *rgba, size_t stride, u
     *rows = 0;
     if (d->failure != CPNG_OK) return d->failure;
     if (!d->header_read || (max_rows && stride < (size_t)d->header.width * 4)) return CPNG_ERR_STATE;
+    if (d->header.interlaced) return read_interlaced(d, rgba, stride, max_rows, rows);
     d->destination = rgba;
     d->stride = stride;
     d->wanted = max_rows;

@@ -108,12 +108,15 @@ struct MetadataTests {
         #expect(info.headerByteCount < 2000)
     }
 
-    @Test("empty, truncated and non-JPEG input fail with typed errors")
+    @Test("empty, truncated and unknown input fail with typed errors")
     func badHeaders() throws {
         let data = try Synthetic.jpeg(.init(width: 64, height: 64))
         #expect(thrownCode { try ImageInfo.read(data: Data()) } == .truncated)  // as TileBuilder: one code for empty input
         #expect(thrownCode { try ImageInfo.read(data: data.prefix(40)) } == .truncated)
-        #expect(thrownCode { try ImageInfo.read(data: Data([0x89, 0x50, 0x4E, 0x47])) } == .corrupt)
+        #expect(thrownCode { try ImageInfo.read(data: Data("GIF89a..".utf8)) } == .corrupt)  // no format read here
+        // The first bytes of a PNG's and a TIFF's signatures: read as those formats, cut short.
+        #expect(thrownCode { try ImageInfo.read(data: Data([0x89, 0x50, 0x4E, 0x47])) } == .truncated)
+        #expect(thrownCode { try ImageInfo.read(data: Data([0x49, 0x49, 0x2A, 0x00, 0x08])) } == .truncated)
     }
 }
 

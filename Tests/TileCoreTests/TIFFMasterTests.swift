@@ -285,3 +285,44 @@ extension TIFFMasterTests {
         #expect(thrownCode { try TileBuilder.build(contentsOfFile: transparent, options: TIFFChecks.options()) } == .unsupported)
     }
 }
+
+extension TIFFMasterTests {
+    /// Real files other programs ship: debconf's Debian logo and chromium's icon (PNG, RGBA), and
+    /// CPython's own image test data (`test/imghdrdata`: a palette PNG and an RGBA TIFF), where present.
+    static var realFiles: [String] {
+        var paths = ["/usr/share/pixmaps/debian-logo.png", "/usr/share/icons/hicolor/256x256/apps/chromium.png"]
+        let python = Tools.run(path: "python3", ["-c", "import test, os; print(os.path.dirname(test.__file__))"])
+        if let folder = python?.trimmingCharacters(in: .whitespacesAndNewlines), !folder.isEmpty {
+            paths += ["\(folder)/imghdrdata/python.png", "\(folder)/imghdrdata/python.tiff"]
+        }
+        return paths.filter { FileManager.default.fileExists(atPath: $0) }
+    }
+
+    @Test("real PNGs and TIFFs other packages ship (Debian's debconf and chromium, CPython) decode as pngtopnm and vips read them",
+          .enabled(if: tools, skip))
+    func realFilesMatch() throws {
+        let files = Self.realFiles
+        try #require(!files.isEmpty, "none of the real files is installed")
+        let folder = try PNGSourceTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for path in files {
+            let ours = try TileBuilder.build(contentsOfFile: path).pixels(level: 0)
+            let reference: RGBAImage
+            if path.hasSuffix(".png") {
+                reference = try PNGSourceTests.reference(Data(Tools.readAll(path)), in: folder)
+            } else {
+                reference = try Self.reference(path, Kind(name: "real", picture: Self.rgba, maker: .vips([])), in: folder)
+            }
+            let same = ours == reference
+            #expect(same, "\(path)")
+        }
+    }
+}
+
+extension Tools {
+    /// `program`'s standard output, or nil when it is absent or fails.
+    fileprivate static func run(path program: String, _ arguments: [String]) -> String? {
+        guard let run = try? Tools.run(program, arguments), run.status == 0 else { return nil }
+        return run.text
+    }
+}

@@ -166,7 +166,7 @@ struct TilerCommandTests {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         #expect(try Self.run(["build", "-"], in: folder, stdin: "base.jpg").status == 0)
-        #expect(try Self.run(["info", "-"], in: folder, stdin: "base.jpg").stdout.hasPrefix("stdin: 64x64"))
+        #expect(try Self.run(["info", "-"], in: folder, stdin: "base.jpg").stdout.hasPrefix("stdin: JPEG, 64x64"))
         #expect(try Self.run(["render", "-", "--out", "r.ppm"], in: folder, stdin: "base.jpg").status == 0)
         let thumb = try Self.run(["thumb", "-", "--max-edge", "32", "--out", "t.jpg"], in: folder, stdin: "base.jpg")
         #expect(thumb.status == 0, "\(thumb)")

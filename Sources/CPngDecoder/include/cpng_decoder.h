@@ -16,7 +16,7 @@ typedef enum {
     CPNG_DONE = 2,          /* the image's last row has been given and its end (IEND) read */
     CPNG_ERR_PNG = -1,      /* libpng refused the data (corrupt, not a PNG); message in cpng_decoder_copy_message */
     CPNG_ERR_NOMEM = -2,
-    CPNG_ERR_UNSUPPORTED = -3, /* a PNG this decoder does not read (interlaced) */
+    CPNG_ERR_UNSUPPORTED = -3, /* a PNG this decoder does not read (interlaced, with no spool directory) */
     CPNG_ERR_TRUNCATED = -4,   /* the input ended before the image did */
     CPNG_ERR_STATE = -5,       /* called after a failure, or out of order */
     CPNG_ERR_ARGUMENT = -6
@@ -38,6 +38,13 @@ typedef struct cpng_decoder cpng_decoder;
 /** A decoder; free it with cpng_decoder_destroy. CPNG_ERR_NOMEM. */
 cpng_status cpng_decoder_create(cpng_decoder **out);
 void cpng_decoder_destroy(cpng_decoder *d);
+
+/**
+ * Lets the decoder read Adam7-interlaced PNGs: their passes are combined into an anonymous spool file of
+ * the whole image (width x height x 4 bytes, on disk) made in `directory` at the first read of rows.
+ * Without it they are refused (CPNG_ERR_UNSUPPORTED). Before the header is read.
+ */
+cpng_status cpng_decoder_set_spool_directory(cpng_decoder *d, const char *directory);
 
 /** Keeps a copy of the next bytes of the file; nothing is decoded until a read asks. */
 cpng_status cpng_decoder_feed(cpng_decoder *d, const void *bytes, size_t length);

@@ -232,7 +232,7 @@ public final class TileBuilder {
     /// The decoder of the format the first bytes say: PNG or TIFF by their signatures, else JPEG.
     private func chooseDecoder(for bytes: UnsafeRawBufferPointer) throws(TileError) -> any RowDecoder {
         switch ImageFormat(sniffing: bytes) {
-        case .png: return try PNGDecoder()
+        case .png: return try PNGDecoder(spoolDirectory: options.storage.spoolDirectory)
         case .tiff: return try TIFFDecoder(path: sourcePath, spoolDirectory: options.storage.spoolDirectory, page: options.page)
         case .jpeg:
             return try JPEGDecoder(

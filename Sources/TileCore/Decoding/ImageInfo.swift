@@ -225,7 +225,8 @@ extension ImageInfo {
     {
         let decoder: any RowDecoder =
             format == .png
-            ? try PNGDecoder() : try TIFFDecoder(path: path, spoolDirectory: LevelFiles.defaultDirectory)
+            ? try PNGDecoder(spoolDirectory: LevelFiles.defaultDirectory)
+            : try TIFFDecoder(path: path, spoolDirectory: LevelFiles.defaultDirectory)
         if path == nil {
             try decoder.feed(bytes)
             try decoder.endInput()
@@ -283,7 +284,10 @@ extension ImageInfo {
                     if format == .tiff, file.isRegularFile, file.name != "stdin" {
                         other = try TIFFDecoder(path: file.name, spoolDirectory: LevelFiles.defaultDirectory)
                     } else {
-                        other = format == .png ? try PNGDecoder() : try TIFFDecoder(path: nil, spoolDirectory: LevelFiles.defaultDirectory)
+                        other =
+                            format == .png
+                            ? try PNGDecoder(spoolDirectory: LevelFiles.defaultDirectory)
+                            : try TIFFDecoder(path: nil, spoolDirectory: LevelFiles.defaultDirectory)
                     }
                 } catch { throw TileError(error.code, "\(file.name): \(error.message)") }
             }

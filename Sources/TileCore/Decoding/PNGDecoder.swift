@@ -8,19 +8,25 @@ import Glibc
 /// reader, giving RGBA rows of 8-bit samples (gray expanded to RGB, palettes expanded, `tRNS` made
 /// alpha, 16-bit samples scaled to 8 with rounding: `round(v * 255 / 65535)`, libpng's
 /// `png_set_scale_16`; alpha 255 where the image has none). Rows held are bounded by what one small
-/// piece of compressed bytes inflates to, never by the image. Adam7-interlaced PNGs are refused
-/// (``TileError/Code/unsupported``): their last pass needs the whole image.
+/// piece of compressed bytes inflates to, never by the image. An Adam7-interlaced PNG's last pass
+/// completes every row, so its passes are combined, row by row, into a spool file of the whole image
+/// on disk (never in memory), whose rows are given once the last pass has been read.
 ///
 /// Not thread-safe; its owner (a builder) serializes every call.
 final class PNGDecoder: RowDecoder {
     private let handle: OpaquePointer
 
-    init() throws(TileError) {
+    /// - Parameter spoolDirectory: where an Adam7-interlaced PNG's spool file is made (anonymous, the
+    ///   image's size as RGBA): its last pass completes every row, so the passes are combined on disk.
+    init(spoolDirectory: String) throws(TileError) {
         var handle: OpaquePointer?
         guard cpng_decoder_create(&handle) == CPNG_OK, let handle else {
             throw TileError(.io, "cannot allocate a PNG decoder", errno: ENOMEM)
         }
         self.handle = handle
+        guard cpng_decoder_set_spool_directory(handle, spoolDirectory) == CPNG_OK else {
+            throw TileError(.io, "cannot allocate a PNG decoder", errno: ENOMEM)
+        }
     }
 
     deinit { cpng_decoder_destroy(handle) }
