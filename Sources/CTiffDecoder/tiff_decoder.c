@@ -153,48 +153,58 @@ static int read_palette(ctiff_decoder *d) {
     return 1;
 }
 
-/* How the pixels are made into RGB: the photometric interpretation, checked against the samples. */
+/* The bit depths read for each kind of pixel. */
+static int depth_read(pixel_kind kind, int photometric, int bits) {
+    int low = bits == 1 || bits == 2 || bits == 4;
+    switch (kind) {
+    case KIND_GRAY: return low || bits == 8 || bits == 16;
+    case KIND_PALETTE: return low || bits == 8;
+    case KIND_RGB: return bits == 8 || (bits == 16 && photometric == PHOTOMETRIC_RGB);
+    case KIND_CMYK: return bits == 8 || bits == 16;
+    }
+    return 0;
+}
+
+/* How the pixels are made into RGB: the photometric interpretation. */
 static ctiff_status choose_kind(ctiff_decoder *d) {
     ctiff_header *h = &d->header;
-    int bits = h->bits_per_sample;
-    int low = bits == 1 || bits == 2 || bits == 4;
     uint16_t inks = INKSET_CMYK;
     switch (h->photometric) {
     case PHOTOMETRIC_MINISWHITE:
     case PHOTOMETRIC_MINISBLACK:
         d->kind = KIND_GRAY, d->colour_samples = 1, h->is_gray = 1;
         d->min_is_white = h->photometric == PHOTOMETRIC_MINISWHITE;
-        if (!low && bits != 8 && bits != 16) goto depth;
-        break;
-    case PHOTOMETRIC_RGB:
-        d->kind = KIND_RGB, d->colour_samples = 3;
-        if (bits != 8 && bits != 16) goto depth;
-        break;
+        return CTIFF_OK;
+    case PHOTOMETRIC_RGB: d->kind = KIND_RGB, d->colour_samples = 3; return CTIFF_OK;
     case PHOTOMETRIC_PALETTE:
         d->kind = KIND_PALETTE, d->colour_samples = 1;
-        if (!low && bits != 8) goto depth;
-        if (!read_palette(d)) return ctiff_fail(d, CTIFF_ERR_TIFF, "a palette TIFF without a colour map");
-        break;
+        if (h->bits_per_sample <= 8 && !read_palette(d)) return ctiff_fail(d, CTIFF_ERR_TIFF, "a palette TIFF without a colour map");
+        return CTIFF_OK;
     case PHOTOMETRIC_SEPARATED:
         TIFFGetFieldDefaulted(d->tif, TIFFTAG_INKSET, &inks);
         if (inks != INKSET_CMYK || h->samples_per_pixel < 4)
             return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "separated TIFFs other than CMYK are not read");
         d->kind = KIND_CMYK, d->colour_samples = 4, h->is_cmyk = 1;
-        if (bits != 8 && bits != 16) goto depth;
-        break;
+        return CTIFF_OK;
     case PHOTOMETRIC_YCBCR:
         if (h->compression != COMPRESSION_JPEG)
             return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "YCbCr TIFFs are read only with JPEG compression (this one has compression %d)",
                               h->compression);
         /* libjpeg converts to RGB: the rows are RGB from here on. */
-        if (!TIFFSetField(d->tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB))
-            return ctiff_fail(d, CTIFF_ERR_TIFF, "%s", d->file.message);
+        if (!TIFFSetField(d->tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB)) return ctiff_fail(d, CTIFF_ERR_TIFF, "%s", d->file.message);
         d->kind = KIND_RGB, d->colour_samples = 3;
-        if (bits != 8) goto depth;
-        break;
+        return CTIFF_OK;
     default:
         return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "TIFFs of photometric interpretation %d are not read", h->photometric);
     }
+}
+
+/* The samples checked against the kind of pixel, and the alpha found among the extra samples. */
+static ctiff_status choose_samples(ctiff_decoder *d) {
+    ctiff_header *h = &d->header;
+    if (!depth_read(d->kind, h->photometric, h->bits_per_sample))
+        return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "%d-bit samples are not read for photometric interpretation %d",
+                          h->bits_per_sample, h->photometric);
     if (h->samples_per_pixel < d->colour_samples)
         return ctiff_fail(d, CTIFF_ERR_TIFF, "%d samples a pixel are too few for photometric interpretation %d",
                           h->samples_per_pixel, h->photometric);
@@ -208,32 +218,12 @@ static ctiff_status choose_kind(ctiff_decoder *d) {
         break;
     }
     return CTIFF_OK;
-depth:
-    return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "%d-bit samples are not read for photometric interpretation %d",
-                      bits, h->photometric);
 }
 
-static ctiff_status read_directory(ctiff_decoder *d) {
+/* Tiles or strips, orientation, resolution and ICC profile, into the header. */
+static void read_layout_and_metadata(ctiff_decoder *d) {
     ctiff_header *h = &d->header;
-    uint32_t pages = (uint32_t)TIFFNumberOfDirectories(d->tif);
-    if (d->page > 0 && !TIFFSetDirectory(d->tif, (tdir_t)d->page))
-        return ctiff_fail(d, CTIFF_ERR_ARGUMENT, "the TIFF has no page %u (it has %u)", d->page, pages);
-    uint32_t width = 0, height = 0;
-    uint16_t bits = 1, samples = 1, format = SAMPLEFORMAT_UINT, photometric = 0, compression = 1, planar = 1;
     uint16_t orientation = 0, unit = RESUNIT_INCH;
-    if (!TIFFGetField(d->tif, TIFFTAG_IMAGEWIDTH, &width) || !TIFFGetField(d->tif, TIFFTAG_IMAGELENGTH, &height))
-        return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's directory has no image size");
-    if (!TIFFGetField(d->tif, TIFFTAG_PHOTOMETRIC, &photometric))
-        return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's directory has no photometric interpretation");
-    TIFFGetFieldDefaulted(d->tif, TIFFTAG_BITSPERSAMPLE, &bits);
-    TIFFGetFieldDefaulted(d->tif, TIFFTAG_SAMPLESPERPIXEL, &samples);
-    TIFFGetFieldDefaulted(d->tif, TIFFTAG_SAMPLEFORMAT, &format);
-    TIFFGetFieldDefaulted(d->tif, TIFFTAG_COMPRESSION, &compression);
-    TIFFGetFieldDefaulted(d->tif, TIFFTAG_PLANARCONFIG, &planar);
-    *h = (ctiff_header){.width = width, .height = height, .bits_per_sample = bits, .samples_per_pixel = samples,
-                        .photometric = photometric, .compression = compression, .planar = planar,
-                        .tiled = TIFFIsTiled(d->tif) != 0, .big_tiff = TIFFIsBigTIFF(d->tif) != 0,
-                        .big_endian = TIFFIsBigEndian(d->tif) != 0, .page_count = pages};
     if (h->tiled) {
         TIFFGetField(d->tif, TIFFTAG_TILEWIDTH, &h->tile_width);
         TIFFGetField(d->tif, TIFFTAG_TILELENGTH, &h->tile_height);
@@ -250,14 +240,37 @@ static ctiff_status read_directory(ctiff_decoder *d) {
     void *icc = NULL;
     if (TIFFGetField(d->tif, TIFFTAG_ICCPROFILE, &icc_length, &icc) && icc && icc_length > 0)
         d->icc = icc, d->icc_length = icc_length;
+}
+
+static ctiff_status read_directory(ctiff_decoder *d) {
+    ctiff_header *h = &d->header;
+    uint32_t pages = (uint32_t)TIFFNumberOfDirectories(d->tif);
+    if (d->page > 0 && !TIFFSetDirectory(d->tif, (tdir_t)d->page))
+        return ctiff_fail(d, CTIFF_ERR_ARGUMENT, "the TIFF has no page %u (it has %u)", d->page, pages);
+    uint32_t width = 0, height = 0;
+    uint16_t bits = 1, samples = 1, format = SAMPLEFORMAT_UINT, photometric = 0, compression = 1, planar = 1;
+    if (!TIFFGetField(d->tif, TIFFTAG_IMAGEWIDTH, &width) || !TIFFGetField(d->tif, TIFFTAG_IMAGELENGTH, &height))
+        return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's directory has no image size");
+    if (!TIFFGetField(d->tif, TIFFTAG_PHOTOMETRIC, &photometric))
+        return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's directory has no photometric interpretation");
+    TIFFGetFieldDefaulted(d->tif, TIFFTAG_BITSPERSAMPLE, &bits);
+    TIFFGetFieldDefaulted(d->tif, TIFFTAG_SAMPLESPERPIXEL, &samples);
+    TIFFGetFieldDefaulted(d->tif, TIFFTAG_SAMPLEFORMAT, &format);
+    TIFFGetFieldDefaulted(d->tif, TIFFTAG_COMPRESSION, &compression);
+    TIFFGetFieldDefaulted(d->tif, TIFFTAG_PLANARCONFIG, &planar);
+    *h = (ctiff_header){.width = width, .height = height, .bits_per_sample = bits, .samples_per_pixel = samples,
+                        .photometric = photometric, .compression = compression, .planar = planar,
+                        .tiled = TIFFIsTiled(d->tif) != 0, .big_tiff = TIFFIsBigTIFF(d->tif) != 0,
+                        .big_endian = TIFFIsBigEndian(d->tif) != 0, .page_count = pages};
+    read_layout_and_metadata(d);
     if (width == 0 || height == 0) return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF declares an empty image");
     if (format != SAMPLEFORMAT_UINT)
         return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "TIFFs of sample format %d are not read (unsigned integers only)", format);
     if (!TIFFIsCODECConfigured(compression))
         return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "TIFF compression %d is not available in this libtiff", compression);
-    if (h->tiled && (h->tile_width == 0 || h->tile_height == 0))
-        return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's tiles have no size");
-    return choose_kind(d);
+    if (h->tiled && (h->tile_width == 0 || h->tile_height == 0)) return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's tiles have no size");
+    ctiff_status status = choose_kind(d);
+    return status == CTIFF_OK ? choose_samples(d) : status;
 }
 
 ctiff_status ctiff_decoder_read_header(ctiff_decoder *d, ctiff_header *header) {

@@ -122,6 +122,18 @@ static void unpack(const uint8_t *source, uint32_t count, int bits, int scale, u
     }
 }
 
+/* Associated (premultiplied) alpha undone: c * 255 / a rounded, at most 255; 0 where a is 0. */
+static void unpremultiply(uint8_t *samples, uint32_t width, int spp, int colours, int a) {
+    for (uint32_t x = 0; x < width; x++) {
+        uint8_t *px = samples + (size_t)x * spp;
+        unsigned alpha = px[a];
+        for (int c = 0; c < colours; c++) {
+            unsigned v = alpha ? (px[c] * 255u + alpha / 2) / alpha : 0;
+            px[c] = (uint8_t)(v > 255 ? 255 : v);
+        }
+    }
+}
+
 /* Row `r` of the band as RGBA into `out`. */
 static void convert_row(ctiff_decoder *d, uint32_t r, uint8_t *out) {
     const ctiff_header *h = &d->header;
@@ -136,17 +148,8 @@ static void convert_row(ctiff_decoder *d, uint32_t r, uint8_t *out) {
         for (int p = 0; p < spp; p++)
             unpack(d->band + p * plane_bytes + (size_t)r * d->plane_row_bytes, width, h->bits_per_sample, scale, s + p, spp);
     }
-    int a = d->alpha_index, colours = d->colour_samples;
-    if (a >= 0 && h->alpha_associated && d->kind != KIND_PALETTE) {
-        for (uint32_t x = 0; x < width; x++) {
-            uint8_t *px = s + (size_t)x * spp;
-            unsigned alpha = px[a];
-            for (int c = 0; c < colours; c++) {
-                unsigned v = alpha ? (px[c] * 255u + alpha / 2) / alpha : 0;
-                px[c] = (uint8_t)(v > 255 ? 255 : v);
-            }
-        }
-    }
+    int a = d->alpha_index;
+    if (a >= 0 && h->alpha_associated && d->kind != KIND_PALETTE) unpremultiply(s, width, spp, d->colour_samples, a);
     for (uint32_t x = 0; x < width; x++, out += 4) {
         const uint8_t *px = s + (size_t)x * spp;
         switch (d->kind) {

@@ -75,6 +75,28 @@ struct HTTPImageSourceTests {
         await server.stop()
     }
 
+    @Test("a TIFF body (spooled to disk as it arrives, its directory last) builds the tiles of the same file",
+          .enabled(if: Tools.have("pnmtotiff"), Comment(rawValue: Tools.missing("pnmtotiff"))))
+    func downloadTIFF() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tiff-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var ppm = Data("P6\n300 200\n255\n".utf8)
+        for y in 0..<200 { for x in 0..<300 { ppm += [UInt8(x % 256), UInt8(y), UInt8((x ^ y) & 255)] } }
+        try ppm.write(to: URL(fileURLWithPath: "\(folder)/image.ppm"))
+        let run = try Tools.run("pnmtotiff", ["-truecolor", "-lzw", "\(folder)/image.ppm"])
+        try #require(run.status == 0, "\(run.stderr)")
+        try run.stdout.write(to: URL(fileURLWithPath: "\(folder)/image.tif"))
+        let expected = try TileBuilder.build(contentsOfFile: "\(folder)/image.tif").allTiles()
+        let server = try await TestHTTPServer(data: run.stdout, chunkSize: 4096)
+        defer { Task { await server.stop() } }
+        let builder = try ImageBuilder()
+        try await HTTPImageSource(url: server.url("/image"), client: Self.client).feed(into: builder)
+        #expect(try await builder.finish().allTiles() == expected)
+        #expect(await builder.info?.format == .tiff)
+        await server.stop()
+    }
+
     @Test("a download stops at the end-of-image marker: 32 MiB of bytes after the image are not fetched")
     func downloadStopsAtTheEndOfTheImage() async throws {
         let jpeg = try Self.jpeg()

@@ -34,7 +34,6 @@ struct StagedStore {
 
     private static func createPersistent(path: String, levelCount: Int) throws(TileError) -> StagedStore {
         let url = URL(fileURLWithPath: path)
-        let parent = url.deletingLastPathComponent().path
         let (staging, lock) = try makeStagingFolder(for: url)
         var fds: [Int32] = []
         for index in 0..<levelCount {
@@ -53,8 +52,7 @@ struct StagedStore {
     /// folder of that name is never without its lock, so another process cleaning up leftovers at that
     /// moment cannot take it for an abandoned build (a rename keeps the lock, which is the folder's).
     static func makeStagingFolder(for url: URL) throws(TileError) -> (path: String, lock: FolderLock) {
-        let parent = url.deletingLastPathComponent().path
-        let name = url.lastPathComponent
+        let (name, parent) = (url.lastPathComponent, url.deletingLastPathComponent().path)
         TileStorage.removeAbandonedBuilds(in: parent, name: name)
         let suffix = "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let (creating, staging) = ("\(parent)/.\(name).creating-\(suffix)", "\(parent)/.\(name).partial-\(suffix)")

@@ -1,5 +1,3 @@
-public import Foundation
-
 /// The file formats masters are read in, told from their first bytes.
 public enum ImageFormat: String, Sendable, Hashable, Codable {
     case jpeg, png, tiff

@@ -111,16 +111,3 @@ final class PNGDecoder: RowDecoder {
         }
     }
 }
-
-extension RowDecoder {
-    var coefficientFileByteCount: Int { 0 }
-    func storeCoefficients(_ storage: CoefficientStorage, in directory: String, windowBytes: Int?) throws(TileError) -> Bool {
-        false
-    }
-    func transcodePlan(tileSize: Int) throws(TileError) -> (coding: TIFFLevelCoding?, reason: String?) {
-        (nil, "the source is not a JPEG: level 0 is encoded from its rows")
-    }
-    func transcode(into writer: TIFFPyramidWriter) throws(TileError) {}
-    func syncTranscode() throws(TileError) {}
-    func waitForTranscode() throws(TileError) {}
-}

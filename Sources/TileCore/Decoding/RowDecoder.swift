@@ -72,10 +72,27 @@ protocol RowDecoder: AnyObject {
     /// Bytes of the coefficient file, while one exists (JPEG).
     var coefficientFileByteCount: Int { get }
     /// Puts a multi-scan JPEG's coefficients in a file when `storage` says so; whether it did.
+    @discardableResult
     func storeCoefficients(_ storage: CoefficientStorage, in directory: String, windowBytes: Int?) throws(TileError) -> Bool
     /// How level 0 can be copied into a TIFF store (nil coding: it cannot, and why).
     func transcodePlan(tileSize: Int) throws(TileError) -> (coding: TIFFLevelCoding?, reason: String?)
     func transcode(into writer: TIFFPyramidWriter) throws(TileError)
     func syncTranscode() throws(TileError)
     func waitForTranscode() throws(TileError)
+}
+
+/// What decoders of formats without DCT coefficients (PNG, TIFF) answer: no coefficient file, no copy
+/// of level 0 (a TIFF store encodes it from the rows).
+extension RowDecoder {
+    var coefficientFileByteCount: Int { 0 }
+    @discardableResult
+    func storeCoefficients(_ storage: CoefficientStorage, in directory: String, windowBytes: Int?) throws(TileError) -> Bool {
+        false
+    }
+    func transcodePlan(tileSize: Int) throws(TileError) -> (coding: TIFFLevelCoding?, reason: String?) {
+        (nil, "the source is not a JPEG: level 0 is encoded from its rows")
+    }
+    func transcode(into writer: TIFFPyramidWriter) throws(TileError) {}
+    func syncTranscode() throws(TileError) {}
+    func waitForTranscode() throws(TileError) {}
 }
