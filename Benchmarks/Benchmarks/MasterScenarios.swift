@@ -7,7 +7,7 @@ import Glibc
 
 /// Masters in other formats (issue 28), only when named (`--scenario masters`): made from the bench
 /// image by vips (a 20000x15000 16-bit RGB LZW TIFF in strips and in 256x256 tiles; a 16000x16000 RGBA
-/// PNG), each built by us in a child process and by `vips tiffsave --tile --pyramid` in the same run,
+/// PNG, plain and Adam7-interlaced), each built by us in a child process and by `vips tiffsave --tile --pyramid` in the same run,
 /// alternately. Ours: a TIFF store for the opaque TIFFs (JPEG tiles, as vips' JPEG pyramid), a raw store
 /// for the PNG (TIFF stores keep no alpha), against vips' uncompressed pyramid. Peak RSS per child.
 enum MasterScenarios {
@@ -46,11 +46,13 @@ enum MasterScenarios {
         try run(["extract_band", "\(folder)/square.v", "\(folder)/green.v", "1"])
         try run(["bandjoin", "\(folder)/square.v \(folder)/green.v", "\(folder)/rgba.v"])
         try run(["pngsave", "\(folder)/rgba.v", "\(folder)/rgba.png", "--compression", "1"])
+        try run(["pngsave", "\(folder)/rgba.v", "\(folder)/interlaced.png", "--compression", "1", "--interlace"])
         for scratch in ["base", "linear", "rgb16", "rgb16i", "square", "green", "rgba"] { unlink("\(folder)/\(scratch).v") }
         return [
             Master(name: "tiff-strips", path: "\(folder)/strips.tif", megapixels: 300, format: "tiff", vipsCompression: "jpeg"),
             Master(name: "tiff-tiles", path: "\(folder)/tiles.tif", megapixels: 300, format: "tiff", vipsCompression: "jpeg"),
             Master(name: "png-rgba", path: "\(folder)/rgba.png", megapixels: 256, format: "raw", vipsCompression: "none"),
+            Master(name: "png-rgba-interlaced", path: "\(folder)/interlaced.png", megapixels: 256, format: "raw", vipsCompression: "none"),
         ]
     }
 

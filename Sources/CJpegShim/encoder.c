@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "rows.h"
 
 struct cjs_encoder {
     struct jpeg_compress_struct cinfo;
@@ -12,6 +13,7 @@ struct cjs_encoder {
     int failed;
     int started;
     int components;
+    uint8_t *flat; /* a row with alpha composited onto white (colour images) */
 };
 
 cjs_status cjs_encoder_create(const cjs_encoder_options *o, cjs_encoder **out) {
@@ -23,10 +25,15 @@ cjs_status cjs_encoder_create(const cjs_encoder_options *o, cjs_encoder **out) {
     cjs_error_init(&e->err, 0);
     e->cinfo.err = &e->err.pub;
     e->components = o->components;
+    if (o->components == 3 && !(e->flat = malloc((size_t)o->width * 4))) {
+        free(e);
+        return CJS_ERR_NOMEM;
+    }
     if (setjmp(e->err.jump)) { /* jpeg_create_compress ... jpeg_start_compress */
         int created = e->cinfo.global_state != 0;
         if (created) jpeg_destroy_compress(&e->cinfo);
         free(e->output);
+        free(e->flat);
         free(e);
         return CJS_ERR_LIBJPEG;
     }
@@ -56,6 +63,7 @@ void cjs_encoder_destroy(cjs_encoder *e) {
     if (!e) return;
     jpeg_destroy_compress(&e->cinfo);
     free(e->output);
+    free(e->flat);
     free(e);
 }
 
@@ -91,7 +99,9 @@ cjs_status cjs_encoder_write_rows(cjs_encoder *e, const void *rows, size_t strid
         return CJS_ERR_LIBJPEG;
     }
     for (uint32_t i = 0; i < count; i++) {
-        JSAMPROW row = (JSAMPROW)(base + (size_t)i * stride);
+        const uint8_t *source = base + (size_t)i * stride;
+        /* JPEG keeps no alpha: a colour row with some is composited onto white. */
+        JSAMPROW row = (JSAMPROW)(e->flat ? cjs_rgba_over_white(source, e->cinfo.image_width, e->flat) : source);
         jpeg_write_scanlines(&e->cinfo, &row, 1);
     }
     return CJS_OK;

@@ -27,7 +27,33 @@ static uint32_t shrink_sse2(const uint8_t *above, const uint8_t *below, uint32_t
 }
 #endif
 
+/* Whether every pixel of both rows is opaque (alpha 255): JPEG masters' rows always are. */
+static int rows_opaque(const uint8_t *above, const uint8_t *below, uint32_t width) {
+    unsigned all = 255;
+    for (uint32_t x = 0; x < width; x++) all &= (unsigned)above[4 * (size_t)x + 3] & below[4 * (size_t)x + 3];
+    return all == 255;
+}
+
+/* The 2x2 shrink of rows with transparency: each colour weighted by its alpha (the average of
+   premultiplied colours, made straight again), so that colours under transparent pixels never bleed
+   into the level below; alpha the plain average. Four fully transparent pixels: the plain average. */
+static void shrink_weighted(const uint8_t *above, const uint8_t *below, uint32_t width, uint8_t *out) {
+    for (uint32_t x = 0; x < (width + 1) / 2; x++) {
+        uint32_t x1 = 2 * x + 1 < width ? 2 * x + 1 : 2 * x; /* an odd last column with itself */
+        const uint8_t *p[4] = {above + 8 * (size_t)x, above + 4 * (size_t)x1, below + 8 * (size_t)x, below + 4 * (size_t)x1};
+        unsigned alpha = p[0][3] + p[1][3] + p[2][3] + p[3][3];
+        uint8_t *o = out + (size_t)x * 4;
+        for (int c = 0; c < 3; c++) {
+            unsigned sum = alpha ? p[0][c] * p[0][3] + p[1][c] * p[1][3] + p[2][c] * p[2][3] + p[3][c] * p[3][3]
+                                 : p[0][c] + p[1][c] + p[2][c] + p[3][c];
+            o[c] = (uint8_t)(alpha ? (sum + alpha / 2) / alpha : (sum + 2) >> 2);
+        }
+        o[3] = (uint8_t)((alpha + 2) >> 2);
+    }
+}
+
 void cjs_shrink_rows(const uint8_t *above, const uint8_t *below, uint32_t width, uint8_t *out) {
+    if (!rows_opaque(above, below, width)) return shrink_weighted(above, below, width, out);
     uint32_t pairs = width / 2;
     uint32_t x = 0;
 #if defined(__SSE2__)
@@ -60,4 +86,17 @@ void cjs_scatter_row(const uint8_t *row, uint32_t width, uint32_t x_offset, uint
         x += span;
         padded_x += span;
     }
+}
+
+const uint8_t *cjs_rgba_over_white(const uint8_t *row, uint32_t width, uint8_t *out) {
+    uint32_t x = 0;
+    while (x < width && row[4 * x + 3] == 255) x++;
+    if (x == width) return row;
+    for (x = 0; x < width; x++) {
+        const uint8_t *p = row + 4 * (size_t)x;
+        unsigned a = p[3], white = 255 * (255 - a);
+        for (int c = 0; c < 3; c++) out[4 * (size_t)x + c] = (uint8_t)((p[c] * a + white + 127) / 255);
+        out[4 * (size_t)x + 3] = 255;
+    }
+    return out;
 }

@@ -5,6 +5,7 @@
 
 #include "errors.h"
 #include "tile_codec.h"
+#include "rows.h"
 
 static int bytes_reserve(cjs_bytes *b, size_t capacity) {
     if (capacity <= b->capacity) return 1;
@@ -24,6 +25,8 @@ struct tile_jpeg {
     cjs_error_mgr err;
     cjs_bytes_destination dest;
     int failed;
+    uint8_t *flat;        /* rows with alpha composited onto white (16 at most), as wide as the widest tile */
+    size_t flat_capacity;
 };
 
 /* The destination: the whole capacity of a cjs_bytes, doubled when libjpeg fills it. */
@@ -81,6 +84,7 @@ cjs_status tile_jpeg_create(int quality, int gray, tile_jpeg **out) {
 
 void tile_jpeg_destroy(tile_jpeg *t) {
     if (!t) return;
+    free(t->flat);
     jpeg_destroy_compress(&t->cinfo);
     free(t);
 }
@@ -97,12 +101,21 @@ cjs_status tile_jpeg_encode(tile_jpeg *t, const uint8_t *rows, size_t stride, ui
     }
     t->cinfo.image_width = width;
     t->cinfo.image_height = height;
+    size_t row_bytes = (size_t)width * 4;
+    if (row_bytes * 16 > t->flat_capacity) { /* before libjpeg starts: nothing to abort yet */
+        uint8_t *grown = realloc(t->flat, row_bytes * 16);
+        if (!grown) return CJS_ERR_NOMEM;
+        t->flat = grown;
+        t->flat_capacity = row_bytes * 16;
+    }
     jpeg_start_compress(&t->cinfo, TRUE);
     while (t->cinfo.next_scanline < height) {
         JSAMPROW row[16];
         uint32_t n = 0;
-        for (; n < 16 && t->cinfo.next_scanline + n < height; n++)
-            row[n] = (JSAMPROW)(rows + (size_t)(t->cinfo.next_scanline + n) * stride);
+        for (; n < 16 && t->cinfo.next_scanline + n < height; n++) {
+            const uint8_t *source = rows + (size_t)(t->cinfo.next_scanline + n) * stride;
+            row[n] = (JSAMPROW)cjs_rgba_over_white(source, width, t->flat + n * row_bytes); /* JPEG keeps no alpha */
+        }
         jpeg_write_scanlines(&t->cinfo, row, n);
     }
     jpeg_finish_compress(&t->cinfo);
@@ -129,6 +142,14 @@ static void png_write(png_structp png, png_bytep data, size_t length) {
 static void png_flush(png_structp png) { (void)png; }
 static void png_silent_warning(png_structp png, png_const_charp message) { (void)png, (void)message; }
 
+/* Whether some pixel of the RGBA rows is not opaque: the PNG then keeps the alpha. */
+static int has_transparency(const uint8_t *rows, size_t stride, uint32_t width, uint32_t height) {
+    for (uint32_t y = 0; y < height; y++)
+        for (uint32_t x = 0; x < width; x++)
+            if (rows[(size_t)y * stride + 4 * (size_t)x + 3] != 255) return 1;
+    return 0;
+}
+
 cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, uint32_t height, int gray,
                            cjs_bytes *out) {
     if (width == 0 || height == 0 || width > 1u << 20 || height > 1u << 20) return CJS_ERR_ARGUMENT;
@@ -142,10 +163,11 @@ cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, u
         return sink.out_of_memory || !info ? CJS_ERR_NOMEM : CJS_ERR_LIBJPEG;
     }
     png_set_write_fn(png, &sink, png_write, png_flush);
-    png_set_IHDR(png, info, width, height, 8, gray ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    int alpha = !gray && has_transparency(rows, stride, width, height);
+    png_set_IHDR(png, info, width, height, 8, gray ? PNG_COLOR_TYPE_GRAY : alpha ? PNG_COLOR_TYPE_RGB_ALPHA : PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
-    if (!gray) png_set_filler(png, 0, PNG_FILLER_AFTER); /* the rows' 4th byte is dropped */
+    if (!gray && !alpha) png_set_filler(png, 0, PNG_FILLER_AFTER); /* opaque: the rows' 4th byte is dropped */
     for (uint32_t y = 0; y < height; y++) png_write_row(png, (png_const_bytep)(rows + (size_t)y * stride));
     png_write_end(png, info);
     png_destroy_write_struct(&png, &info);

@@ -35,11 +35,12 @@ typedef struct tile_jpeg tile_jpeg;
     with `gray` a one-component JPEG of the rows' luma. */
 cjs_status tile_jpeg_create(int quality, int gray, tile_jpeg **out);
 void tile_jpeg_destroy(tile_jpeg *t);
-/** Encodes `height` rows of `width` pixels, `stride` bytes apart, into `out` (replacing its bytes). */
+/** Encodes `height` rows of `width` RGBA pixels, `stride` bytes apart, into `out` (replacing its bytes);
+    rows with transparency are composited onto white (JPEG keeps no alpha). */
 cjs_status tile_jpeg_encode(tile_jpeg *t, const uint8_t *rows, size_t stride, uint32_t width, uint32_t height,
                             cjs_bytes *out);
 
-/** Encodes RGBX rows (alpha dropped: an RGB PNG) or, with `gray`, 1-byte rows into `out`. */
+/** Encodes RGBA rows (an RGB PNG when every pixel is opaque, else RGBA) or, with `gray`, 1-byte rows into `out`. */
 cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, uint32_t height, int gray,
                            cjs_bytes *out);
 

@@ -125,7 +125,8 @@ struct ExactTileRequestTests {
     func encoderArguments() throws {
         #expect(thrownCode { try TileJPEGEncoder(quality: 0) } == .invalidArgument)
         let encoder = try TileJPEGEncoder(quality: 80)
-        let pixels = [UInt8](repeating: 128, count: 16 * 16 * 4)
+        var pixels = [UInt8](repeating: 128, count: 16 * 16 * 4)  // opaque mid-gray
+        for alpha in stride(from: 3, to: pixels.count, by: 4) { pixels[alpha] = 255 }
         let code = pixels.withUnsafeBytes { raw in thrownCode { try encoder.encode(raw, stride: 64, width: 0, height: 16) } }
         #expect(code == .invalidArgument)
         let jpeg = try pixels.withUnsafeBytes { raw in try encoder.encode(raw, stride: 64, width: 16, height: 16) }

@@ -69,8 +69,8 @@ int32_t cjs_export_errno(cjs_export *e);
 /** Tiles taken so far. Thread-safe. */
 uint64_t cjs_export_tiles_taken(cjs_export *e);
 
-/** Encodes rows as a PNG (RGB from 4-byte RGBA rows, the 4th dropped; or 1-byte gray rows) into a
-    buffer the caller frees with cjs_free. */
+/** Encodes rows as a PNG (from 4-byte RGBA rows: RGB when every pixel is opaque, else RGBA; or 1-byte
+    gray rows) into a buffer the caller frees with cjs_free. */
 cjs_status cjs_png_encode(const void *rows, size_t stride, uint32_t width, uint32_t height, int32_t gray,
                           void **out, size_t *length);
 #ifdef __cplusplus

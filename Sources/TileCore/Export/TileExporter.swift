@@ -291,7 +291,8 @@ func removeTree(_ path: String) {
 }
 
 extension RGBAPixels {
-    /// The 2x2 box shrink the pyramid makes (`(a + b + c + d + 2) >> 2` per channel; an odd last
+    /// The 2x2 box shrink the pyramid makes (`(a + b + c + d + 2) >> 2` per channel where the four
+    /// pixels are opaque, else colours weighted by alpha, `sum(c * a) / sum(a)` rounded; an odd last
     /// row or column averaged with itself): the levels below a store's smallest.
     func halved() -> RGBAPixels {
         let w = (width + 1) / 2, h = (height + 1) / 2
@@ -300,11 +301,15 @@ extension RGBAPixels {
             let y0 = 2 * y, y1 = min(2 * y + 1, height - 1)
             for x in 0..<w {
                 let x0 = 2 * x, x1 = min(2 * x + 1, width - 1)
-                for c in 0..<4 {
-                    let sum = Int(bytes[(y0 * width + x0) * 4 + c]) + Int(bytes[(y0 * width + x1) * 4 + c])
-                        + Int(bytes[(y1 * width + x0) * 4 + c]) + Int(bytes[(y1 * width + x1) * 4 + c])
-                    out[(y * w + x) * 4 + c] = UInt8((sum + 2) >> 2)
+                let at = [(y0 * width + x0) * 4, (y0 * width + x1) * 4, (y1 * width + x0) * 4, (y1 * width + x1) * 4]
+                let alphas = at.map { Int(bytes[$0 + 3]) }
+                let alpha = alphas.reduce(0, +)
+                let weighted = alphas.contains { $0 != 255 } && alpha > 0
+                for c in 0..<3 {
+                    let sum = at.indices.reduce(0) { $0 + Int(bytes[at[$1] + c]) * (weighted ? alphas[$1] : 1) }
+                    out[(y * w + x) * 4 + c] = UInt8(weighted ? (sum + alpha / 2) / alpha : (sum + 2) >> 2)
                 }
+                out[(y * w + x) * 4 + 3] = UInt8((alpha + 2) >> 2)
             }
         }
         return RGBAPixels(width: w, height: h, bytes: out)
