@@ -143,7 +143,7 @@ extension TileRoutes {
         }
         let geometry = try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
         var levels = geometry.levels.indices.reduce(0) { $0 + ((try? geometry.fileByteCount(level: $1)) ?? 0) }
-        if case .tiff = format { levels = min(levels, 2 * sourceBytes + (1 << 20)) }
+        if case .tiff = format, !info.hasAlpha { levels = min(levels, 2 * sourceBytes + (1 << 20)) }  // alpha: a raw store
         return levels + (info.coding == .progressive ? info.width * info.height * 3 : 0)
     }
 

@@ -25,7 +25,7 @@ struct BuildCommand: AsyncParsableCommand {
     @Option(help: "Images built at once, at least 1.")
     var jobs = 4
 
-    @Option(help: "Store format: tiff (one tiled pyramidal TIFF of JPEG tiles, level 0 copied losslessly from an upright JPEG, the default) or raw (one file of RGBA tiles per level).")
+    @Option(help: "Store format: tiff (one tiled pyramidal TIFF of JPEG tiles, level 0 copied losslessly from an upright JPEG, the default; a PNG or TIFF with alpha goes into a raw store, which keeps it) or raw (one file of RGBA tiles per level).")
     var format: StoreFormatArgument = .tiff
 
     @Option(help: "JPEG quality of a TIFF's encoded levels (the lower levels; level 0 too when it cannot be copied), 1...100.")

@@ -64,7 +64,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Bytes of stores in the cache folder past which the least recently used are removed, and /ready says not ready (default: a quarter of the free space of $TMPDIR, at least 1 GiB).")
     var cacheBudget: Int?
 
-    @Option(help: "What JPEGs and uploads are built into: tiff (a tiled pyramidal TIFF, level 0 copied losslessly; the default) or raw (RGBA tiles, one file per level: more disk, no decode on a read).")
+    @Option(help: "What masters and uploads are built into: tiff (a tiled pyramidal TIFF, level 0 copied losslessly; the default; masters with alpha go into raw stores) or raw (RGBA tiles, one file per level: more disk, no decode on a read).")
     var format: StoreFormatArgument?
 
     @Option(help: "The JPEG quality of a TIFF store's encoded levels, 1-100 (default 74).")

@@ -168,7 +168,7 @@ struct PNGSourceTests {
         _ = try builder.finish()
     }
 
-    @Test("a TIFF store of an opaque PNG encodes level 0 from its rows; one with alpha is refused (JPEG tiles keep none)",
+    @Test("a TIFF store of an opaque PNG encodes level 0 from its rows; one with alpha goes into a raw store (JPEG tiles keep none), or is refused",
           .enabled(if: tools, skip))
     func tiffStores() throws {
         let folder = try Self.folder()
@@ -177,8 +177,15 @@ struct PNGSourceTests {
         let image = try TileBuilder.build(data: png, options: TIFFChecks.options())
         #expect(!image.isLevelZeroCopied)
         #expect(Reference.psnr(try image.pixels(level: 0), try Self.reference(png, in: folder)) > 30)
+        // With alpha: a raw store instead (its RGBA tiles keep it), or refused when asked.
         let transparent = try Self.png(Self.kinds[2], width: 64, height: 64, in: folder)
-        #expect(thrownCode { try TileBuilder.build(data: transparent, options: TIFFChecks.options()) } == .unsupported)
+        let raw = try TileBuilder.build(data: transparent, options: TIFFChecks.options())
+        let expected = try Self.reference(transparent, in: folder)
+        #expect(raw.tileCoding(ofLevel: 0) == "raw RGBA")
+        #expect(try raw.pixels(level: 0) == expected)
+        var refusing = TIFFChecks.options()
+        refusing.format = .tiff(TIFFWriting(mastersWithAlpha: .refuse))
+        #expect(thrownCode { try TileBuilder.build(data: transparent, options: refusing) } == .unsupported)
     }
 
     @Test("cut and corrupt PNGs give typed errors, interlaced ones too", .enabled(if: tools, skip))

@@ -269,7 +269,7 @@ extension TIFFMasterTests {
         #expect(thrownCode { try TileBuilder.build(contentsOfFile: "\(folder)/float.tif") } == .unsupported)
     }
 
-    @Test("a TIFF store of an opaque TIFF master encodes level 0 from its rows; one with alpha is refused",
+    @Test("a TIFF store of an opaque TIFF master encodes level 0 from its rows; one with alpha goes into a raw store, or is refused",
           .enabled(if: tools, skip))
     func tiffStores() throws {
         let folder = try PNGSourceTests.folder()
@@ -281,8 +281,14 @@ extension TIFFMasterTests {
         #expect(Reference.psnr(try image.pixels(level: 0), try Self.reference("\(folder)/made.tif", smooth, in: folder)) > 30)
         try FileManager.default.removeItem(atPath: "\(folder)/made.tif")
         try FileManager.default.removeItem(atPath: path)
+        // With alpha: a raw store instead (its RGBA tiles keep it), or refused when asked.
         let transparent = try Self.tiff(Self.kind("RGBA unassociated"), width: 64, height: 64, in: folder)
-        #expect(thrownCode { try TileBuilder.build(contentsOfFile: transparent, options: TIFFChecks.options()) } == .unsupported)
+        let raw = try TileBuilder.build(contentsOfFile: transparent, options: TIFFChecks.options())
+        #expect(raw.tileCoding(ofLevel: 0) == "raw RGBA")
+        #expect(try raw.pixels(level: 0).pixels.contains { $0 != 255 })
+        var refusing = TIFFChecks.options()
+        refusing.format = .tiff(TIFFWriting(mastersWithAlpha: .refuse))
+        #expect(thrownCode { try TileBuilder.build(contentsOfFile: transparent, options: refusing) } == .unsupported)
     }
 }
 

@@ -28,4 +28,23 @@ struct PNGServingTests {
             #expect(region.status == 200 && region.headers["content-type"] == "image/png")
         }
     }
+
+    @Test("a PNG with alpha under the TIFF default goes into a raw store: PNG regions keep its alpha, JPEG tiles are composited onto white")
+    func servesAlpha() async throws {
+        let folder = try ServerLimitsTests.folder([:])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // Left half transparent over black, right half opaque red.
+        var pixels = [UInt8]()
+        for _ in 0..<300 { for x in 0..<400 { pixels += x < 200 ? [0, 0, 0, 0] : [255, 0, 0, 255] } }
+        let png = try RGBAPixels(width: 400, height: 300, bytes: pixels).encoded(as: .png)
+        try png.write(to: URL(fileURLWithPath: "\(folder)/sign.png"))
+        try await TileServerTests.withServer(folder, format: .tiff()) { base, client in
+            let region = try await TileServerTests.settled(client, "\(base)/iiif/3/sign/full/max/0/default.png")
+            #expect(region.status == 200)
+            #expect(try Reference.decodePNG(region.body) == RGBAImage(width: 400, height: 300, pixels: pixels))
+            let tile = try Reference.decode(try await TileServerTests.settled(client, "\(base)/dzi/sign_files/9/0_0.jpg").body).image
+            #expect(tile[10, 10].prefix(3).allSatisfy { $0 >= 250 }, "\(Array(tile[10, 10]))")  // white, not black
+            #expect(tile[230, 10][tile[230, 10].startIndex] >= 240 && tile[230, 10].dropFirst().prefix(2).allSatisfy { $0 <= 15 })
+        }
+    }
 }

@@ -47,15 +47,31 @@ public struct TIFFWriting: Sendable, Hashable {
     public var tables: Tables
     /// Default ``BigTIFF/automatic``.
     public var bigTIFF: BigTIFF
+    /// What a build asked for a TIFF store does with a master that has alpha (a PNG's, a TIFF's),
+    /// which the TIFF's JPEG tiles cannot keep. Default ``AlphaMasters/rawStore``.
+    public var mastersWithAlpha: AlphaMasters
+
+    /// What becomes of a master with alpha.
+    public enum AlphaMasters: Sendable, Hashable {
+        /// It is built into a raw store instead (its manifest says so), whose RGBA tiles keep the alpha.
+        case rawStore
+        /// The build fails as ``TileError/Code/unsupported``.
+        case refuse
+    }
 
     /// - Parameters:
     ///   - quality: default 74.
     ///   - tables: default ``Tables/flattened``.
     ///   - bigTIFF: default ``BigTIFF/automatic``.
-    public init(quality: Int = 74, tables: Tables = .flattened, bigTIFF: BigTIFF = .automatic) {
+    ///   - mastersWithAlpha: default ``AlphaMasters/rawStore``.
+    public init(
+        quality: Int = 74, tables: Tables = .flattened, bigTIFF: BigTIFF = .automatic,
+        mastersWithAlpha: AlphaMasters = .rawStore
+    ) {
         self.quality = quality
         self.tables = tables
         self.bigTIFF = bigTIFF
+        self.mastersWithAlpha = mastersWithAlpha
     }
 
     /// The C shim's `cjs_quant_tables`.

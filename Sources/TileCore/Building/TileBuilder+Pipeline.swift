@@ -17,10 +17,13 @@ extension TileBuilder {
         }
         let orientation = options.orientation.resolve(exif: info.exifOrientation)
         if case .tiff(let tiff) = options.format {
-            guard !info.hasAlpha else {
+            if !info.hasAlpha {
+                return (try makeTIFFPipeline(header, info: info, orientation: orientation, tiff: tiff), info)
+            }
+            // JPEG tiles keep no alpha: a raw store keeps it, unless the caller would rather fail.
+            guard tiff.mastersWithAlpha == .rawStore else {
                 throw TileError(.unsupported, "a TIFF store's JPEG tiles keep no alpha: build a raw store of this \(info.format.rawValue.uppercased())")
             }
-            return (try makeTIFFPipeline(header, info: info, orientation: orientation, tiff: tiff), info)
         }
         return (try makeRawPipeline(header, info: info, orientation: orientation, storage: options.storage), info)
     }
