@@ -140,12 +140,21 @@ public actor ImageBuilder {
     public func finish() async throws(TileError) -> TiledImage {
         try begin("finish")
         defer { isBusy = false }
-        if Task.isCancelled { throw await end(.cancelled, TileError(.cancelled, "the task was cancelled")) }
-        let image = try await timed { () throws(TileError) in try builder.finish() }
-        await afterWork()
-        await end(.complete, nil)
-        return image
+        // The rest is decoded a slice of rows at a time (a TIFF pushed as bytes is decoded whole here),
+        // cancellable and reporting progress between slices.
+        while true {
+            if Task.isCancelled { throw await end(.cancelled, TileError(.cancelled, "the task was cancelled")) }
+            let image = try await timed { () throws(TileError) in try builder.finish(rowLimit: Self.finishRowSlice) }
+            await afterWork()
+            if let image {
+                await end(.complete, nil)
+                return image
+            }
+        }
     }
+
+    /// Rows ``finish()`` decodes between looks at cancellation.
+    static let finishRowSlice = 512
 
     /// Stops the build; its files are removed and its memory released.
     public func cancel() async {

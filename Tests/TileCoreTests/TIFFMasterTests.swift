@@ -332,3 +332,24 @@ extension Tools {
         return run.text
     }
 }
+
+extension TIFFMasterTests {
+    @Test("finish(rowLimit:) decodes a spooled TIFF a slice of rows at a time, to the same pyramid", .enabled(if: tools, skip))
+    func finishInSlices() throws {
+        let folder = try PNGSourceTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let bytes = Data(Tools.readAll(try Self.tiff(Self.kind("RGB 8-bit, LZW"), width: 300, height: 190, in: folder)))
+        let builder = try TileBuilder()
+        try builder.append(bytes)
+        #expect(builder.rowsDecoded == 0)  // a TIFF pushed as bytes waits for its last byte
+        var calls = 0
+        var image: TiledImage?
+        while image == nil {
+            image = try builder.finish(rowLimit: 16)
+            calls += 1
+            #expect(builder.rowsDecoded == min(190, 16 * calls))
+        }
+        #expect(calls == 12)  // 190 rows, 16 a call
+        #expect(try image!.allTiles() == TileBuilder.build(data: bytes).allTiles())
+    }
+}

@@ -79,6 +79,10 @@ public final class TileBuilder {
         return chosenDecoder
     }
     var headerReader = HeaderReader()
+    /// Whether ``finish(rowLimit:)`` has told the decoder the input has ended.
+    private var inputEnded = false
+    /// Rows ``finish(rowLimit:)`` may still decode in this call (nil: no limit).
+    private var rowBudget: Int?
     var fingerprint = Fingerprint()
     /// While previews may still be made: the bytes so far, from the first, and where their scans end.
     var preview: PreviewState?
@@ -185,6 +189,15 @@ public final class TileBuilder {
     /// - Throws: ``TileError/Code/truncated`` when the stream ended before the image did (unless
     ///   ``BuildOptions/allowTruncated``), and any error of ``append(_:)-(UnsafeRawBufferPointer)``.
     public func finish() throws(TileError) -> TiledImage {
+        try finish(rowLimit: nil)!
+    }
+
+    /// Says the input has ended and decodes at most `rowLimit` more rows: the complete pyramid, or
+    /// `nil` while rows remain (call again). For callers that stay responsive (cancellable, reporting
+    /// progress) through a long final decode: a TIFF pushed as bytes is decoded only once its last
+    /// byte is in.
+    /// - Throws: as ``finish()``.
+    public func finish(rowLimit: Int?) throws(TileError) -> TiledImage? {
         if case .complete(let image) = state { return image }
         try ensureRunning()
         guard chosenDecoder != nil else {
@@ -192,11 +205,15 @@ public final class TileBuilder {
             cleanUp(with: error)
             throw error
         }
+        rowBudget = rowLimit.map { max(1, $0) }
+        defer { rowBudget = nil }
         try guarded { () throws(TileError) in
-            try decoder.endInput()
+            if !inputEnded { try decoder.endInput() }
+            inputEnded = true
             try advance()
         }
         reportScratchBytes()
+        if rowBudget == 0, case .scanning = state { return nil }  // the rows asked for are in; more remain
         guard case .complete(let image) = state else {
             var error = TileError(.truncated, "the stream ended before the image did")
             error.isFillable = decoder is JPEGDecoder && header != nil
@@ -332,15 +349,18 @@ public final class TileBuilder {
 
     /// Reads as many rows as the bytes allow into the writer. Returns true when every row is in.
     private func scan(_ p: Pipeline) throws(TileError) -> Bool {
-        while true {
-            let step = try p.writer.withRowBuffer { (buffer, stride, capacity) throws(TileError) in
-                let (rows, step) = try decoder.readRows(into: buffer, stride: stride, maxRows: capacity)
-                return (rows, step)
+        while rowBudget != 0 {
+            let budget = rowBudget
+            let (rows, step) = try p.writer.withRowBuffer { (buffer, stride, capacity) throws(TileError) -> (rows: Int, result: (Int, DecodeStep)) in
+                let (rows, step) = try decoder.readRows(into: buffer, stride: stride, maxRows: min(capacity, budget ?? capacity))
+                return (rows, (rows, step))
             }
+            rowBudget = rowBudget.map { $0 - rows }
             try checkTruncation()
             if step == .done { return true }
             if step == .needData { return false }
         }
+        return false  // finish(rowLimit:)'s rows are in
     }
 
     private func checkTruncation() throws(TileError) {
