@@ -51,8 +51,11 @@ struct cpng_decoder {
     /* Adam7: every pass is combined into a spool file of the whole image (RGBA rows, on disk), whose
        rows are given once the last pass has been read. */
     char *spool_directory;   /* NULL: interlaced PNGs are refused */
-    int spool_fd;            /* -1 until the first read of rows */
+    int spool_fd;            /* -1 until the first pass's first row */
     uint8_t *spool_row;      /* one row read back, combined with a pass's pixels, written again */
+    int last_pass;           /* the pass and row of libpng's last row call (NULL rows too): the image */
+    uint32_t last_row;       /* is whole when they are the last pass's last row (6, height - 1) */
+    int error_number;        /* the spool's errno, for CPNG_ERR_IO */
 };
 
 static void on_error(png_structp png, png_const_charp text) {
@@ -135,24 +138,29 @@ static void keep_overflow(cpng_decoder *d, png_bytep row) {
 /* A pass's row of an interlaced image: combined into the image's row in the spool file. */
 static cpng_status make_spool(cpng_decoder *d);
 
+/* A failure of the spool file (not of the PNG): CPNG_ERR_IO with its errno. */
+static void spool_failed(cpng_decoder *d, const char *what) {
+    if (!d->error_number) d->error_number = errno ? errno : EIO;
+    char text[sizeof d->message];
+    snprintf(text, sizeof text, "%s: %s", what, strerror(d->error_number));
+    png_error(d->png, text);
+}
+
 static void combine_row(cpng_decoder *d, png_bytep row, png_uint_32 number) {
     size_t bytes = (size_t)d->header.width * 4;
-    if (d->spool_fd < 0 && make_spool(d) != CPNG_OK) {
-        char text[sizeof d->message];
-        memcpy(text, d->message, sizeof text);
-        png_error(d->png, text);
-    }
+    if (d->spool_fd < 0 && make_spool(d) != CPNG_OK) spool_failed(d, "cannot make the interlaced PNG's spool file");
     off_t at = (off_t)number * (off_t)bytes;
-    if (number >= d->header.height || pread(d->spool_fd, d->spool_row, bytes, at) != (ssize_t)bytes)
-        png_error(d->png, "cannot read a row back from the interlaced image's spool file");
+    if (number >= d->header.height) png_error(d->png, "a row past the image's height");
+    errno = 0;
+    if (pread(d->spool_fd, d->spool_row, bytes, at) != (ssize_t)bytes) spool_failed(d, "cannot read a row back from the spool file");
     png_progressive_combine_row(d->png, d->spool_row, row);
-    if (pwrite(d->spool_fd, d->spool_row, bytes, at) != (ssize_t)bytes)
-        png_error(d->png, "cannot write a row to the interlaced image's spool file");
+    errno = 0;
+    if (pwrite(d->spool_fd, d->spool_row, bytes, at) != (ssize_t)bytes) spool_failed(d, "cannot write a row to the spool file");
 }
 
 static void on_row(png_structp png, png_bytep row, png_uint_32 number, int pass) {
-    (void)pass;
     cpng_decoder *d = png_get_progressive_ptr(png);
+    d->last_pass = pass, d->last_row = number;
     if (!row) return; /* a row this pass leaves as it was */
     if (d->header.interlaced) return combine_row(d, row, number);
     if (number != d->decoded) png_error(png, "a row came out of order");
@@ -192,7 +200,7 @@ static int satisfied(const cpng_decoder *d) {
    has ended, or more bytes are needed. */
 static cpng_status run(cpng_decoder *d) {
     if (setjmp(png_jmpbuf(d->png))) { /* png_process_data */
-        d->failure = d->unsupported ? CPNG_ERR_UNSUPPORTED : CPNG_ERR_PNG;
+        d->failure = d->unsupported ? CPNG_ERR_UNSUPPORTED : d->error_number ? CPNG_ERR_IO : CPNG_ERR_PNG;
         return d->failure;
     }
     while (!satisfied(d) && !d->done && d->start < d->end) {
@@ -218,6 +226,7 @@ cpng_status cpng_decoder_create(cpng_decoder **out) {
     }
     png_set_progressive_read_fn(d->png, d, on_info, on_row, on_end);
     d->spool_fd = -1;
+    d->last_pass = -1;
     *out = d;
     return CPNG_OK;
 }
@@ -234,6 +243,12 @@ void cpng_decoder_destroy(cpng_decoder *d) {
     free(d);
 }
 
+int cpng_decoder_error_number(const cpng_decoder *d) { return d ? d->error_number : 0; }
+
+uint64_t cpng_decoder_spool_bytes(const cpng_decoder *d) {
+    return d && d->spool_fd >= 0 ? (uint64_t)d->header.width * 4 * d->header.height : 0;
+}
+
 cpng_status cpng_decoder_set_spool_directory(cpng_decoder *d, const char *directory) {
     if (!d || !directory || d->header_read) return CPNG_ERR_ARGUMENT;
     free(d->spool_directory);
@@ -243,13 +258,14 @@ cpng_status cpng_decoder_set_spool_directory(cpng_decoder *d, const char *direct
 
 static cpng_status starved(cpng_decoder *d, const char *what);
 
-/* The interlaced image's spool file: anonymous, the image's size (sparse: disk is used only by the rows
-   the bytes fed have reached), made when the first pass's first row arrives. */
+/* The interlaced image's spool file: anonymous, the image's size, made when the first pass's first row
+   arrives. libpng's push reader gives each row of the first passes for the rows below it too (its
+   blocky preview), so the whole file is written early on: the image's size on disk. */
 static cpng_status make_spool(cpng_decoder *d) {
     uint64_t bytes = (uint64_t)d->header.width * 4 * d->header.height;
     d->spool_row = malloc((size_t)d->header.width * 4);
     if (!d->spool_row) {
-        snprintf(d->message, sizeof d->message, "out of memory for a row");
+        errno = ENOMEM;
         return CPNG_ERR_NOMEM;
     }
     int fd = open(d->spool_directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -261,10 +277,10 @@ static cpng_status make_spool(cpng_decoder *d) {
         }
     }
     if (fd < 0 || bytes > (uint64_t)INT64_MAX || ftruncate(fd, (off_t)bytes) != 0) {
-        snprintf(d->message, sizeof d->message, "cannot make a spool file of %llu bytes for the interlaced PNG in %s: %s",
-                 (unsigned long long)bytes, d->spool_directory, strerror(errno));
+        int number = fd < 0 || errno ? errno : EFBIG;
         if (fd >= 0) close(fd);
-        return CPNG_ERR_PNG;
+        errno = number;
+        return CPNG_ERR_IO;
     }
     d->spool_fd = fd;
     return CPNG_OK;
@@ -278,6 +294,13 @@ static cpng_status read_interlaced(cpng_decoder *d, void *rgba, size_t stride, u
         d->destination = NULL;
         if (status != CPNG_OK) return status;
         if (!d->done) return starved(d, "the PNG ends before its image does");
+    }
+    /* libpng's push reader reaches IEND without an error when the image data ends early: every pass
+       must have come to the last row. */
+    if (d->spool_fd < 0 || d->last_pass != 6 || d->last_row + 1 != d->header.height) {
+        snprintf(d->message, sizeof d->message, "the image data ends in pass %d of 7, row %u", d->last_pass + 1, d->last_row);
+        d->has_error = 1;
+        return d->failure = CPNG_ERR_PNG;
     }
     size_t bytes = (size_t)d->header.width * 4;
     while (*rows < max_rows && d->rows_read < d->header.height) {

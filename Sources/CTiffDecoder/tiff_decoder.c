@@ -43,10 +43,16 @@ ctiff_status ctiff_decoder_create(const char *path, const char *spool_directory,
                                   ctiff_decoder **out, int *error_number) {
     if (!out || (!path && !spool_directory)) return CTIFF_ERR_ARGUMENT;
     *out = NULL;
-    int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : make_spool(spool_directory);
+    /* Non-blocking, so that a FIFO at the path is never waited on: only a regular file is read. */
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : make_spool(spool_directory);
     if (fd < 0) {
         if (error_number) *error_number = errno;
         return CTIFF_ERR_IO;
+    }
+    struct stat info;
+    if (path && (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))) {
+        close(fd);
+        return CTIFF_ERR_ARGUMENT; /* not a regular file: the caller spools the bytes instead */
     }
     ctiff_decoder *d = calloc(1, sizeof *d);
     if (!d) {
@@ -187,6 +193,8 @@ static ctiff_status choose_kind(ctiff_decoder *d) {
         d->kind = KIND_CMYK, d->colour_samples = 4, h->is_cmyk = 1;
         return CTIFF_OK;
     case PHOTOMETRIC_YCBCR:
+        if (h->planar == PLANARCONFIG_SEPARATE) /* libjpeg upsamples to RGB only for contiguous data */
+            return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "YCbCr TIFFs in separate planes are not read");
         if (h->compression != COMPRESSION_JPEG)
             return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "YCbCr TIFFs are read only with JPEG compression (this one has compression %d)",
                               h->compression);
@@ -269,6 +277,11 @@ static ctiff_status read_directory(ctiff_decoder *d) {
     if (!TIFFIsCODECConfigured(compression))
         return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "TIFF compression %d is not available in this libtiff", compression);
     if (h->tiled && (h->tile_width == 0 || h->tile_height == 0)) return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's tiles have no size");
+    /* Tiles are copied into rows byte by byte: a tile row must end on a byte (TIFF asks for widths in
+       multiples of 16, which always do; libtiff only warns about others). */
+    uint64_t in_plane = planar == PLANARCONFIG_SEPARATE ? 1 : samples;
+    if (h->tiled && ((uint64_t)h->tile_width * in_plane * bits) % 8 != 0)
+        return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "tiles %u pixels wide of %d-bit samples are not read", h->tile_width, bits);
     ctiff_status status = choose_kind(d);
     return status == CTIFF_OK ? choose_samples(d) : status;
 }

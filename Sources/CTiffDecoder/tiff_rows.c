@@ -149,6 +149,11 @@ static void convert_row(ctiff_decoder *d, uint32_t r, uint8_t *out) {
             unpack(d->band + p * plane_bytes + (size_t)r * d->plane_row_bytes, width, h->bits_per_sample, scale, s + p, spp);
     }
     int a = d->alpha_index;
+    if (!scale && spp > 1 && h->bits_per_sample < 8) { /* a palette's index stays as stored, other samples stretch */
+        unsigned stretch = 255 / ((1u << h->bits_per_sample) - 1);
+        for (uint32_t x = 0; x < width; x++)
+            for (int c = 1; c < spp; c++) s[(size_t)x * spp + c] = (uint8_t)(s[(size_t)x * spp + c] * stretch);
+    }
     if (a >= 0 && h->alpha_associated && d->kind != KIND_PALETTE) unpremultiply(s, width, spp, d->colour_samples, a);
     for (uint32_t x = 0; x < width; x++, out += 4) {
         const uint8_t *px = s + (size_t)x * spp;

@@ -61,18 +61,17 @@ extension ImageCatalog {
         guard let source = try? await threadPool.blocking({ () throws(TileError) in SourceFile.find(id, in: root, known: nil, followsSymlinks: follows) }) ?? nil
         else { return nil }
         let path = source.path, kind = source.kind
-        let size = try? await threadPool.blocking { () throws(TileError) -> (Int, Int, Int) in
-            if kind != .master {
-                let g = try (kind == .store ? TiledImage.open(store: path) : TiledImage.open(tiff: path)).geometry
-                return (g.width, g.height, g.levels.count)
-            }
+        // A store or a TIFF pyramid is served as it is (ready); a master (a TIFF that is no pyramid too) is described from its header.
+        let size = try? await threadPool.blocking { () throws(TileError) -> (Int, Int, Int, served: Bool) in
+            let served = kind == .store ? try TiledImage.open(store: path) : kind == .tiff ? try ImageCatalog.openPyramid(tiff: path) : nil
+            if let g = served?.geometry { return (g.width, g.height, g.levels.count, true) }
             let info = try ImageInfo.read(regularFile: path)
             let g = try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
-            return (g.width, g.height, g.levels.count)
+            return (g.width, g.height, g.levels.count, false)
         }
-        if let (width, height, levels) = size {
+        if let (width, height, levels, served) = size {
             (summary.width, summary.height) = (width, height)
-            if kind != .master, summary.state == .notBuilt { (summary.state, summary.levelsComplete, summary.levelCount) = (.ready, levels, levels) }
+            if served, summary.state == .notBuilt { (summary.state, summary.levelsComplete, summary.levelCount) = (.ready, levels, levels) }
         } else if kind != .master {
             summary.state = .failed
         }

@@ -202,6 +202,29 @@ struct PNGSourceTests {
         interlaced.options = ["-interlace"]
         let cut = try Self.png(interlaced, width: 64, height: 64, in: folder)
         #expect(thrownCode { try TileBuilder.build(data: cut.prefix(cut.count * 3 / 4)) } == .truncated)
+        // Its image data cut after the first of seven passes, yet a well-formed file (a complete zlib
+        // stream, IEND): libpng reaches the end without an error; the rows are not all there.
+        try cut.write(to: URL(fileURLWithPath: "\(folder)/whole.png"))
+        let script = """
+            import sys, zlib, struct
+            data = open(sys.argv[1], "rb").read()
+            chunks, i = [], 8
+            while i < len(data):
+                n, kind = struct.unpack(">I4s", data[i:i + 8]); chunks.append((kind, data[i + 8:i + 8 + n])); i += 12 + n
+            raw = zlib.decompress(b"".join(c for k, c in chunks if k == b"IDAT"))
+            def chunk(kind, body): return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+            out = data[:8]
+            for kind, body in chunks:
+                if kind == b"IDAT":
+                    if body is chunks[[k for k, _ in chunks].index(b"IDAT")][1]:
+                        out += chunk(b"IDAT", zlib.compress(raw[:len(raw) // 64]))  # within the first pass
+                else:
+                    out += chunk(kind, body)
+            sys.stdout.buffer.write(out)
+            """
+        let run = try Tools.run("python3", ["-c", script, "\(folder)/whole.png"])
+        try #require(run.status == 0, "\(run.stderr)")
+        #expect(thrownCode { try TileBuilder.build(data: run.stdout) } == .corrupt)
     }
 
     @Test("Adam7-interlaced PNGs are pngtopnm's pixels, their passes combined on disk, fed whole or in pieces",

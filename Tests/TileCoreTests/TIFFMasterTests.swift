@@ -353,3 +353,15 @@ extension TIFFMasterTests {
         #expect(try image!.allTiles() == TileBuilder.build(data: bytes).allTiles())
     }
 }
+
+extension TIFFMasterTests {
+    @Test("a TIFF reached through a symbolic link is read from its file, as a JPEG or PNG would be", .enabled(if: tools, skip))
+    func throughSymlink() throws {
+        let folder = try PNGSourceTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = try Self.tiff(Self.kind("RGB 8-bit, LZW"), width: 64, height: 48, in: folder)
+        try FileManager.default.createSymbolicLink(atPath: "\(folder)/link.tif", withDestinationPath: path)
+        #expect(try ImageInfo.read(contentsOfFile: "\(folder)/link.tif").format == .tiff)
+        #expect(try TileBuilder.build(contentsOfFile: "\(folder)/link.tif").allTiles() == TileBuilder.build(contentsOfFile: path).allTiles())
+    }
+}

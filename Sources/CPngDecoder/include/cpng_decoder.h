@@ -19,7 +19,8 @@ typedef enum {
     CPNG_ERR_UNSUPPORTED = -3, /* a PNG this decoder does not read (interlaced, with no spool directory) */
     CPNG_ERR_TRUNCATED = -4,   /* the input ended before the image did */
     CPNG_ERR_STATE = -5,       /* called after a failure, or out of order */
-    CPNG_ERR_ARGUMENT = -6
+    CPNG_ERR_ARGUMENT = -6,
+    CPNG_ERR_IO = -7           /* the interlaced image's spool file failed: errno in cpng_decoder_error_number */
 } cpng_status;
 
 /** What the header (IHDR, and the chunks before the first IDAT) says. */
@@ -62,6 +63,10 @@ cpng_status cpng_decoder_read_header(cpng_decoder *d, cpng_header *header);
  */
 cpng_status cpng_decoder_read_rows(cpng_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
 
+/** The errno of a CPNG_ERR_IO. */
+int cpng_decoder_error_number(const cpng_decoder *d);
+/** Bytes of the interlaced image's spool file on disk, while it exists (0 for other images). */
+uint64_t cpng_decoder_spool_bytes(const cpng_decoder *d);
 /** Rows given so far. */
 uint32_t cpng_decoder_rows_read(const cpng_decoder *d);
 /** Bytes kept that libpng has not taken yet. */

@@ -89,8 +89,10 @@ extension ImageInfo {
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             if total == 0, n > 0, case let format = ImageFormat(sniffing: bytes), format != .jpeg {
                 do throws(TileError) {
-                    if format == .tiff, file.isRegularFile, file.name != "stdin" {
-                        other = try TIFFDecoder(path: file.name, spoolDirectory: LevelFiles.defaultDirectory)
+                    if format == .tiff, file.isRegularFile, file.name != "stdin",
+                        let decoder = try? TIFFDecoder(path: file.name, spoolDirectory: LevelFiles.defaultDirectory)
+                    {
+                        other = decoder
                     } else {
                         other =
                             format == .png

@@ -41,6 +41,8 @@ final class PNGDecoder: RowDecoder {
     var bytesBuffered: Int { cpng_decoder_bytes_buffered(handle) }
     var warningCount: Int { Int(cpng_decoder_warning_count(handle)) }
     var isTruncated: Bool { false }  // a PNG that ends early is an error (`.truncated`), never filled in
+    /// The interlaced image's spool file on disk (counted as the build's scratch bytes).
+    var coefficientFileByteCount: Int { Int(cpng_decoder_spool_bytes(handle)) }
 
     var lastMessage: String {
         var text = [CChar](repeating: 0, count: 256)
@@ -106,6 +108,7 @@ final class PNGDecoder: RowDecoder {
         case CPNG_ERR_NOMEM: throw TileError(.io, "out of memory decoding a PNG", errno: ENOMEM)
         case CPNG_ERR_UNSUPPORTED: throw TileError(.unsupported, lastMessage)
         case CPNG_ERR_TRUNCATED: throw TileError(.truncated, lastMessage)
+        case CPNG_ERR_IO: throw TileError(.io, lastMessage, errno: Int32(cpng_decoder_error_number(handle)))
         case CPNG_ERR_PNG: throw TileError(.corrupt, "the PNG cannot be read: \(lastMessage)")
         default: throw TileError(.invalidArgument, "PNG decoder called in the wrong state")
         }

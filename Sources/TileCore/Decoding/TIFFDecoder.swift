@@ -23,6 +23,7 @@ final class TIFFDecoder: RowDecoder {
 
     /// - Parameters:
     ///   - path: the master's file, read directly (the bytes fed are then only counted); nil: spool.
+    ///     A path that is not a regular file (a FIFO, a pipe) throws ``TileError/Code/invalidArgument``.
     ///   - spoolDirectory: where the anonymous spool file is made when `path` is nil.
     ///   - page: the page (directory) read, 0 the first.
     init(path: String?, spoolDirectory: String, page: Int = 0) throws(TileError) {
@@ -31,6 +32,7 @@ final class TIFFDecoder: RowDecoder {
         let status = cTIFFCreate(path, spoolDirectory, UInt32(clamping: page), &handle, &number)
         guard status == CTIFF_OK, let handle else {
             if status == CTIFF_ERR_NOMEM { throw TileError(.io, "cannot allocate a TIFF decoder", errno: ENOMEM) }
+            if status == CTIFF_ERR_ARGUMENT { throw TileError(.invalidArgument, "\(path ?? "-") is not a regular file") }
             let target = path ?? "a spool file in \(spoolDirectory)"
             throw TileError(.io, "cannot open \(target): \(String(cString: strerror(number)))", errno: number)
         }
