@@ -85,6 +85,10 @@ static void keep_metadata(cpng_decoder *d) {
         memcpy(d->icc, profile, length);
         d->icc_length = length;
     }
+    double gamma;
+    if (png_get_gAMA(d->png, d->info, &gamma)) d->header.gamma = gamma;
+    int intent;
+    if (png_get_sRGB(d->png, d->info, &intent)) d->header.srgb_intent = intent;
     png_uint_32 x, y;
     int unit;
     if (png_get_pHYs(d->png, d->info, &x, &y, &unit)) {
@@ -108,7 +112,7 @@ static void on_info(png_structp png, png_infop info) {
     d->header = (cpng_header){.width = width, .height = height, .bit_depth = depth, .color_type = type,
                               .interlaced = interlace != PNG_INTERLACE_NONE,
                               .has_alpha = (type & PNG_COLOR_MASK_ALPHA) != 0 || transparency,
-                              .is_gray = (type & PNG_COLOR_MASK_COLOR) == 0};
+                              .is_gray = (type & PNG_COLOR_MASK_COLOR) == 0, .srgb_intent = -1};
     keep_metadata(d);
     png_set_expand(png); /* palette to RGB, gray under 8 bits to 8, tRNS to alpha */
     if (depth == 16) png_set_scale_16(png);

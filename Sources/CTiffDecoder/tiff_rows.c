@@ -32,6 +32,9 @@ ctiff_status ctiff_prepare_rows(ctiff_decoder *d) {
             return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's scanline size is not what its directory implies");
     }
     if (d->band_capacity > h->height) d->band_capacity = h->height;
+    /* Nothing is allocated for the rows before the file is seen to hold at least the first strip or tile. */
+    ctiff_status first = ctiff_check_extent(d, 0);
+    if (first != CTIFF_OK) return first;
     uint64_t band_bytes = (uint64_t)d->planes * d->band_capacity * d->plane_row_bytes;
     if (d->band_capacity == 0 || band_bytes + tile_bytes > max_band_bytes)
         return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED,

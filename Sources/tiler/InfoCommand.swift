@@ -71,6 +71,8 @@ struct InfoCommand: ParsableCommand {
         }
         print("orientation: \(info.exifOrientation.map(String.init) ?? "none") -> displayed \(info.orientedWidth)x\(info.orientedHeight)")
         if let icc = info.iccProfile { print("ICC profile: \(icc.count) bytes") }
+        if let gamma = info.gamma { print(String(format: "gamma (gAMA): %.5f", gamma)) }
+        if let intent = info.sRGBIntent { print("sRGB, rendering intent \(intent)") }
         if let adobe = info.adobeTransform { print("Adobe transform: \(adobe)") }
         if let d = info.density { print("density: \(d.x)x\(d.y) (unit \(d.unit))") }
         if let problem = info.exifProblem { print("EXIF: unreadable in part: \(problem)") }
@@ -103,6 +105,8 @@ func infoJSON(_ info: ImageInfo) throws -> String {
         "iccProfileBytes": info.iccProfile?.count ?? 0, "exif": exif,
     ]
     object["format"] = info.format.rawValue
+    if let gamma = info.gamma { object["gamma"] = gamma }
+    if let intent = info.sRGBIntent { object["sRGBIntent"] = intent }
     object["alpha"] = info.hasAlpha
     if let tiff = info.tiff {
         object["tiff"] = [

@@ -32,6 +32,8 @@ typedef struct {
     int32_t interlaced;   /* 1: Adam7 */
     int32_t has_alpha;    /* an alpha channel or a tRNS chunk */
     int32_t is_gray;      /* gray or gray+alpha */
+    double gamma;         /* gAMA: the file gamma (0.45455 for sRGB-like data); 0 when absent */
+    int32_t srgb_intent;  /* sRGB: the rendering intent 0...3; -1 when absent */
 } cpng_header;
 
 typedef struct cpng_decoder cpng_decoder;

@@ -51,6 +51,12 @@ public struct ImageInfo: Sendable, Hashable {
     public var exifBlock: [UInt8]?
     /// A TIFF master's storage (nil for other formats). Its `Orientation` tag is ``exifOrientation``.
     public var tiff: TIFFDetails?
+    /// A PNG's `gAMA` chunk: the file gamma (about 0.45455 for data encoded for a 2.2 display), as
+    /// stored; pixels are given as stored, not corrected.
+    public var gamma: Double?
+    /// A PNG's `sRGB` chunk: the rendering intent (0 perceptual, 1 relative colorimetric, 2
+    /// saturation, 3 absolute colorimetric): the pixels are sRGB.
+    public var sRGBIntent: Int?
 
     /// How a TIFF master is stored, as its directory says (codes are TIFF's own).
     public struct TIFFDetails: Sendable, Hashable {

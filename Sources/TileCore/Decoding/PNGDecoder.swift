@@ -67,11 +67,13 @@ final class PNGDecoder: RowDecoder {
         let icc = bytes.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: length)) }
         var (unit, x, y): (Int32, UInt32, UInt32) = (-1, 0, 0)
         cpng_decoder_density(handle, &unit, &x, &y)
-        return .other(
-            ImageInfo(
-                png: Int(header.width), height: Int(header.height), bitDepth: Int(header.bit_depth),
-                isGray: header.is_gray != 0, hasAlpha: header.has_alpha != 0,
-                iccProfile: length > 0 ? icc : nil, pixelsPerMetre: unit >= 0 ? (Int(unit), Int(x), Int(y)) : nil))
+        var info = ImageInfo(
+            png: Int(header.width), height: Int(header.height), bitDepth: Int(header.bit_depth),
+            isGray: header.is_gray != 0, hasAlpha: header.has_alpha != 0,
+            iccProfile: length > 0 ? icc : nil, pixelsPerMetre: unit >= 0 ? (Int(unit), Int(x), Int(y)) : nil)
+        info.gamma = header.gamma > 0 ? header.gamma : nil
+        info.sRGBIntent = header.srgb_intent >= 0 ? Int(header.srgb_intent) : nil
+        return .other(info)
     }
 
     func start() throws(TileError) -> DecodeStep { .ready }
