@@ -25,9 +25,15 @@ final class TIFFSource: @unchecked Sendable {
         var tables: [UInt8]
     }
 
-    enum Backing {
-        case file(TIFFFileReader)
-        case building(TIFFPyramidWriter)
+    /// The file read, or the writer of a TIFF being built. (Two optionals rather than an enum of two
+    /// references: such an enum keeps its case in the pointer's spare bits, where LeakSanitizer cannot
+    /// see the pointer, and reports what is still alive as leaked.)
+    struct Backing {
+        let reader: TIFFFileReader?
+        let writer: TIFFPyramidWriter?
+
+        static func file(_ reader: TIFFFileReader) -> Backing { Backing(reader: reader, writer: nil) }
+        static func building(_ writer: TIFFPyramidWriter) -> Backing { Backing(reader: nil, writer: writer) }
     }
 
     let levels: [Level]
@@ -61,20 +67,17 @@ final class TIFFSource: @unchecked Sendable {
 
     /// Bytes of tiles written so far (a build), or the file's size.
     var byteCount: Int {
-        switch backing {
-        case .building(let writer): return writer.bytesWritten
-        case .file(let reader): return reader.fileByteCount
-        }
+        if let writer = backing.writer { return writer.bytesWritten }
+        return backing.reader?.fileByteCount ?? 0
     }
 
     /// The TIFF file's size now (a build's: its level 0 and, once finished, everything).
     var fileByteCount: Int {
-        switch backing {
-        case .building(let writer):
+        if let writer = backing.writer {
             var info = stat()
             return fstat(writer.files.descriptors[0], &info) == 0 ? Int(info.st_size) : 0
-        case .file(let reader): return reader.fileByteCount
         }
+        return backing.reader?.fileByteCount ?? 0
     }
 
     /// The bytes a tile holds in its file, read with one `pread`.
@@ -93,17 +96,18 @@ final class TIFFSource: @unchecked Sendable {
     /// Where a tile's bytes lie, checked against the file's size and a tile's largest size.
     func locate(level: Int, column: Int, row: Int) throws(TileError) -> (descriptor: Int32, offset: Int, length: Int) {
         let location: (descriptor: Int32, offset: Int, length: Int)
-        switch backing {
-        case .building(let writer):
+        if let writer = backing.writer {
             guard let found = writer.locate(level: level, column: column, row: row) else {
                 throw TileError(.notReady, "tile (\(column), \(row)) of level \(level) is not written yet")
             }
             location = found
-        case .file(let reader):
+        } else if let reader = backing.reader {
             location = try reader.locate(directory: levels[level].directory, column: column, row: row)
             guard location.length <= reader.fileByteCount, location.offset <= reader.fileByteCount - location.length else {
                 throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) lies past the end of the file")
             }
+        } else {
+            preconditionFailure("a TIFF source reads a file or a build")
         }
         guard location.length > 0, location.length <= Self.maximumTileByteCount, location.offset >= 0 else {
             throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) claims \(location.length) bytes")
@@ -120,7 +124,7 @@ final class TIFFSource: @unchecked Sendable {
         let l = levels[level]
         var message = [CChar](repeating: 0, count: 256)
         guard isJPEG(level: level) else {
-            guard case .file(let reader) = backing else { preconditionFailure("a TIFF being built has JPEG tiles only") }
+            guard let reader = backing.reader else { preconditionFailure("a TIFF being built has JPEG tiles only") }
             try reader.decode(directory: l.directory, column: column, row: row, into: destination, stride: stride)
             return
         }

@@ -95,7 +95,7 @@ extension TiledImage {
     /// still being built).
     /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws before it reads.
     public func storedJPEGTileLength(level: Int, column: Int, row: Int) throws(TileError) -> Int? {
-        guard let tiff, case .file = tiff.backing else { return nil }
+        guard let tiff, tiff.backing.reader != nil else { return nil }
         _ = try checkedTileOffset(level: level, column: column, row: row)
         return try tiff.completeJPEGLength(level: level, column: column, row: row)?.length
     }
@@ -110,7 +110,7 @@ extension TiledImage {
     public func readStoredJPEGTileIfCached(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawBufferPointer)
         throws(TileError) -> Bool
     {
-        guard let tiff, case .file = tiff.backing else { return false }
+        guard let tiff, tiff.backing.reader != nil else { return false }
         _ = try checkedTileOffset(level: level, column: column, row: row)
         return try tiff.readCompleteJPEGIfCached(level: level, column: column, row: row, into: destination)
     }
