@@ -110,7 +110,8 @@ struct ServeFuzzCommandTests {
             let before = malformed[bad].contains("chunked") ? [Answer(status: 200, length: -1, etag: nil)] : []
             expected = Array(expected.prefix(at)) + before + [Answer(status: 400, length: -1, etag: nil)]
         } else if plan.stall {
-            texts.append("PUT /images/stall HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: 1000\r\n\r\n\u{FF}\u{D8}")
+            // A name of its own: four clients stall at once, and a second upload of one name is a 409.
+            texts.append("PUT /images/stall-\(plan.seed) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: 1000\r\n\r\n\u{FF}\u{D8}")
         }
         let isHead = texts.map { $0.hasPrefix("HEAD") }
         let bytes = Data(texts.joined().utf8)
