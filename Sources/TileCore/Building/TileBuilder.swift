@@ -2,9 +2,10 @@ public import Foundation
 
 /// Turns the bytes of a JPEG, PNG or TIFF master, pushed in chunks of any size as they arrive, into a
 /// tile pyramid. The format is told from the first bytes (a PNG's or a TIFF's signature; anything
-/// else is read as a JPEG), never from a file name. A TIFF is decoded once its last byte has arrived
-/// (its directory may be at its end): from its own file when built with
-/// ``build(contentsOfFile:options:chunkSize:)``, else from a spool file of the bytes.
+/// else is read as a JPEG), never from a file name. A TIFF's directory may be at its end, so libtiff
+/// reads a file: its own (``sourcePath``, set by ``build(contentsOfFile:options:chunkSize:)``), whose
+/// rows then keep pace with the bytes appended; else a spool file of the bytes, decoded once the last
+/// one is in (``finish(rowLimit:)``).
 ///
 /// Each ``append(_:)-(UnsafeRawBufferPointer)`` decodes as many scanlines as the bytes allow and writes
 /// them into the level files straight away, so when the last byte arrives the pyramid is nearly done.
