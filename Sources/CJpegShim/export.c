@@ -103,8 +103,10 @@ static cjs_status encode_tile(cjs_export *e, tile_jpeg *jpeg, const strip *s, ui
     if (x1 > l->width) x1 = l->width;
     size_t stride = (size_t)l->width * 4;
     const uint8_t *first = s->data + (size_t)x0 * 4;
-    if (e->options.format == CJS_TILE_PNG) return tile_png_encode(first, stride, (uint32_t)x1 - x0, s->rows, 0, out);
-    return tile_jpeg_encode(jpeg, first, stride, (uint32_t)x1 - x0, s->rows, out);
+    const void *icc = e->options.icc_profile;
+    size_t n = e->options.icc_profile_length;
+    if (e->options.format == CJS_TILE_PNG) return tile_png_encode(first, stride, (uint32_t)x1 - x0, s->rows, 0, icc, n, out);
+    return tile_jpeg_encode(jpeg, first, stride, (uint32_t)x1 - x0, s->rows, icc, n, out);
 }
 
 static void *encoder_main(void *arg) {
@@ -175,14 +177,28 @@ cjs_status cjs_export_create(const cjs_export_options *options, const uint32_t *
     cjs_export *e = calloc(1, sizeof *e);
     if (!e) return CJS_ERR_NOMEM;
     e->options = *options;
+    e->options.icc_profile = NULL;
+    e->options.icc_profile_length = 0;
+    if (o->icc_profile && o->icc_profile_length) { /* the export's own copy */
+        void *icc = malloc(o->icc_profile_length);
+        if (!icc) {
+            free(e);
+            return CJS_ERR_NOMEM;
+        }
+        memcpy(icc, o->icc_profile, o->icc_profile_length);
+        e->options.icc_profile = icc;
+        e->options.icc_profile_length = o->icc_profile_length;
+    }
     if (e->options.queue_limit == 0) e->options.queue_limit = 256;
     e->count = count;
     if (pthread_mutex_init(&e->lock, NULL) != 0) {
+        free((void *)e->options.icc_profile);
         free(e);
         return CJS_ERR_NOMEM;
     }
     if (pthread_cond_init(&e->changed, NULL) != 0) {
         pthread_mutex_destroy(&e->lock);
+        free((void *)e->options.icc_profile);
         free(e);
         return CJS_ERR_NOMEM;
     }
@@ -216,6 +232,7 @@ void cjs_export_destroy(cjs_export *e) {
     for (uint32_t i = 0; e->levels && i < e->count; i++)
         for (int s = 0; s < STRIPS; s++) free(e->levels[i].strips[s].data);
     free(e->levels);
+    free((void *)e->options.icc_profile);
     pthread_cond_destroy(&e->changed);
     pthread_mutex_destroy(&e->lock);
     free(e);

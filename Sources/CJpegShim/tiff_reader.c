@@ -28,6 +28,8 @@ typedef struct {
 
 struct cjs_tiff_reader {
     int fd;
+    uint8_t *icc; /* the first directory's InterColorProfile */
+    size_t icc_length;
     uint32_t count;
     reader_directory directories[MAX_DIRECTORIES];
 };
@@ -105,6 +107,18 @@ static cjs_status keep_directory(cjs_tiff_reader *r, TIFF *tif, int is_subifd, u
     return CJS_OK;
 }
 
+/* The current directory's InterColorProfile, copied (none over 16 MiB: a profile is kilobytes). */
+static cjs_status keep_profile(cjs_tiff_reader *r, TIFF *tif) {
+    uint32_t length = 0;
+    void *profile = NULL;
+    if (!TIFFGetField(tif, TIFFTAG_ICCPROFILE, &length, &profile) || !profile || length == 0 || length > (16u << 20))
+        return CJS_OK;
+    if (!(r->icc = malloc(length))) return CJS_ERR_NOMEM;
+    memcpy(r->icc, profile, length);
+    r->icc_length = length;
+    return CJS_OK;
+}
+
 /* Every directory of the chain, then the first one's SubIFDs. */
 static cjs_status read_directories(cjs_tiff_reader *r, TIFF *tif, uint64_t max_tiles) {
     uint64_t subifds[MAX_SUBIFDS];
@@ -112,7 +126,8 @@ static cjs_status read_directories(cjs_tiff_reader *r, TIFF *tif, uint64_t max_t
     int index = 0;
     cjs_status status = CJS_OK;
     do {
-        status = keep_directory(r, tif, 0, max_tiles);
+        status = index == 0 ? keep_profile(r, tif) : CJS_OK;
+        if (status == CJS_OK) status = keep_directory(r, tif, 0, max_tiles);
         uint16_t n = 0;
         uint64_t *offsets = NULL;
         if (index == 0 && TIFFGetField(tif, TIFFTAG_SUBIFD, &n, &offsets) && offsets) {
@@ -155,6 +170,11 @@ cjs_status cjs_tiff_reader_open(int32_t fd, uint64_t max_tiles, cjs_tiff_reader 
     return CJS_OK;
 }
 
+void cjs_tiff_reader_icc_profile(const cjs_tiff_reader *r, const void **data, size_t *length) {
+    *data = r->icc;
+    *length = r->icc_length;
+}
+
 void cjs_tiff_reader_destroy(cjs_tiff_reader *r) {
     if (!r) return;
     for (uint32_t i = 0; i < r->count; i++) {
@@ -165,6 +185,7 @@ void cjs_tiff_reader_destroy(cjs_tiff_reader *r) {
         free(d->lengths);
         pthread_mutex_destroy(&d->lock);
     }
+    free(r->icc);
     free(r);
 }
 

@@ -90,12 +90,13 @@ void tile_jpeg_destroy(tile_jpeg *t) {
 }
 
 cjs_status tile_jpeg_encode(tile_jpeg *t, const uint8_t *rows, size_t stride, uint32_t width, uint32_t height,
-                            cjs_bytes *out) {
+                            const void *icc, size_t icc_length, cjs_bytes *out) {
     if (t->failed) return CJS_ERR_STATE;
     if (width == 0 || height == 0 || width > 65500 || height > 65500) return CJS_ERR_ARGUMENT;
+    if (icc_length > 255u * 65519u || (icc_length && !icc)) return CJS_ERR_ARGUMENT;
     t->dest.out = out;
     out->length = 0;
-    if (setjmp(t->err.jump)) { /* jpeg_start_compress, jpeg_write_scanlines, jpeg_finish_compress */
+    if (setjmp(t->err.jump)) { /* jpeg_start_compress, jpeg_write_icc_profile, jpeg_write_scanlines, jpeg_finish_compress */
         jpeg_abort_compress(&t->cinfo); /* the settings stay; the next tile starts afresh */
         return t->err.pub.msg_code == JERR_OUT_OF_MEMORY ? CJS_ERR_NOMEM : CJS_ERR_LIBJPEG;
     }
@@ -109,6 +110,7 @@ cjs_status tile_jpeg_encode(tile_jpeg *t, const uint8_t *rows, size_t stride, ui
         t->flat_capacity = row_bytes * 16;
     }
     jpeg_start_compress(&t->cinfo, TRUE);
+    if (icc_length) jpeg_write_icc_profile(&t->cinfo, icc, (unsigned)icc_length);
     while (t->cinfo.next_scanline < height) {
         JSAMPROW row[16];
         uint32_t n = 0;
@@ -151,8 +153,9 @@ static int has_transparency(const uint8_t *rows, size_t stride, uint32_t width, 
 }
 
 cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, uint32_t height, int gray,
-                           cjs_bytes *out) {
+                           const void *icc, size_t icc_length, cjs_bytes *out) {
     if (width == 0 || height == 0 || width > 1u << 20 || height > 1u << 20) return CJS_ERR_ARGUMENT;
+    if (icc_length > UINT32_MAX / 2 || (icc_length && !icc)) return CJS_ERR_ARGUMENT;
     png_sink sink = {.out = out};
     out->length = 0;
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, png_silent_warning);
@@ -166,6 +169,10 @@ cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, u
     int alpha = !gray && has_transparency(rows, stride, width, height);
     png_set_IHDR(png, info, width, height, 8, gray ? PNG_COLOR_TYPE_GRAY : alpha ? PNG_COLOR_TYPE_RGB_ALPHA : PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    /* libpng checks the profile against the colour type; one it finds wrong is a (silenced) warning,
+       and the PNG is written without it, rather than no PNG at all. */
+    png_set_benign_errors(png, 1);
+    if (icc_length) png_set_iCCP(png, info, "ICC profile", PNG_COMPRESSION_TYPE_BASE, icc, (png_uint_32)icc_length);
     png_write_info(png, info);
     if (!gray && !alpha) png_set_filler(png, 0, PNG_FILLER_AFTER); /* opaque: the rows' 4th byte is dropped */
     for (uint32_t y = 0; y < height; y++) png_write_row(png, (png_const_bytep)(rows + (size_t)y * stride));
@@ -175,12 +182,12 @@ cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, u
 }
 
 cjs_status cjs_png_encode(const void *rows, size_t stride, uint32_t width, uint32_t height, int32_t gray,
-                          void **out, size_t *length) {
+                          const void *icc, size_t icc_length, void **out, size_t *length) {
     if (!rows || !out || !length || stride < (size_t)width * (gray ? 1 : 4)) return CJS_ERR_ARGUMENT;
     *out = NULL;
     *length = 0;
     cjs_bytes bytes = {0};
-    cjs_status status = tile_png_encode(rows, stride, width, height, gray, &bytes);
+    cjs_status status = tile_png_encode(rows, stride, width, height, gray, icc, icc_length, &bytes);
     if (status != CJS_OK) {
         free(bytes.data);
         return status;
@@ -225,7 +232,7 @@ cjs_status cjs_tile_encoder_encode(cjs_tile_encoder *e, const void *rows, size_t
     *out = NULL;
     *length = 0;
     if (!rows || stride < (size_t)width * 4) return CJS_ERR_ARGUMENT;
-    cjs_status status = tile_jpeg_encode(e->jpeg, rows, stride, width, height, &e->out);
+    cjs_status status = tile_jpeg_encode(e->jpeg, rows, stride, width, height, NULL, 0, &e->out);
     if (status != CJS_OK) return status;
     *out = e->out.data;
     *length = e->out.length;

@@ -36,12 +36,14 @@ typedef struct tile_jpeg tile_jpeg;
 cjs_status tile_jpeg_create(int quality, int gray, tile_jpeg **out);
 void tile_jpeg_destroy(tile_jpeg *t);
 /** Encodes `height` rows of `width` RGBA pixels, `stride` bytes apart, into `out` (replacing its bytes);
-    rows with transparency are composited onto white (JPEG keeps no alpha). */
+    rows with transparency are composited onto white (JPEG keeps no alpha). An ICC profile (`icc_length`
+    bytes at `icc`, none when 0) is written as APP2 chunks. */
 cjs_status tile_jpeg_encode(tile_jpeg *t, const uint8_t *rows, size_t stride, uint32_t width, uint32_t height,
-                            cjs_bytes *out);
+                            const void *icc, size_t icc_length, cjs_bytes *out);
 
-/** Encodes RGBA rows (an RGB PNG when every pixel is opaque, else RGBA) or, with `gray`, 1-byte rows into `out`. */
+/** Encodes RGBA rows (an RGB PNG when every pixel is opaque, else RGBA) or, with `gray`, 1-byte rows into `out`;
+    an ICC profile (`icc_length` bytes at `icc`, none when 0) as an iCCP chunk. */
 cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, uint32_t height, int gray,
-                           cjs_bytes *out);
+                           const void *icc, size_t icc_length, cjs_bytes *out);
 
 #endif

@@ -70,7 +70,10 @@ struct InfoCommand: ParsableCommand {
             print("coding: \(info.coding.rawValue)\(info.isArithmetic ? ", arithmetic" : ""), subsampling \(info.subsampling), restart interval \(info.restartInterval)")
         }
         print("orientation: \(info.exifOrientation.map(String.init) ?? "none") -> displayed \(info.orientedWidth)x\(info.orientedHeight)")
-        if let icc = info.iccProfile { print("ICC profile: \(icc.count) bytes") }
+        if let icc = info.iccProfile {
+            let space = info.colorProfile.map { ", \($0.colorSpace == .other ? "other colour space" : $0.colorSpace.rawValue)" } ?? ", not a valid profile"
+            print("ICC profile: \(icc.count) bytes\(space)")
+        }
         if let gamma = info.gamma { print(String(format: "gamma (gAMA): %.5f", gamma)) }
         if let intent = info.sRGBIntent { print("sRGB, rendering intent \(intent)") }
         if let adobe = info.adobeTransform { print("Adobe transform: \(adobe)") }

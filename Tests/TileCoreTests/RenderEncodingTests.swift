@@ -45,8 +45,8 @@ struct RenderEncodingTests {
 
         var jpegRequest = request
         jpegRequest.format = .jpg
-        let profile = [UInt8](repeating: 7, count: 3000)
-        let jpeg = try f.image.renderEncoded(jpegRequest, quality: 90, iccProfile: profile)
+        let profile = ICCProfiles.profile(padding: 3000)
+        let jpeg = try pixels.encoded(as: .jpg, quality: 90, colorProfile: ColorProfile(profile))
         let decoded = try Reference.decode(jpeg).image
         #expect(Reference.psnr(decoded, RGBAImage(width: pixels.width, height: pixels.height, pixels: pixels.bytes)) >= 38)
         let info = try ImageInfo.read(data: jpeg)

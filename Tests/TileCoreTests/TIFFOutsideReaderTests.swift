@@ -14,7 +14,7 @@ struct TIFFOutsideReaderTests {
         var options = JPEGEncoder.Options()
         options.quality = 90
         let encoder = try JPEGEncoder(width: 1100, height: 700, options: options)
-        try encoder.writeICCProfile(Array(repeating: 7, count: 3000))
+        try encoder.writeICCProfile(ICCProfiles.profile(padding: 3000 - 132))  // an ICC header: garbage is not a profile
         let pixels = Synthetic.pixels(width: 1100, height: 700)
         try pixels.withUnsafeBytes { try encoder.writeRows($0, stride: 1100 * 4, count: 700) }
         let jpeg = try encoder.finish()

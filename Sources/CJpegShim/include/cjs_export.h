@@ -30,6 +30,9 @@ typedef struct {
     uint32_t threads;
     /** Encoded tiles waiting to be taken before the encoders wait (0: 256). */
     uint32_t queue_limit;
+    /** An ICC profile written into every tile (JPEG APP2 chunks, PNG iCCP), copied at create; NULL: none. */
+    const void *icc_profile;
+    size_t icc_profile_length;
 } cjs_export_options;
 
 /** One encoded tile: its level (0 is full size), its column and row, its bytes (the export's until
@@ -70,9 +73,10 @@ int32_t cjs_export_errno(cjs_export *e);
 uint64_t cjs_export_tiles_taken(cjs_export *e);
 
 /** Encodes rows as a PNG (from 4-byte RGBA rows: RGB when every pixel is opaque, else RGBA; or 1-byte
-    gray rows) into a buffer the caller frees with cjs_free. */
+    gray rows) into a buffer the caller frees with cjs_free; an ICC profile (`icc_length` bytes at `icc`,
+    none when 0) as its iCCP chunk, unless libpng finds it does not fit the colour type. */
 cjs_status cjs_png_encode(const void *rows, size_t stride, uint32_t width, uint32_t height, int32_t gray,
-                          void **out, size_t *length);
+                          const void *icc, size_t icc_length, void **out, size_t *length);
 #ifdef __cplusplus
 }
 #endif

@@ -211,6 +211,8 @@ typedef struct cjs_tiff_reader cjs_tiff_reader;
 cjs_status cjs_tiff_reader_open(int32_t fd, uint64_t max_tiles, cjs_tiff_reader **out, char *message,
                                 size_t capacity);
 void cjs_tiff_reader_destroy(cjs_tiff_reader *r);
+/** The first directory's ICC profile (InterColorProfile), owned by the reader; NULL and 0 when none. */
+void cjs_tiff_reader_icc_profile(const cjs_tiff_reader *r, const void **data, size_t *length);
 /** Tiled directories kept, in file order (SubIFDs after the first directory). */
 uint32_t cjs_tiff_reader_directory_count(const cjs_tiff_reader *r);
 /** Directory `index`'s description (valid until destroy). CJS_ERR_ARGUMENT out of range. */

@@ -66,10 +66,13 @@ struct StagedStore {
     }
 
     /// Makes the store visible at its final path: data synced, manifest written, one rename.
-    func publish(_ manifest: StoreManifest) throws(TileError) {
+    func publish(_ manifest: StoreManifest, colorProfile: ColorProfile? = nil) throws(TileError) {
         guard let stagingPath, let finalPath else { return }
         for fd in publishedDescriptors ?? files.descriptors where fdatasync(fd) != 0 {
             throw SystemCall.error("cannot sync a level file in", path: stagingPath)
+        }
+        if let name = manifest.colorProfile, let colorProfile {
+            try SystemCall.createSynced("\(stagingPath)/\(name)", colorProfile.bytes)
         }
         try SystemCall.createSynced("\(stagingPath)/\(StoreManifest.fileName)", try manifest.encoded())
         var displaced: String?

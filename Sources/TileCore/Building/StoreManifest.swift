@@ -11,6 +11,8 @@ struct StoreManifest: Codable, Equatable {
     static let fileName = "manifest.json"
     /// The TIFF of a TIFF store.
     static let tiffFileName = "pyramid.tif"
+    /// A raw store's ICC profile (a TIFF store keeps it in its TIFF).
+    static let colorProfileFileName = "profile.icc"
 
     /// How a TIFF store's pyramid was made.
     struct TIFFDetails: Codable, Equatable {
@@ -50,6 +52,9 @@ struct StoreManifest: Codable, Equatable {
     /// `nil` (raw level files) or `"tiff"`.
     var format: String?
     var tiff: TIFFDetails?
+    /// The file in the store holding the source's ICC profile (``colorProfileFileName``); absent when
+    /// the source had none, and in stores written before profiles were kept.
+    var colorProfile: String?
 
     static func levelFileName(_ index: Int) -> String { "level-\(index).tiles" }
 

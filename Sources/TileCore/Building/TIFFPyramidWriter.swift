@@ -62,6 +62,9 @@ final class TIFFPyramidWriter: @unchecked Sendable {
     let tileSize: Int
     let progress: TileRowCounters
     let isBigTIFF: Bool
+    /// The source's ICC profile, written as the InterColorProfile of every directory when it describes
+    /// the tiles' colours (an RGB profile for YCbCr tiles, a gray one for gray tiles).
+    let colorProfile: ColorProfile?
 
     /// Creates the writer (`cjs_tiff_writer_create`) over `files` (the TIFF's descriptor, then the
     /// spool's), which it keeps until it is released.
@@ -80,7 +83,9 @@ final class TIFFPyramidWriter: @unchecked Sendable {
             options.x_resolution = x
             options.y_resolution = y
         }
-        let profile = info?.iccProfile ?? []
+        let channels = levels.first?.photometric == Int32(CJS_PHOTOMETRIC_GRAY.rawValue) ? 1 : 3
+        let colorProfile = info?.colorProfile.flatMap { $0.describes(channels: channels) ? $0 : nil }
+        let profile = colorProfile?.bytes ?? []
         var handle: OpaquePointer?
         let status = profile.withUnsafeBytes { icc in
             options.icc_profile = icc.baseAddress
@@ -95,6 +100,7 @@ final class TIFFPyramidWriter: @unchecked Sendable {
             }
         }
         self.handle = handle
+        self.colorProfile = colorProfile
         self.files = files
         self.levels = levels
         self.tileSize = tileSize

@@ -41,12 +41,13 @@ extension TileBuilder {
         let store = try StagedStore.create(storage, levelCount: geometry.levels.count)
         do {
             let image = TiledImage(
-                geometry: geometry, files: store.files, storePath: store.finalPath, complete: false)
+                geometry: geometry, files: store.files, storePath: store.finalPath, complete: false,
+                colorProfile: info.colorProfile)
             var export: ExportSession?
             if streams, let target = exportTarget {
                 let plan = try ExportPlan(
                     name: target.name, width: geometry.width, height: geometry.height, options: target.options)
-                export = try ExportSession(plan: plan, root: target.root)
+                export = try ExportSession(plan: plan, root: target.root, colorProfile: info.colorProfile)
             }
             let writer = try PyramidWriter(
                 geometry: geometry, files: store.files, progress: image.progress,
@@ -71,7 +72,9 @@ extension TileBuilder {
             return
         }
         if case .persistent = options.storage {
-            try p.store.publish(manifest(for: p.image.geometry))
+            var manifest = manifest(for: p.image.geometry)
+            if p.image.colorProfile != nil { manifest.colorProfile = StoreManifest.colorProfileFileName }
+            try p.store.publish(manifest, colorProfile: p.image.colorProfile)
         }
         stopPreviews()
         state = .complete(p.image)

@@ -20,22 +20,28 @@ final class ExportSession {
     private let drained = DispatchSemaphore(value: 0)
 
     /// Creates the folders of `plan` below `root` (an existing, empty folder) and starts the threads.
+    /// Every tile (RGB) carries `colorProfile` when it describes RGB (``ColorProfile/describes(channels:)``).
     /// - Throws: ``TileError/Code/io`` when a folder cannot be made or the threads not started.
-    init(plan: ExportPlan, root: String) throws(TileError) {
+    init(plan: ExportPlan, root: String, colorProfile: ColorProfile?) throws(TileError) {
         for folder in plan.folders where mkdir("\(root)/\(folder)", 0o755) != 0 && errno != EEXIST {
             throw SystemCall.error("cannot create the folder", path: "\(root)/\(folder)")
         }
         var options = cjs_export_options(
             tile_size: UInt32(plan.options.tileSize), overlap: UInt32(plan.options.overlap),
             format: Int32(CJS_TILE_JPEG.rawValue), quality: 80, threads: UInt32(plan.options.encoderThreads),
-            queue_limit: 0)
+            queue_limit: 0, icc_profile: nil, icc_profile_length: 0)
         switch plan.options.format {
         case .jpeg(let quality): options.quality = Int32(quality)
         case .png: options.format = Int32(CJS_TILE_PNG.rawValue)
         }
         let widths = plan.levels.map { UInt32($0.width) }, heights = plan.levels.map { UInt32($0.height) }
         var handle: OpaquePointer?
-        let status = cjs_export_create(&options, widths, heights, UInt32(widths.count), &handle)
+        let profile = colorProfile.flatMap { $0.describes(channels: 3) ? $0.bytes : nil } ?? []
+        let status = profile.withUnsafeBytes { icc in
+            options.icc_profile = icc.baseAddress  // copied by cjs_export_create
+            options.icc_profile_length = icc.count
+            return cjs_export_create(&options, widths, heights, UInt32(widths.count), &handle)
+        }
         guard status == CJS_OK, let handle else {
             throw status == CJS_ERR_NOMEM
                 ? TileError(.io, "out of memory for the export's strips", errno: ENOMEM)

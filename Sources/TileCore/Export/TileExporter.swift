@@ -171,7 +171,7 @@ public final class TileExporter {
         throws(TileError) -> ExportSession
     {
         let plan = try ExportPlan(name: name, width: image.geometry.width, height: image.geometry.height, options: options)
-        let session = try ExportSession(plan: plan, root: root)
+        let session = try ExportSession(plan: plan, root: root, colorProfile: image.colorProfile)
         // A level whose size is not the plan's (a TIFF of libvips', which rounds half sizes down) and
         // those below it are shrunk from the last level that matches.
         let matching = (0..<image.levelCount).prefix { index in

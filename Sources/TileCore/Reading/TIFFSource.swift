@@ -38,16 +38,34 @@ final class TIFFSource: @unchecked Sendable {
 
     let levels: [Level]
     let backing: Backing
+    /// The ICC profile of the TIFF's first directory (or of the TIFF being built).
+    let colorProfile: ColorProfile?
+    /// Per level, what comes before a stored JPEG tile's bytes after its SOI to make it a whole JPEG:
+    /// SOI, the profile's APP2 segments when it describes the level's tiles, the JPEGTables' markers
+    /// (without their SOI and EOI) when they splice. Only SOI when there is nothing to add.
+    let jpegPrefixes: [[UInt8]]
     /// Whether level 0's tiles hold the source JPEG's own coefficients (a store built so; unknown, so
     /// `false`, for a bare TIFF).
     let isLevelZeroCopied: Bool
     /// The largest tile read (bytes): anything bigger is a corrupt table, not a tile.
     static let maximumTileByteCount = 64 << 20
 
-    init(levels: [Level], backing: Backing, isLevelZeroCopied: Bool = false) {
+    init(levels: [Level], backing: Backing, isLevelZeroCopied: Bool = false, colorProfile: ColorProfile? = nil) {
         self.levels = levels
         self.backing = backing
         self.isLevelZeroCopied = isLevelZeroCopied
+        self.colorProfile = colorProfile
+        jpegPrefixes = levels.map { level in
+            var prefix: [UInt8] = [0xFF, 0xD8]
+            if let colorProfile, colorProfile.describes(channels: Self.channels(of: level)) { prefix += colorProfile.jpegSegments }
+            if Self.splices(level.tables) { prefix += level.tables[2..<(level.tables.count - 2)] }
+            return prefix
+        }
+    }
+
+    /// Colour channels of a level's tiles (3 but for gray ones).
+    static func channels(of level: Level) -> Int {
+        level.photometric == Int32(CJS_PHOTOMETRIC_GRAY.rawValue) ? 1 : 3
     }
 
     /// The source of a TIFF being built by `writer`.
@@ -59,7 +77,7 @@ final class TIFFSource: @unchecked Sendable {
                 rows: (l.height + writer.tileSize - 1) / writer.tileSize, compression: Int32(CJS_COMPRESSION_JPEG.rawValue),
                 photometric: l.photometric, tables: l.tables)
         }
-        self.init(levels: levels, backing: .building(writer), isLevelZeroCopied: isLevelZeroCopied)
+        self.init(levels: levels, backing: .building(writer), isLevelZeroCopied: isLevelZeroCopied, colorProfile: writer.colorProfile)
     }
 
     /// Whether the level's tiles are JPEG (and can be sent as stored).
@@ -145,20 +163,16 @@ final class TIFFSource: @unchecked Sendable {
         }
     }
 
-    /// A whole JPEG of a stored tile: the level's JPEGTables without their EOI, then the tile without
-    /// its SOI (TIFF's abbreviated streams made complete); the tile as stored when it carries its own
-    /// tables. `nil` when the level's tiles are not JPEG.
+    /// A whole JPEG of a stored tile: the level's prefix (``jpegPrefixes``: SOI, the ICC profile, the
+    /// JPEGTables' markers), then the tile without its SOI (TIFF's abbreviated streams made complete).
+    /// `nil` when the level's tiles are not JPEG.
     func completeJPEG(level: Int, column: Int, row: Int, path: String?) throws(TileError) -> [UInt8]? {
         guard isJPEG(level: level) else { return nil }
         let tile = try storedBytes(level: level, column: column, row: row, path: path)
-        let tables = levels[level].tables
         guard tile.count >= 4, tile[0] == 0xFF, tile[1] == 0xD8 else {
             throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) does not start a JPEG stream")
         }
-        guard tables.count >= 4, tables[0] == 0xFF, tables[1] == 0xD8, tables[tables.count - 2] == 0xFF,
-            tables[tables.count - 1] == 0xD9
-        else { return tile }
-        return Array(tables[..<(tables.count - 2)]) + tile[2...]
+        return jpegPrefixes[level] + tile[2...]
     }
 }
 
@@ -188,7 +202,9 @@ extension TIFFSource {
         switch status {
         case CJS_OK:
             guard let pointer else { return nil }
-            return [UInt8](UnsafeRawBufferPointer(start: pointer, count: length))
+            let cropped = [UInt8](UnsafeRawBufferPointer(start: pointer, count: length))
+            guard let colorProfile, colorProfile.describes(channels: Self.channels(of: levels[level])) else { return cropped }
+            return colorProfile.inserted(into: cropped)
         case CJS_ERR_NOMEM: throw TileError(.io, "out of memory cropping a tile", errno: ENOMEM)
         case CJS_ERR_ARGUMENT: return nil
         default:
@@ -199,10 +215,9 @@ extension TIFFSource {
 }
 
 extension TIFFSource {
-    /// Whether a level's JPEGTables are a whole tables-only stream (SOI ... EOI), to splice before tiles.
-    func splicesTables(level: Int) -> Bool {
-        let tables = levels[level].tables
-        return tables.count >= 4 && tables[0] == 0xFF && tables[1] == 0xD8 && tables[tables.count - 2] == 0xFF
+    /// Whether JPEGTables are a whole tables-only stream (SOI ... EOI), to splice before tiles.
+    static func splices(_ tables: [UInt8]) -> Bool {
+        tables.count >= 4 && tables[0] == 0xFF && tables[1] == 0xD8 && tables[tables.count - 2] == 0xFF
             && tables[tables.count - 1] == 0xD9
     }
 
@@ -211,25 +226,26 @@ extension TIFFSource {
         guard isJPEG(level: level) else { return nil }
         let tile = try locate(level: level, column: column, row: row)
         guard tile.length >= 4 else { throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) does not start a JPEG stream") }
-        return (splicesTables(level: level) ? levels[level].tables.count - 4 + tile.length : tile.length, tile)
+        return (jpegPrefixes[level].count - 2 + tile.length, tile)
     }
 
     /// ``completeJPEG(level:column:row:path:)`` into `destination` (``completeJPEGLength(level:column:row:)``
-    /// bytes) with one read that never waits for the disk: the tables copied, the tile read after them
-    /// (its SOI landing on the tables' EOI, checked, then the tables' bytes put back).
+    /// bytes) with one read that never waits for the disk: the prefix copied but its last two bytes, the
+    /// tile read after them (its SOI landing on those two, checked, then the prefix's bytes put back).
     /// - Returns: false when the page cache does not hold the whole tile.
     func readCompleteJPEGIfCached(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawBufferPointer) throws(TileError) -> Bool {
         guard let (length, tile) = try completeJPEGLength(level: level, column: column, row: row), destination.count == length,
             let base = destination.baseAddress
         else { return false }
-        let tables = levels[level].tables
-        let start = splicesTables(level: level) ? tables.count - 4 : 0
-        if start > 0 { tables.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: start) } }
+        let prefix = jpegPrefixes[level]
+        let start = prefix.count - 2
+        if start > 0 { prefix.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: start) } }
         guard SystemCall.readIfCached(tile.descriptor, into: base + start, count: tile.length, offset: tile.offset) else { return false }
         guard destination[start] == 0xFF, destination[start + 1] == 0xD8 else {
             throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) does not start a JPEG stream")
         }
-        if start > 0 { destination[start] = tables[start]; destination[start + 1] = tables[start + 1] }
+        destination[start] = prefix[start]
+        destination[start + 1] = prefix[start + 1]
         return true
     }
 }
@@ -245,6 +261,8 @@ final class TIFFFileReader: @unchecked Sendable {
     let directories: [cjs_tiff_directory]
     /// The descriptor the reader was opened on.
     let fileDescriptor: Int32
+    /// The first directory's ICC profile.
+    let colorProfile: ColorProfile?
 
     /// Reads the TIFF in `fd` (not owned: it must stay open as long as this reader).
     /// - Throws: ``TileError/Code/invalidStore`` when it is not a TIFF with a tiled image,
@@ -263,6 +281,10 @@ final class TIFFFileReader: @unchecked Sendable {
         self.handle = handle
         fileDescriptor = fd
         fileByteCount = Int(info.st_size)
+        var profile: UnsafeRawPointer?
+        var profileLength = 0
+        cjs_tiff_reader_icc_profile(handle, &profile, &profileLength)
+        colorProfile = profile.flatMap { ColorProfile([UInt8](UnsafeRawBufferPointer(start: $0, count: profileLength))) }
         directories = (0..<cjs_tiff_reader_directory_count(handle)).map { index in
             var d = cjs_tiff_directory()
             _ = cjs_tiff_reader_directory(handle, index, &d)

@@ -53,9 +53,26 @@ extension TiledImage {
                 throw TileError(.invalidStore, "\(file) has \(info.st_size) bytes, not \(geometry.byteCount(ofLevel: index))")
             }
         }
+        var colorProfile: ColorProfile?
+        if let name = manifest.colorProfile {
+            do { colorProfile = try readColorProfile(store: path, name: name) } catch {
+                SystemCall.close(fds)
+                throw error
+            }
+        }
         return TiledImage(
             geometry: geometry, files: LevelFiles(descriptors: fds), storePath: path, complete: true,
-            storeHold: FolderLock(sharing: path))
+            colorProfile: colorProfile, storeHold: FolderLock(sharing: path))
+    }
+
+    /// A raw store's ICC profile, the file its manifest names (in the store folder, a regular file).
+    private static func readColorProfile(store path: String, name: String) throws(TileError) -> ColorProfile {
+        guard name == StoreManifest.colorProfileFileName else {
+            throw TileError(.invalidStore, "\(path): the manifest's colour profile `\(name)` is not \(StoreManifest.colorProfileFileName)")
+        }
+        let bytes = try InputFile(regularFile: "\(path)/\(name)").readAll(limit: ColorProfile.maximumByteCount)
+        guard let profile = ColorProfile(bytes) else { throw TileError(.invalidStore, "\(path)/\(name) is not an ICC profile") }
+        return profile
     }
 }
 

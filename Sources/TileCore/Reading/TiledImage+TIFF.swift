@@ -35,7 +35,8 @@ extension TiledImage {
         let (levels, geometry) = try TIFFSource.pyramid(of: reader, path: file)
         return TiledImage(
             geometry: geometry, files: files, storePath: storePath, complete: true,
-            tiff: TIFFSource(levels: levels, backing: .file(reader), isLevelZeroCopied: isLevelZeroCopied), storeHold: storeHold)
+            tiff: TIFFSource(levels: levels, backing: .file(reader), isLevelZeroCopied: isLevelZeroCopied, colorProfile: reader.colorProfile),
+            storeHold: storeHold)
     }
 
     /// The stored JPEG of one tile of a TIFF pyramid, made a complete JPEG without decoding anything:

@@ -43,12 +43,16 @@ public final class TiledImage: Sendable {
     /// A store opened from its folder holds the folder shared while the image lives, so that no cache
     /// eviction (``removeStoreIfUnused(at:)``, here or in another process) removes it meanwhile.
     let storeHold: FolderLock?
+    /// The source's ICC profile, carried into the outputs it describes (``ColorProfile``): JPEG tiles and
+    /// regions, stored tiles as sent, PNGs. A TIFF pyramid's is its first directory's InterColorProfile.
+    public let colorProfile: ColorProfile?
 
     init(
         geometry: TileGeometry, files: LevelFiles, storePath: String?, complete: Bool, tiff: TIFFSource? = nil,
-        progress given: TileRowCounters? = nil, storeHold: FolderLock? = nil
+        colorProfile: ColorProfile? = nil, progress given: TileRowCounters? = nil, storeHold: FolderLock? = nil
     ) {
         self.storeHold = storeHold
+        self.colorProfile = tiff?.colorProfile ?? colorProfile
         self.geometry = geometry
         self.files = files
         self.storePath = storePath

@@ -2,48 +2,45 @@ internal import CJpegShim
 public import Foundation
 
 extension RGBAPixels {
-    /// Encodes the pixels as a JPEG (libjpeg through the shim, 4:2:0, no EXIF, so a browser never
-    /// turns it a second time: the tiles' pooled compressor, ``TileJPEGEncoder``; with an ICC profile,
-    /// a ``JPEGEncoder`` that keeps it as APP2) or a PNG (libpng, RGB).
+    /// Encodes the pixels as a JPEG (the tiles' pooled compressor, ``TileJPEGEncoder``: 4:2:0, no EXIF,
+    /// so a browser never turns it a second time) or a PNG (libpng: RGB, or RGBA when some pixel is not
+    /// opaque).
     /// - Parameters:
     ///   - format: ``ImageRequest/Format/jpg`` or ``ImageRequest/Format/png``.
     ///   - quality: JPEG quality, 1...100 (default ``TileJPEGEncoder/defaultQuality``).
     ///   - gray: the pixels are gray (R = G = B): a one-component JPEG or a gray PNG.
-    ///   - iccProfile: a colour profile for the JPEG (the source's).
+    ///   - colorProfile: a colour profile to carry (JPEG APP2 chunks, PNG `iCCP`) when it describes the
+    ///     output's channels (``ColorProfile/describes(channels:)``); otherwise left out.
     /// - Throws: ``TileError/Code/unsupported`` for other formats, ``TileError/Code/invalidArgument``
     ///   for a quality out of range, what the encoders throw.
     public func encoded(
         as format: ImageRequest.Format, quality: Int = TileJPEGEncoder.defaultQuality, gray: Bool = false,
-        iccProfile: [UInt8]? = nil
+        colorProfile: ColorProfile? = nil
     ) throws(TileError) -> Data {
         guard (1...100).contains(quality) else { throw TileError(.invalidArgument, "JPEG quality \(quality) is not within 1...100") }
-        if format == .jpg, iccProfile?.isEmpty ?? true {
-            return try TileJPEGEncoderPool.shared.withEncoder(quality: quality, gray: gray) { encoder throws(TileError) in
+        let profile = colorProfile.flatMap { $0.describes(channels: gray ? 1 : 3) ? $0 : nil }
+        switch format {
+        case .jpg:
+            let jpeg = try TileJPEGEncoderPool.shared.withEncoder(quality: quality, gray: gray) { encoder throws(TileError) in
                 let result = bytes.withUnsafeBytes { raw in
                     Result { () throws(TileError) in try encoder.encode(raw, stride: width * 4, width: width, height: height) }
                 }
                 return try result.get()
             }
-        }
-        let rows = gray ? lumaBytes() : bytes
-        let rowBytes = width * (gray ? 1 : 4)
-        switch format {
-        case .jpg:
-            var options = JPEGEncoder.Options()
-            options.quality = quality
-            let encoder = try JPEGEncoder(width: width, height: height, input: gray ? .grayscale : .rgba, options: options)
-            if let iccProfile, !iccProfile.isEmpty { try encoder.writeICCProfile(iccProfile) }
-            var failure: TileError?
-            rows.withUnsafeBytes { raw in
-                do throws(TileError) { try encoder.writeRows(raw, stride: rowBytes, count: height) } catch { failure = error }
-            }
-            if let failure { throw failure }
-            return try encoder.finish()
+            guard let profile else { return jpeg }
+            return Data(profile.inserted(into: [UInt8](jpeg)))
         case .png:
+            let rows = gray ? lumaBytes() : bytes
+            let rowBytes = width * (gray ? 1 : 4)
+            let icc = profile?.bytes ?? []
             var pointer: UnsafeMutableRawPointer?
             var length = 0
-            let status = rows.withUnsafeBytes {
-                cjs_png_encode($0.baseAddress, rowBytes, UInt32(width), UInt32(height), gray ? 1 : 0, &pointer, &length)
+            let status = rows.withUnsafeBytes { raw in
+                icc.withUnsafeBytes {
+                    cjs_png_encode(
+                        raw.baseAddress, rowBytes, UInt32(width), UInt32(height), gray ? 1 : 0, $0.baseAddress, $0.count, &pointer,
+                        &length)
+                }
             }
             guard status == CJS_OK, let pointer else {
                 throw TileError(.io, "libpng could not encode a \(width)x\(height) image (status \(status.rawValue))")
@@ -65,28 +62,27 @@ extension RGBAPixels {
 
 extension TiledImage {
     /// Renders a request (``render(_:waitingUntil:)``) and encodes it in its format (gray and bitonal
-    /// qualities as gray images).
+    /// qualities as gray images), carrying the image's ``colorProfile`` where it describes the output.
     /// - Parameters:
     ///   - request: the request, resolved against this image's size.
     ///   - quality: JPEG quality, default ``TileJPEGEncoder/defaultQuality``.
-    ///   - iccProfile: the source's colour profile, kept in JPEGs (``ImageInfo/iccProfile``).
     ///   - deadline: until when to wait for tiles still being built.
     public func renderEncoded(
-        _ request: ImageRequest.Resolved, quality: Int = TileJPEGEncoder.defaultQuality, iccProfile: [UInt8]? = nil,
+        _ request: ImageRequest.Resolved, quality: Int = TileJPEGEncoder.defaultQuality,
         waitingUntil deadline: ContinuousClock.Instant? = nil
     ) throws(TileError) -> Data {
         guard request.format == .jpg || request.format == .png else {
             throw TileError(.unsupported, "the \(request.format.rawValue) format is not offered (jpg and png are)")
         }
         // A stored tile asked for as it is (a viewer's tile requests): read and encoded, nothing more.
-        if request.format == .jpg, iccProfile?.isEmpty ?? true, let tile = geometry.layout.tile(exactly: request),
-            tile.level < levelCount
-        {
-            return try encodedTile(tile, quality: quality)
+        if request.format == .jpg, let tile = geometry.layout.tile(exactly: request), tile.level < levelCount {
+            let jpeg = try encodedTile(tile, quality: quality)
+            guard let colorProfile, colorProfile.describes(channels: 3) else { return jpeg }
+            return Data(colorProfile.inserted(into: [UInt8](jpeg)))
         }
         let pixels = try render(request, waitingUntil: deadline)
         return try pixels.encoded(
             as: request.format, quality: quality, gray: request.quality == .gray || request.quality == .bitonal,
-            iccProfile: iccProfile)
+            colorProfile: colorProfile)
     }
 }
