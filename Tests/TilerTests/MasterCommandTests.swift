@@ -39,6 +39,13 @@ struct MasterCommandTests {
             let image = try TiledImage.open(store: "\(folder)/\(name).tiles")
             #expect(image.geometry.width == 40 && image.geometry.height == 30)
         }
+        // Thumbnails of both, as JPEGs.
+        for name in ["m.tif", "m.png"] {
+            let thumb = try TilerCommandTests.run(["thumb", name, "--max-edge", "20", "--out", "\(name).jpg"], in: folder)
+            #expect(thumb.status == 0, "\(thumb)")
+            let info = try ImageInfo.read(data: Data(contentsOf: URL(fileURLWithPath: "\(folder)/\(name).jpg")))
+            #expect(info.format == .jpeg && info.width == 20 && info.height == 15)
+        }
         // Pages: the second of two, and one past the last.
         _ = try Tools.run("tiffcp", ["\(folder)/m.tif", "\(folder)/m.tif", "\(folder)/pages.tif"])
         #expect(try TilerCommandTests.run(["build", "pages.tif", "--page", "1", "--out", "p.tiles"], in: folder).status == 0)

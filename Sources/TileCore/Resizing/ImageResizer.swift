@@ -1,12 +1,16 @@
 public import Foundation
 
-/// Makes resized copies and thumbnails of a JPEG: the cheapest path in the package.
+/// Makes resized copies and thumbnails (JPEGs) of a JPEG, PNG or TIFF master: for a JPEG, the
+/// cheapest path in the package.
 ///
-/// One synchronous routine does the whole job for one photo: the header is read without decoding;
-/// the image is decoded once with libjpeg's DCT-domain scaling at the largest factor (1/2, 1/4, 1/8)
-/// that keeps it at or above the largest target, streamed row by row through an area-averaging
-/// resampler per target (memory: O(width) for the source, plus each target's own pixels), turned
-/// upright, and encoded; each file is written under a temporary name and renamed into place.
+/// One synchronous routine does the whole job for one image: the header is read without decoding;
+/// the image is decoded once (a JPEG with libjpeg's DCT-domain scaling at the largest factor, 1/2,
+/// 1/4 or 1/8, that keeps it at or above the largest target; a PNG or TIFF at full size, a TIFF from
+/// a spool file once all of it has come), streamed row by row through an area-averaging resampler
+/// per target (memory: O(width) for the source, plus each target's own pixels), turned upright, and
+/// encoded; each file is written under a temporary name and renamed into place. A master with alpha
+/// is composited onto white (JPEG keeps no alpha). The source's ICC profile is kept when it is an
+/// RGB one (``Options/keepsICCProfile``).
 public enum ImageResizer {
     /// One output: the longest edge of the upright result, and where it goes.
     public struct Target: Sendable, Hashable {
@@ -26,7 +30,8 @@ public enum ImageResizer {
         public var progressive = false
         /// Default: the EXIF tag's orientation; the output is upright and carries no orientation tag.
         public var orientation: OrientationOption = .fromExif
-        /// Keep the source's ICC profile (default `true`).
+        /// Keep the source's ICC profile (default `true`) when it describes the RGB output (a gray or
+        /// CMYK profile does not; see ``ColorProfile/describes(channels:)``).
         public var keepsICCProfile = true
         /// Keep the source's EXIF block (default `false`: other metadata is dropped). The copy's
         /// Orientation is set to 1, since the pixels are written upright; its other tags (pixel
@@ -81,7 +86,7 @@ public enum ImageResizer {
         return 1
     }
 
-    /// Resizes the JPEG file at `path` to every target in one decode.
+    /// Resizes the image file at `path` (JPEG, PNG or TIFF: its first page) to every target in one decode.
     /// - Throws: ``TileError`` (corrupt or truncated input, `.io` with the path and errno when an output
     ///   cannot be written); no output file is left behind on failure.
     ///
@@ -100,27 +105,16 @@ public enum ImageResizer {
         }
         guard file.isRegularFile else { return try resize(data: try file.readAll(), to: targets, options: options) }
         let info = try ImageInfo.read(file)
-        try requireJPEG(info)
         try file.rewind()
-        return try ResizeJob(source: .file(file), info: info, targets: targets, options: options).run()
+        return try ResizeJob(source: .file(file), sourcePath: path, info: info, targets: targets, options: options).run()
     }
 
-    /// Resizes an in-memory JPEG to every target in one decode.
+    /// Resizes an in-memory image (JPEG, PNG or TIFF) to every target in one decode.
     public static func resize<Bytes: ContiguousBytes>(data: Bytes, to targets: [Target], options: Options = Options())
         throws(TileError) -> [Result]
     {
         let bytes = data.withUnsafeBytes { Data($0) }
         let info = try ImageInfo.read(data: bytes)
-        try requireJPEG(info)
         return try ResizeJob(source: .data(bytes), info: info, targets: targets, options: options).run()
-    }
-
-    /// Resizing scales in the DCT domain: JPEGs only.
-    private static func requireJPEG(_ info: ImageInfo) throws(TileError) {
-        guard info.format == .jpeg else {
-            throw TileError(
-                .unsupported,
-                "resizing scales JPEGs in the DCT domain; this is a \(info.format.rawValue.uppercased()): build a pyramid of it instead")
-        }
     }
 }

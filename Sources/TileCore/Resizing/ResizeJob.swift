@@ -5,6 +5,8 @@ struct ResizeJob {
     enum Source { case file(InputFile), data(Data) }
 
     let source: Source
+    /// The source's path when it is a regular file (a TIFF is read from it).
+    var sourcePath: String? = nil
     let info: ImageInfo
     let targets: [ImageResizer.Target]
     let options: ImageResizer.Options
@@ -21,7 +23,8 @@ struct ResizeJob {
         var toDecode: [Int] = []
         for (i, target) in targets.enumerated() {
             let within = sizes[i] == (uprightWidth, uprightHeight)
-            if within && !options.reencodesSmallImages && !options.returnsPixels && target.path != nil {
+            // A JPEG already within the target is copied through; a PNG or TIFF is always encoded.
+            if within && info.format == .jpeg && !options.reencodesSmallImages && !options.returnsPixels && target.path != nil {
                 try copyThrough(to: target.path!)
                 results[i] = .init(target: target, width: uprightWidth, height: uprightHeight, wasCopied: true,
                     decodedWidth: 0, decodedHeight: 0, pixels: nil)
@@ -45,25 +48,48 @@ struct ResizeJob {
         return results.map { $0! }
     }
 
-    /// Decodes at 1/denominator, a strip at a time, feeding every resampler.
+    /// The decoder for the source's format: a JPEG's (scaled in the DCT domain), or a PNG's or TIFF's
+    /// (full size; a TIFF from its own file, or spooled and decoded once its last byte has come).
+    private func makeDecoder() throws(TileError) -> any RowDecoder {
+        switch info.format {
+        case .jpeg:
+            return try JPEGDecoder(
+                warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount, allowsTruncation: false)
+        case .png: return try PNGDecoder(spoolDirectory: LevelFiles.defaultDirectory)
+        case .tiff:
+            // From its own file when it is one (rows keep pace with the bytes read); else spooled.
+            if let sourcePath, let decoder = try? TIFFDecoder(path: sourcePath, spoolDirectory: LevelFiles.defaultDirectory, page: 0) {
+                return decoder
+            }
+            return try TIFFDecoder(path: nil, spoolDirectory: LevelFiles.defaultDirectory, page: 0)
+        }
+    }
+
+    /// Decodes at 1/denominator (JPEG; other formats at full size), a strip at a time, feeding every
+    /// resampler. Rows with alpha are composited onto white first: the outputs are JPEGs, and
+    /// averaging composited pixels is compositing the alpha-weighted average.
     private func decode(denominator: Int, storedSizes: [(Int, Int)]) throws(TileError)
         -> ((width: Int, height: Int), [AreaResampler])
     {
-        let decoder = try JPEGDecoder(
-            warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount, allowsTruncation: false)
+        let decoder = try makeDecoder()
         let reader = try SourceReader(source)
-        var header: JPEGHeader?
+        var header: SourceHeader?
+        var ended = false
         while header == nil {
-            guard let chunk = try reader.next() else {
-                try decoder.endInput()
-                _ = try decoder.readHeader()
-                throw TileError(.truncated, "the input ends inside the JPEG header")
+            if let chunk = try reader.next() {
+                try Self.feed(chunk, to: decoder)
+            } else {
+                guard !ended else { throw TileError(.truncated, "the input ends inside the \(info.format.rawValue.uppercased()) header") }
+                try decoder.endInput()  // a spooled TIFF is read once all of it has come
+                ended = true
             }
-            try decoder.feed(chunk)
-            header = try decoder.readHeader()
+            header = try decoder.readSourceHeader()
         }
-        let size = try decoder.setScale(denominator: denominator)
-        try decoder.storeCoefficients(options.coefficientStorage, in: LevelFiles.defaultDirectory)
+        var size = (width: info.width, height: info.height)
+        if let jpeg = decoder as? JPEGDecoder {
+            size = try jpeg.setScale(denominator: denominator)
+            try jpeg.storeCoefficients(options.coefficientStorage, in: LevelFiles.defaultDirectory, windowBytes: nil)
+        }
         var resamplers = storedSizes.map {
             AreaResampler(inputWidth: size.width, inputHeight: size.height,
                           outputWidth: min($0.0, size.width), outputHeight: min($0.1, size.height))
@@ -72,27 +98,25 @@ struct ResizeJob {
         let strip = UnsafeMutableRawBufferPointer.allocate(byteCount: stride * 16, alignment: 64)
         defer { strip.deallocate() }
         var started = false
-        var rowsDone = 0
-        var ended = false
         while true {
             if !started { started = try decoder.start() == .ready }
             if started {
-                var step = JPEGDecoder.Step.ready
+                var step = DecodeStep.ready
                 while step == .ready {
                     let (rows, s) = try decoder.readRows(into: strip, stride: stride, maxRows: 16)
                     step = s
+                    if info.hasAlpha { Self.compositeOntoWhite(UnsafeMutableRawBufferPointer(rebasing: strip[..<(rows * stride)])) }
                     for r in 0..<rows {
                         let row = UnsafeRawBufferPointer(rebasing: strip[(r * stride)..<((r + 1) * stride)])
                         for k in resamplers.indices { resamplers[k].add(row: row) }
                     }
-                    rowsDone += rows
                 }
                 if step == .done, try decoder.finish() == .done { break }
             }
             if decoder.isTruncated { throw TileError(.truncated, "the input ends before the image does") }
             guard !ended else { throw TileError(.truncated, "the input ends before the image does") }
             if let chunk = try reader.next() {
-                try decoder.feed(chunk)
+                try Self.feed(chunk, to: decoder)
             } else {
                 try decoder.endInput()
                 ended = true
@@ -100,6 +124,20 @@ struct ResizeJob {
         }
         if decoder.isTruncated { throw TileError(.truncated, "the input ends before the image does") }
         return (size, resamplers)
+    }
+
+    private static func feed(_ chunk: Data, to decoder: any RowDecoder) throws(TileError) {
+        let result = chunk.withUnsafeBytes { bytes in Result { () throws(TileError) in try decoder.feed(bytes) } }
+        try result.get()
+    }
+
+    /// round((c * a + 255 * (255 - a)) / 255) for each colour, alpha 255: what JPEG outputs show.
+    private static func compositeOntoWhite(_ pixels: UnsafeMutableRawBufferPointer) {
+        for i in Swift.stride(from: 0, to: pixels.count - 3, by: 4) where pixels[i + 3] != 255 {
+            let a = Int(pixels[i + 3])
+            for c in 0..<3 { pixels[i + c] = UInt8((Int(pixels[i + c]) * a + 255 * (255 - a) + 127) / 255) }
+            pixels[i + 3] = 255
+        }
     }
 
     private func encode(_ pixels: RGBAPixels, to path: String) throws(TileError) {
@@ -111,7 +149,10 @@ struct ResizeJob {
         if options.keepsEXIF, let block = info.exifBlock, block.count <= 65_527 {
             try encoder.writeMarker(0xE1, Array("Exif\0\0".utf8) + EXIFReader.uprightCopy(of: block))
         }
-        if options.keepsICCProfile, let icc = info.iccProfile { try encoder.writeICCProfile(icc) }
+        // The output is RGB: an RGB profile describes it; a gray or CMYK one does not (see ColorProfile).
+        if options.keepsICCProfile, let profile = info.colorProfile, profile.describes(channels: 3) {
+            try encoder.writeICCProfile(profile.bytes)
+        }
         var failure: TileError?
         pixels.bytes.withUnsafeBytes { raw in
             do throws(TileError) { try encoder.writeRows(raw, stride: pixels.width * 4, count: pixels.height) } catch {
