@@ -49,6 +49,12 @@ let package = Package(
             pkgConfig: "libtiff-4",
             providers: [.apt(["libtiff-dev"])]
         ),
+        // OpenJPEG: JPEG 2000 masters.
+        .systemLibrary(
+            name: "CLibOpenJPEG",
+            pkgConfig: "libopenjp2",
+            providers: [.apt(["libopenjp2-7-dev"])]
+        ),
         // libtiff over a descriptor: client procedures and message handlers the TIFF writer, the
         // pyramid reader and the master decoder share.
         .target(name: "CTiffIO", dependencies: ["CLibTIFF"]),
@@ -61,11 +67,13 @@ let package = Package(
         .target(name: "CPngDecoder", dependencies: ["CLibPNG"], cSettings: [.define("_GNU_SOURCE")]),
         // TIFF masters: libtiff's strip, scanline and tile reads behind a decoder of RGBA rows (TileCore's TIFFDecoder).
         .target(name: "CTiffDecoder", dependencies: ["CLibTIFF", "CTiffIO"], cSettings: [.define("_GNU_SOURCE")]),
+        // JPEG 2000 masters: OpenJPEG's windowed decode behind a decoder of RGBA rows (TileCore's JPEG2000Decoder).
+        .target(name: "CJp2Decoder", dependencies: ["CLibOpenJPEG"], cSettings: [.define("_GNU_SOURCE")]),
         // libjpeg's ordinary whole-image decode, for tests and benchmarks to compare with: not shipped.
         .target(name: "CJpegReference", dependencies: ["CLibJPEG", "CLibPNG"]),
         .target(
             name: "TileCore",
-            dependencies: ["CJpegShim", "CPngDecoder", "CTiffDecoder", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: ["CJpegShim", "CPngDecoder", "CTiffDecoder", "CJp2Decoder", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .target(

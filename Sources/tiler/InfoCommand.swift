@@ -66,6 +66,9 @@ struct InfoCommand: ParsableCommand {
             let planes = tiff.isPlanar ? ", separate planes" : ""
             let order = tiff.isBigEndian ? "big-endian" : "little-endian"
             print("TIFF: \(tiff.compressionName), photometric \(tiff.photometric), \(tiff.samplesPerPixel) samples a pixel, \(layout)\(planes), \(order)\(tiff.isBigTIFF ? " BigTIFF" : ""), \(tiff.pageCount) page\(tiff.pageCount == 1 ? "" : "s")\(tiff.alphaIsAssociated ? ", associated alpha" : "")")
+        } else if let j = info.jpeg2000 {
+            let tiles = j.tileCount == 1 ? "one tile" : "\(j.tileCount) tiles of \(j.tileWidth)x\(j.tileHeight)"
+            print("JPEG 2000: \(j.isCodestream ? "J2K codestream" : "JP2 file"), \(tiles), \(j.resolutionLevels) resolution levels")
         } else if info.format == .jpeg {
             print("coding: \(info.coding.rawValue)\(info.isArithmetic ? ", arithmetic" : ""), subsampling \(info.subsampling), restart interval \(info.restartInterval)")
         }
@@ -116,6 +119,12 @@ func infoJSON(_ info: ImageInfo) throws -> String {
             "compression": tiff.compression, "compressionName": tiff.compressionName, "photometric": tiff.photometric,
             "samplesPerPixel": tiff.samplesPerPixel, "tiled": tiff.isTiled, "planar": tiff.isPlanar, "bigTIFF": tiff.isBigTIFF,
             "bigEndian": tiff.isBigEndian, "associatedAlpha": tiff.alphaIsAssociated, "pages": tiff.pageCount,
+        ]
+    }
+    if let j = info.jpeg2000 {
+        object["jpeg2000"] = [
+            "codestream": j.isCodestream, "tileWidth": j.tileWidth, "tileHeight": j.tileHeight, "tiles": j.tileCount,
+            "resolutionLevels": j.resolutionLevels,
         ]
     }
     if let adobe = info.adobeTransform { object["adobeTransform"] = adobe }

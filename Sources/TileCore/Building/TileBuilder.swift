@@ -249,20 +249,12 @@ public final class TileBuilder {
 
     /// The decoder of the format the first bytes say: PNG or TIFF by their signatures, else JPEG.
     private func chooseDecoder(for bytes: UnsafeRawBufferPointer) throws(TileError) -> any RowDecoder {
-        switch ImageFormat(sniffing: bytes) {
-        case .png: return try PNGDecoder(spoolDirectory: options.storage.spoolDirectory)
-        case .tiff:
-            let spool = options.storage.spoolDirectory
-            // From its own file when that is a regular file; anything else (a FIFO, a pipe's /dev/fd) is spooled.
-            if let sourcePath, let decoder = try? TIFFDecoder(path: sourcePath, spoolDirectory: spool, page: options.page) {
-                return decoder
-            }
-            return try TIFFDecoder(path: nil, spoolDirectory: spool, page: options.page)
-        case .jpeg:
-            return try JPEGDecoder(
-                warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount,
-                allowsTruncation: options.allowTruncated)
+        let format = ImageFormat(sniffing: bytes)
+        guard format == .jpeg else {
+            return try format.masterDecoder(path: sourcePath, spoolDirectory: options.storage.spoolDirectory, page: options.page)
         }
+        return try JPEGDecoder(
+            warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount, allowsTruncation: options.allowTruncated)
     }
 
     // MARK: - Previews

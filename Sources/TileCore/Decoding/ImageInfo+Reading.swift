@@ -75,8 +75,8 @@ extension ImageInfo {
 
     /// Reads the header from `file`'s current position, 64 KiB at a time until the first SOS; each byte
     /// is walked once (a header of 1,200 ICC chunks reads as fast as its bytes arrive). A PNG is read
-    /// up to its first IDAT; a TIFF's directory is read from the file itself (from a spool of the
-    /// input when it is not a regular file).
+    /// up to its first IDAT; a TIFF's directory and a JPEG 2000's header are read from the file itself
+    /// (from a spool of the input when it is not a regular file).
     static func read(_ file: InputFile, bytesRead: UnsafeMutablePointer<Int>? = nil) throws(TileError) -> ImageInfo {
         var reader = HeaderReader()
         let chunk = 64 * 1024
@@ -89,16 +89,8 @@ extension ImageInfo {
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             if total == 0, n > 0, case let format = ImageFormat(sniffing: bytes), format != .jpeg {
                 do throws(TileError) {
-                    if format == .tiff, file.isRegularFile, file.name != "stdin",
-                        let decoder = try? TIFFDecoder(path: file.name, spoolDirectory: LevelFiles.defaultDirectory)
-                    {
-                        other = decoder
-                    } else {
-                        other =
-                            format == .png
-                            ? try PNGDecoder(spoolDirectory: LevelFiles.defaultDirectory)
-                            : try TIFFDecoder(path: nil, spoolDirectory: LevelFiles.defaultDirectory)
-                    }
+                    let path = file.isRegularFile && file.name != "stdin" ? file.name : nil
+                    other = try format.masterDecoder(path: path, spoolDirectory: LevelFiles.defaultDirectory)
                 } catch { throw TileError(error.code, "\(file.name): \(error.message)") }
             }
             if let decoder = other {

@@ -1,6 +1,7 @@
 /// The file formats masters are read in, told from their first bytes.
 public enum ImageFormat: String, Sendable, Hashable, Codable {
-    case jpeg, png, tiff
+    /// JPEG 2000: a JP2 file or a bare J2K codestream.
+    case jpeg, png, tiff, jpeg2000
 }
 
 /// What a master says about itself, read from its header only (a JPEG's header segments up to the
@@ -51,6 +52,8 @@ public struct ImageInfo: Sendable, Hashable {
     public var exifBlock: [UInt8]?
     /// A TIFF master's storage (nil for other formats). Its `Orientation` tag is ``exifOrientation``.
     public var tiff: TIFFDetails?
+    /// How a JPEG 2000 master is coded.
+    public var jpeg2000: JPEG2000Details?
     /// A PNG's `gAMA` chunk: the file gamma (about 0.45455 for data encoded for a 2.2 display), as
     /// stored; pixels are given as stored, not corrected.
     public var gamma: Double?
@@ -84,6 +87,18 @@ public struct ImageInfo: Sendable, Hashable {
             ]
             return names[compression] ?? "compression \(compression)"
         }
+    }
+
+    /// How a JPEG 2000 master is coded, as its main header says.
+    public struct JPEG2000Details: Sendable, Hashable {
+        /// A bare J2K codestream rather than a JP2 file.
+        public var isCodestream: Bool
+        /// The tiles' size on the reference grid (the image's size when it is one tile).
+        public var tileWidth: Int
+        public var tileHeight: Int
+        public var tileCount: Int
+        /// Resolution levels (decomposition levels + 1).
+        public var resolutionLevels: Int
     }
 
     /// JFIF pixel density.

@@ -1,13 +1,35 @@
 extension ImageFormat {
-    /// The format `bytes` (a file's first bytes: 8 are enough) begin as: PNG or TIFF by their
-    /// signatures, anything else JPEG (whose decoder says what is wrong with what is not one).
+    /// The format `bytes` (a file's first bytes: 12 are enough) begin as: PNG, TIFF or JPEG 2000 by
+    /// their signatures, anything else JPEG (whose decoder says what is wrong with what is not one).
     public init(sniffing bytes: UnsafeRawBufferPointer) {
         if PNGDecoder.isSignature(bytes) {
             self = .png
         } else if TIFFDecoder.isSignature(bytes) {
             self = .tiff
+        } else if JPEG2000Decoder.isSignature(bytes) {
+            self = .jpeg2000
         } else {
             self = .jpeg
+        }
+    }
+}
+
+extension ImageFormat {
+    /// The decoder of a PNG, TIFF or JPEG 2000 master: from the master's own file at `path` when it is
+    /// a regular file (TIFF and JPEG 2000, which are read out of order), else from a spool file in
+    /// `spoolDirectory` (PNG's interlaced passes too). A JPEG's decoder has options of its own: its
+    /// callers make it.
+    func masterDecoder(path: String?, spoolDirectory: String, page: Int = 0) throws(TileError) -> any RowDecoder {
+        switch self {
+        case .jpeg: preconditionFailure("a JPEG's decoder is made by its caller, with its options")
+        case .png: return try PNGDecoder(spoolDirectory: spoolDirectory)
+        case .tiff:
+            // Anything at the path that is not a regular file (a FIFO, a pipe's /dev/fd) is spooled.
+            if let path, let decoder = try? TIFFDecoder(path: path, spoolDirectory: spoolDirectory, page: page) { return decoder }
+            return try TIFFDecoder(path: nil, spoolDirectory: spoolDirectory, page: page)
+        case .jpeg2000:
+            if let path, let decoder = try? JPEG2000Decoder(path: path, spoolDirectory: spoolDirectory) { return decoder }
+            return try JPEG2000Decoder(path: nil, spoolDirectory: spoolDirectory)
         }
     }
 }

@@ -48,21 +48,14 @@ struct ResizeJob {
         return results.map { $0! }
     }
 
-    /// The decoder for the source's format: a JPEG's (scaled in the DCT domain), or a PNG's or TIFF's
-    /// (full size; a TIFF from its own file, or spooled and decoded once its last byte has come).
+    /// The decoder for the source's format: a JPEG's (scaled in the DCT domain), or another's (full
+    /// size; a TIFF or JPEG 2000 from its own file, or spooled and decoded once its last byte has come).
     private func makeDecoder() throws(TileError) -> any RowDecoder {
-        switch info.format {
-        case .jpeg:
-            return try JPEGDecoder(
-                warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount, allowsTruncation: false)
-        case .png: return try PNGDecoder(spoolDirectory: LevelFiles.defaultDirectory)
-        case .tiff:
-            // From its own file when it is one (rows keep pace with the bytes read); else spooled.
-            if let sourcePath, let decoder = try? TIFFDecoder(path: sourcePath, spoolDirectory: LevelFiles.defaultDirectory, page: 0) {
-                return decoder
-            }
-            return try TIFFDecoder(path: nil, spoolDirectory: LevelFiles.defaultDirectory, page: 0)
+        guard info.format == .jpeg else {
+            return try info.format.masterDecoder(path: sourcePath, spoolDirectory: LevelFiles.defaultDirectory)
         }
+        return try JPEGDecoder(
+            warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount, allowsTruncation: false)
     }
 
     /// Decodes at 1/denominator (JPEG; other formats at full size), a strip at a time, feeding every

@@ -1,0 +1,84 @@
+/* cjp2_decoder.h: a decoder of JPEG 2000 masters (JP2 files and bare J2K codestreams) over OpenJPEG,
+ * giving RGBA rows of 8-bit samples a band at a time: the only header Swift sees of the JPEG 2000 side
+ * (openjpeg.h stays in the .c files).
+ *
+ * The decoder reads a file it does not own (the master's own, or a spool of its bytes) or bytes in
+ * memory it does not own, through pread: nothing is read into memory whole but what OpenJPEG keeps of
+ * the tiles a band crosses (for an image of one tile, that tile's compressed bytes). Each band is a
+ * window of whole rows (never across a row of tiles; at most about 48 MiB of OpenJPEG's 32-bit
+ * samples by default), decoded by its own OpenJPEG codec: only the code-blocks it crosses are decoded. */
+#ifndef CJP2_DECODER_H
+#define CJP2_DECODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    CJP2_OK = 0,
+    CJP2_DONE = 2,             /* every row has been given */
+    CJP2_ERR_CORRUPT = -1,     /* OpenJPEG refused the data; message in cjp2_decoder_copy_message */
+    CJP2_ERR_NOMEM = -2,
+    CJP2_ERR_UNSUPPORTED = -3, /* a JPEG 2000 image this decoder does not read (the message says what) */
+    CJP2_ERR_TRUNCATED = -4,   /* the data ends before the image does */
+    CJP2_ERR_STATE = -5,       /* called after a failure */
+    CJP2_ERR_ARGUMENT = -6
+} cjp2_status;
+
+/** What the main header (and a JP2's boxes) say. */
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    int32_t components;         /* 1 gray, 2 gray + alpha, 3 colour, 4 colour + alpha or CMYK */
+    int32_t precision;          /* bits of the first component, 1...16 */
+    int32_t is_signed;
+    int32_t has_alpha;
+    int32_t is_gray;
+    int32_t is_cmyk;
+    int32_t is_jp2;             /* 1: a JP2 file; 0: a bare codestream */
+    int32_t color_space;        /* OpenJPEG's OPJ_COLOR_SPACE */
+    uint32_t tile_width, tile_height;
+    uint32_t tiles_across, tiles_down;
+    int32_t resolutions;        /* resolution levels of the first tile's first component */
+} cjp2_header;
+
+typedef struct cjp2_decoder cjp2_decoder;
+
+/**
+ * Reads the header of the `length` bytes of JPEG 2000 data in `fd` (not owned: it stays open until
+ * destroy), or at `bytes` when `fd` is -1 (not owned either). OpenJPEG decodes with `threads` threads;
+ * a band holds at most `band_budget` bytes of its 32-bit samples (0: 48 MiB), and at least one row. CJP2_ERR_UNSUPPORTED for an image it
+ * does not read (subsampled components, more than 4 components, over 16 bits, sizes over 2^31);
+ * CJP2_ERR_CORRUPT or CJP2_ERR_TRUNCATED with the message in `message` (`capacity` bytes, may be NULL).
+ */
+cjp2_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, uint32_t threads, uint64_t band_budget,
+                              cjp2_decoder **out, char *message, size_t capacity);
+void cjp2_decoder_destroy(cjp2_decoder *d);
+void cjp2_decoder_header(const cjp2_decoder *d, cjp2_header *header);
+/** The JP2's ICC profile (its colr box), owned by the decoder: *length 0 when none. */
+void cjp2_decoder_icc_profile(const cjp2_decoder *d, const void **bytes, size_t *length);
+/**
+ * Gives up to `max_rows` rows from row `cjp2_decoder_rows_read` on into `rgba` (rows `stride` bytes
+ * apart, 4 bytes a pixel), decoding the next band when the last is used up: gray repeated into R, G,
+ * B; CMYK as R = round((255 - C)(255 - K) / 255) (likewise G, B); samples of P bits as
+ * round(v * 255 / (2^P - 1)) (signed ones offset by 2^(P-1) first); alpha 255 where there is none.
+ * *rows: how many were written. CJP2_OK, CJP2_DONE with the last row, or an error (the decoder is
+ * then failed: every later call returns it).
+ */
+cjp2_status cjp2_decoder_read_rows(cjp2_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
+/** Rows given so far. */
+uint32_t cjp2_decoder_rows_read(const cjp2_decoder *d);
+/** The largest band decoded so far, in bytes of OpenJPEG's samples (for the memory report). */
+uint64_t cjp2_decoder_band_bytes(const cjp2_decoder *d);
+/** The first error's message ("" when none). */
+void cjp2_decoder_copy_message(const cjp2_decoder *d, char *out, size_t capacity);
+/** Whether `bytes` (at least 12 of them, or fewer: as far as they go) begin a JP2 file or a J2K codestream. */
+int32_t cjp2_is_signature(const void *bytes, size_t length);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

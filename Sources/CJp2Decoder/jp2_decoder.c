@@ -1,0 +1,154 @@
+/* jp2_decoder.c: JPEG 2000 masters through OpenJPEG (cjp2_decoder.h): the header, then bands of rows,
+ * each decoded by a codec of its own over a window of the image, converted to RGBA. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jp2_internal.h"
+
+cjp2_status jp2_fail(cjp2_decoder *d, cjp2_status status, const char *format, ...) {
+    if (d->failure == CJP2_OK) {
+        d->failure = status;
+        va_list arguments;
+        va_start(arguments, format);
+        vsnprintf(d->message, sizeof d->message, format, arguments);
+        va_end(arguments);
+    }
+    return status;
+}
+
+/* OpenJPEG's errors: the first one kept (its text ends with a newline, dropped). */
+static void on_error(const char *text, void *user) {
+    cjp2_decoder *d = user;
+    if (d->opj_message[0]) return;
+    snprintf(d->opj_message, sizeof d->opj_message, "%s", text);
+    size_t n = strlen(d->opj_message);
+    if (n > 0 && d->opj_message[n - 1] == '\n') d->opj_message[n - 1] = 0;
+}
+
+static void on_quiet(const char *text, void *user) { (void)text, (void)user; }
+
+/* A codec over a fresh stream, its header read: *image is OpenJPEG's description (the caller destroys
+   all three). CJP2_ERR_TRUNCATED when the data ends inside the header. */
+cjp2_status jp2_open_codec(cjp2_decoder *d, opj_codec_t **codec, opj_stream_t **stream, opj_image_t **image) {
+    *image = NULL;
+    *stream = jp2_stream_create(&d->cursor);
+    *codec = opj_create_decompress(d->header.is_jp2 ? OPJ_CODEC_JP2 : OPJ_CODEC_J2K);
+    if (!*stream || !*codec) return CJP2_ERR_NOMEM;
+    opj_set_error_handler(*codec, on_error, d);
+    opj_set_warning_handler(*codec, on_quiet, d);
+    opj_set_info_handler(*codec, on_quiet, d);
+    opj_dparameters_t parameters;
+    opj_set_default_decoder_parameters(&parameters);
+    if (!opj_setup_decoder(*codec, &parameters)) return CJP2_ERR_CORRUPT;
+    if (d->threads > 1 && opj_has_thread_support()) opj_codec_set_threads(*codec, (int)d->threads);
+    if (!opj_read_header(*stream, *codec, image)) return d->cursor.short_read ? CJP2_ERR_TRUNCATED : CJP2_ERR_CORRUPT;
+    return CJP2_OK;
+}
+
+void jp2_close_codec(opj_codec_t *codec, opj_stream_t *stream, opj_image_t *image) {
+    if (image) opj_image_destroy(image);
+    if (codec) opj_destroy_codec(codec);
+    if (stream) opj_stream_destroy(stream);
+}
+
+/* What this decoder reads: 1 to 4 components of the image's full size, 1 to 16 bits. */
+static cjp2_status describe(cjp2_decoder *d, opj_codec_t *codec, const opj_image_t *image) {
+    cjp2_header *h = &d->header;
+    if (image->x1 <= image->x0 || image->y1 <= image->y0 || image->x1 - image->x0 > (1u << 31) ||
+        image->y1 - image->y0 > (1u << 31))
+        return jp2_fail(d, CJP2_ERR_CORRUPT, "the JPEG 2000 image has no size, or one past 2^31");
+    if (image->numcomps < 1 || image->numcomps > 4)
+        return jp2_fail(d, CJP2_ERR_UNSUPPORTED, "JPEG 2000 images of %u components are not read (1 to 4)", image->numcomps);
+    for (uint32_t c = 0; c < image->numcomps; c++) {
+        const opj_image_comp_t *comp = &image->comps[c];
+        if (comp->dx != 1 || comp->dy != 1)
+            return jp2_fail(d, CJP2_ERR_UNSUPPORTED, "JPEG 2000 components subsampled %ux%u are not read", comp->dx, comp->dy);
+        if (comp->prec < 1 || comp->prec > 16)
+            return jp2_fail(d, CJP2_ERR_UNSUPPORTED, "JPEG 2000 samples of %u bits are not read (1 to 16)", comp->prec);
+        d->precision[c] = (int)comp->prec;
+        d->is_signed[c] = comp->sgnd != 0;
+    }
+    if (image->color_space == OPJ_CLRSPC_SYCC || image->color_space == OPJ_CLRSPC_EYCC)
+        return jp2_fail(d, CJP2_ERR_UNSUPPORTED, "JPEG 2000 images in YCC (not sRGB, gray or CMYK) are not read");
+    d->x0 = image->x0;
+    d->y0 = image->y0;
+    *h = (cjp2_header){.width = image->x1 - image->x0, .height = image->y1 - image->y0,
+                       .components = (int32_t)image->numcomps, .precision = d->precision[0],
+                       .is_signed = d->is_signed[0], .is_jp2 = h->is_jp2, .color_space = image->color_space};
+    h->is_cmyk = image->color_space == OPJ_CLRSPC_CMYK && image->numcomps == 4;
+    h->is_gray = image->numcomps <= 2;
+    h->has_alpha = !h->is_cmyk && (image->numcomps == 2 || image->numcomps == 4);
+    opj_codestream_info_v2_t *info = opj_get_cstr_info(codec);
+    if (!info) return jp2_fail(d, CJP2_ERR_NOMEM, "out of memory reading the JPEG 2000 header");
+    h->tile_width = info->tdx;
+    h->tile_height = info->tdy;
+    h->tiles_across = info->tw;
+    h->tiles_down = info->th;
+    h->resolutions = (int32_t)(info->m_default_tile_info.tccp_info ? info->m_default_tile_info.tccp_info[0].numresolutions : 0);
+    d->tile_y0 = info->ty0;
+    d->tile_dy = info->tdy ? info->tdy : h->height;
+    opj_destroy_cstr_info(&info);
+    if (h->is_jp2 && !jp2_read_icc(&d->source, &d->icc, &d->icc_length))
+        return jp2_fail(d, CJP2_ERR_NOMEM, "out of memory for the ICC profile");
+    return CJP2_OK;
+}
+
+cjp2_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, uint32_t threads, uint64_t band_budget,
+                              cjp2_decoder **out, char *message, size_t capacity) {
+    if (!out || (fd < 0 && !bytes)) return CJP2_ERR_ARGUMENT;
+    *out = NULL;
+    cjp2_decoder *d = calloc(1, sizeof *d);
+    if (!d) return CJP2_ERR_NOMEM;
+    d->source = (jp2_source){.fd = fd, .bytes = bytes, .length = length};
+    d->cursor.source = &d->source;
+    d->threads = threads;
+    d->band_budget = band_budget ? band_budget : JP2_BAND_BUDGET;
+    /* The first bytes tell a JP2 file from a bare codestream. */
+    uint8_t head[12] = {0};
+    if (bytes) memcpy(head, bytes, length < sizeof head ? (size_t)length : sizeof head);
+    else if (pread(fd, head, sizeof head, 0) < 0) head[0] = 0xFF;
+    d->header.is_jp2 = jp2_is_jp2(head, length < sizeof head ? (size_t)length : sizeof head);
+    opj_codec_t *codec;
+    opj_stream_t *stream;
+    opj_image_t *image;
+    cjp2_status status = jp2_open_codec(d, &codec, &stream, &image);
+    if (status != CJP2_OK)
+        jp2_fail(d, status, "%s", status == CJP2_ERR_NOMEM ? "out of memory"
+                              : status == CJP2_ERR_TRUNCATED ? "the JPEG 2000 data ends inside its header"
+                              : d->opj_message[0] ? d->opj_message : "OpenJPEG cannot read the JPEG 2000 header");
+    else
+        status = describe(d, codec, image);
+    jp2_close_codec(codec, stream, image);
+    if (status != CJP2_OK) {
+        if (message && capacity) snprintf(message, capacity, "%s", d->message);
+        cjp2_decoder_destroy(d);
+        return status;
+    }
+    *out = d;
+    return CJP2_OK;
+}
+
+void cjp2_decoder_destroy(cjp2_decoder *d) {
+    if (!d) return;
+    free(d->icc);
+    free(d->band);
+    free(d);
+}
+
+void cjp2_decoder_header(const cjp2_decoder *d, cjp2_header *header) { *header = d->header; }
+
+void cjp2_decoder_icc_profile(const cjp2_decoder *d, const void **bytes, size_t *length) {
+    *bytes = d->icc;
+    *length = d->icc_length;
+}
+
+uint32_t cjp2_decoder_rows_read(const cjp2_decoder *d) { return d->rows_read; }
+
+uint64_t cjp2_decoder_band_bytes(const cjp2_decoder *d) { return d->band_bytes; }
+
+void cjp2_decoder_copy_message(const cjp2_decoder *d, char *out, size_t capacity) {
+    if (out && capacity) snprintf(out, capacity, "%s", d->message);
+}

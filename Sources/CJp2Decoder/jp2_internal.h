@@ -1,0 +1,65 @@
+/* jp2_internal.h: what the JPEG 2000 decoder's files share (not seen by Swift). */
+#ifndef CJP2_INTERNAL_H
+#define CJP2_INTERNAL_H
+
+#include <openjpeg.h>
+
+#include "cjp2_decoder.h"
+
+/* Where the data is: a file read with pread, or bytes in memory; neither owned. */
+typedef struct {
+    int fd;
+    const uint8_t *bytes;
+    uint64_t length;
+} jp2_source;
+
+/* A read position over a source: an OpenJPEG stream's user data. */
+typedef struct {
+    const jp2_source *source;
+    uint64_t position;
+    int short_read; /* a read stopped at the end of the data */
+    int io_error;
+} jp2_cursor;
+
+/* OpenJPEG's 32-bit samples a band may hold at most (its window is cut to fit). */
+#define JP2_BAND_BUDGET ((uint64_t)48 << 20)
+
+struct cjp2_decoder {
+    jp2_source source;
+    jp2_cursor cursor;
+    uint32_t threads;
+    uint64_t band_budget;      /* bytes of OpenJPEG's samples a band may hold */
+    cjp2_header header;
+    uint32_t x0, y0;          /* the image's offset on the reference grid */
+    uint32_t tile_y0, tile_dy; /* the tile grid's rows on the reference grid */
+    int precision[4];
+    int is_signed[4];
+    uint8_t *icc;
+    size_t icc_length;
+    uint8_t *band;             /* RGBA rows [band_top, band_top + band_rows) */
+    uint32_t band_top, band_rows;
+    uint64_t band_bytes;
+    uint32_t rows_read;
+    cjp2_status failure;
+    char message[256];
+    char opj_message[256];     /* OpenJPEG's first error */
+};
+
+/* Records the first failure (status and message) and returns `status`. */
+cjp2_status jp2_fail(cjp2_decoder *d, cjp2_status status, const char *format, ...);
+
+/* A codec over a fresh stream of the decoder's data, its header read (the caller closes all three). */
+cjp2_status jp2_open_codec(cjp2_decoder *d, opj_codec_t **codec, opj_stream_t **stream, opj_image_t **image);
+void jp2_close_codec(opj_codec_t *codec, opj_stream_t *stream, opj_image_t *image);
+
+/* A new OpenJPEG stream over `cursor` (its position reset), or NULL when out of memory. */
+opj_stream_t *jp2_stream_create(jp2_cursor *cursor);
+
+/* A JP2's ICC profile: the first colr box of its jp2h box when that box's method is 2 (an ICC
+   profile), malloc'd into *out (OpenJPEG gives it only after a decode). 0 when out of memory. */
+int jp2_read_icc(const jp2_source *source, uint8_t **out, size_t *length);
+
+/* Whether the data is a JP2 file (1) or a bare codestream (0). */
+int jp2_is_jp2(const uint8_t *head, size_t length);
+
+#endif

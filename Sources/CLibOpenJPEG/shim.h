@@ -1,0 +1,2 @@
+/* OpenJPEG (Debian's libopenjp2-7-dev): JPEG 2000 masters. */
+#include <openjpeg.h>

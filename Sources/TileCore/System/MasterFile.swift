@@ -1,0 +1,64 @@
+internal import CJpegShim
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The file a decoder reads a master from when it needs more than the bytes in order (a JPEG 2000's
+/// tiles, found through its header): the master's own file, opened read-only when it is a regular
+/// file, or an anonymous spool file in a folder that the bytes fed are written to as they arrive (on
+/// disk, never in memory), readable once the input has ended. The one owner of its descriptor.
+final class MasterFile {
+    let descriptor: Int32
+    /// Whether the bytes fed are written here (a spool) rather than only counted (the master's file).
+    let isSpool: Bool
+    private let name: String
+    private(set) var bytesFed = 0
+    private(set) var hasEnded = false
+
+    /// The master's own file at `path`, opened without blocking (a FIFO fails at once).
+    /// - Throws: ``TileError/Code/invalidStore`` when it is not a regular file, ``TileError/Code/io``.
+    init(path: String) throws(TileError) {
+        descriptor = try SystemCall.openRegularFile(path)
+        isSpool = false
+        name = path
+    }
+
+    /// An anonymous spool file in `directory` (`O_TMPFILE`; where the file system has none, a file
+    /// made and unlinked at once).
+    /// - Throws: ``TileError/Code/io``.
+    init(spoolIn directory: String) throws(TileError) {
+        BlockingCallCheck.check("create a spool file in \(directory)")
+        let fd = SystemCall.retrying { cjs_spool_create(directory) }
+        guard fd >= 0 else { throw SystemCall.error("cannot make a spool file in", path: directory) }
+        descriptor = fd
+        isSpool = true
+        name = "a spool file in \(directory)"
+    }
+
+    deinit { SystemCall.close([descriptor]) }
+
+    /// The next bytes of the master: written at the end of a spool, counted for the master's own file.
+    func append(_ bytes: UnsafeRawBufferPointer) throws(TileError) {
+        precondition(!hasEnded, "bytes appended after the end of the input")
+        if isSpool { try SystemCall.writeAll(descriptor, bytes, path: name) }
+        bytesFed += bytes.count
+    }
+
+    /// No more bytes will come.
+    func end() { hasEnded = true }
+
+    /// The file's size now.
+    func size() throws(TileError) -> Int {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw SystemCall.error("cannot read", path: name) }
+        return Int(info.st_size)
+    }
+
+    /// Of `count` rows, those whose share of the master's own file has been fed (all of them once the
+    /// input has ended): rows keep pace with the bytes read, so a build stays cancellable and reports
+    /// progress. A spool is read only once it is complete.
+    func rowsAllowed(of count: Int, fileSize: Int) -> Int {
+        if hasEnded || fileSize <= 0 || bytesFed >= fileSize { return count }
+        return isSpool ? 0 : Int(Int64(count) * Int64(bytesFed) / Int64(fileSize))
+    }
+}

@@ -1,0 +1,217 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import TileCore
+
+/// JPEG 2000 masters (issue 28). Test files are made here by OpenJPEG's `opj_compress` (and vips) from
+/// pictures written plainly in the test; the references are the picture itself for lossless files
+/// (16-bit and 12-bit samples reduced by the documented rule round(v * 255 / (2^P - 1)) written here),
+/// and `opj_decompress`'s output for lossy ones.
+@Suite(
+    "JPEG 2000 masters",
+    .enabled(if: Tools.have("opj_compress", "opj_decompress"), Comment(rawValue: Tools.missing("opj_compress", "opj_decompress"))))
+struct JPEG2000MasterTests {
+    struct Kind: CustomStringConvertible, Sendable {
+        var name: String
+        /// 1 gray, 3 RGB; with `alpha` one more.
+        var channels: Int
+        var maxValue = 255
+        var alpha = false
+        var suffix = "jp2"
+        var options: [String] = []
+        var lossy = false
+        var description: String { name }
+    }
+
+    static let kinds: [Kind] = [
+        Kind(name: "RGB lossless, 64x64 tiles", channels: 3, options: ["-t", "64,64"]),
+        Kind(name: "RGB lossy J2K, one tile, precincts, RPCL", channels: 3, suffix: "j2k", options: ["-r", "20", "-c", "[64,64],[32,32]", "-p", "RPCL"], lossy: true),
+        Kind(name: "RGB irreversible, 96x96 tiles, SOP/EPH, 32x32 code-blocks", channels: 3, options: ["-I", "-r", "10", "-t", "96,96", "-SOP", "-EPH", "-b", "32,32"], lossy: true),
+        Kind(name: "gray lossless, 3 resolutions, image and tile offsets", channels: 1, options: ["-n", "3", "-t", "96,80", "-d", "7,5", "-T", "3,2"]),
+        Kind(name: "gray 16-bit lossless, tiles", channels: 1, maxValue: 65535, options: ["-t", "128,128"]),
+        Kind(name: "RGB 12-bit lossless", channels: 3, maxValue: 4095),
+        Kind(name: "RGBA lossless", channels: 3, alpha: true, options: ["-t", "128,64"]),
+        Kind(name: "gray+alpha lossless J2K", channels: 1, alpha: true, suffix: "j2k"),
+    ]
+
+    static func folder() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("jp2-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Sample `c` of pixel (x, y): a pattern that uses the whole range (alpha is channel `channels`).
+    static func sample(_ x: Int, _ y: Int, _ c: Int, _ maxValue: Int) -> Int {
+        (x * 7919 + y * 104_729 + c * 7_777 + (x * y) % 977) % (maxValue + 1)
+    }
+
+    /// The picture as 8-bit RGBA by the documented rules (gray repeated, alpha 255 where none).
+    static func reference(_ kind: Kind, width: Int, height: Int) -> RGBAImage {
+        func to8(_ v: Int) -> UInt8 { UInt8(kind.maxValue == 255 ? v : (v * 255 + kind.maxValue / 2) / kind.maxValue) }
+        var pixels = [UInt8]()
+        pixels.reserveCapacity(width * height * 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                let colour = (0..<kind.channels).map { to8(sample(x, y, $0, kind.maxValue)) }
+                pixels += kind.channels == 1 ? [colour[0], colour[0], colour[0]] : colour
+                pixels.append(kind.alpha ? to8(sample(x, y, kind.channels, kind.maxValue)) : 255)
+            }
+        }
+        return RGBAImage(width: width, height: height, pixels: pixels)
+    }
+
+    /// The master of `kind` at `folder/master.<suffix>`: a PGM/PPM (16-bit big-endian past 255), or a
+    /// PNG with alpha (8-bit, libpng through the shim), compressed by `opj_compress`.
+    static func master(_ kind: Kind, width: Int, height: Int, in folder: String) throws -> String {
+        let input: String
+        if kind.alpha {
+            input = "\(folder)/picture.png"
+            let rgba = reference(kind, width: width, height: height)
+            let png = try RGBAPixels(width: width, height: height, bytes: rgba.pixels).encoded(as: .png)
+            if kind.channels == 1 {
+                // Gray + alpha: netpbm's pnmtopng writes it from a PGM and an alpha PGM.
+                try #require(Tools.have("pnmtopng"), "pnmtopng not installed")
+                let gray = Data("P5\n\(width) \(height)\n255\n".utf8) + Data(stride(from: 0, to: rgba.pixels.count, by: 4).map { rgba.pixels[$0] })
+                let alpha = Data("P5\n\(width) \(height)\n255\n".utf8) + Data(stride(from: 3, to: rgba.pixels.count, by: 4).map { rgba.pixels[$0] })
+                try gray.write(to: URL(fileURLWithPath: "\(folder)/gray.pgm"))
+                try alpha.write(to: URL(fileURLWithPath: "\(folder)/alpha.pgm"))
+                try TIFFMasterTests.run("pnmtopng", ["-alpha", "\(folder)/alpha.pgm", "\(folder)/gray.pgm"]).write(to: URL(fileURLWithPath: input))
+            } else {
+                try png.write(to: URL(fileURLWithPath: input))
+            }
+        } else {
+            input = "\(folder)/picture.\(kind.channels == 1 ? "pgm" : "ppm")"
+            var data = Data("\(kind.channels == 1 ? "P5" : "P6")\n\(width) \(height)\n\(kind.maxValue)\n".utf8)
+            for y in 0..<height {
+                for x in 0..<width {
+                    for c in 0..<kind.channels {
+                        let v = sample(x, y, c, kind.maxValue)
+                        if kind.maxValue > 255 { data += [UInt8(v >> 8), UInt8(v & 0xFF)] } else { data.append(UInt8(v)) }
+                    }
+                }
+            }
+            try data.write(to: URL(fileURLWithPath: input))
+        }
+        let master = "\(folder)/master.\(kind.suffix)"
+        _ = try TIFFMasterTests.run("opj_compress", ["-i", input, "-o", master] + kind.options)
+        return master
+    }
+
+    /// `opj_decompress`'s pixels of `path` (a PNG for alpha, else PGM/PPM; 8-bit samples asked for lossy files).
+    static func decompressed(_ path: String, _ kind: Kind, in folder: String) throws -> RGBAImage {
+        let out = "\(folder)/reference.png"
+        _ = try TIFFMasterTests.run("opj_decompress", ["-i", path, "-o", out])
+        return try Reference.decodePNG(Data(contentsOf: URL(fileURLWithPath: out)))
+    }
+
+    @Test("level 0 is the picture (lossless) or opj_decompress's pixels (lossy), read from the file, pushed whole and in pieces", arguments: kinds)
+    func levelZero(kind: Kind) throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (width, height) = (301, 203)
+        let path = try Self.master(kind, width: width, height: height, in: folder)
+        let expected = kind.lossy ? try Self.decompressed(path, kind, in: folder) : Self.reference(kind, width: width, height: height)
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let info = try ImageInfo.read(contentsOfFile: path)
+        #expect(info.format == .jpeg2000 && info.width == width && info.height == height && info.hasAlpha == kind.alpha)
+        #expect(info.jpeg2000?.isCodestream == (kind.suffix == "j2k"))
+        let built = [
+            ("file", try TileBuilder.build(contentsOfFile: path)), ("whole", try TileBuilder.build(data: data)),
+            ("pieces", try Synthetic.build(data, chunk: 997)),
+        ]
+        for (way, image) in built {
+            var rows: [UInt8] = []
+            try image.forEachRow(level: 0) { _, row in rows.append(contentsOf: row) }
+            #expect(RGBAImage(width: width, height: height, pixels: rows) == expected, "\(kind) \(way)")
+        }
+    }
+
+    @Test("bands smaller than a row of tiles: every band's rows as the whole decode's", arguments: [1, 7, 64])
+    func bands(rows: Int) throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let kind = Kind(name: "RGB lossy, 128x128 tiles", channels: 3, options: ["-r", "15", "-t", "128,128", "-d", "5,9"], lossy: true)
+        let path = try Self.master(kind, width: 333, height: 257, in: folder)
+        let expected = try Self.decompressed(path, kind, in: folder)
+        // A budget of `rows` rows of OpenJPEG's samples (3 components, 4 bytes each).
+        let decoder = try JPEG2000Decoder(path: path, spoolDirectory: folder, bandBudget: rows * 333 * 3 * 4)
+        try decoder.endInput()
+        _ = try #require(try decoder.readSourceHeader())
+        var pixels = [UInt8](repeating: 0, count: 333 * 257 * 4)
+        var done = 0
+        while done < 257 {
+            let (got, step) = try pixels.withUnsafeMutableBytes { raw in
+                try decoder.readRows(into: UnsafeMutableRawBufferPointer(rebasing: raw[(done * 333 * 4)...]), stride: 333 * 4, maxRows: min(5, 257 - done))
+            }
+            done += got
+            if step == .done { break }
+            #expect(got > 0)
+        }
+        #expect(done == 257 && RGBAImage(width: 333, height: 257, pixels: pixels) == expected)
+        #expect(decoder.bandByteCount <= rows * 333 * 3 * 4)
+    }
+
+    /// `jp2` with its `colr` box replaced by one that carries `profile` (method 2, an ICC profile), as
+    /// ISO 15444-1 I.5.3.3 lays it out: the `jp2h` box's length grows by the difference.
+    static func withProfile(_ jp2: [UInt8], _ profile: [UInt8]) throws -> [UInt8] {
+        func box(at offset: Int) -> (length: Int, type: String) {
+            (jp2[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) }, String(decoding: jp2[(offset + 4)..<(offset + 8)], as: UTF8.self))
+        }
+        func bigEndian(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(value >> (24 - 8 * $0) & 0xFF) } }
+        var at = 0
+        while box(at: at).type != "jp2h" { at += box(at: at).length }
+        let header = at
+        var inner = header + 8
+        while box(at: inner).type != "colr" { inner += box(at: inner).length }
+        let old = box(at: inner).length
+        let colr = bigEndian(8 + 3 + profile.count) + Array("colr".utf8) + [2, 0, 0] + profile
+        var out = Array(jp2[..<inner]) + colr + jp2[(inner + old)...]
+        out.replaceSubrange(header..<(header + 4), with: bigEndian(box(at: header).length + colr.count - old))
+        return out
+    }
+
+    @Test("a vips JP2 (its tiles) is opj_decompress's pixels; a JP2's ICC profile reaches the image and its outputs", .enabled(if: Tools.have("vips", "djpeg"), Comment(rawValue: Tools.missing("vips", "djpeg"))))
+    func vipsAndProfile() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try ICCProfiles.jpeg(width: 640, height: 480, profile: ICCProfiles.profile()).write(to: URL(fileURLWithPath: "\(folder)/a.jpg"))
+        _ = try TIFFMasterTests.run("vips", ["copy", "\(folder)/a.jpg", "\(folder)/a.jp2[Q=60,tile-width=128,tile-height=128]"])
+        let image = try TileBuilder.build(contentsOfFile: "\(folder)/a.jp2")
+        let expected = try Self.decompressed("\(folder)/a.jp2", Kind(name: "vips", channels: 3), in: folder)
+        var rows: [UInt8] = []
+        try image.forEachRow(level: 0) { _, row in rows.append(contentsOf: row) }
+        #expect(RGBAImage(width: 640, height: 480, pixels: rows) == expected)
+        #expect(try ImageInfo.read(contentsOfFile: "\(folder)/a.jp2").jpeg2000?.tileWidth == 128)
+        // vips writes no profile into JP2s: one is put into the colr box here.
+        let profile = ICCProfiles.profile(padding: 900)
+        let withProfile = try Self.withProfile([UInt8](Data(contentsOf: URL(fileURLWithPath: "\(folder)/a.jp2"))), profile)
+        let profiled = try TileBuilder.build(data: withProfile)
+        #expect(profiled.colorProfile?.bytes == profile)
+        let request = try ImageRequest(path: "full/200,/0/default.jpg").resolve(width: 640, height: 480)
+        #expect(try ICCProfiles.djpeg(profiled.renderEncoded(request)) == (profile, true))
+    }
+
+    @Test("cut and corrupt JPEG 2000 files: typed errors, never a crash")
+    func hostile() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let kind = Kind(name: "RGB, tiles", channels: 3, options: ["-t", "64,64", "-r", "8"])
+        let data = try Data(contentsOf: URL(fileURLWithPath: try Self.master(kind, width: 200, height: 150, in: folder)))
+        for cut in [1, 12, 40, 100, data.count / 3, data.count - 10] {
+            let code = thrownCode { try TileBuilder.build(data: data.prefix(cut)) }
+            #expect(code == .truncated || code == .corrupt, "cut at \(cut): \(String(describing: code))")
+        }
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15  // a fixed sequence: the same flips every run
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        for _ in 0..<30 {
+            var flipped = [UInt8](data)
+            for _ in 0..<8 { flipped[12 + next(flipped.count - 12)] ^= UInt8(1 + next(255)) }
+            if let code = thrownCode({ try TileBuilder.build(data: flipped) }) {
+                #expect([.truncated, .corrupt, .unsupported, .tooLarge].contains(code), "\(code)")
+            }
+        }
+    }
+}
