@@ -125,7 +125,7 @@ extension TileRoutes {
         if !held.isEmpty { try await builder.append(held) }  // no whole header: the builder says why
     }
 
-    /// The bytes of the store a JPEG (or a PNG: its raw levels) makes at most (and a progressive one's coefficients while it is
+    /// The bytes of the store a JPEG (or a PNG or JPEG 2000: its raw levels) makes at most (and a progressive one's coefficients while it is
     /// built), once `header` holds its frame header; nil before. Raw levels: their exact size. A TIFF:
     /// its full-resolution tiles hold about the JPEG's own bytes and the others fewer, so twice the
     /// JPEG's (`sourceBytes`), and never more than raw levels. Headers over 17 MiB are refused.
@@ -143,7 +143,11 @@ extension TileRoutes {
         }
         let geometry = try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
         var levels = geometry.levels.indices.reduce(0) { $0 + ((try? geometry.fileByteCount(level: $1)) ?? 0) }
-        if case .tiff = format, !info.hasAlpha { levels = min(levels, 2 * sourceBytes + (1 << 20)) }  // alpha: a raw store
+        if case .tiff = format, !info.hasAlpha {  // alpha: a raw store
+            // A JPEG 2000 may be compressed further than the TIFF's JPEG tiles (about half a byte a pixel, lower levels included).
+            let tiles = info.format == .jpeg2000 ? max(2 * sourceBytes, info.width * info.height / 2) : 2 * sourceBytes
+            levels = min(levels, tiles + (1 << 20))
+        }
         return levels + (info.coding == .progressive ? info.width * info.height * 3 : 0)
     }
 

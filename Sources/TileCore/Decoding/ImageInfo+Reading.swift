@@ -1,7 +1,7 @@
 public import Foundation
 
 extension ImageInfo {
-    /// Reads the header of an in-memory master (JPEG, PNG or TIFF, told from its first bytes).
+    /// Reads the header of an in-memory master (JPEG, PNG, TIFF or JPEG 2000, told from its first bytes).
     /// - Throws: ``TileError/Code/corrupt`` when there is no frame header before the first scan (a
     ///   JPEG) or the header cannot be read, ``TileError/Code/truncated`` when the bytes end inside the
     ///   header, ``TileError/Code/unsupported`` for a PNG or TIFF this package does not read.
@@ -11,7 +11,11 @@ extension ImageInfo {
         if format != .jpeg {
             var failure: TileError?
             let info = data.withUnsafeBytes { bytes -> ImageInfo? in
-                do throws(TileError) { return try readOther(format, bytes: bytes, path: nil) } catch {
+                do throws(TileError) {
+                    // A JPEG 2000's header is read in memory: no spool file, no system call.
+                    if format == .jpeg2000 { return try JPEG2000Decoder.info(bytes: bytes) }
+                    return try readOther(format, bytes: bytes, path: nil)
+                } catch {
                     failure = error
                     return nil
                 }
@@ -26,15 +30,12 @@ extension ImageInfo {
         return try ImageInfo(segments: segments)
     }
 
-    /// A PNG's or a TIFF's header from `bytes` (the whole file), or from the file at `path` (a TIFF
-    /// read directly; `bytes` are then its first bytes only).
+    /// A PNG's, TIFF's or JPEG 2000's header from `bytes` (the whole file), or from the file at `path`
+    /// (a TIFF or JPEG 2000 read directly; `bytes` are then its first bytes only).
     private static func readOther(_ format: ImageFormat, bytes: UnsafeRawBufferPointer, path: String?) throws(TileError)
         -> ImageInfo
     {
-        let decoder: any RowDecoder =
-            format == .png
-            ? try PNGDecoder(spoolDirectory: LevelFiles.defaultDirectory)
-            : try TIFFDecoder(path: path, spoolDirectory: LevelFiles.defaultDirectory)
+        let decoder = try format.masterDecoder(path: path, spoolDirectory: LevelFiles.defaultDirectory)
         if path == nil {
             try decoder.feed(bytes)
             try decoder.endInput()
@@ -44,7 +45,6 @@ extension ImageInfo {
         }
         return info
     }
-
 
     /// Reads the header of a JPEG file, 64 KiB at a time until the first SOS.
     /// - Parameter path: the file; `-` reads standard input.

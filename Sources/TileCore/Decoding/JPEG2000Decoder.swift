@@ -82,6 +82,24 @@ final class JPEG2000Decoder: RowDecoder {
         cjp2_decoder_header(opened, &header)
     }
 
+    /// The header of a JPEG 2000 in memory (`bytes`: the whole file, or as much as has arrived), read
+    /// without a file and without a system call: fit for a server's event loop or Swift's pool.
+    /// - Throws: ``TileError/Code/truncated`` when the bytes end inside the header, as the decoder throws.
+    static func info(bytes: UnsafeRawBufferPointer) throws(TileError) -> ImageInfo {
+        var message = [CChar](repeating: 0, count: 256)
+        var opened: OpaquePointer?
+        let status = cjp2_decoder_open(-1, bytes.baseAddress, UInt64(bytes.count), 1, 0, &opened, &message, message.count)
+        guard status == CJP2_OK, let opened else { throw error(status, String(cMessage: message)) }
+        defer { cjp2_decoder_destroy(opened) }
+        var header = cjp2_header()
+        cjp2_decoder_header(opened, &header)
+        var icc: UnsafeRawPointer?
+        var length = 0
+        cjp2_decoder_icc_profile(opened, &icc, &length)
+        let profile = icc.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: length)) }
+        return ImageInfo(jpeg2000: header, iccProfile: length > 0 ? profile : nil)
+    }
+
     func start() throws(TileError) -> DecodeStep { .ready }
 
     func readRows(into buffer: UnsafeMutableRawBufferPointer, stride: Int, maxRows: Int) throws(TileError)
