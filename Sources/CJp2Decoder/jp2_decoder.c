@@ -88,6 +88,8 @@ static cjp2_status describe(cjp2_decoder *d, opj_codec_t *codec, const opj_image
     h->tiles_across = info->tw;
     h->tiles_down = info->th;
     h->resolutions = (int32_t)(info->m_default_tile_info.tccp_info ? info->m_default_tile_info.tccp_info[0].numresolutions : 0);
+    d->tile_x0 = info->tx0;
+    d->tile_dx = info->tdx ? info->tdx : h->width;
     d->tile_y0 = info->ty0;
     d->tile_dy = info->tdy ? info->tdy : h->height;
     opj_destroy_cstr_info(&info);
@@ -96,8 +98,8 @@ static cjp2_status describe(cjp2_decoder *d, opj_codec_t *codec, const opj_image
     return CJP2_OK;
 }
 
-cjp2_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, uint32_t threads, uint64_t band_budget,
-                              cjp2_decoder **out, char *message, size_t capacity) {
+cjp2_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, int32_t complete, uint32_t threads,
+                              uint64_t band_budget, cjp2_decoder **out, char *message, size_t capacity) {
     if (!out || (fd < 0 && !bytes)) return CJP2_ERR_ARGUMENT;
     *out = NULL;
     cjp2_decoder *d = calloc(1, sizeof *d);
@@ -111,6 +113,14 @@ cjp2_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, ui
     if (bytes) memcpy(head, bytes, length < sizeof head ? (size_t)length : sizeof head);
     else if (pread(fd, head, sizeof head, 0) < 0) head[0] = 0xFF;
     d->header.is_jp2 = jp2_is_jp2(head, length < sizeof head ? (size_t)length : sizeof head);
+    int size = jp2_check_size(&d->source, complete, d->message, sizeof d->message);
+    if (size != 1) {
+        d->failure = size < 0 ? CJP2_ERR_UNSUPPORTED : size == 2 ? CJP2_ERR_TRUNCATED : CJP2_ERR_CORRUPT;
+        if (message && capacity) snprintf(message, capacity, "%s", d->message);
+        cjp2_status failure = d->failure;
+        cjp2_decoder_destroy(d);
+        return failure;
+    }
     opj_codec_t *codec;
     opj_stream_t *stream;
     opj_image_t *image;

@@ -31,12 +31,14 @@ struct cjp2_decoder {
     uint64_t band_budget;      /* bytes of OpenJPEG's samples a band may hold */
     cjp2_header header;
     uint32_t x0, y0;          /* the image's offset on the reference grid */
-    uint32_t tile_y0, tile_dy; /* the tile grid's rows on the reference grid */
+    uint32_t tile_x0, tile_dx; /* the tile grid's columns on the reference grid */
+    uint32_t tile_y0, tile_dy; /* and rows */
     int precision[4];
     int is_signed[4];
     uint8_t *icc;
     size_t icc_length;
     uint8_t *band;             /* RGBA rows [band_top, band_top + band_rows) */
+    size_t band_capacity;
     uint32_t band_top, band_rows;
     uint64_t band_bytes;
     uint32_t rows_read;
@@ -58,6 +60,12 @@ opj_stream_t *jp2_stream_create(jp2_cursor *cursor);
 /* A JP2's ICC profile: the first colr box of its jp2h box when that box's method is 2 (an ICC
    profile), malloc'd into *out (OpenJPEG gives it only after a decode). 0 when out of memory. */
 int jp2_read_icc(const jp2_source *source, uint8_t **out, size_t *length);
+
+/* Checks the codestream's SIZ marker before OpenJPEG allocates by it: 1 to 4 components (-1 when
+   not: unsupported), and no more tiles than the bytes can hold (when not: 0, corrupt, for `complete`
+   data; 2, more bytes needed, for a beginning). 1 when it passes, or when the marker cannot be found
+   (OpenJPEG then says why). */
+int jp2_check_size(const jp2_source *source, int complete, char *message, size_t capacity);
 
 /* Whether the data is a JP2 file (1) or a bare codestream (0). */
 int jp2_is_jp2(const uint8_t *head, size_t length);

@@ -1,31 +1,32 @@
-/* jp2_rows.c: the JPEG 2000 decoder's rows (cjp2_decoder.h): a band of whole rows decoded by a codec
- * of its own (opj_set_decode_area, then opj_decode: only the code-blocks the window crosses), its
- * samples converted to 8-bit RGBA. */
+/* jp2_rows.c: the JPEG 2000 decoder's rows (cjp2_decoder.h): a band of whole rows, decoded a window
+ * (a column of tiles) at a time, each by a codec of its own (opj_set_decode_area, then opj_decode:
+ * only the code-blocks the window crosses), its samples converted to 8-bit RGBA. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "jp2_internal.h"
 
-/* Rows of the next band from row `top`: as many as the budget allows, never past the tile row. */
+/* The RGBA band's cap (bytes): a band is never more rows than this many of the image's. */
+#define JP2_RGBA_BAND_CAP ((uint64_t)64 << 20)
+
+/* The width of a window: a tile column's when the image has several, else the image's. */
+static uint32_t window_width(const cjp2_decoder *d) {
+    return d->header.tiles_across > 1 && d->tile_dx < d->header.width ? d->tile_dx : d->header.width;
+}
+
+/* Rows of the band from row `top`: within the RGBA cap and the samples' budget for one window, and
+   never past the row of tiles. */
 static uint32_t band_height(const cjp2_decoder *d, uint32_t top) {
     const cjp2_header *h = &d->header;
-    uint64_t row_bytes = (uint64_t)h->width * (uint64_t)h->components * 4;
-    uint64_t rows = d->band_budget / (row_bytes ? row_bytes : 1);
+    uint64_t rows = JP2_RGBA_BAND_CAP / ((uint64_t)h->width * 4);
+    uint64_t by_samples = d->band_budget / ((uint64_t)window_width(d) * (uint64_t)h->components * 4);
+    if (by_samples < rows) rows = by_samples;
     if (rows < 1) rows = 1;
     uint64_t y = (uint64_t)d->y0 + top;
     uint64_t tile_end = d->tile_dy ? d->tile_y0 + ((y - d->tile_y0) / d->tile_dy + 1) * (uint64_t)d->tile_dy : y + rows;
     uint64_t end = y + rows < tile_end ? y + rows : tile_end;
     if (end > (uint64_t)d->y0 + h->height) end = (uint64_t)d->y0 + h->height;
     return (uint32_t)(end - y);
-}
-
-/* The most rows a band can have: the budget's, at most a tile row's and the image's. */
-static uint32_t most_band_rows(const cjp2_decoder *d) {
-    const cjp2_header *h = &d->header;
-    uint64_t rows = d->band_budget / ((uint64_t)h->width * (uint64_t)h->components * 4);
-    if (rows < 1) rows = 1;
-    if (d->tile_dy && rows > d->tile_dy) rows = d->tile_dy;
-    return rows < h->height ? (uint32_t)rows : h->height;
 }
 
 /* round(v * 255 / max) for v in 0...max, after a signed sample's offset. */
@@ -37,14 +38,14 @@ static inline uint8_t to8(int32_t v, int precision, int is_signed) {
     return precision == 8 ? (uint8_t)x : (uint8_t)((x * 255 + max / 2) / max);
 }
 
-static void convert(cjp2_decoder *d, const opj_image_t *image, uint32_t rows) {
+/* A window's samples (`width` x `rows`) into the band from column `x`. */
+static void convert(cjp2_decoder *d, const opj_image_t *image, uint32_t x, uint32_t width, uint32_t rows) {
     const cjp2_header *h = &d->header;
-    uint32_t width = h->width;
     int n = h->components;
     for (uint32_t y = 0; y < rows; y++) {
-        uint8_t *out = d->band + (size_t)y * width * 4;
+        uint8_t *out = d->band + ((size_t)y * h->width + x) * 4;
         size_t at = (size_t)y * width;
-        for (uint32_t x = 0; x < width; x++, at++, out += 4) {
+        for (uint32_t i = 0; i < width; i++, at++, out += 4) {
             uint8_t s[4] = {0, 0, 0, 255};
             for (int c = 0; c < n; c++) s[c] = to8(image->comps[c].data[at], d->precision[c], d->is_signed[c]);
             if (h->is_cmyk) {
@@ -63,37 +64,59 @@ static void convert(cjp2_decoder *d, const opj_image_t *image, uint32_t rows) {
     }
 }
 
-/* Decodes the band that starts at row `rows_read`. */
-static cjp2_status decode_band(cjp2_decoder *d) {
+/* Decodes the window of columns [x, x + width) and rows [top, top + rows) (image coordinates) into the
+   band, by a codec of its own. */
+static cjp2_status decode_window(cjp2_decoder *d, uint32_t x, uint32_t width, uint32_t top, uint32_t rows) {
     const cjp2_header *h = &d->header;
-    uint32_t top = d->rows_read, rows = band_height(d, top);
-    if (!d->band && !(d->band = malloc((size_t)h->width * 4 * most_band_rows(d))))
-        return jp2_fail(d, CJP2_ERR_NOMEM, "out of memory for a band of %u rows", rows);
     opj_codec_t *codec;
     opj_stream_t *stream;
     opj_image_t *image;
     cjp2_status status = jp2_open_codec(d, &codec, &stream, &image);
     if (status == CJP2_OK) {
-        uint32_t y = d->y0 + top;
-        if (!opj_set_decode_area(codec, image, (OPJ_INT32)d->x0, (OPJ_INT32)y, (OPJ_INT32)(d->x0 + h->width), (OPJ_INT32)(y + rows)))
+        OPJ_INT32 x0 = (OPJ_INT32)(d->x0 + x), y0 = (OPJ_INT32)(d->y0 + top);
+        if (!opj_set_decode_area(codec, image, x0, y0, x0 + (OPJ_INT32)width, y0 + (OPJ_INT32)rows))
             status = CJP2_ERR_CORRUPT;
         else if (!opj_decode(codec, stream, image))
             status = d->cursor.short_read ? CJP2_ERR_TRUNCATED : CJP2_ERR_CORRUPT;
     }
+    for (int c = 0; status == CJP2_OK && c < h->components; c++)
+        if (!image->comps[c].data || image->comps[c].w != width || image->comps[c].h != rows) status = CJP2_ERR_CORRUPT;
     if (status == CJP2_OK) {
-        for (int c = 0; c < h->components && status == CJP2_OK; c++)
-            if (!image->comps[c].data || image->comps[c].w != h->width || image->comps[c].h != rows) status = CJP2_ERR_CORRUPT;
-        if (status == CJP2_OK) {
-            uint64_t bytes = (uint64_t)h->width * rows * (uint64_t)h->components * 4;
-            if (bytes > d->band_bytes) d->band_bytes = bytes;
-            convert(d, image, rows);
-            d->band_top = top;
-            d->band_rows = rows;
-        }
+        uint64_t bytes = (uint64_t)width * rows * (uint64_t)h->components * 4;
+        if (bytes > d->band_bytes) d->band_bytes = bytes;
+        convert(d, image, x, width, rows);
     }
     jp2_close_codec(codec, stream, image);
+    return status;
+}
+
+/* Decodes the band that starts at row `rows_read`: a window per column of tiles (one when the image
+   is one tile wide), so that no code-block is decoded twice within a row of tiles that fits a band. */
+static cjp2_status decode_band(cjp2_decoder *d) {
+    const cjp2_header *h = &d->header;
+    uint32_t top = d->rows_read, rows = band_height(d, top);
+    size_t needed = (size_t)h->width * 4 * rows;
+    if (needed > d->band_capacity) {
+        uint8_t *grown = realloc(d->band, needed);
+        if (!grown) return jp2_fail(d, CJP2_ERR_NOMEM, "out of memory for a band of %u rows", rows);
+        d->band = grown;
+        d->band_capacity = needed;
+    }
+    cjp2_status status = CJP2_OK;
+    int by_tiles = window_width(d) < h->width;
+    for (uint64_t x = 0; x < h->width && status == CJP2_OK;) {
+        /* Columns up to the next tile boundary (tile columns are tile_dx wide from tile_x0). */
+        uint64_t grid = (uint64_t)d->x0 + x;
+        uint64_t end = by_tiles ? d->tile_x0 + ((grid - d->tile_x0) / d->tile_dx + 1) * (uint64_t)d->tile_dx - d->x0 : h->width;
+        if (end > h->width) end = h->width;
+        status = decode_window(d, (uint32_t)x, (uint32_t)(end - x), top, rows);
+        x = end;
+    }
     switch (status) {
-    case CJP2_OK: return CJP2_OK;
+    case CJP2_OK:
+        d->band_top = top;
+        d->band_rows = rows;
+        return CJP2_OK;
     case CJP2_ERR_NOMEM: return jp2_fail(d, status, "out of memory decoding rows %u to %u", top, top + rows);
     case CJP2_ERR_TRUNCATED: return jp2_fail(d, status, "the JPEG 2000 data ends before row %u", top);
     default:

@@ -149,3 +149,50 @@ int jp2_read_icc(const jp2_source *s, uint8_t **out, size_t *length) {
     }
     return 1;
 }
+
+/* Where the codestream starts: 0 for a bare one, else the contents of the JP2's jp2c box. */
+static int codestream_start(const jp2_source *s, uint64_t *start) {
+    uint8_t head[12];
+    if (!read_at(s, 0, head, s->length < 12 ? (size_t)s->length : 12)) return 0;
+    if (!jp2_is_jp2(head, s->length < 12 ? (size_t)s->length : 12)) {
+        *start = 0;
+        return 1;
+    }
+    uint64_t at = 0, inner, stop;
+    uint32_t type;
+    while (read_box(s, at, s->length, &type, &inner, &stop)) {
+        if (type == BOX('j', 'p', '2', 'c')) {
+            *start = inner;
+            return 1;
+        }
+        at = stop;
+    }
+    return 0;
+}
+
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capacity) {
+    uint64_t start;
+    uint8_t siz[2 + 2 + 2 + 2 + 32 + 2];
+    /* SOC, then SIZ: Lsiz, Rsiz, Xsiz, Ysiz, XOsiz, YOsiz, XTsiz, YTsiz, XTOsiz, YTOsiz, Csiz. */
+    if (!codestream_start(s, &start) || !read_at(s, start, siz, sizeof siz)) return 1; /* OpenJPEG says what is missing */
+    if (siz[0] != 0xFF || siz[1] != 0x4F || siz[2] != 0xFF || siz[3] != 0x51) return 1;
+    const uint8_t *f = siz + 8;
+    uint64_t x = be32(f), y = be32(f + 4), x0 = be32(f + 8), y0 = be32(f + 12);
+    uint64_t tw = be32(f + 16), th = be32(f + 20), tx0 = be32(f + 24), ty0 = be32(f + 28);
+    uint32_t components = (uint32_t)siz[40] << 8 | siz[41];
+    if (components < 1 || components > 4) {
+        snprintf(message, capacity, "JPEG 2000 images of %u components are not read (1 to 4)", components);
+        return -1;
+    }
+    if (x <= x0 || y <= y0 || tw == 0 || th == 0 || tx0 > x0 || ty0 > y0) return 1; /* OpenJPEG refuses these */
+    uint64_t tiles = ((x - tx0 + tw - 1) / tw) * ((y - ty0 + th - 1) / th);
+    /* Every tile has at least one tile-part: SOT (12 bytes) and SOD (2). */
+    if (tiles > s->length / 14 + 1) {
+        snprintf(message, capacity, "the JPEG 2000 declares %llu tiles, more than %s %llu bytes can hold",
+                 (unsigned long long)tiles, complete ? "its" : "the first", (unsigned long long)s->length);
+        return complete ? 0 : 2;
+    }
+    return 1;
+}

@@ -201,6 +201,16 @@ struct JPEG2000MasterTests {
             let code = thrownCode { try TileBuilder.build(data: data.prefix(cut)) }
             #expect(code == .truncated || code == .corrupt, "cut at \(cut): \(String(describing: code))")
         }
+        // A SIZ marker (a bare codestream's, from byte 2) declaring 1x1 tiles (60,000 of them in a few
+        // kilobytes), or 5 components: refused before OpenJPEG allocates by it.
+        let codestream = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Self.master(Kind(name: "J2K", channels: 3, suffix: "j2k"), width: 300, height: 200, in: folder))))
+        var tiny = codestream
+        tiny.replaceSubrange(24..<32, with: [0, 0, 0, 1, 0, 0, 0, 1])
+        #expect(thrownCode { try TileBuilder.build(data: tiny) } == .corrupt)
+        #expect(thrownCode { try ImageInfo.read(data: Data(tiny)) } == .truncated)  // bytes alone may be a file's beginning
+        var five = codestream
+        five[41] = 5
+        #expect(thrownCode { try TileBuilder.build(data: five) } == .unsupported)
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15  // a fixed sequence: the same flips every run
         func next(_ bound: Int) -> Int {
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407

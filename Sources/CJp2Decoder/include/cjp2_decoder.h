@@ -6,7 +6,8 @@
  * memory it does not own, through pread: nothing is read into memory whole but what OpenJPEG keeps of
  * the tiles a band crosses (for an image of one tile, that tile's compressed bytes). Each band is a
  * window of whole rows (never across a row of tiles; at most about 48 MiB of OpenJPEG's 32-bit
- * samples by default), decoded by its own OpenJPEG codec: only the code-blocks it crosses are decoded. */
+ * samples a window by default), decoded a column of tiles at a time, each window by an OpenJPEG codec of
+ * its own: only the code-blocks it crosses are decoded. */
 #ifndef CJP2_DECODER_H
 #define CJP2_DECODER_H
 
@@ -49,13 +50,16 @@ typedef struct cjp2_decoder cjp2_decoder;
 
 /**
  * Reads the header of the `length` bytes of JPEG 2000 data in `fd` (not owned: it stays open until
- * destroy), or at `bytes` when `fd` is -1 (not owned either). OpenJPEG decodes with `threads` threads;
+ * destroy), or at `bytes` when `fd` is -1 (not owned either); `complete`: those are all of its bytes
+ * (else a header that has arrived: only the header is read). Before OpenJPEG allocates by the SIZ
+ * marker, its components (1 to 4) and its tile count are checked: at most one tile per 14 bytes, the
+ * least a tile-part takes (CJP2_ERR_CORRUPT for complete data, CJP2_ERR_TRUNCATED for a beginning). OpenJPEG decodes with `threads` threads;
  * a band holds at most `band_budget` bytes of its 32-bit samples (0: 48 MiB), and at least one row. CJP2_ERR_UNSUPPORTED for an image it
  * does not read (subsampled components, more than 4 components, over 16 bits, sizes over 2^31);
  * CJP2_ERR_CORRUPT or CJP2_ERR_TRUNCATED with the message in `message` (`capacity` bytes, may be NULL).
  */
-cjp2_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, uint32_t threads, uint64_t band_budget,
-                              cjp2_decoder **out, char *message, size_t capacity);
+cjp2_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, int32_t complete, uint32_t threads,
+                              uint64_t band_budget, cjp2_decoder **out, char *message, size_t capacity);
 void cjp2_decoder_destroy(cjp2_decoder *d);
 void cjp2_decoder_header(const cjp2_decoder *d, cjp2_header *header);
 /** The JP2's ICC profile (its colr box), owned by the decoder: *length 0 when none. */

@@ -76,7 +76,7 @@ final class JPEG2000Decoder: RowDecoder {
         var message = [CChar](repeating: 0, count: 256)
         var opened: OpaquePointer?
         let threads = UInt32(min(4, ProcessInfo.processInfo.activeProcessorCount))
-        let status = cjp2_decoder_open(file.descriptor, nil, UInt64(fileSize), threads, UInt64(bandBudget), &opened, &message, message.count)
+        let status = cjp2_decoder_open(file.descriptor, nil, UInt64(fileSize), 1, threads, UInt64(bandBudget), &opened, &message, message.count)
         guard status == CJP2_OK, let opened else { throw Self.error(status, String(cMessage: message)) }
         handle = opened
         cjp2_decoder_header(opened, &header)
@@ -88,7 +88,7 @@ final class JPEG2000Decoder: RowDecoder {
     static func info(bytes: UnsafeRawBufferPointer) throws(TileError) -> ImageInfo {
         var message = [CChar](repeating: 0, count: 256)
         var opened: OpaquePointer?
-        let status = cjp2_decoder_open(-1, bytes.baseAddress, UInt64(bytes.count), 1, 0, &opened, &message, message.count)
+        let status = cjp2_decoder_open(-1, bytes.baseAddress, UInt64(bytes.count), 0, 1, 0, &opened, &message, message.count)
         guard status == CJP2_OK, let opened else { throw error(status, String(cMessage: message)) }
         defer { cjp2_decoder_destroy(opened) }
         var header = cjp2_header()
