@@ -6,9 +6,9 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 out=.build-fuzz
 mkdir -p "$out"
-if ! dpkg -s libjpeg62-turbo-dev libjpeg-turbo-progs libtiff-dev libtiff-tools netpbm >/dev/null 2>&1; then
+if ! dpkg -s libjpeg62-turbo-dev libjpeg-turbo-progs libtiff-dev libtiff-tools netpbm libopenjp2-7-dev libopenjp2-tools >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg62-turbo-dev libjpeg-turbo-progs libpng-dev \
-    libtiff-dev libtiff-tools netpbm pkg-config >/dev/null
+    libtiff-dev libtiff-tools netpbm libopenjp2-7-dev libopenjp2-tools pkg-config >/dev/null
 fi
 clang=$(command -v clang || echo /opt/swift/usr/bin/clang)
 shim=(Sources/CJpegShim/*.c Sources/CTiffIO/tiff_io.c)
@@ -24,6 +24,10 @@ done
 "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
   -I Sources/CTiffDecoder/include -I Sources/CTiffIO/include Fuzz/tiff_master_fuzz.c Sources/CTiffDecoder/*.c \
   Sources/CTiffIO/tiff_io.c $(pkg-config --cflags --libs libtiff-4) -o "$out/tiff_master_fuzz" 2>"$out/clang.log" \
+  || { cat "$out/clang.log"; exit 1; }
+"$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
+  -I Sources/CJp2Decoder/include -I Sources/CJp2Decoder Fuzz/jp2_master_fuzz.c Sources/CJp2Decoder/*.c \
+  $(pkg-config --cflags --libs libopenjp2) -o "$out/jp2_master_fuzz" 2>"$out/clang.log" \
   || { cat "$out/clang.log"; exit 1; }
 swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/metadata_fuzz.swift \
   Sources/TileCore/{Decoding/{HeaderSegments,EXIFReader,ImageInfo,JPEGHeader},System/{InputFile,SystemCall,BlockingCallCheck},Geometry/ImageOrientation,TileError}.swift \
@@ -102,6 +106,21 @@ if command -v pnmtotiff >/dev/null; then
   tiffcp -c jpeg -r 8 "$master_seeds/rgb.tif" "$master_seeds/ycbcr.tif"
 fi
 command -v vips >/dev/null && [ -f "$png_seeds/rgba.png" ] && vips tiffsave "$png_seeds/rgba.png" "$master_seeds/rgba.tif"
+# JPEG 2000 seeds (jp2_master_fuzz): the seed image as opj_compress and libvips write it (lossless JP2,
+# lossy J2K, tiles, precincts in RPCL order, irreversible, gray, 16-bit; a tiled lossy JP2). Five
+# resolutions: OpenJPEG's default six need a side of at least 32.
+jp2_seeds="$out/jp2-seeds"
+mkdir -p "$jp2_seeds"
+if command -v opj_compress >/dev/null; then
+  opj_compress -i "$out/seed.ppm" -n 5 -o "$jp2_seeds/lossless.jp2" >/dev/null 2>&1
+  opj_compress -i "$out/seed.ppm" -n 5 -o "$jp2_seeds/lossy.j2k" -r 20 >/dev/null 2>&1
+  opj_compress -i "$out/seed.ppm" -n 5 -o "$jp2_seeds/tiled.jp2" -t 16,16 >/dev/null 2>&1
+  opj_compress -i "$out/seed.ppm" -n 5 -o "$jp2_seeds/rpcl.jp2" -c '[16,16]' -p RPCL >/dev/null 2>&1
+  opj_compress -i "$out/seed.ppm" -n 5 -o "$jp2_seeds/irreversible.jp2" -I -r 10 >/dev/null 2>&1
+  ppmtopgm "$out/seed.ppm" >"$out/seed.pgm" && opj_compress -i "$out/seed.pgm" -n 5 -o "$jp2_seeds/gray.jp2" >/dev/null 2>&1
+  pnmdepth 65535 "$out/seed.ppm" >"$out/seed16.ppm" && opj_compress -i "$out/seed16.ppm" -n 5 -o "$jp2_seeds/rgb16.jp2" >/dev/null 2>&1
+fi
+command -v vips >/dev/null && vips copy "$out/seed.ppm" "$jp2_seeds/vips.jp2[Q=50,tile-width=16,tile-height=16]"
 tiler=$(ls .build/*/debug/tiler .build/debug/tiler 2>/dev/null | head -1 || true)
 if [ -n "$tiler" ]; then
   "$tiler" build "$seeds/baseline.jpg" --tile-size 16 --out "$out/seed.tiles" >/dev/null && cp "$out/seed.tiles/pyramid.tif" "$tiff_seeds/tiler.tif"
@@ -110,7 +129,7 @@ fi
 
 status=0
 summary=()
-for target in decoder_fuzz tiff_fuzz tiff_master_fuzz png_fuzz metadata_fuzz; do
+for target in decoder_fuzz tiff_fuzz tiff_master_fuzz jp2_master_fuzz png_fuzz metadata_fuzz; do
   corpus="$out/corpus-$target"
   mkdir -p "$corpus" "$out/crashes"
   log="$out/$target.log"
@@ -118,6 +137,7 @@ for target in decoder_fuzz tiff_fuzz tiff_master_fuzz png_fuzz metadata_fuzz; do
   [ "$target" = tiff_fuzz ] && seed_folder="$tiff_seeds"
   [ "$target" = png_fuzz ] && seed_folder="$png_seeds"
   [ "$target" = tiff_master_fuzz ] && seed_folder="$master_seeds"
+  [ "$target" = jp2_master_fuzz ] && seed_folder="$jp2_seeds"
   ASAN_OPTIONS="quarantine_size_mb=64:allocator_release_to_os_interval_ms=1000" \
   "$out/$target" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$out/crashes/$target-" "$corpus" "$seed_folder" >"$log" 2>&1

@@ -1,6 +1,7 @@
-/* jp2_rows.c: the JPEG 2000 decoder's rows (cjp2_decoder.h): a band of whole rows, decoded a window
- * (a column of tiles) at a time, each by a codec of its own (opj_set_decode_area, then opj_decode:
- * only the code-blocks the window crosses), its samples converted to 8-bit RGBA. */
+/* jp2_rows.c: the JPEG 2000 decoder's rows (cjp2_decoder.h): a band of whole rows (whole rows of
+ * tiles when they fit), decoded a window of whole tile columns at a time, each window by a codec of its
+ * own (opj_set_decode_area, then opj_decode: only the code-blocks the window crosses), its samples
+ * converted to 8-bit RGBA. Codecs are few: each reads the main header again, which costs in tiles. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,24 +10,42 @@
 /* The RGBA band's cap (bytes): a band is never more rows than this many of the image's. */
 #define JP2_RGBA_BAND_CAP ((uint64_t)64 << 20)
 
-/* The width of a window: a tile column's when the image has several, else the image's. */
-static uint32_t window_width(const cjp2_decoder *d) {
+/* The width of a tile column (the image's when it is one tile wide). */
+static uint64_t column_width(const cjp2_decoder *d) {
     return d->header.tiles_across > 1 && d->tile_dx < d->header.width ? d->tile_dx : d->header.width;
 }
 
-/* Rows of the band from row `top`: within the RGBA cap and the samples' budget for one window, and
-   never past the row of tiles. */
+/* The end (reference grid) of the `count`-th tile boundary after `at`, on a grid of `step` from `origin`. */
+static uint64_t boundary(uint64_t origin, uint64_t step, uint64_t at, uint64_t count) {
+    return origin + ((at - origin) / step + count) * step;
+}
+
+/* Rows of the band from row `top`: within the RGBA cap, and within the samples' budget for a window one
+   tile column wide; as many whole rows of tiles as that allows (no tile is then decoded twice), else
+   part of one row of tiles. */
 static uint32_t band_height(const cjp2_decoder *d, uint32_t top) {
     const cjp2_header *h = &d->header;
     uint64_t rows = JP2_RGBA_BAND_CAP / ((uint64_t)h->width * 4);
-    uint64_t by_samples = d->band_budget / ((uint64_t)window_width(d) * (uint64_t)h->components * 4);
+    uint64_t by_samples = d->band_budget / (column_width(d) * (uint64_t)h->components * 4);
     if (by_samples < rows) rows = by_samples;
     if (rows < 1) rows = 1;
-    uint64_t y = (uint64_t)d->y0 + top;
-    uint64_t tile_end = d->tile_dy ? d->tile_y0 + ((y - d->tile_y0) / d->tile_dy + 1) * (uint64_t)d->tile_dy : y + rows;
-    uint64_t end = y + rows < tile_end ? y + rows : tile_end;
-    if (end > (uint64_t)d->y0 + h->height) end = (uint64_t)d->y0 + h->height;
+    uint64_t y = (uint64_t)d->y0 + top, bottom = (uint64_t)d->y0 + h->height;
+    uint64_t tile_rows = rows / d->tile_dy;
+    uint64_t end = tile_rows > 0 ? boundary(d->tile_y0, d->tile_dy, y, tile_rows) : y + rows;
+    uint64_t row_end = boundary(d->tile_y0, d->tile_dy, y, 1);
+    if (tile_rows == 0 && end > row_end) end = row_end;
+    if (end > bottom) end = bottom;
     return (uint32_t)(end - y);
+}
+
+/* Columns of the window from column `x` of a band of `rows` rows: as many whole tile columns as the
+   samples' budget allows (at least one), or the whole width when the image is one tile wide. */
+static uint32_t window_width(const cjp2_decoder *d, uint32_t x, uint32_t rows) {
+    const cjp2_header *h = &d->header;
+    if (column_width(d) >= h->width) return h->width - x;
+    uint64_t columns = d->band_budget / ((uint64_t)rows * (uint64_t)h->components * 4) / d->tile_dx;
+    uint64_t end = boundary(d->tile_x0, d->tile_dx, (uint64_t)d->x0 + x, columns > 0 ? columns : 1) - d->x0;
+    return (uint32_t)((end < h->width ? end : h->width) - x);
 }
 
 /* round(v * 255 / max) for v in 0...max, after a signed sample's offset. */
@@ -90,8 +109,8 @@ static cjp2_status decode_window(cjp2_decoder *d, uint32_t x, uint32_t width, ui
     return status;
 }
 
-/* Decodes the band that starts at row `rows_read`: a window per column of tiles (one when the image
-   is one tile wide), so that no code-block is decoded twice within a row of tiles that fits a band. */
+/* Decodes the band that starts at row `rows_read`, a window of whole tile columns at a time (the
+   whole width when the image is one tile wide). */
 static cjp2_status decode_band(cjp2_decoder *d) {
     const cjp2_header *h = &d->header;
     uint32_t top = d->rows_read, rows = band_height(d, top);
@@ -103,14 +122,10 @@ static cjp2_status decode_band(cjp2_decoder *d) {
         d->band_capacity = needed;
     }
     cjp2_status status = CJP2_OK;
-    int by_tiles = window_width(d) < h->width;
-    for (uint64_t x = 0; x < h->width && status == CJP2_OK;) {
-        /* Columns up to the next tile boundary (tile columns are tile_dx wide from tile_x0). */
-        uint64_t grid = (uint64_t)d->x0 + x;
-        uint64_t end = by_tiles ? d->tile_x0 + ((grid - d->tile_x0) / d->tile_dx + 1) * (uint64_t)d->tile_dx - d->x0 : h->width;
-        if (end > h->width) end = h->width;
-        status = decode_window(d, (uint32_t)x, (uint32_t)(end - x), top, rows);
-        x = end;
+    for (uint32_t x = 0; x < h->width && status == CJP2_OK;) {
+        uint32_t width = window_width(d, x, rows);
+        status = decode_window(d, x, width, top, rows);
+        x += width;
     }
     switch (status) {
     case CJP2_OK:

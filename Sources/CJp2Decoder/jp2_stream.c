@@ -150,6 +150,8 @@ int jp2_read_icc(const jp2_source *s, uint8_t **out, size_t *length) {
     return 1;
 }
 
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
 /* Where the codestream starts: 0 for a bare one, else the contents of the JP2's jp2c box. */
 static int codestream_start(const jp2_source *s, uint64_t *start) {
     uint8_t head[12];
@@ -160,24 +162,29 @@ static int codestream_start(const jp2_source *s, uint64_t *start) {
     }
     uint64_t at = 0, inner, stop;
     uint32_t type;
-    while (read_box(s, at, s->length, &type, &inner, &stop)) {
-        if (type == BOX('j', 'p', '2', 'c')) {
-            *start = inner;
+    uint8_t box[8];
+    /* The jp2c box as OpenJPEG takes it: whatever length it declares (past the data, too). */
+    while (read_at(s, at, box, 8)) {
+        if (be32(box + 4) == BOX('j', 'p', '2', 'c')) {
+            *start = at + (be32(box) == 1 ? 16 : 8);
             return 1;
         }
+        if (!read_box(s, at, s->length, &type, &inner, &stop)) return 0;
         at = stop;
     }
     return 0;
 }
-
-static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
 int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capacity) {
     uint64_t start;
     uint8_t siz[2 + 2 + 2 + 2 + 32 + 2];
     /* SOC, then SIZ: Lsiz, Rsiz, Xsiz, Ysiz, XOsiz, YOsiz, XTsiz, YTsiz, XTOsiz, YTOsiz, Csiz. */
     if (!codestream_start(s, &start) || !read_at(s, start, siz, sizeof siz)) return 1; /* OpenJPEG says what is missing */
-    if (siz[0] != 0xFF || siz[1] != 0x4F || siz[2] != 0xFF || siz[3] != 0x51) return 1;
+    if (siz[0] != 0xFF || siz[1] != 0x4F) return 1; /* not a codestream: OpenJPEG refuses it */
+    if (siz[2] != 0xFF || siz[3] != 0x51) { /* OpenJPEG would skip to a SIZ further on */
+        snprintf(message, capacity, "the JPEG 2000 codestream's SIZ marker does not follow its SOC");
+        return 0;
+    }
     const uint8_t *f = siz + 8;
     uint64_t x = be32(f), y = be32(f + 4), x0 = be32(f + 8), y0 = be32(f + 12);
     uint64_t tw = be32(f + 16), th = be32(f + 20), tx0 = be32(f + 24), ty0 = be32(f + 28);

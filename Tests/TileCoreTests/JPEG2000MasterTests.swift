@@ -32,6 +32,8 @@ struct JPEG2000MasterTests {
         Kind(name: "RGB 12-bit lossless", channels: 3, maxValue: 4095),
         Kind(name: "RGBA lossless", channels: 3, alpha: true, options: ["-t", "128,64"]),
         Kind(name: "gray+alpha lossless J2K", channels: 1, alpha: true, suffix: "j2k"),
+        // 15,351 tiles: windows of many tile columns each (one codec per tile would read the main header 15,351 times).
+        Kind(name: "gray, 1x4 tiles", channels: 1, suffix: "j2k", options: ["-t", "1,4", "-n", "1"]),
     ]
 
     static func folder() throws -> String {
@@ -211,6 +213,17 @@ struct JPEG2000MasterTests {
         var five = codestream
         five[41] = 5
         #expect(thrownCode { try TileBuilder.build(data: five) } == .unsupported)
+        // Found by jp2_master_fuzz: a JP2 whose jp2c box claims more bytes than the file has, declaring
+        // 65,535 tiles in 171 bytes (OpenJPEG took 776 MB on it), and a codestream with a marker between
+        // SOC and SIZ (184 MB): both refused before OpenJPEG allocates.
+        let found = [
+            "AAAADGpQICANCocKAAAAFGZ0eXBqcDIgAAAAAGpwMiAAAAAtanAyaAAAABZpaGRyAAABAQAAAP8AAwcHAAAAAAAPY29scgEAAAAAABAAAQAAanAyY/9P/1EALwEAAAAA/wAAAQEAAAAAAAAAAAAAAAEAAAABAAAAAAAAAAAAAwcBAQcBAQoBAf9SAAwAAAABAQQEBAAB/1wAEEBASEhQSEhQSEguNS4w/5DZ",
+            "/0//T/9RAC8BABAAACUAAAAdAAAAAQAAAAAAAEQlAAAAHQAAAAAAAAAAAAMHAQEHAQEKAQH/UgAMAAAAAQEEBAQAAf9cABBAQEhIUEhIUEhILjUuMP+Q2Q==",
+        ]
+        for text in found {
+            let bytes = try #require(Data(base64Encoded: text))
+            #expect(thrownCode { try TileBuilder.build(data: bytes) } == .corrupt)
+        }
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15  // a fixed sequence: the same flips every run
         func next(_ bound: Int) -> Int {
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407

@@ -4,10 +4,10 @@
  *
  * The decoder reads a file it does not own (the master's own, or a spool of its bytes) or bytes in
  * memory it does not own, through pread: nothing is read into memory whole but what OpenJPEG keeps of
- * the tiles a band crosses (for an image of one tile, that tile's compressed bytes). Each band is a
- * window of whole rows (never across a row of tiles; at most about 48 MiB of OpenJPEG's 32-bit
- * samples a window by default), decoded a column of tiles at a time, each window by an OpenJPEG codec of
- * its own: only the code-blocks it crosses are decoded. */
+ * the tiles a band crosses (for an image of one tile, that tile's compressed bytes). A band is whole
+ * rows of tiles when they fit (else part of one row of tiles), at most 64 MiB of RGBA, decoded in
+ * windows of whole tile columns of at most 48 MiB of OpenJPEG's 32-bit samples by default, each by an
+ * OpenJPEG codec of its own: only the code-blocks a window crosses are decoded. */
 #ifndef CJP2_DECODER_H
 #define CJP2_DECODER_H
 
