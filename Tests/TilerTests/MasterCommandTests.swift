@@ -46,6 +46,15 @@ struct MasterCommandTests {
             let info = try ImageInfo.read(data: Data(contentsOf: URL(fileURLWithPath: "\(folder)/\(name).jpg")))
             #expect(info.format == .jpeg && info.width == 20 && info.height == 15)
         }
+        // A JPEG 2000 (when OpenJPEG's tools are installed): info from its header, a build, a thumbnail.
+        if Tools.have("opj_compress") {
+            _ = try Tools.run("opj_compress", ["-i", "\(folder)/ramp.ppm", "-o", "\(folder)/m.jp2", "-t", "16,16", "-n", "3"])
+            let jp2 = try TilerCommandTests.run(["info", "m.jp2"], in: folder)
+            #expect(jp2.status == 0 && jp2.stdout.contains("m.jp2: JPEG2000, 40x30, 3 components, rgb, 8-bit"), "\(jp2)")
+            #expect(jp2.stdout.contains("JPEG 2000: JP2 file, 6 tiles of 16x16, 3 resolution levels"), "\(jp2)")
+            #expect(try TilerCommandTests.run(["build", "m.jp2", "--out", "j.tiles"], in: folder).status == 0)
+            #expect(try TilerCommandTests.run(["thumb", "m.jp2", "--max-edge", "20", "--out", "j.jpg"], in: folder).status == 0)
+        }
         // Pages: the second of two, and one past the last.
         _ = try Tools.run("tiffcp", ["\(folder)/m.tif", "\(folder)/m.tif", "\(folder)/pages.tif"])
         #expect(try TilerCommandTests.run(["build", "pages.tif", "--page", "1", "--out", "p.tiles"], in: folder).status == 0)
