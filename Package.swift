@@ -63,17 +63,19 @@ let package = Package(
             dependencies: ["CLibJPEG", "CLibPNG", "CLibTIFF", "CTiffIO"],
             cSettings: [.define("_GNU_SOURCE")]
         ),
+        // Anonymous spool files: the one maker, for the master decoders and TileCore's MasterFile.
+        .target(name: "CSpool", cSettings: [.define("_GNU_SOURCE")]),
         // PNG masters: libpng's progressive reader behind a push decoder of RGBA rows (TileCore's PNGDecoder).
-        .target(name: "CPngDecoder", dependencies: ["CLibPNG"], cSettings: [.define("_GNU_SOURCE")]),
+        .target(name: "CPngDecoder", dependencies: ["CLibPNG", "CSpool"], cSettings: [.define("_GNU_SOURCE")]),
         // TIFF masters: libtiff's strip, scanline and tile reads behind a decoder of RGBA rows (TileCore's TIFFDecoder).
-        .target(name: "CTiffDecoder", dependencies: ["CLibTIFF", "CTiffIO"], cSettings: [.define("_GNU_SOURCE")]),
+        .target(name: "CTiffDecoder", dependencies: ["CLibTIFF", "CTiffIO", "CSpool"], cSettings: [.define("_GNU_SOURCE")]),
         // JPEG 2000 masters: OpenJPEG's windowed decode behind a decoder of RGBA rows (TileCore's JPEG2000Decoder).
         .target(name: "CJp2Decoder", dependencies: ["CLibOpenJPEG"], cSettings: [.define("_GNU_SOURCE")]),
         // libjpeg's ordinary whole-image decode, for tests and benchmarks to compare with: not shipped.
         .target(name: "CJpegReference", dependencies: ["CLibJPEG", "CLibPNG"]),
         .target(
             name: "TileCore",
-            dependencies: ["CJpegShim", "CPngDecoder", "CTiffDecoder", "CJp2Decoder", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: ["CJpegShim", "CPngDecoder", "CTiffDecoder", "CJp2Decoder", "CSpool", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .target(

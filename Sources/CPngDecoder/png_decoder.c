@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cpng_decoder.h"
+#include "cspool.h"
 
 /* Compressed bytes handed to libpng at a time: the rows one piece inflates to (at most about 1,000
    times its size) bound the overflow. */
@@ -272,14 +273,7 @@ static cpng_status make_spool(cpng_decoder *d) {
         errno = ENOMEM;
         return CPNG_ERR_NOMEM;
     }
-    int fd = open(d->spool_directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
-        char path[4096];
-        if (snprintf(path, sizeof path, "%s/.png-spool-XXXXXX", d->spool_directory) < (int)sizeof path) {
-            fd = mkostemp(path, O_CLOEXEC);
-            if (fd >= 0) unlink(path);
-        }
-    }
+    int fd = cspool_create(d->spool_directory);
     if (fd < 0 || bytes > (uint64_t)INT64_MAX || ftruncate(fd, (off_t)bytes) != 0) {
         int number = fd < 0 || errno ? errno : EFBIG;
         if (fd >= 0) close(fd);

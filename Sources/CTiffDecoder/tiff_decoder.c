@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cspool.h"
 #include "decoder_internal.h"
 
 /* libtiff's cap on one allocation (a strip's compressed bytes read whole, a colour map, ...). */
@@ -25,26 +26,12 @@ ctiff_status ctiff_fail(ctiff_decoder *d, ctiff_status status, const char *forma
     return status;
 }
 
-/* An anonymous file in `directory`: O_TMPFILE where the file system has it, else made and unlinked. */
-static int make_spool(const char *directory) {
-    int fd = open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/.tiff-spool-XXXXXX", directory) >= (int)sizeof path) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    fd = mkostemp(path, O_CLOEXEC);
-    if (fd >= 0) unlink(path);
-    return fd;
-}
-
 ctiff_status ctiff_decoder_create(const char *path, const char *spool_directory, uint32_t page,
                                   ctiff_decoder **out, int *error_number) {
     if (!out || (!path && !spool_directory)) return CTIFF_ERR_ARGUMENT;
     *out = NULL;
     /* Non-blocking, so that a FIFO at the path is never waited on: only a regular file is read. */
-    int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : make_spool(spool_directory);
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : cspool_create(spool_directory);
     if (fd < 0) {
         if (error_number) *error_number = errno;
         return CTIFF_ERR_IO;

@@ -64,10 +64,6 @@ typedef enum {
 
 /** Frees memory the shim returned to the caller (encoded bytes, tables). */
 void cjs_free(void *pointer);
-
-/** An anonymous file in `directory` for the caller to own: O_TMPFILE where the file system has it,
-    else a file made and unlinked at once. The descriptor (close-on-exec), or -1 with errno set. */
-int32_t cjs_spool_create(const char *directory);
 /** Loads a progress entry (acquire order). */
 uint32_t cjs_load_progress(const uint32_t *entry);
 /** Stores a progress entry (release order): for counters the caller keeps itself (previews). */

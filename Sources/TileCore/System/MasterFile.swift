@@ -1,4 +1,4 @@
-internal import CJpegShim
+internal import CSpool
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,10 +15,19 @@ final class MasterFile {
     private(set) var bytesFed = 0
     private(set) var hasEnded = false
 
-    /// The master's own file at `path`, opened without blocking (a FIFO fails at once).
-    /// - Throws: ``TileError/Code/invalidStore`` when it is not a regular file, ``TileError/Code/io``.
+    /// The master's own file at `path` (through a symlink too, as a TIFF master is read), opened
+    /// without blocking (a FIFO fails at once).
+    /// - Throws: ``TileError/Code/invalidArgument`` when it is not a regular file, ``TileError/Code/io``.
     init(path: String) throws(TileError) {
-        descriptor = try SystemCall.openRegularFile(path)
+        BlockingCallCheck.check("open \(path)")
+        let fd = SystemCall.retrying { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
+        guard fd >= 0 else { throw SystemCall.error("cannot open", path: path) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            SystemCall.close([fd])
+            throw TileError(.invalidArgument, "\(path) is not a regular file")
+        }
+        descriptor = fd
         isSpool = false
         name = path
     }
@@ -28,7 +37,7 @@ final class MasterFile {
     /// - Throws: ``TileError/Code/io``.
     init(spoolIn directory: String) throws(TileError) {
         BlockingCallCheck.check("create a spool file in \(directory)")
-        let fd = SystemCall.retrying { cjs_spool_create(directory) }
+        let fd = SystemCall.retrying { cspool_create(directory) }
         guard fd >= 0 else { throw SystemCall.error("cannot make a spool file in", path: directory) }
         descriptor = fd
         isSpool = true

@@ -1,13 +1,13 @@
-/* spool.c: anonymous spool files for the masters read out of order (cjs_common.h). */
+/* spool.c: anonymous spool files (cspool.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cjpeg_shim.h"
+#include "cspool.h"
 
-int32_t cjs_spool_create(const char *directory) {
+int32_t cspool_create(const char *directory) {
     int fd = open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
     char path[4096];
