@@ -1,6 +1,7 @@
 /* jp2_decoder.c: JPEG 2000 masters through OpenJPEG (cjp2_decoder.h): the header, then bands of rows,
  * each decoded by a codec of its own over a window of the image, converted to RGBA. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +45,16 @@ cjp2_status jp2_open_codec(cjp2_decoder *d, opj_codec_t **codec, opj_stream_t **
     opj_set_default_decoder_parameters(&parameters);
     if (!opj_setup_decoder(*codec, &parameters)) return CJP2_ERR_CORRUPT;
     if (d->threads > 1 && opj_has_thread_support()) opj_codec_set_threads(*codec, (int)d->threads);
-    if (!opj_read_header(*stream, *codec, image)) return d->cursor.short_read ? CJP2_ERR_TRUNCATED : CJP2_ERR_CORRUPT;
+    if (!opj_read_header(*stream, *codec, image)) return jp2_failure(d);
     return CJP2_OK;
+}
+
+cjp2_status jp2_failure(const cjp2_decoder *d) {
+    if (d->cursor.io_error) return CJP2_ERR_IO;
+    /* Bytes asked for past the end, or a tile-part longer than what is left (OpenJPEG's words). */
+    if (d->cursor.short_read || strstr(d->opj_message, "stream length") || strstr(d->opj_message, "Stream too short"))
+        return CJP2_ERR_TRUNCATED;
+    return CJP2_ERR_CORRUPT;
 }
 
 void jp2_close_codec(opj_codec_t *codec, opj_stream_t *stream, opj_image_t *image) {
@@ -54,12 +63,35 @@ void jp2_close_codec(opj_codec_t *codec, opj_stream_t *stream, opj_image_t *imag
     if (stream) opj_stream_destroy(stream);
 }
 
+/* The colour of `components` components from the JP2's boxes and OpenJPEG's colour space (-1: none):
+   gray, gray + alpha, RGB, RGB + alpha or CMYK; the ICC profile kept. Palettes and YCC are refused.
+   OpenJPEG 2.5.0 tells the colour space and the profile only after a decode: the boxes are read. */
+static cjp2_status classify(cjp2_decoder *d, uint32_t components, int space) {
+    cjp2_header *h = &d->header;
+    jp2_colour colour = {0};
+    if (h->is_jp2 && !jp2_read_colour(&d->source, &colour))
+        return jp2_fail(d, CJP2_ERR_NOMEM, "out of memory for the ICC profile");
+    d->icc = colour.icc;
+    d->icc_length = colour.icc_length;
+    if (colour.has_palette)
+        return jp2_fail(d, CJP2_ERR_UNSUPPORTED, "JPEG 2000 images with a palette (pclr) are not read");
+    int ycc = space == OPJ_CLRSPC_SYCC || space == OPJ_CLRSPC_EYCC ||
+              (colour.method == 1 && (colour.enumerated == 18 || colour.enumerated == 24));
+    if (ycc) return jp2_fail(d, CJP2_ERR_UNSUPPORTED, "JPEG 2000 images in YCC (not sRGB, gray or CMYK) are not read");
+    int cmyk = space == OPJ_CLRSPC_CMYK || (colour.method == 1 && colour.enumerated == 12);
+    h->is_cmyk = cmyk && components == 4;
+    h->is_gray = components <= 2;
+    h->has_alpha = !h->is_cmyk && (components == 2 || components == 4);
+    return CJP2_OK;
+}
+
 /* What this decoder reads: 1 to 4 components of the image's full size, 1 to 16 bits. */
 static cjp2_status describe(cjp2_decoder *d, opj_codec_t *codec, const opj_image_t *image) {
     cjp2_header *h = &d->header;
-    if (image->x1 <= image->x0 || image->y1 <= image->y0 || image->x1 - image->x0 > (1u << 31) ||
-        image->y1 - image->y0 > (1u << 31))
-        return jp2_fail(d, CJP2_ERR_CORRUPT, "the JPEG 2000 image has no size, or one past 2^31");
+    if (image->x1 <= image->x0 || image->y1 <= image->y0)
+        return jp2_fail(d, CJP2_ERR_CORRUPT, "the JPEG 2000 image has no size");
+    if (image->x1 > INT32_MAX || image->y1 > INT32_MAX) /* OpenJPEG's decode areas are signed 32-bit */
+        return jp2_fail(d, CJP2_ERR_UNSUPPORTED, "JPEG 2000 images reaching past 2^31 on the reference grid are not read");
     if (image->numcomps < 1 || image->numcomps > 4)
         return jp2_fail(d, CJP2_ERR_UNSUPPORTED, "JPEG 2000 images of %u components are not read (1 to 4)", image->numcomps);
     for (uint32_t c = 0; c < image->numcomps; c++) {
@@ -71,16 +103,16 @@ static cjp2_status describe(cjp2_decoder *d, opj_codec_t *codec, const opj_image
         d->precision[c] = (int)comp->prec;
         d->is_signed[c] = comp->sgnd != 0;
     }
-    if (image->color_space == OPJ_CLRSPC_SYCC || image->color_space == OPJ_CLRSPC_EYCC)
-        return jp2_fail(d, CJP2_ERR_UNSUPPORTED, "JPEG 2000 images in YCC (not sRGB, gray or CMYK) are not read");
+    cjp2_status status = classify(d, image->numcomps, image->color_space);
+    if (status != CJP2_OK) return status;
     d->x0 = image->x0;
     d->y0 = image->y0;
-    *h = (cjp2_header){.width = image->x1 - image->x0, .height = image->y1 - image->y0,
-                       .components = (int32_t)image->numcomps, .precision = d->precision[0],
-                       .is_signed = d->is_signed[0], .is_jp2 = h->is_jp2, .color_space = image->color_space};
-    h->is_cmyk = image->color_space == OPJ_CLRSPC_CMYK && image->numcomps == 4;
-    h->is_gray = image->numcomps <= 2;
-    h->has_alpha = !h->is_cmyk && (image->numcomps == 2 || image->numcomps == 4);
+    h->width = image->x1 - image->x0;
+    h->height = image->y1 - image->y0;
+    h->components = (int32_t)image->numcomps;
+    h->precision = d->precision[0];
+    h->is_signed = d->is_signed[0];
+    h->color_space = image->color_space;
     opj_codestream_info_v2_t *info = opj_get_cstr_info(codec);
     if (!info) return jp2_fail(d, CJP2_ERR_NOMEM, "out of memory reading the JPEG 2000 header");
     h->tile_width = info->tdx;
@@ -93,9 +125,34 @@ static cjp2_status describe(cjp2_decoder *d, opj_codec_t *codec, const opj_image
     d->tile_y0 = info->ty0;
     d->tile_dy = info->tdy ? info->tdy : h->height;
     opj_destroy_cstr_info(&info);
-    if (h->is_jp2 && !jp2_read_icc(&d->source, &d->icc, &d->icc_length))
-        return jp2_fail(d, CJP2_ERR_NOMEM, "out of memory for the ICC profile");
     return CJP2_OK;
+}
+
+/* The header of data that may be only a file's beginning, from its markers and boxes, without
+   OpenJPEG (which allocates by the tile count before anything can be checked against the file). */
+static cjp2_status read_header_only(cjp2_decoder *d) {
+    jp2_markers m;
+    int read = jp2_read_markers(&d->source, &m, d->message, sizeof d->message);
+    if (read != 1) {
+        cjp2_status status = read == 2 ? CJP2_ERR_TRUNCATED : read < 0 ? CJP2_ERR_UNSUPPORTED : CJP2_ERR_CORRUPT;
+        return jp2_fail(d, status, "%s", read == 2 ? "the JPEG 2000 data ends inside its header" : d->message);
+    }
+    if (m.x1 > INT32_MAX || m.y1 > INT32_MAX)
+        return jp2_fail(d, CJP2_ERR_UNSUPPORTED, "JPEG 2000 images reaching past 2^31 on the reference grid are not read");
+    cjp2_header *h = &d->header;
+    h->width = m.x1 - m.x0;
+    h->height = m.y1 - m.y0;
+    h->components = (int32_t)m.components;
+    h->precision = m.precision[0];
+    h->is_signed = m.is_signed[0];
+    h->color_space = -1;
+    h->tile_width = m.tile_width;
+    h->tile_height = m.tile_height;
+    h->tiles_across = (uint32_t)(((uint64_t)m.x1 - m.tile_x0 + m.tile_width - 1) / m.tile_width);
+    h->tiles_down = (uint32_t)(((uint64_t)m.y1 - m.tile_y0 + m.tile_height - 1) / m.tile_height);
+    h->resolutions = m.resolutions;
+    d->header_only = 1;
+    return classify(d, m.components, -1);
 }
 
 cjp2_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, int32_t complete, uint32_t threads,
@@ -108,11 +165,22 @@ cjp2_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, in
     d->cursor.source = &d->source;
     d->threads = threads;
     d->band_budget = band_budget ? band_budget : JP2_BAND_BUDGET;
+    d->complete = complete;
     /* The first bytes tell a JP2 file from a bare codestream. */
     uint8_t head[12] = {0};
     if (bytes) memcpy(head, bytes, length < sizeof head ? (size_t)length : sizeof head);
     else if (pread(fd, head, sizeof head, 0) < 0) head[0] = 0xFF;
     d->header.is_jp2 = jp2_is_jp2(head, length < sizeof head ? (size_t)length : sizeof head);
+    if (!complete) {
+        cjp2_status status = read_header_only(d);
+        if (status != CJP2_OK) {
+            if (message && capacity) snprintf(message, capacity, "%s", d->message);
+            cjp2_decoder_destroy(d);
+            return status;
+        }
+        *out = d;
+        return CJP2_OK;
+    }
     int size = jp2_check_size(&d->source, complete, d->message, sizeof d->message);
     if (size != 1) {
         d->failure = size < 0 ? CJP2_ERR_UNSUPPORTED : size == 2 ? CJP2_ERR_TRUNCATED : CJP2_ERR_CORRUPT;
@@ -127,6 +195,7 @@ cjp2_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, in
     cjp2_status status = jp2_open_codec(d, &codec, &stream, &image);
     if (status != CJP2_OK)
         jp2_fail(d, status, "%s", status == CJP2_ERR_NOMEM ? "out of memory"
+                              : status == CJP2_ERR_IO ? "the JPEG 2000 file cannot be read"
                               : status == CJP2_ERR_TRUNCATED ? "the JPEG 2000 data ends inside its header"
                               : d->opj_message[0] ? d->opj_message : "OpenJPEG cannot read the JPEG 2000 header");
     else
@@ -158,6 +227,8 @@ void cjp2_decoder_icc_profile(const cjp2_decoder *d, const void **bytes, size_t 
 uint32_t cjp2_decoder_rows_read(const cjp2_decoder *d) { return d->rows_read; }
 
 uint64_t cjp2_decoder_band_bytes(const cjp2_decoder *d) { return d->band_bytes; }
+
+int32_t cjp2_decoder_error_number(const cjp2_decoder *d) { return d->cursor.io_error; }
 
 void cjp2_decoder_copy_message(const cjp2_decoder *d, char *out, size_t capacity) {
     if (out && capacity) snprintf(out, capacity, "%s", d->message);

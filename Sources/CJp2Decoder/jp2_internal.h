@@ -17,8 +17,8 @@ typedef struct {
 typedef struct {
     const jp2_source *source;
     uint64_t position;
-    int short_read; /* a read stopped at the end of the data */
-    int io_error;
+    int short_read; /* OpenJPEG asked for bytes past the end of the data */
+    int io_error;   /* a read failed: its errno */
 } jp2_cursor;
 
 /* OpenJPEG's 32-bit samples a band may hold at most (its window is cut to fit). */
@@ -45,6 +45,8 @@ struct cjp2_decoder {
     cjp2_status failure;
     char message[256];
     char opj_message[256];     /* OpenJPEG's first error */
+    int complete;              /* the data is the whole file */
+    int header_only;           /* opened from the markers only: no rows */
 };
 
 /* Records the first failure (status and message) and returns `status`. */
@@ -54,18 +56,46 @@ cjp2_status jp2_fail(cjp2_decoder *d, cjp2_status status, const char *format, ..
 cjp2_status jp2_open_codec(cjp2_decoder *d, opj_codec_t **codec, opj_stream_t **stream, opj_image_t **image);
 void jp2_close_codec(opj_codec_t *codec, opj_stream_t *stream, opj_image_t *image);
 
+/* Why OpenJPEG failed: CJP2_ERR_IO (a read failed), CJP2_ERR_TRUNCATED (it wanted bytes past the end,
+   or found a tile-part longer than the data), else CJP2_ERR_CORRUPT. */
+cjp2_status jp2_failure(const cjp2_decoder *d);
+
 /* A new OpenJPEG stream over `cursor` (its position reset), or NULL when out of memory. */
 opj_stream_t *jp2_stream_create(jp2_cursor *cursor);
 
-/* A JP2's ICC profile: the first colr box of its jp2h box when that box's method is 2 (an ICC
-   profile), malloc'd into *out (OpenJPEG gives it only after a decode). 0 when out of memory. */
-int jp2_read_icc(const jp2_source *source, uint8_t **out, size_t *length);
+/* What a JP2's jp2h box says of colour, read from the boxes (OpenJPEG 2.5.0 gives the colour space and
+   the ICC profile only after a decode). */
+typedef struct {
+    int method;        /* the first colr box's METH: 1 enumerated, 2 an ICC profile; 0 when none */
+    uint32_t enumerated; /* EnumCS with method 1: 16 sRGB, 17 gray, 18 sYCC, 24 e-sYCC, 12 CMYK */
+    uint8_t *icc;      /* malloc'd; the caller frees it */
+    size_t icc_length;
+    int has_palette;   /* a pclr box: components are palette indices */
+    int has_channel_definitions; /* a cdef box */
+} jp2_colour;
+
+/* Fills *colour from the JP2's boxes (all zero for a bare codestream). 0 when out of memory. */
+int jp2_read_colour(const jp2_source *source, jp2_colour *colour);
 
 /* Checks the codestream's SIZ marker before OpenJPEG allocates by it: 1 to 4 components (-1 when
    not: unsupported), and no more tiles than the bytes can hold (when not: 0, corrupt, for `complete`
-   data; 2, more bytes needed, for a beginning). 1 when it passes, or when the marker cannot be found
-   (OpenJPEG then says why). */
+   data; 2, more bytes needed, for a beginning). 2 too when the data ends before the SIZ marker; 1
+   when it passes. */
 int jp2_check_size(const jp2_source *source, int complete, char *message, size_t capacity);
+
+/* The main header's SIZ and COD, read without OpenJPEG. */
+typedef struct {
+    uint32_t x0, y0, x1, y1;
+    uint32_t tile_x0, tile_y0, tile_width, tile_height;
+    uint32_t components;
+    int precision[4];
+    int is_signed[4];
+    int resolutions;
+} jp2_markers;
+
+/* Reads the codestream's SIZ and COD markers (from a JP2's jp2c box): 1, or 2 when the bytes end before
+   them, 0 when they are not valid (corrupt), -1 for what is not read (message in `message`). */
+int jp2_read_markers(const jp2_source *source, jp2_markers *markers, char *message, size_t capacity);
 
 /* Whether the data is a JP2 file (1) or a bare codestream (0). */
 int jp2_is_jp2(const uint8_t *head, size_t length);

@@ -112,10 +112,14 @@ static cjp2_status decode_window(cjp2_decoder *d, uint32_t x, uint32_t width, ui
         if (!opj_set_decode_area(codec, image, x0, y0, x0 + (OPJ_INT32)width, y0 + (OPJ_INT32)rows))
             status = CJP2_ERR_CORRUPT;
         else if (!opj_decode(codec, stream, image))
-            status = d->cursor.short_read ? CJP2_ERR_TRUNCATED : CJP2_ERR_CORRUPT;
+            status = jp2_failure(d);
     }
+    /* What came out is what the header said (no palette or channel mapping changed the components). */
+    if (status == CJP2_OK && image->numcomps != (OPJ_UINT32)h->components) status = CJP2_ERR_CORRUPT;
     for (int c = 0; status == CJP2_OK && c < h->components; c++)
-        if (!image->comps[c].data || image->comps[c].w != width || image->comps[c].h != rows) status = CJP2_ERR_CORRUPT;
+        if (!image->comps[c].data || image->comps[c].w != width || image->comps[c].h != rows ||
+            (int)image->comps[c].prec != d->precision[c])
+            status = CJP2_ERR_CORRUPT;
     if (status == CJP2_OK) {
         uint64_t bytes = (uint64_t)width * rows * (uint64_t)h->components * 4;
         if (bytes > d->band_bytes) d->band_bytes = bytes;
@@ -150,6 +154,7 @@ static cjp2_status decode_band(cjp2_decoder *d) {
         return CJP2_OK;
     case CJP2_ERR_NOMEM: return jp2_fail(d, status, "out of memory decoding rows %u to %u", top, top + rows);
     case CJP2_ERR_TRUNCATED: return jp2_fail(d, status, "the JPEG 2000 data ends before row %u", top);
+    case CJP2_ERR_IO: return jp2_fail(d, status, "the JPEG 2000 file cannot be read (rows %u to %u)", top, top + rows);
     default:
         return jp2_fail(d, CJP2_ERR_CORRUPT, "rows %u to %u cannot be decoded: %s", top, top + rows,
                         d->opj_message[0] ? d->opj_message : "OpenJPEG refused them");
@@ -159,6 +164,7 @@ static cjp2_status decode_band(cjp2_decoder *d) {
 cjp2_status cjp2_decoder_read_rows(cjp2_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows) {
     *rows = 0;
     if (d->failure != CJP2_OK) return d->failure;
+    if (d->header_only) return CJP2_ERR_STATE;
     if (!rgba || stride < (size_t)d->header.width * 4) return CJP2_ERR_ARGUMENT;
     while (*rows < max_rows && d->rows_read < d->header.height) {
         if (d->rows_read >= d->band_top + d->band_rows) {

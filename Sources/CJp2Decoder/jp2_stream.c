@@ -10,20 +10,18 @@ static OPJ_SIZE_T stream_read(void *buffer, OPJ_SIZE_T size, void *user) {
     jp2_cursor *c = user;
     const jp2_source *s = c->source;
     if (c->position >= s->length) {
-        c->short_read = 1;
+        c->short_read = 1; /* OpenJPEG wants bytes past the end: the data ends early */
         return (OPJ_SIZE_T)-1; /* OpenJPEG's end of stream */
     }
     uint64_t left = s->length - c->position;
     size_t wanted = size < left ? size : (size_t)left;
-    if (wanted < size) c->short_read = 1;
     if (!s->bytes) {
         size_t done = 0;
         while (done < wanted) {
             ssize_t n = pread(s->fd, (uint8_t *)buffer + done, wanted - done, (off_t)(c->position + done));
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) {
-                if (n < 0) c->io_error = errno;
-                c->short_read = 1;
+                c->io_error = n < 0 ? errno : EIO; /* the file is shorter than it was, or failed */
                 break;
             }
             done += (size_t)n;
@@ -96,6 +94,8 @@ static int read_at(const jp2_source *s, uint64_t offset, void *out, size_t count
     return 1;
 }
 
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
 /* A box header at `offset` within [offset, end): its type, where its contents start and end. */
 static int read_box(const jp2_source *s, uint64_t offset, uint64_t end, uint32_t *type, uint64_t *start, uint64_t *stop) {
     uint8_t h[16];
@@ -118,28 +118,39 @@ static int read_box(const jp2_source *s, uint64_t offset, uint64_t end, uint32_t
 
 #define BOX(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
 
-int jp2_read_icc(const jp2_source *s, uint8_t **out, size_t *length) {
-    *out = NULL;
-    *length = 0;
+/* The first colr box's method, enumerated colour space and ICC profile; whether jp2h holds a palette. */
+static int read_colour_box(const jp2_source *s, uint64_t start, uint64_t stop, jp2_colour *colour) {
+    uint8_t head[7];
+    if (stop - start < 3 || !read_at(s, start, head, stop - start >= 7 ? 7 : 3)) return 1;
+    colour->method = head[0];
+    if (head[0] == 1 && stop - start >= 7) colour->enumerated = be32(head + 3);
+    if (head[0] != 2 || stop - start - 3 > (16u << 20)) return 1;
+    size_t count = (size_t)(stop - start - 3);
+    if (!(colour->icc = malloc(count))) return 0;
+    if (!read_at(s, start + 3, colour->icc, count)) {
+        free(colour->icc);
+        colour->icc = NULL;
+        return 1;
+    }
+    colour->icc_length = count;
+    return 1;
+}
+
+int jp2_read_colour(const jp2_source *s, jp2_colour *colour) {
+    memset(colour, 0, sizeof *colour);
     uint64_t at = 0, start, stop;
     uint32_t type;
     while (read_box(s, at, s->length, &type, &start, &stop) && type != BOX('j', 'p', '2', 'c')) {
         if (type == BOX('j', 'p', '2', 'h')) {
             uint64_t inner = start, inner_start, inner_stop;
+            int seen_colour = 0;
             while (read_box(s, inner, stop, &type, &inner_start, &inner_stop)) {
-                uint8_t method;
-                if (type == BOX('c', 'o', 'l', 'r')) { /* the first colr box is the one that counts */
-                    if (!read_at(s, inner_start, &method, 1) || method != 2 || inner_stop - inner_start <= 3) return 1;
-                    uint64_t count = inner_stop - inner_start - 3;
-                    if (count > (16u << 20)) return 1;
-                    if (!(*out = malloc((size_t)count))) return 0;
-                    if (!read_at(s, inner_start + 3, *out, (size_t)count)) {
-                        free(*out);
-                        *out = NULL;
-                        return 1;
-                    }
-                    *length = (size_t)count;
-                    return 1;
+                if (type == BOX('p', 'c', 'l', 'r')) colour->has_palette = 1;
+                if (type == BOX('c', 'd', 'e', 'f')) colour->has_channel_definitions = 1;
+                /* The first colr box is the one that counts. */
+                if (type == BOX('c', 'o', 'l', 'r') && !seen_colour) {
+                    seen_colour = 1;
+                    if (!read_colour_box(s, inner_start, inner_stop, colour)) return 0;
                 }
                 inner = inner_stop;
             }
@@ -149,8 +160,6 @@ int jp2_read_icc(const jp2_source *s, uint8_t **out, size_t *length) {
     }
     return 1;
 }
-
-static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
 /* Where the codestream starts: 0 for a bare one, else the contents of the JP2's jp2c box. */
 static int codestream_start(const jp2_source *s, uint64_t *start) {
@@ -179,7 +188,12 @@ int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capa
     uint64_t start;
     uint8_t siz[2 + 2 + 2 + 2 + 32 + 2];
     /* SOC, then SIZ: Lsiz, Rsiz, Xsiz, Ysiz, XOsiz, YOsiz, XTsiz, YTsiz, XTOsiz, YTOsiz, Csiz. */
-    if (!codestream_start(s, &start) || !read_at(s, start, siz, sizeof siz)) return 1; /* OpenJPEG says what is missing */
+    /* No codestream yet, or one that ends before its SIZ: the data is cut (OpenJPEG would call a JP2
+       whose boxes end early corrupt). */
+    if (!codestream_start(s, &start) || !read_at(s, start, siz, sizeof siz)) {
+        snprintf(message, capacity, "the JPEG 2000 data ends before its codestream's header");
+        return 2;
+    }
     if (siz[0] != 0xFF || siz[1] != 0x4F) return 1; /* not a codestream: OpenJPEG refuses it */
     if (siz[2] != 0xFF || siz[3] != 0x51) { /* OpenJPEG would skip to a SIZ further on */
         snprintf(message, capacity, "the JPEG 2000 codestream's SIZ marker does not follow its SOC");
@@ -189,7 +203,11 @@ int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capa
     uint64_t x = be32(f), y = be32(f + 4), x0 = be32(f + 8), y0 = be32(f + 12);
     uint64_t tw = be32(f + 16), th = be32(f + 20), tx0 = be32(f + 24), ty0 = be32(f + 28);
     uint32_t components = (uint32_t)siz[40] << 8 | siz[41];
-    if (components < 1 || components > 4) {
+    if (components == 0) {
+        snprintf(message, capacity, "the JPEG 2000 codestream declares no component");
+        return 0;
+    }
+    if (components > 4) {
         snprintf(message, capacity, "JPEG 2000 images of %u components are not read (1 to 4)", components);
         return -1;
     }
@@ -202,4 +220,65 @@ int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capa
         return complete ? 0 : 2;
     }
     return 1;
+}
+
+int jp2_read_markers(const jp2_source *s, jp2_markers *m, char *message, size_t capacity) {
+    uint64_t start;
+    uint8_t head[4];
+    memset(m, 0, sizeof *m);
+    if (!codestream_start(s, &start)) return 2;
+    if (!read_at(s, start, head, 4)) return 2;
+    if (head[0] != 0xFF || head[1] != 0x4F || head[2] != 0xFF || head[3] != 0x51) {
+        snprintf(message, capacity, "the JPEG 2000 codestream does not start with SOC and SIZ");
+        return 0;
+    }
+    uint8_t siz[2 + 2 + 32 + 2]; /* Lsiz, Rsiz, 8 sizes and offsets, Csiz */
+    if (!read_at(s, start + 4, siz, sizeof siz)) return 2;
+    uint32_t length = (uint32_t)siz[0] << 8 | siz[1];
+    const uint8_t *f = siz + 4;
+    m->x1 = be32(f), m->y1 = be32(f + 4), m->x0 = be32(f + 8), m->y0 = be32(f + 12);
+    m->tile_width = be32(f + 16), m->tile_height = be32(f + 20), m->tile_x0 = be32(f + 24), m->tile_y0 = be32(f + 28);
+    m->components = (uint32_t)f[32] << 8 | f[33];
+    if (m->components < 1 || m->components > 4 || length != 38 + 3 * m->components) {
+        snprintf(message, capacity, "JPEG 2000 images of %u components are not read (1 to 4)", m->components);
+        return m->components < 1 || m->components > 4 ? -1 : 0;
+    }
+    uint8_t sampling[12];
+    if (!read_at(s, start + 4 + 2 + 36, sampling, 3 * m->components)) return 2;
+    for (uint32_t c = 0; c < m->components; c++) {
+        m->precision[c] = (sampling[3 * c] & 0x7F) + 1;
+        m->is_signed[c] = (sampling[3 * c] & 0x80) != 0;
+        if (sampling[3 * c + 1] != 1 || sampling[3 * c + 2] != 1) {
+            snprintf(message, capacity, "JPEG 2000 components subsampled %ux%u are not read", sampling[3 * c + 1], sampling[3 * c + 2]);
+            return -1;
+        }
+        if (m->precision[c] > 16) {
+            snprintf(message, capacity, "JPEG 2000 samples of %d bits are not read (1 to 16)", m->precision[c]);
+            return -1;
+        }
+    }
+    if (m->x1 <= m->x0 || m->y1 <= m->y0 || m->tile_width == 0 || m->tile_height == 0 || m->tile_x0 > m->x0 || m->tile_y0 > m->y0) {
+        snprintf(message, capacity, "the JPEG 2000 codestream's SIZ marker is not valid");
+        return 0;
+    }
+    /* The markers after SIZ, to COD's decomposition levels (SOT or EOC ends the main header). */
+    uint64_t at = start + 4 + length;
+    for (;;) {
+        uint8_t marker[4];
+        if (!read_at(s, at, marker, 4)) return 2;
+        if (marker[0] != 0xFF) break;
+        if (marker[1] == 0x90 || marker[1] == 0xD9) break;
+        uint32_t size = (uint32_t)marker[2] << 8 | marker[3];
+        if (marker[1] == 0x52) { /* COD: Lcod, Scod, SGcod (4), then SPcod's decomposition levels */
+            uint8_t levels;
+            if (size < 8) break;
+            if (!read_at(s, at + 2 + 2 + 1 + 4, &levels, 1)) return 2;
+            m->resolutions = levels + 1;
+            return 1;
+        }
+        if (size < 2) break;
+        at += 2 + size;
+    }
+    snprintf(message, capacity, "the JPEG 2000 main header has no COD marker");
+    return 0;
 }

@@ -167,7 +167,8 @@ cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, u
     }
     png_set_write_fn(png, &sink, png_write, png_flush);
     int alpha = !gray && has_transparency(rows, stride, width, height);
-    png_set_IHDR(png, info, width, height, 8, gray ? PNG_COLOR_TYPE_GRAY : alpha ? PNG_COLOR_TYPE_RGB_ALPHA : PNG_COLOR_TYPE_RGB,
+    int type = gray == 2 ? PNG_COLOR_TYPE_GRAY_ALPHA : gray ? PNG_COLOR_TYPE_GRAY : alpha ? PNG_COLOR_TYPE_RGB_ALPHA : PNG_COLOR_TYPE_RGB;
+    png_set_IHDR(png, info, width, height, 8, type,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     /* libpng checks the profile against the colour type; one it finds wrong is a (silenced) warning,
        and the PNG is written without it, rather than no PNG at all. */
@@ -183,7 +184,7 @@ cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, u
 
 cjs_status cjs_png_encode(const void *rows, size_t stride, uint32_t width, uint32_t height, int32_t gray,
                           const void *icc, size_t icc_length, void **out, size_t *length) {
-    if (!rows || !out || !length || stride < (size_t)width * (gray ? 1 : 4)) return CJS_ERR_ARGUMENT;
+    if (!rows || !out || !length || stride < (size_t)width * (gray == 2 ? 2 : gray ? 1 : 4)) return CJS_ERR_ARGUMENT;
     *out = NULL;
     *length = 0;
     cjs_bytes bytes = {0};

@@ -28,6 +28,7 @@ struct AbandonedBuildTests {
         try Self.make(parent, ".a.tiles.partial-1-2", files: ["level-0.tiles", "level-1.tiles"])
         try Self.make(parent, ".b.tiles.partial-3-4", files: ["pyramid.tif"])
         try Self.make(parent, "c.tiles.replaced-5-6", files: ["manifest.json", "pyramid.tif"])
+        try Self.make(parent, "h.tiles.replaced-11-12", files: ["manifest.json", "profile.icc", "level-0.tiles"])  // a raw store with a profile
         try Self.make(parent, ".d.tiles.partial-7-8", files: ["notes.txt"])  // not a store's files
         try Self.make(parent, "e.replaced-x", files: ["manifest.json"])  // not a leftover's name
         try Self.make(parent, "f.tiles", files: ["manifest.json", "pyramid.tif"])  // a published store
@@ -37,7 +38,7 @@ struct AbandonedBuildTests {
         defer { holder.stop(SIGKILL) }
         let deadline = ContinuousClock.now + .seconds(10)
         while FolderLock(holding: "\(parent)/.b.tiles.partial-3-4") != nil, ContinuousClock.now < deadline { usleep(20_000) }
-        #expect(TileStorage.removeAbandonedBuilds(in: parent) == 2)
+        #expect(TileStorage.removeAbandonedBuilds(in: parent) == 3)
         let kept = Set(try FileManager.default.contentsOfDirectory(atPath: parent))
         #expect(kept == [".b.tiles.partial-3-4", ".d.tiles.partial-7-8", "e.replaced-x", "f.tiles", ".g.tiles.partial-9-10"])
         // Its process ends (killed: the kernel releases the lock): b is abandoned now. The release is

@@ -50,6 +50,16 @@ struct AlphaOutputTests {
         // The encoder of whole images (JPEGEncoder) composites too.
         let encoded = try Reference.decode(try JPEGEncoder.encode(pixels: source.pixels, width: 600, height: 400)).image
         #expect(Reference.psnr(encoded, reference) > 30 && encoded[1, 10].prefix(3).allSatisfy { $0 >= 245 })
+        // IIIF gray as PNG: each pixel's luma (BT.601 weights, rounded) with its alpha (a gray and alpha PNG).
+        let gray = try ImageRequest(path: "full/max/0/gray.png").resolve(width: 600, height: 400)
+        var expected = source
+        for i in stride(from: 0, to: expected.pixels.count, by: 4) {
+            let (r, g, b) = (Int(source.pixels[i]), Int(source.pixels[i + 1]), Int(source.pixels[i + 2]))
+            let weighted: Int = 299 * r + 587 * g + 114 * b
+            let luma = UInt8((weighted + 500) / 1000)
+            expected.pixels.replaceSubrange(i..<(i + 3), with: [luma, luma, luma])
+        }
+        #expect(try Reference.decodePNG(try image.renderEncoded(gray)) == expected)
     }
 }
 

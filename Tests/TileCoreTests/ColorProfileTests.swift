@@ -52,7 +52,8 @@ struct ColorProfileTests {
             let length = try #require(try image.storedJPEGTileLength(level: 0, column: 0, row: 0))
             var read = [UInt8](repeating: 0, count: length)
             let cached = try read.withUnsafeMutableBytes { try image.readStoredJPEGTileIfCached(level: 0, column: 0, row: 0, into: $0) }
-            if cached { #expect(read == [UInt8](whole)) }
+            #expect(cached, "the tile just read is in the page cache: readIfCached must find it")
+            #expect(read == [UInt8](whole))
             let edge = try #require(try image.exactJPEGTile(level: 0, column: 2, row: 1))
             #expect(try ICCProfiles.djpeg(edge) == (profile, true))
             #expect(try Reference.decode(edge).image.width == 700 - 512)

@@ -201,15 +201,21 @@ struct JPEG2000MasterTests {
         let data = try Data(contentsOf: URL(fileURLWithPath: try Self.master(kind, width: 200, height: 150, in: folder)))
         for cut in [1, 12, 40, 100, data.count / 3, data.count - 10] {
             let code = thrownCode { try TileBuilder.build(data: data.prefix(cut)) }
-            #expect(code == .truncated || code == .corrupt, "cut at \(cut): \(String(describing: code))")
+            #expect(code == .truncated, "cut at \(cut): \(String(describing: code))")
         }
+        // A whole file whose COD declares 40 decomposition levels (at most 32): corrupt, not cut.
+        var levels = [UInt8](data)
+        let cod = try #require((0..<(levels.count - 1)).first { levels[$0] == 0xFF && levels[$0 + 1] == 0x52 })
+        levels[cod + 9] = 40
+        #expect(thrownCode { try TileBuilder.build(data: levels) } == .corrupt)
         // A SIZ marker (a bare codestream's, from byte 2) declaring 1x1 tiles (60,000 of them in a few
         // kilobytes), or 5 components: refused before OpenJPEG allocates by it.
         let codestream = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Self.master(Kind(name: "J2K", channels: 3, suffix: "j2k"), width: 300, height: 200, in: folder))))
         var tiny = codestream
         tiny.replaceSubrange(24..<32, with: [0, 0, 0, 1, 0, 0, 0, 1])
         #expect(thrownCode { try TileBuilder.build(data: tiny) } == .corrupt)
-        #expect(thrownCode { try ImageInfo.read(data: Data(tiny)) } == .truncated)  // bytes alone may be a file's beginning
+        // Bytes alone may be a file's beginning (an upload's): their header is read from the markers, no OpenJPEG.
+        #expect(try ImageInfo.read(data: Data(tiny)).jpeg2000?.tileCount == 300 * 200)
         var five = codestream
         five[41] = 5
         #expect(thrownCode { try TileBuilder.build(data: five) } == .unsupported)
@@ -236,5 +242,49 @@ struct JPEG2000MasterTests {
                 #expect([.truncated, .corrupt, .unsupported, .tooLarge].contains(code), "\(code)")
             }
         }
+    }
+
+    /// `jp2` with its first colr box's enumerated colour space set to `space` (ISO 15444-1 I.5.3.3).
+    static func withColourSpace(_ jp2: [UInt8], _ space: UInt32) throws -> [UInt8] {
+        var out = jp2
+        let colr = try #require((0..<(out.count - 4)).first { out[$0..<($0 + 4)].elementsEqual("colr".utf8) })
+        try #require(out[colr + 4] == 1, "the colr box is not enumerated")
+        out.replaceSubrange((colr + 7)..<(colr + 11), with: (0..<4).map { UInt8(space >> (24 - 8 * $0) & 0xFF) })
+        return out
+    }
+
+    @Test("colour spaces from the colr box: CMYK by the documented rule; sYCC and palettes refused by name")
+    func colourSpaces() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // Four 8-bit components (raw input), lossless, declared CMYK (EnumCS 12).
+        let (width, height) = (64, 48)
+        var raw = [UInt8]()
+        for c in 0..<4 { for y in 0..<height { for x in 0..<width { raw.append(UInt8(Self.sample(x, y, c, 255))) } } }
+        try Data(raw).write(to: URL(fileURLWithPath: "\(folder)/cmyk.raw"))
+        _ = try TIFFMasterTests.run("opj_compress", ["-i", "\(folder)/cmyk.raw", "-o", "\(folder)/four.jp2", "-F", "\(width),\(height),4,8,u"])
+        let four = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(folder)/four.jp2")))
+        let cmyk = try TileBuilder.build(data: try Self.withColourSpace(four, 12))
+        var expected = [UInt8]()
+        for y in 0..<height {
+            for x in 0..<width {
+                let k = 255 - Self.sample(x, y, 3, 255)
+                expected += (0..<3).map { UInt8(((255 - Self.sample(x, y, $0, 255)) * k + 127) / 255) } + [255]
+            }
+        }
+        var rows: [UInt8] = []
+        try cmyk.forEachRow(level: 0) { _, row in rows.append(contentsOf: row) }
+        #expect(rows == expected)
+        // sYCC (EnumCS 18) on a three-component file.
+        let rgb = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Self.master(Kind(name: "RGB", channels: 3), width: 64, height: 64, in: folder))))
+        #expect(thrownCode { try TileBuilder.build(data: try Self.withColourSpace(rgb, 18)) } == .unsupported)
+        // A palette: a pclr box (2 entries, 3 columns of 8 bits) put into jp2h.
+        let pclr: [UInt8] = [0, 0, 0, 8 + 3 + 3 + 6] + Array("pclr".utf8) + [0, 2, 3, 7, 7, 7, 0, 0, 0, 255, 255, 255]
+        var palette = rgb
+        let header = try #require((0..<(palette.count - 4)).first { palette[$0..<($0 + 4)].elementsEqual("jp2h".utf8) }) - 4
+        let length = palette[header..<(header + 4)].reduce(0) { $0 << 8 | Int($1) } + pclr.count
+        palette.insert(contentsOf: pclr, at: header + 8)
+        palette.replaceSubrange(header..<(header + 4), with: (0..<4).map { UInt8(length >> (24 - 8 * $0) & 0xFF) })
+        #expect(thrownCode { try TileBuilder.build(data: palette) } == .unsupported)
     }
 }

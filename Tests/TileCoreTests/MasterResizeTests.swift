@@ -65,6 +65,17 @@ struct MasterResizeTests {
         #expect(try ImageInfo.read(data: Data(contentsOf: URL(fileURLWithPath: out))).format == .jpeg)
     }
 
+    @Test("a lossless JPEG 2000's thumbnail is the area average of its picture", .enabled(if: Tools.have("opj_compress"), Comment(rawValue: Tools.missing("opj_compress"))))
+    func jpeg2000() throws {
+        let folder = try ResizeTests.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let kind = JPEG2000MasterTests.Kind(name: "RGB", channels: 3, options: ["-t", "128,128"])
+        let path = try JPEG2000MasterTests.master(kind, width: 500, height: 300, in: folder.path)
+        let picture = JPEG2000MasterTests.reference(kind, width: 500, height: 300)
+        let result = try #require(try ImageResizer.resize(contentsOfFile: path, to: [.init(maxEdge: 100, path: nil)], options: ResizeTests.pixelOptions()).first)
+        #expect(Self.differences(ResizeTests.image(result.pixels), RenderTests.areaAverage(picture, 100, 60)).max <= 1)
+    }
+
     @Test("a cut PNG is refused as truncated")
     func cutPNG() throws {
         let png = try RGBAPixels(width: 300, height: 200, bytes: Synthetic.pixels(width: 300, height: 200)).encoded(as: .png)

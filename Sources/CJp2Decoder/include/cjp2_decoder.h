@@ -26,7 +26,8 @@ typedef enum {
     CJP2_ERR_UNSUPPORTED = -3, /* a JPEG 2000 image this decoder does not read (the message says what) */
     CJP2_ERR_TRUNCATED = -4,   /* the data ends before the image does */
     CJP2_ERR_STATE = -5,       /* called after a failure */
-    CJP2_ERR_ARGUMENT = -6
+    CJP2_ERR_ARGUMENT = -6,
+    CJP2_ERR_IO = -7           /* reading the file failed: errno in cjp2_decoder_error_number */
 } cjp2_status;
 
 /** What the main header (and a JP2's boxes) say. */
@@ -50,8 +51,10 @@ typedef struct cjp2_decoder cjp2_decoder;
 
 /**
  * Reads the header of the `length` bytes of JPEG 2000 data in `fd` (not owned: it stays open until
- * destroy), or at `bytes` when `fd` is -1 (not owned either); `complete`: those are all of its bytes
- * (else a header that has arrived: only the header is read). Before OpenJPEG allocates by the SIZ
+ * destroy), or at `bytes` when `fd` is -1 (not owned either); `complete`: those are all of its bytes.
+ * Else they may be only a file's beginning (an upload's first bytes): the header is read from the
+ * codestream's SIZ and COD markers and the JP2's boxes, without OpenJPEG, and rows cannot be read
+ * (CJP2_ERR_STATE); CJP2_ERR_TRUNCATED until they hold the whole main header. Before OpenJPEG allocates by the SIZ
  * marker, its components (1 to 4) and its tile count are checked: at most one tile per 14 bytes, the
  * least a tile-part takes (CJP2_ERR_CORRUPT for complete data, CJP2_ERR_TRUNCATED for a beginning). OpenJPEG decodes with `threads` threads;
  * a band holds at most `band_budget` bytes of its 32-bit samples (0: 48 MiB), and at least one row. CJP2_ERR_UNSUPPORTED for an image it
@@ -75,6 +78,8 @@ void cjp2_decoder_icc_profile(const cjp2_decoder *d, const void **bytes, size_t 
 cjp2_status cjp2_decoder_read_rows(cjp2_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
 /** Rows given so far. */
 uint32_t cjp2_decoder_rows_read(const cjp2_decoder *d);
+/** The errno of the read that failed (CJP2_ERR_IO), else 0. */
+int32_t cjp2_decoder_error_number(const cjp2_decoder *d);
 /** The largest band decoded so far, in bytes of OpenJPEG's samples (for the memory report). */
 uint64_t cjp2_decoder_band_bytes(const cjp2_decoder *d);
 /** The first error's message ("" when none). */

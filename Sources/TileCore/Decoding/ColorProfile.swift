@@ -27,21 +27,22 @@ public struct ColorProfile: Sendable, Hashable {
 
     /// Reads a profile's header: `nil` unless `bytes` is an ICC profile (at least the 128-byte header
     /// and a tag count, the `acsp` signature at byte 36, a declared size within the bytes), and at most
-    /// ``maximumByteCount`` bytes.
+    /// ``maximumByteCount`` bytes. Bytes past the declared size are dropped.
     public init?(_ bytes: [UInt8]) {
         guard bytes.count >= 132, bytes.count <= Self.maximumByteCount, bytes[36...39].elementsEqual("acsp".utf8) else {
             return nil
         }
         let declared = bytes[0..<4].reduce(0) { $0 << 8 | Int($1) }
         guard declared >= 132, declared <= bytes.count else { return nil }
-        self.bytes = bytes
+        // Bytes past the declared size are not the profile's (libpng refuses a profile with them).
+        self.bytes = declared == bytes.count ? bytes : Array(bytes[..<declared])
         switch String(decoding: bytes[16..<20], as: UTF8.self) {
         case "RGB ": colorSpace = .rgb
         case "GRAY": colorSpace = .gray
         case "CMYK": colorSpace = .cmyk
         default: colorSpace = .other
         }
-        jpegSegments = Self.segments(of: bytes)
+        jpegSegments = Self.segments(of: self.bytes)
     }
 
     /// Whether the profile describes an output of `channels` colour channels (alpha not counted): an RGB

@@ -83,7 +83,8 @@ final class JPEG2000Decoder: RowDecoder {
     }
 
     /// The header of a JPEG 2000 in memory (`bytes`: the whole file, or as much as has arrived), read
-    /// without a file and without a system call: fit for a server's event loop or Swift's pool.
+    /// from its markers and boxes without OpenJPEG, without a file and without a system call: fit for a
+    /// server's event loop or Swift's pool, and cheap whatever the header declares.
     /// - Throws: ``TileError/Code/truncated`` when the bytes end inside the header, as the decoder throws.
     static func info(bytes: UnsafeRawBufferPointer) throws(TileError) -> ImageInfo {
         var message = [CChar](repeating: 0, count: 256)
@@ -116,7 +117,7 @@ final class JPEG2000Decoder: RowDecoder {
         switch status {
         case CJP2_OK: return (Int(rows), rowsRead < height && allowed > Int(rows) ? .ready : (rowsRead == height ? .done : .needData))
         case CJP2_DONE: return (Int(rows), .done)
-        default: throw Self.error(status, lastMessage)
+        default: throw Self.error(status, lastMessage, errorNumber: cjp2_decoder_error_number(handle))
         }
     }
 
@@ -126,12 +127,13 @@ final class JPEG2000Decoder: RowDecoder {
         file.hasEnded && handle != nil && rowsRead == Int(header.height) ? .done : .needData
     }
 
-    private static func error(_ status: cjp2_status, _ message: String) -> TileError {
+    private static func error(_ status: cjp2_status, _ message: String, errorNumber: Int32 = 0) -> TileError {
         switch status {
         case CJP2_ERR_NOMEM: TileError(.io, "out of memory decoding a JPEG 2000 image", errno: ENOMEM)
         case CJP2_ERR_UNSUPPORTED: TileError(.unsupported, message)
         case CJP2_ERR_TRUNCATED: TileError(.truncated, message)
         case CJP2_ERR_CORRUPT: TileError(.corrupt, "the JPEG 2000 data cannot be read: \(message)")
+        case CJP2_ERR_IO: TileError(.io, message, errno: errorNumber == 0 ? EIO : errorNumber)
         default: TileError(.invalidArgument, "JPEG 2000 decoder called in the wrong state")
         }
     }

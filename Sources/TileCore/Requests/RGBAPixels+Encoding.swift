@@ -3,8 +3,8 @@ public import Foundation
 
 extension RGBAPixels {
     /// Encodes the pixels as a JPEG (the tiles' pooled compressor, ``TileJPEGEncoder``: 4:2:0, no EXIF,
-    /// so a browser never turns it a second time) or a PNG (libpng: RGB, or RGBA when some pixel is not
-    /// opaque).
+    /// so a browser never turns it a second time; transparency composited onto white) or a PNG (libpng:
+    /// RGB, or RGBA when some pixel is not opaque; gray, or gray and alpha).
     /// - Parameters:
     ///   - format: ``ImageRequest/Format/jpg`` or ``ImageRequest/Format/png``.
     ///   - quality: JPEG quality, 1...100 (default ``TileJPEGEncoder/defaultQuality``).
@@ -30,15 +30,17 @@ extension RGBAPixels {
             guard let profile else { return jpeg }
             return Data(profile.inserted(into: [UInt8](jpeg)))
         case .png:
-            let rows = gray ? lumaBytes() : bytes
-            let rowBytes = width * (gray ? 1 : 4)
+            // Gray: one byte a pixel, or two (gray and alpha) when some pixel is not opaque.
+            let grayAlpha = gray && hasTransparency
+            let rows = gray ? lumaBytes(keepingAlpha: grayAlpha) : bytes
+            let rowBytes = width * (grayAlpha ? 2 : gray ? 1 : 4)
             let icc = profile?.bytes ?? []
             var pointer: UnsafeMutableRawPointer?
             var length = 0
             let status = rows.withUnsafeBytes { raw in
                 icc.withUnsafeBytes {
                     cjs_png_encode(
-                        raw.baseAddress, rowBytes, UInt32(width), UInt32(height), gray ? 1 : 0, $0.baseAddress, $0.count, &pointer,
+                        raw.baseAddress, rowBytes, UInt32(width), UInt32(height), grayAlpha ? 2 : gray ? 1 : 0, $0.baseAddress, $0.count, &pointer,
                         &length)
                 }
             }
@@ -52,12 +54,20 @@ extension RGBAPixels {
         }
     }
 
-    /// The first channel of each pixel (for gray pixels, its luma).
-    private func lumaBytes() -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: width * height)
-        for i in 0..<(width * height) { out[i] = bytes[i * 4] }
+    /// The first channel of each pixel (for gray pixels, its luma), followed by its alpha when
+    /// `keepingAlpha`.
+    private func lumaBytes(keepingAlpha: Bool = false) -> [UInt8] {
+        let step = keepingAlpha ? 2 : 1
+        var out = [UInt8](repeating: 0, count: width * height * step)
+        for i in 0..<(width * height) {
+            out[i * step] = bytes[i * 4]
+            if keepingAlpha { out[i * step + 1] = bytes[i * 4 + 3] }
+        }
         return out
     }
+
+    /// Whether some pixel's alpha is below 255.
+    private var hasTransparency: Bool { stride(from: 3, to: bytes.count, by: 4).contains { bytes[$0] != 255 } }
 }
 
 extension TiledImage {

@@ -97,7 +97,7 @@ extension TileStorage {
     static func holdsOnlyStoreFiles(_ path: String) -> Bool {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return false }
         return names.allSatisfy { name in
-            name == StoreManifest.fileName || name == StoreManifest.tiffFileName
+            name == StoreManifest.fileName || name == StoreManifest.tiffFileName || name == StoreManifest.colorProfileFileName
                 || (name.hasPrefix("level-") && name.hasSuffix(".tiles"))
         }
     }
