@@ -5,13 +5,13 @@ import TileCore
 struct ThumbCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "thumb",
-        abstract: "Make an upright resized copy (and thumbnails) of a JPEG, PNG or TIFF in one decode.",
+        abstract: "Make an upright resized copy (and thumbnails) of a JPEG, PNG, TIFF or JPEG 2000 in one decode.",
         discussion: """
             --out is a file when only --max-edge is given, else a folder that receives
             <name>-<edge>.jpg for every size.
             """)
 
-    @Argument(help: "The JPEG, PNG or TIFF file (- for standard input); the copies are JPEGs.")
+    @Argument(help: "The JPEG, PNG, TIFF or JPEG 2000 file (- for standard input); the copies are JPEGs.")
     var input: String
 
     @Option(help: "Longest edge of the resized copy, 1...65500.")

@@ -1,14 +1,14 @@
 public import Foundation
 
-/// Makes resized copies and thumbnails (JPEGs) of a JPEG, PNG or TIFF master: for a JPEG, the
+/// Makes resized copies and thumbnails (JPEGs) of a JPEG, PNG, TIFF or JPEG 2000 master: for a JPEG, the
 /// cheapest path in the package.
 ///
 /// One synchronous routine does the whole job for one image: the header is read without decoding;
 /// the image is decoded once (a JPEG with libjpeg's DCT-domain scaling at the largest factor, 1/2,
-/// 1/4 or 1/8, that keeps it at or above the largest target; a PNG or TIFF at full size, a TIFF from
-/// a spool file once all of it has come), streamed row by row through an area-averaging resampler
-/// per target (memory: O(width) for the source, plus each target's own pixels), turned upright, and
-/// encoded; each file is written under a temporary name and renamed into place. A master with alpha
+/// 1/4 or 1/8, that keeps it at or above the largest target; another format at full size, a TIFF or
+/// JPEG 2000 from its own file or from a spool file once all of it has come), streamed row by row
+/// through an area-averaging resampler per target (memory: O(width) for the source, plus each
+/// target's own pixels), turned upright, and encoded; each file is written under a temporary name and renamed into place. A master with alpha
 /// is composited onto white (JPEG keeps no alpha). The source's ICC profile is kept when it is an
 /// RGB one (``Options/keepsICCProfile``).
 public enum ImageResizer {
@@ -86,7 +86,7 @@ public enum ImageResizer {
         return 1
     }
 
-    /// Resizes the image file at `path` (JPEG, PNG or TIFF: its first page) to every target in one decode.
+    /// Resizes the image file at `path` (JPEG, PNG, TIFF, its first page, or JPEG 2000) to every target in one decode.
     /// - Throws: ``TileError`` (corrupt or truncated input, `.io` with the path and errno when an output
     ///   cannot be written); no output file is left behind on failure.
     ///
@@ -109,7 +109,7 @@ public enum ImageResizer {
         return try ResizeJob(source: .file(file), sourcePath: path, info: info, targets: targets, options: options).run()
     }
 
-    /// Resizes an in-memory image (JPEG, PNG or TIFF) to every target in one decode.
+    /// Resizes an in-memory image (JPEG, PNG, TIFF or JPEG 2000) to every target in one decode.
     public static func resize<Bytes: ContiguousBytes>(data: Bytes, to targets: [Target], options: Options = Options())
         throws(TileError) -> [Result]
     {
