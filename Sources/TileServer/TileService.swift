@@ -156,7 +156,9 @@ public final class TileService: Sendable {
         _ body: ByteBuffer, _ resolved: ImageRequest.Resolved, stored: Bool, caches: Bool, path: String, variant: String, link: String?,
         of image: ImageCatalog.Image, version: String
     ) -> EncodedImage {
-        let made = stored ? "stored" : "\(jpegQuality)"  // stored tiles keep the store's own quality
+        // Stored tiles keep the store's own quality; answers of an image with a colour profile carry it
+        // (their bytes differ from those of the releases before profiles were kept: another tag).
+        let made = (stored ? "stored" : "\(jpegQuality)") + (image.pyramid.colorProfile == nil ? "" : "|icc")
         let encoded = EncodedImage(
             body: body, mediaType: resolved.format.mediaType, entityTag: Self.entityTag("\(version)|\(made)|\(variant)"),
             lastModified: image.lastModified, cacheControl: cachePolicy.imageCacheControl, id: image.id, version: version, link: link)
