@@ -60,9 +60,16 @@ extension ImageCatalog {
     /// - Throws: ``UploadRefusal/exists`` (its files are then removed), `.failed` when the build
     ///   did not complete.
     public func publishUpload(_ id: String) async throws(UploadRefusal) {
-        guard case .building(let build) = states[id], build.isUpload else { throw .failed(TileError(.cancelled, "the upload has ended")) }
-        await build.watcher?.value
-        guard case .ready(let image, _) = states[id], let staged = image.pyramid.storePath else {
+        // The build's watcher may have marked it ready already (its last progress is seen before this
+        // call gets the actor, under load): then its store is the upload's, under its private name.
+        var reservation: DiskCacheBudget.StoreID?
+        if case .building(let build) = states[id], build.isUpload {
+            await build.watcher?.value
+            reservation = build.reservation
+        }
+        guard case .ready(let image, _) = states[id], let staged = image.pyramid.storePath,
+            staged.hasPrefix("\(root)/.upload-\(id)-")
+        else {
             await endUpload(id)
             throw .failed(TileError(.cancelled, "the upload did not complete"))
         }
@@ -72,7 +79,7 @@ extension ImageCatalog {
         } catch {
             states[id] = nil
             forgetReady(id)
-            if let reservation = build.reservation { await budget.unregister(reservation) }
+            if let reservation { await budget.unregister(reservation) }
             _ = try? await threadPool.blocking { () throws(TileError) in try TiledImage.removeStore(at: staged) }
             throw error.errno == EEXIST ? .exists : .failed(error)
         }
