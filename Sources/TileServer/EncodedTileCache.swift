@@ -12,8 +12,9 @@ public final class EncodedImage: Sendable {
     public let entityTag: String?
     /// Its source's modification time as an HTTP date (`Last-Modified`), with the entity tag.
     public let lastModified: String?
-    /// The header fields of its 200 answer before `Content-Length` (and of its 304).
-    let fields: [(String, String)]
+    /// Its `Cache-Control` (`no-store` without an entity tag) and `Link` (an IIIF profile).
+    let cacheControl: String
+    let link: String?
     /// Of a cached image: the image's identifier and its source's version (an entry whose version is
     /// no longer the image's is stale), and the head of its 200 answer up to the `Date` field.
     let id: String
@@ -28,9 +29,17 @@ public final class EncodedImage: Sendable {
         id: String = "", version: String = "", link: String? = nil
     ) {
         (self.body, self.mediaType, self.entityTag, self.lastModified, self.id, self.version) = (body, mediaType, entityTag, lastModified, id, version)
-        fields = TileRoutes.imageFields(
-            mediaType: mediaType, entityTag: entityTag, lastModified: lastModified, cacheControl: entityTag == nil ? "no-store" : cacheControl, link: link)
-        responseHead = entityTag == nil ? nil : TileService.responseHead(body: body, fields: fields)
+        let cacheControl = entityTag == nil ? "no-store" : cacheControl
+        (self.cacheControl, self.link) = (cacheControl, link)
+        responseHead = entityTag.map { tag in
+            let fields = TileRoutes.imageFields(mediaType: mediaType, entityTag: tag, lastModified: lastModified, cacheControl: cacheControl, link: link)
+            return TileService.responseHead(body: body, fields: fields)
+        }
+    }
+
+    /// The header fields of its 200 answer before `Content-Length` (and of its 304).
+    var fields: [(String, String)] {
+        TileRoutes.imageFields(mediaType: mediaType, entityTag: entityTag, lastModified: lastModified, cacheControl: cacheControl, link: link)
     }
 }
 

@@ -23,19 +23,33 @@ public final class ServerMetrics: Sendable {
         case iiifImage = "iiif_image", iiifInfo = "iiif_info", dziTile = "dzi_tile", dziDescriptor = "dzi_descriptor"
         case upload, pages, health, ready, metrics, other
 
-        /// The route of a request for `path` (without its query).
+        /// The route of a request for `path` (without its query), read byte by byte.
         init(path: Substring) {
-            if path.hasPrefix("/dzi/") {
-                self = path.hasSuffix(".dzi") ? .dziDescriptor : .dziTile
-            } else if path.hasPrefix("/iiif/") {
-                self = path.hasSuffix("/info.json") || path.split(separator: "/").count <= 3 ? .iiifInfo : .iiifImage
-            } else if path.hasPrefix("/images/") {
+            let bytes = path.utf8
+            if bytes.starts(with: "/dzi/".utf8) {
+                self = bytes.reversed().starts(with: "izd.".utf8) ? .dziDescriptor : .dziTile
+            } else if bytes.starts(with: "/iiif/".utf8) {
+                self = bytes.reversed().starts(with: "nosj.ofni/".utf8) || Self.segmentCount(bytes) <= 3 ? .iiifInfo : .iiifImage
+            } else if bytes.starts(with: "/images/".utf8) {
                 self = .upload
-            } else if path == "/" || path.hasPrefix("/view/") {
+            } else if path == "/" || bytes.starts(with: "/view/".utf8) {
                 self = .pages
             } else {
                 self = Route(rawValue: String(path.dropFirst())) ?? .other
             }
+        }
+
+        /// The non-empty segments between `/`s.
+        private static func segmentCount(_ bytes: Substring.UTF8View) -> Int {
+            var (count, inSegment) = (0, false)
+            for byte in bytes {
+                if byte == UInt8(ascii: "/") {
+                    inSegment = false
+                } else if !inSegment {
+                    (count, inSegment) = (count + 1, true)
+                }
+            }
+            return count
         }
     }
 

@@ -49,6 +49,9 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var closesWhenIdle = false
     private var hasFailed = false
     private var hasAnswered = false
+    /// Whether a read was passed on since the last read completed: the application's handlers need
+    /// the completion only then.
+    private var hasPassedReads = false
 
     init(service: TileService, rules: RequestGuard, logger: Logger?, headTimeout: TimeAmount) {
         self.service = service
@@ -115,6 +118,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             pass(head, context)
         case .body:
             if let head = held { pass(head, context) }
+            hasPassedReads = true
             context.fireChannelRead(data)
         case .end:
             if let head = held {
@@ -124,6 +128,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 pass(head, context)
             }
             isPassingBody = false
+            hasPassedReads = true
             context.fireChannelRead(data)
         }
     }
@@ -132,6 +137,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         held = nil
         requestsWithApplication += 1
         isPassingBody = true
+        hasPassedReads = true
         context.fireChannelRead(wrapInboundOut(.head(head)))
     }
 
@@ -140,6 +146,10 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             hasAnswered = false
             context.flush()
         }
+        // Nothing passed on (every request of the read answered here): the application's handlers
+        // have nothing to deliver.
+        guard hasPassedReads else { return }
+        hasPassedReads = false
         context.fireChannelReadComplete()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Testing
 import TestSupport
 import TileCore
@@ -71,6 +72,62 @@ struct TIFFServingTests {
             // A lower level: encoded in the store, within JPEG's error of a box filter of the source.
             let half = try Reference.decode(try await TileServerTests.settled(client, "\(base)/dzi/photo_files/10/1_0.jpg").body).image
             #expect(Reference.psnr(half, Reference.crop(Reference.shrink(source), x: 256, y: 0, width: 256, height: 256)) >= 30)
+        }
+    }
+
+    @Test("tiles the connection handler answers from a TIFF store, edge tiles cropped there too, equal the routes' answers")
+    func handlerAnswersEqualRoutes() async throws {
+        let folder = try ServerLimitsTests.folder([:])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1300, height: 900), width: 1300, height: 900)
+        try jpeg.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
+        // Nothing cached: every answer below is made anew, by whichever path takes it.
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .tiff())
+        let service = TileService(catalog: catalog, cache: EncodedTileCache(capacity: 0))
+        try await TileServerTests.withServer(TileServer(service: service)) { base, client in
+            _ = try await TileServerTests.settled(client, "\(base)/dzi/photo_files/11/0_0.jpg")
+            let port = try #require(UInt16(base.split(separator: ":").last ?? ""))
+            let fields = ["etag", "last-modified", "cache-control", "content-type", "content-length"]
+            for target in [
+                "/dzi/photo_files/11/1_2.jpg",  // whole
+                "/dzi/photo_files/11/5_1.jpg",  // right edge, 20 pixels wide
+                "/dzi/photo_files/11/2_3.jpg",  // bottom edge, 132 pixels high
+                "/dzi/photo_files/11/5_3.jpg",  // the corner
+                "/dzi/photo_files/10/2_1.jpg",  // a lower level's corner (650x450)
+                "/iiif/3/photo/1280,256,20,256/20,/0/default.jpg",
+                "/iiif/2/photo/1280,768,20,132/20,/0/default.jpg",
+            ] {
+                // The routes' answer (HTTP/1.0 is never answered by the connection handler); its read
+                // puts the stored tile in the page cache (the build wrote past it). Then the connection
+                // handler's answer, as it makes it (nil: it would pass the request on; also when the
+                // catalog last looked at the source over a second ago: the routes look again).
+                var (routedAnswer, directAnswer): (HTTPAnswers.Answer?, EncodedImage?) = (nil, nil)
+                for _ in 0..<3 where directAnswer == nil {
+                    let connection = try LoopbackConnection(port: port)
+                    try connection.send(Data("GET \(target) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+                    routedAnswer = try HTTPAnswers.read(connection, count: 1, timeout: .seconds(60)).answers.first
+                    directAnswer = service.storedImage(path: target)
+                }
+                let routed = try #require(routedAnswer)
+                let direct = try #require(directAnswer, "\(target): not answered by the connection handler")
+                let again = try LoopbackConnection(port: port)
+                try again.send(Data("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+                let handled = try #require(HTTPAnswers.read(again, count: 1, timeout: .seconds(60)).answers.first)
+                #expect(routed.status == 200 && handled.status == 200, "\(target)")
+                #expect(routed.body == handled.body && Data(direct.body.readableBytesView) == routed.body, "\(target)")
+                #expect(direct.entityTag == routed.headers["etag"] && direct.lastModified == routed.headers["last-modified"], "\(target)")
+                for field in fields {
+                    #expect(routed.headers[field] != nil && routed.headers[field] == handled.headers[field], "\(target): \(field)")
+                }
+                #expect((routed.headers["link"] != nil) == target.hasPrefix("/iiif/") && routed.headers["link"] == handled.headers["link"])
+                // The edge tile's size, as libjpeg decodes it.
+                let decoded = try Reference.decode(routed.body).image
+                let expected = [
+                    "1_2": (256, 256), "5_1": (20, 256), "2_3": (256, 132), "5_3": (20, 132), "2_1": (138, 194), "1280,256": (20, 256),
+                    "1280,768": (20, 132),
+                ].first { target.contains("/\($0.key)") }?.value
+                #expect(expected.map { $0 == (decoded.width, decoded.height) } == true, "\(target): \(decoded.width)x\(decoded.height)")
+            }
         }
     }
 

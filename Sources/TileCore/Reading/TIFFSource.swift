@@ -103,12 +103,24 @@ final class TIFFSource: @unchecked Sendable {
     ///   tile past the end of the file or absurdly large, ``TileError/Code/io``.
     func storedBytes(level: Int, column: Int, row: Int, path: String?) throws(TileError) -> [UInt8] {
         let location = try locate(level: level, column: column, row: row)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: location.length, alignment: 16)
-        defer { buffer.deallocate() }
-        try SystemCall.readFully(
-            location.descriptor, into: buffer.baseAddress!, count: location.length, offset: location.offset,
-            what: "a tile of level \(level)", path: path)
-        return [UInt8](buffer)
+        return try [UInt8](unsafeUninitializedCapacity: location.length) { buffer, count throws(TileError) in
+            try SystemCall.readFully(
+                location.descriptor, into: buffer.baseAddress!, count: location.length, offset: location.offset,
+                what: "a tile of level \(level)", path: path)
+            count = location.length
+        }
+    }
+
+    /// ``storedBytes(level:column:row:path:)`` with one read that never waits for the disk: nil when
+    /// the page cache does not hold the whole tile.
+    func storedBytesIfCached(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8]? {
+        let location = try locate(level: level, column: column, row: row)
+        let bytes = [UInt8](unsafeUninitializedCapacity: location.length) { buffer, count in
+            let read = location.length == 0
+                || SystemCall.readIfCached(location.descriptor, into: buffer.baseAddress!, count: location.length, offset: location.offset)
+            count = read ? location.length : 0
+        }
+        return bytes.count == location.length ? bytes : nil
     }
 
     /// Where a tile's bytes lie, checked against the file's size and a tile's largest size.
@@ -182,12 +194,19 @@ extension TIFFSource {
     /// tiles are not JPEG, or not YCbCr or gray (the crop is written as a JFIF JPEG, which says YCbCr).
     /// - Throws: ``TileError/Code/corrupt`` for a tile that is not a JPEG stream, and what
     ///   ``storedBytes(level:column:row:path:)`` throws.
-    func croppedJPEG(level: Int, column: Int, row: Int, width: Int, height: Int, path: String?) throws(TileError) -> [UInt8]? {
+    /// - Parameter waitsForDisk: false to read the stored tile only if the page cache holds it (nil
+    ///   otherwise).
+    func croppedJPEG(level: Int, column: Int, row: Int, width: Int, height: Int, path: String?, waitsForDisk: Bool = true)
+        throws(TileError) -> [UInt8]?
+    {
         let photometric = levels[level].photometric
         guard isJPEG(level: level),
             photometric == Int32(CJS_PHOTOMETRIC_YCBCR.rawValue) || photometric == Int32(CJS_PHOTOMETRIC_GRAY.rawValue)
         else { return nil }
-        let tile = try storedBytes(level: level, column: column, row: row, path: path)
+        let stored = waitsForDisk
+            ? try storedBytes(level: level, column: column, row: row, path: path)
+            : try storedBytesIfCached(level: level, column: column, row: row)
+        guard let tile = stored else { return nil }
         var message = [CChar](repeating: 0, count: 256)
         var pointer: UnsafeMutableRawPointer?
         var length = 0

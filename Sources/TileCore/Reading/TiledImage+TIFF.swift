@@ -91,12 +91,28 @@ extension TiledImage {
         return try tiff.croppedJPEG(level: level, column: column, row: row, width: width, height: height, path: storePath).map { Data($0) }
     }
 
+    /// An edge tile of ``exactJPEGTile(level:column:row:)`` without waiting for the disk: its stored
+    /// bytes read with one `preadv2` with `RWF_NOWAIT`, then cropped here (about 0.1 ms of CPU for a
+    /// 256-pixel tile), so an event loop may call it for tiles of 256 pixels or less.
+    /// - Returns: the JPEG, or nil when the tile is not an edge tile, when ``exactJPEGTile(level:column:row:)``
+    ///   would return nil, or when the page cache does not hold the stored tile.
+    /// - Throws: what ``exactJPEGTile(level:column:row:)`` throws.
+    public func exactJPEGEdgeTileIfCached(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8]? {
+        guard let tiff, tiff.backing.reader != nil || isComplete else { return nil }
+        _ = try checkedTileOffset(level: level, column: column, row: row)
+        let l = geometry.levels[level]
+        let side = geometry.tileSize
+        let (width, height) = (min(side, l.width - column * side), min(side, l.height - row * side))
+        guard width < side || height < side else { return nil }
+        return try tiff.croppedJPEG(level: level, column: column, row: row, width: width, height: height, path: storePath, waitsForDisk: false)
+    }
+
     /// The byte count of ``storedJPEGTile(level:column:row:)``'s JPEG, without reading the tile: `nil`
     /// when the image has no JPEG tiles there (a raw pyramid, a TIFF level that is not JPEG, an image
     /// still being built).
     /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws before it reads.
     public func storedJPEGTileLength(level: Int, column: Int, row: Int) throws(TileError) -> Int? {
-        guard let tiff, tiff.backing.reader != nil else { return nil }
+        guard let tiff, tiff.backing.reader != nil || isComplete else { return nil }
         _ = try checkedTileOffset(level: level, column: column, row: row)
         return try tiff.completeJPEGLength(level: level, column: column, row: row)?.length
     }
@@ -111,7 +127,7 @@ extension TiledImage {
     public func readStoredJPEGTileIfCached(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawBufferPointer)
         throws(TileError) -> Bool
     {
-        guard let tiff, tiff.backing.reader != nil else { return false }
+        guard let tiff, tiff.backing.reader != nil || isComplete else { return false }
         _ = try checkedTileOffset(level: level, column: column, row: row)
         return try tiff.readCompleteJPEGIfCached(level: level, column: column, row: row, into: destination)
     }
