@@ -50,9 +50,15 @@ public actor ImageCatalog {
         /// The source's modification time as an HTTP date (`Last-Modified`), made once.
         public let lastModified: String?
 
+        /// The entity tag of its stored tiles' answers, made up to the request's variant (which the
+        /// request adds), made once: ``TileService/entityTag(version:stored:of:)``'s.
+        let storedEntityTag: TileService.EntityTag?
+
         init(id: String, pyramid: TiledImage, fingerprint: SourceFingerprint?) {
-            (self.id, self.pyramid, self.fingerprint, version) = (id, pyramid, fingerprint, fingerprint?.description)
+            let version = fingerprint?.description
+            (self.id, self.pyramid, self.fingerprint, self.version) = (id, pyramid, fingerprint, version)
             lastModified = fingerprint.map { HTTPDate.string(nanosecondsSinceEpoch: $0.identity.modificationTime) }
+            storedEntityTag = version.map { TileService.entityTag(version: $0, made: "stored", profile: pyramid.colorProfile != nil) }
         }
     }
 

@@ -124,7 +124,13 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             if let head = held {
                 if head.uri == "/health" { return answer(head, Self.alive, context) }
                 let path = Self.path(head.uri)
-                if let image = service.cachedImage(path: path) ?? service.storedImage(path: path) { return answer(head, image, context) }
+                if let image = service.cachedImage(path: path) { return answer(head, image, context) }
+                if let stored = service.storedTile(path: path) {
+                    if encoder != nil, head.method == .GET, !Self.isConditional(head), let (response, bytes) = service.storedResponse(stored, dateLine: HTTPDate.line()) {
+                        return answer(head, response: response, bodyBytes: bytes, context)
+                    }
+                    if let image = service.storedImage(stored, path: path) { return answer(head, image, context) }
+                }
                 pass(head, context)
             }
             isPassingBody = false
@@ -214,13 +220,28 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         return String(uri[..<query])
     }
 
+    /// Whether `head` asks for a 304 when the client has the answer.
+    private static func isConditional(_ head: HTTPRequestHead) -> Bool {
+        head.headers.contains(name: "if-none-match") || head.headers.contains(name: "if-modified-since")
+    }
+
+    /// Writes a whole 200 answer to a plain `GET` made in one buffer (``TileService/storedResponse(_:dateLine:)``).
+    private func answer(_ head: HTTPRequestHead, response: ByteBuffer, bodyBytes: Int, _ context: ChannelHandlerContext) {
+        held = nil
+        hasAnswered = true
+        waitForHead(context)
+        logger?.info("Request", metadata: ["hb.request.method": "\(head.method.rawValue)", "hb.request.path": "\(head.uri)", "cached": "true"])
+        service.metrics.record(.init(path: Self.path(head.uri)[...]), status: 200, bytes: bodyBytes, nanoseconds: (NIODeadline.now() - heldSince).nanoseconds)
+        encoder?.write(NIOAny(response), promise: nil)
+    }
+
     /// Writes the routes' answer to `head` from the cache: 200 (no body for `HEAD`), or 304 when the
     /// request's `If-None-Match` or `If-Modified-Since` says the client has it.
     private func answer(_ head: HTTPRequestHead, _ image: EncodedImage, _ context: ChannelHandlerContext) {
         held = nil
         hasAnswered = true
         waitForHead(context)
-        let notModified = image.entityTag != nil && (head.headers.contains(name: "if-none-match") || head.headers.contains(name: "if-modified-since"))
+        let notModified = image.entityTag != nil && Self.isConditional(head)
             && TileRoutes.isNotModified(
                 head.headers["if-none-match"], ifModifiedSince: head.headers.first(name: "if-modified-since"), entityTag: image.entityTag,
                 lastModified: image.lastModified)

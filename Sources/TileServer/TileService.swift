@@ -26,7 +26,9 @@ public final class TileService: Sendable {
     /// What the server counts (through swift-metrics; made with the service).
     public let metrics = ServerMetrics()
     /// `Cache-Control` of images of complete pyramids, made once.
-    private let imageCacheControl: String
+    let imageCacheControl: String
+    /// The head of stored DeepZoom tiles' answers, made once.
+    let storedHead: StoredHead
 
     /// What is asked of an image.
     public enum Target: Sendable, Hashable {
@@ -49,6 +51,7 @@ public final class TileService: Sendable {
     ) {
         self.cachePolicy = cachePolicy
         imageCacheControl = cachePolicy.imageCacheControl
+        storedHead = StoredHead(cacheControl: cachePolicy.imageCacheControl)
         self.catalog = catalog
         self.cache = cache
         self.limits = limits
@@ -80,6 +83,12 @@ public final class TileService: Sendable {
     /// kept with the image in the cache; written field by field, nothing formatted on the way.
     static func responseHead(body: ByteBuffer, fields: [(String, String)]) -> ByteBuffer {
         var head = ByteBufferAllocator().buffer(capacity: 384)
+        writeHead(fields: fields, contentLength: body.readableBytes, into: &head)
+        return head
+    }
+
+    /// Writes ``responseHead(body:fields:)``'s bytes for a body of `contentLength` bytes.
+    static func writeHead(fields: [(String, String)], contentLength: Int, into head: inout ByteBuffer) {
         head.writeStaticString("HTTP/1.1 200 OK\r\n")
         for (name, value) in fields {
             head.writeString(name)
@@ -88,11 +97,10 @@ public final class TileService: Sendable {
             head.writeStaticString("\r\n")
         }
         head.writeStaticString("Content-Length: ")
-        head.writeString(String(body.readableBytes))
+        head.writeString(String(contentLength))
         head.writeStaticString("\r\nServer: ")
         head.writeString(TileServer.serverName)
         head.writeStaticString("\r\n")
-        return head
     }
 
     /// A strong entity tag for a text naming what an answer shows (64-bit FNV-1a, hex).
@@ -112,6 +120,17 @@ public final class TileService: Sendable {
         }
 
         var text: String { "\"\(String(hash, radix: 16))\"" }
+
+        /// Writes ``text``'s bytes.
+        func write(into buffer: inout ByteBuffer) {
+            let digits = hash == 0 ? 1 : (64 - hash.leadingZeroBitCount + 3) / 4
+            buffer.writeInteger(UInt8(ascii: "\""))
+            for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
+                let nibble = UInt8((hash >> UInt64(shift)) & 0xF)
+                buffer.writeInteger(nibble < 10 ? 48 + nibble : 87 + nibble)
+            }
+            buffer.writeInteger(UInt8(ascii: "\""))
+        }
     }
 
     /// The cached answer to the request for `path` (without a query), without waiting or blocking (the
@@ -191,97 +210,23 @@ public final class TileService: Sendable {
     }
 
     /// The entity tag of an answer of `image`, made up to the request's variant (which the caller adds):
-    /// the source's version, then how the answer was made. Stored tiles keep the store's own quality;
-    /// answers of an image with a colour profile carry it (their bytes differ from those of the releases
-    /// before profiles were kept: another tag).
-    private func entityTag(version: String, stored: Bool, of image: ImageCatalog.Image) -> EntityTag {
+    /// the source's version, then how the answer was made. Stored tiles keep the store's own quality.
+    func entityTag(version: String, stored: Bool, of image: ImageCatalog.Image) -> EntityTag {
+        if stored, let made = image.storedEntityTag, image.version == version { return made }
+        return Self.entityTag(version: version, made: stored ? "stored" : "\(jpegQuality)", profile: image.pyramid.colorProfile != nil)
+    }
+
+    /// The entity tag of an answer of a source's `version`, `made` (`stored`, or the quality it was
+    /// encoded at), up to the request's variant. Answers of an image with a colour profile carry it (their
+    /// bytes differ from those of the releases before profiles were kept: another tag).
+    static func entityTag(version: String, made: String, profile: Bool) -> EntityTag {
         var tag = EntityTag()
         tag.combine(version.utf8)
-        tag.combine(stored ? "|stored".utf8 : "|\(jpegQuality)".utf8)
-        if image.pyramid.colorProfile != nil { tag.combine("|icc".utf8) }
+        tag.combine("|".utf8)
+        tag.combine(made.utf8)
+        if profile { tag.combine("|icc".utf8) }
         tag.combine("|".utf8)
         return tag
-    }
-
-    /// The answer to an image request (`path`: a DeepZoom tile, `/dzi/{id}_files/{level}/{column}_{row}.jpg`,
-    /// or an IIIF image request, `/iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format}` or `/iiif/2/...`)
-    /// of a ready, complete pyramid when it asks for a stored JPEG tile whose bytes the page cache
-    /// holds, with the entity tag and fields the routes give it. A whole tile is read without waiting
-    /// (``TileCore/TiledImage/readStoredJPEGTileIfCached(level:column:row:into:)``) into the answer's
-    /// buffer and not cached (the page cache holds it); an edge tile of 256 pixels or less is cropped
-    /// from the stored one (``TileCore/TiledImage/exactJPEGEdgeTileIfCached(level:column:row:)``: 0.1 ms
-    /// of CPU, nothing waited for) and cached. Nil otherwise (the routes answer). Never blocks: the
-    /// event loop's path for tiles not yet cached. A DeepZoom path is read byte by byte, nothing made
-    /// of it but the answer.
-    func storedImage(path: String) -> EncodedImage? {
-        if let (id, address, variant) = Self.deepZoomTile(path: path) {
-            guard address.format == .jpg, let image = catalog.readyImage(id), let version = image.version, image.pyramid.isComplete,
-                let tile = image.pyramid.geometry.layout.tile(address)
-            else { return nil }
-            var tag = entityTag(version: version, stored: true, of: image)
-            tag.combine("dzi/".utf8)
-            tag.combine(variant.utf8)
-            return storedImage(tile, of: image, version: version, tag: tag, link: nil, path: path)
-        }
-        guard let (id, target, variant, link) = Self.imageRequest(path: path), let image = catalog.readyImage(id),
-            image.pyramid.isComplete, let version = image.version, let resolved = try? resolve(target, of: image.pyramid),
-            let tile = Self.storedTile(resolved, of: image.pyramid)
-        else { return nil }
-        var tag = entityTag(version: version, stored: true, of: image)
-        tag.combine(variant.utf8)
-        return storedImage(tile, of: image, version: version, tag: tag, link: link, path: path)
-    }
-
-    /// ``storedImage(path:)``'s answer once the tile is known: nil unless it is a JPEG tile of the
-    /// pyramid whose bytes the page cache holds. A whole tile is read into the answer's buffer and not
-    /// cached; an edge tile of 256 pixels or less is cropped (cached under `path`, as the routes cache it).
-    private func storedImage(_ tile: PyramidLayout.Tile, of image: ImageCatalog.Image, version: String, tag: EntityTag, link: String?, path: String)
-        -> EncodedImage?
-    {
-        let pyramid = image.pyramid
-        guard tile.level < pyramid.levelCount, pyramid.tileCoding(ofLevel: tile.level) == "JPEG" else { return nil }
-        guard Self.isWhole(tile, of: pyramid) else {
-            // An edge tile: cropped here when small enough (0.1 ms for 256 pixels), and cached.
-            guard pyramid.geometry.tileSize <= 256,
-                let bytes = try? pyramid.exactJPEGEdgeTileIfCached(level: tile.level, column: tile.column, row: tile.row)
-            else { return nil }
-            metrics.storedTile()
-            let encoded = EncodedImage(
-                body: ByteBuffer(bytes: bytes), mediaType: ImageRequest.Format.jpg.mediaType, entityTag: tag.text,
-                lastModified: image.lastModified, cacheControl: imageCacheControl, id: image.id, version: version, link: link)
-            cache.insert(encoded, for: path)
-            return encoded
-        }
-        guard let length = try? pyramid.storedJPEGTileLength(level: tile.level, column: tile.column, row: tile.row), length > 0 else { return nil }
-        var body = ByteBufferAllocator().buffer(capacity: length)
-        let read = body.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { space in
-            let target = UnsafeMutableRawBufferPointer(rebasing: space[..<length])
-            return (try? pyramid.readStoredJPEGTileIfCached(level: tile.level, column: tile.column, row: tile.row, into: target)) == true ? length : 0
-        }
-        guard read == length else { return nil }
-        metrics.storedTile()
-        return EncodedImage(
-            body: body, mediaType: ImageRequest.Format.jpg.mediaType, entityTag: tag.text, lastModified: image.lastModified,
-            cacheControl: imageCacheControl, id: image.id, version: version, link: link)
-    }
-
-    /// A DeepZoom tile's path, `/dzi/{id}_files/{level}/{column}_{row}.{format}` (exactly four `/`),
-    /// read byte by byte: the identifier, the address, and the variant after `dzi/` that makes the
-    /// entity tag (`{level}/{column}_{row}.{format}`). Nil for any other path.
-    static func deepZoomTile(path: String) -> (id: Substring, address: DeepZoomTileAddress, variant: Substring)? {
-        let bytes = path.utf8
-        let slash = UInt8(ascii: "/")
-        guard bytes.starts(with: "/dzi/".utf8) else { return nil }
-        let idStart = bytes.index(bytes.startIndex, offsetBy: 5)
-        guard let idEnd = bytes[idStart...].firstIndex(of: slash) else { return nil }
-        let levelStart = bytes.index(after: idEnd)
-        guard let levelEnd = bytes[levelStart...].firstIndex(of: slash) else { return nil }
-        let tileStart = bytes.index(after: levelEnd)
-        guard !bytes[tileStart...].contains(slash), bytes[idStart..<idEnd].reversed().starts(with: "selif_".utf8),
-            let address = DeepZoomTileAddress(level: path[levelStart..<levelEnd], tile: path[tileStart...])
-        else { return nil }
-        let id = path[idStart..<idEnd].dropLast(6)
-        return (id, address, path[levelStart...])
     }
 
     /// An image request's path parsed as the routes parse it: the identifier as written, the target,

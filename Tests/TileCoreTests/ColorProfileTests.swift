@@ -49,9 +49,9 @@ struct ColorProfileTests {
             // Stored tiles as the server sends them: whole (and read as from the page cache), and an edge tile cropped.
             let whole = try #require(try image.storedJPEGTile(level: 0, column: 0, row: 0))
             #expect(try ICCProfiles.djpeg(whole) == (profile, true))
-            let length = try #require(try image.storedJPEGTileLength(level: 0, column: 0, row: 0))
-            var read = [UInt8](repeating: 0, count: length)
-            let cached = try read.withUnsafeMutableBytes { try image.readStoredJPEGTileIfCached(level: 0, column: 0, row: 0, into: $0) }
+            let location = try #require(try image.storedJPEGTileLocation(level: 0, column: 0, row: 0))
+            var read = [UInt8](repeating: 0, count: location.byteCount)
+            let cached = try read.withUnsafeMutableBytes { try image.readStoredJPEGTileIfCached(location, into: $0) }
             #expect(cached, "the tile just read is in the page cache: readIfCached must find it")
             #expect(read == [UInt8](whole))
             let edge = try #require(try image.exactJPEGTile(level: 0, column: 2, row: 1))

@@ -107,15 +107,15 @@ struct TIFFStoreTests {
         _ = try TileBuilder.build(data: jpeg, options: TIFFChecks.options { $0.storage = .persistent(path: store) })
         let image = try TiledImage.open(store: store)
         func ifCached(_ image: TiledImage) throws -> Data? {
-            guard let length = try image.storedJPEGTileLength(level: 0, column: 1, row: 1) else { return nil }
-            var data = Data(count: length)
+            guard let location = try image.storedJPEGTileLocation(level: 0, column: 1, row: 1) else { return nil }
+            var data = Data(count: location.byteCount)
             let read = try data.withUnsafeMutableBytes { (space) throws(TileError) -> Bool in
-                try image.readStoredJPEGTileIfCached(level: 0, column: 1, row: 1, into: space)
+                try image.readStoredJPEGTileIfCached(location, into: space)
             }
             return read ? data : nil
         }
         let whole = try #require(try image.storedJPEGTile(level: 0, column: 1, row: 1))
-        #expect(try image.storedJPEGTileLength(level: 0, column: 1, row: 1) == whole.count)
+        #expect(try image.storedJPEGTileLocation(level: 0, column: 1, row: 1)?.byteCount == whole.count)
         #expect(try ifCached(image) == whole)
         // The file's pages dropped from the page cache (written back first): the read would wait.
         let fd = open("\(store)/pyramid.tif", O_RDONLY)
@@ -126,7 +126,7 @@ struct TIFFStoreTests {
         #expect(try ifCached(image) == whole)
         // A raw pyramid has no stored JPEG tiles.
         let raw = try TileBuilder.build(data: jpeg)
-        #expect(try raw.storedJPEGTileLength(level: 0, column: 0, row: 0) == nil)
+        #expect(try raw.storedJPEGTileLocation(level: 0, column: 0, row: 0) == nil)
     }
 
     @Test("tiles are readable tile row by tile row while the image is built; later rows are not ready")

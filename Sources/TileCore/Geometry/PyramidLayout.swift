@@ -166,15 +166,22 @@ public struct DeepZoomTileAddress: Sendable, Hashable {
     /// Parses the two segments `{level}` and `{column}_{row}.{jpg|png}` (one `_`, one `.`), byte by
     /// byte: a server's path for every tile request not yet cached.
     public init?(level: Substring, tile: Substring) {
-        let bytes = tile.utf8
+        var (level, tile) = (level, tile)
+        guard let address = level.withUTF8({ l in tile.withUTF8 { t in Self(levelBytes: l, tileBytes: t) } }) else { return nil }
+        self = address
+    }
+
+    /// Parses the two segments `{level}` and `{column}_{row}.{jpg|png}` given as UTF-8 bytes (a
+    /// request's path as NIO holds it), as ``init(level:tile:)`` does.
+    public init?(levelBytes: UnsafeBufferPointer<UInt8>, tileBytes bytes: UnsafeBufferPointer<UInt8>) {
         guard let dot = bytes.firstIndex(of: UInt8(ascii: ".")), let underscore = bytes.firstIndex(of: UInt8(ascii: "_")),
             underscore < dot
         else { return nil }
-        let suffix = bytes[bytes.index(after: dot)...]
+        let suffix = UnsafeBufferPointer(rebasing: bytes[(dot + 1)...])
         let format: ImageRequest.Format
         if suffix.elementsEqual("jpg".utf8) { format = .jpg } else if suffix.elementsEqual("png".utf8) { format = .png } else { return nil }
-        guard let level = Self.count(level.utf8[...]), let column = Self.count(bytes[..<underscore]),
-            let row = Self.count(bytes[bytes.index(after: underscore)..<dot])
+        guard let level = Self.count(levelBytes), let column = Self.count(UnsafeBufferPointer(rebasing: bytes[..<underscore])),
+            let row = Self.count(UnsafeBufferPointer(rebasing: bytes[(underscore + 1)..<dot]))
         else { return nil }
         self.init(level: level, column: column, row: row, format: format)
     }
@@ -183,7 +190,7 @@ public struct DeepZoomTileAddress: Sendable, Hashable {
     public var path: String { "\(level)/\(column)_\(row).\(format.rawValue)" }
 
     /// A count written in decimal digits only (no sign), at most 9 digits: no pyramid has more.
-    private static func count(_ digits: Substring.UTF8View.SubSequence) -> Int? {
+    private static func count(_ digits: UnsafeBufferPointer<UInt8>) -> Int? {
         guard !digits.isEmpty, digits.count <= 9 else { return nil }
         var value = 0
         for byte in digits {

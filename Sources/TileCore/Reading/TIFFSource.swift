@@ -252,10 +252,13 @@ extension TIFFSource {
     /// bytes) with one read that never waits for the disk: the prefix copied but its last two bytes, the
     /// tile read after them (its SOI landing on those two, checked, then the prefix's bytes put back).
     /// - Returns: false when the page cache does not hold the whole tile.
-    func readCompleteJPEGIfCached(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawBufferPointer) throws(TileError) -> Bool {
-        guard let (length, tile) = try completeJPEGLength(level: level, column: column, row: row), destination.count == length,
-            let base = destination.baseAddress
-        else { return false }
+    /// - Parameters:
+    ///   - tile: where the tile lies, and `length` the complete JPEG's (``completeJPEGLength(level:column:row:)``).
+    func readCompleteJPEGIfCached(
+        level: Int, column: Int, row: Int, tile: (descriptor: Int32, offset: Int, length: Int), length: Int,
+        into destination: UnsafeMutableRawBufferPointer
+    ) throws(TileError) -> Bool {
+        guard destination.count == length, let base = destination.baseAddress else { return false }
         let prefix = jpegPrefixes[level]
         let start = prefix.count - 2
         if start > 0 { prefix.withUnsafeBytes { base.copyMemory(from: $0.baseAddress!, byteCount: start) } }

@@ -107,29 +107,42 @@ extension TiledImage {
         return try tiff.croppedJPEG(level: level, column: column, row: row, width: width, height: height, path: storePath, waitsForDisk: false)
     }
 
-    /// The byte count of ``storedJPEGTile(level:column:row:)``'s JPEG, without reading the tile: `nil`
-    /// when the image has no JPEG tiles there (a raw pyramid, a TIFF level that is not JPEG, an image
-    /// still being built).
-    /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws before it reads.
-    public func storedJPEGTileLength(level: Int, column: Int, row: Int) throws(TileError) -> Int? {
-        guard let tiff, tiff.backing.reader != nil || isComplete else { return nil }
-        _ = try checkedTileOffset(level: level, column: column, row: row)
-        return try tiff.completeJPEGLength(level: level, column: column, row: row)?.length
+    /// Where a stored JPEG tile lies, found once (``storedJPEGTileLocation(level:column:row:)``) and read
+    /// with ``readStoredJPEGTileIfCached(_:into:)``.
+    public struct StoredJPEGTileLocation: Sendable {
+        /// The byte count of ``TiledImage/storedJPEGTile(level:column:row:)``'s JPEG (the tile made complete).
+        public let byteCount: Int
+        let level: Int
+        let column: Int
+        let row: Int
+        let tile: (descriptor: Int32, offset: Int, length: Int)
     }
 
-    /// Reads ``storedJPEGTile(level:column:row:)``'s bytes into `destination` (exactly
-    /// ``storedJPEGTileLength(level:column:row:)`` bytes) without waiting for the disk: one `preadv2`
-    /// with `RWF_NOWAIT`, so an event loop may call it.
+    /// Where ``storedJPEGTile(level:column:row:)``'s tile lies and its JPEG's byte count, without
+    /// reading the tile: `nil` when the image has no JPEG tiles there (a raw pyramid, a TIFF level that
+    /// is not JPEG, an image still being built).
+    /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws before it reads.
+    public func storedJPEGTileLocation(level: Int, column: Int, row: Int) throws(TileError) -> StoredJPEGTileLocation? {
+        guard let tiff, tiff.backing.reader != nil || isComplete else { return nil }
+        _ = try checkedTileOffset(level: level, column: column, row: row)
+        guard let (length, tile) = try tiff.completeJPEGLength(level: level, column: column, row: row) else { return nil }
+        return StoredJPEGTileLocation(byteCount: length, level: level, column: column, row: row, tile: tile)
+    }
+
+    /// Reads ``storedJPEGTile(level:column:row:)``'s bytes into `destination` (exactly the location's
+    /// ``StoredJPEGTileLocation/byteCount`` bytes) without waiting for the disk: one `preadv2` with
+    /// `RWF_NOWAIT`, so an event loop may call it.
+    /// - Parameter location: a location of this image's (``storedJPEGTileLocation(level:column:row:)``).
     /// - Returns: false when the page cache does not hold the whole tile (read it with
     ///   ``storedJPEGTile(level:column:row:)`` on a thread that may block), or when `destination` is not
     ///   the tile's length.
-    /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws.
-    public func readStoredJPEGTileIfCached(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawBufferPointer)
+    /// - Throws: ``TileError/Code/corrupt`` for a tile that is not a JPEG stream.
+    public func readStoredJPEGTileIfCached(_ location: StoredJPEGTileLocation, into destination: UnsafeMutableRawBufferPointer)
         throws(TileError) -> Bool
     {
-        guard let tiff, tiff.backing.reader != nil || isComplete else { return false }
-        _ = try checkedTileOffset(level: level, column: column, row: row)
-        return try tiff.readCompleteJPEGIfCached(level: level, column: column, row: row, into: destination)
+        guard let tiff else { return false }
+        return try tiff.readCompleteJPEGIfCached(
+            level: location.level, column: location.column, row: location.row, tile: location.tile, length: location.byteCount, into: destination)
     }
 
     /// How a level's tiles are stored: `"raw RGBA"`, or a TIFF's compression (`"JPEG"`, `"deflate"`,
