@@ -19,7 +19,7 @@ for target in decoder_fuzz tiff_fuzz; do
     || { cat "$out/clang.log"; exit 1; }
 done
 "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -I Sources/CPngDecoder/include \
-  -I Sources/CSpool/include Fuzz/png_fuzz.c Sources/CPngDecoder/png_decoder.c Sources/CSpool/spool.c $(pkg-config --cflags --libs libpng) -o "$out/png_fuzz" 2>"$out/clang.log" \
+  -I Sources/CSpool/include Fuzz/png_fuzz.c Sources/CPngDecoder/*.c Sources/CSpool/spool.c $(pkg-config --cflags --libs libpng) -o "$out/png_fuzz" 2>"$out/clang.log" \
   || { cat "$out/clang.log"; exit 1; }
 "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
   -I Sources/CTiffDecoder/include -I Sources/CTiffIO/include -I Sources/CSpool/include Fuzz/tiff_master_fuzz.c \

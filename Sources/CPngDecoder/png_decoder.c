@@ -16,48 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cpng_decoder.h"
-#include "cspool.h"
-
-/* Compressed bytes handed to libpng at a time: the rows one piece inflates to (at most about 1,000
-   times its size) bound the overflow. */
-enum { PIECE = 4096 };
-
-struct cpng_decoder {
-    png_structp png;
-    png_infop info;
-    uint8_t *input;          /* bytes fed, [start, end) not yet taken by libpng */
-    size_t start, end, capacity;
-    size_t fed;              /* bytes fed in all */
-    int ended;
-    cpng_status failure;     /* CPNG_OK until an error; then every call returns it */
-    int unsupported;
-    int header_read;
-    int done;                /* libpng's end callback ran (IEND read) */
-    cpng_header header;
-    uint32_t decoded;        /* rows libpng has given */
-    uint32_t rows_read;      /* rows given to the caller */
-    uint8_t *destination;    /* the rows asked for (NULL while only the header is asked) */
-    size_t stride;
-    uint32_t wanted, produced;
-    uint8_t *overflow;       /* rows inflated past the caller's buffer, [overflow_first, overflow_rows) */
-    uint32_t overflow_first, overflow_rows, overflow_capacity;
-    uint32_t warnings;
-    int has_error;
-    char message[256];
-    uint8_t *icc;
-    size_t icc_length;
-    int32_t density_unit;
-    uint32_t density_x, density_y;
-    /* Adam7: every pass is combined into a spool file of the whole image (RGBA rows, on disk), whose
-       rows are given once the last pass has been read. */
-    char *spool_directory;   /* NULL: interlaced PNGs are refused */
-    int spool_fd;            /* -1 until the first pass's first row */
-    uint8_t *spool_row;      /* one row read back, combined with a pass's pixels, written again */
-    int last_pass;           /* the pass and row of libpng's last row call (NULL rows too): the image */
-    uint32_t last_row;       /* is whole when they are the last pass's last row (6, height - 1) */
-    int error_number;        /* the spool's errno, for CPNG_ERR_IO */
-};
+#include "png_internal.h"
 
 static void on_error(png_structp png, png_const_charp text) {
     cpng_decoder *d = png_get_error_ptr(png);
@@ -140,34 +99,11 @@ static void keep_overflow(cpng_decoder *d, png_bytep row) {
     d->overflow_rows++;
 }
 
-/* A pass's row of an interlaced image: combined into the image's row in the spool file. */
-static cpng_status make_spool(cpng_decoder *d);
-
-/* A failure of the spool file (not of the PNG): CPNG_ERR_IO with its errno. */
-static void spool_failed(cpng_decoder *d, const char *what) {
-    if (!d->error_number) d->error_number = errno ? errno : EIO;
-    char text[sizeof d->message];
-    snprintf(text, sizeof text, "%s: %s", what, strerror(d->error_number));
-    png_error(d->png, text);
-}
-
-static void combine_row(cpng_decoder *d, png_bytep row, png_uint_32 number) {
-    size_t bytes = (size_t)d->header.width * 4;
-    if (d->spool_fd < 0 && make_spool(d) != CPNG_OK) spool_failed(d, "cannot make the interlaced PNG's spool file");
-    off_t at = (off_t)number * (off_t)bytes;
-    if (number >= d->header.height) png_error(d->png, "a row past the image's height");
-    errno = 0;
-    if (pread(d->spool_fd, d->spool_row, bytes, at) != (ssize_t)bytes) spool_failed(d, "cannot read a row back from the spool file");
-    png_progressive_combine_row(d->png, d->spool_row, row);
-    errno = 0;
-    if (pwrite(d->spool_fd, d->spool_row, bytes, at) != (ssize_t)bytes) spool_failed(d, "cannot write a row to the spool file");
-}
-
 static void on_row(png_structp png, png_bytep row, png_uint_32 number, int pass) {
     cpng_decoder *d = png_get_progressive_ptr(png);
     d->last_pass = pass, d->last_row = number;
     if (!row) return; /* a row this pass leaves as it was */
-    if (d->header.interlaced) return combine_row(d, row, number);
+    if (d->header.interlaced) return cpng_combine_row(d, row, number);
     if (number != d->decoded) png_error(png, "a row came out of order");
     d->decoded++;
     if (!d->destination || d->produced >= d->wanted) return keep_overflow(d, row);
@@ -203,7 +139,7 @@ static int satisfied(const cpng_decoder *d) {
 
 /* Hands the bytes kept to libpng, a piece at a time, until the read has what it asked for, the image
    has ended, or more bytes are needed. */
-static cpng_status run(cpng_decoder *d) {
+cpng_status cpng_run(cpng_decoder *d) {
     if (setjmp(png_jmpbuf(d->png))) { /* png_process_data */
         d->failure = d->unsupported ? CPNG_ERR_UNSUPPORTED : d->error_number ? CPNG_ERR_IO : CPNG_ERR_PNG;
         return d->failure;
@@ -261,58 +197,6 @@ cpng_status cpng_decoder_set_spool_directory(cpng_decoder *d, const char *direct
     return d->spool_directory ? CPNG_OK : CPNG_ERR_NOMEM;
 }
 
-static cpng_status starved(cpng_decoder *d, const char *what);
-
-/* The interlaced image's spool file: anonymous, the image's size, made when the first pass's first row
-   arrives. libpng's push reader gives each row of the first passes for the rows below it too (its
-   blocky preview), so the whole file is written early on: the image's size on disk. */
-static cpng_status make_spool(cpng_decoder *d) {
-    uint64_t bytes = (uint64_t)d->header.width * 4 * d->header.height;
-    d->spool_row = malloc((size_t)d->header.width * 4);
-    if (!d->spool_row) {
-        errno = ENOMEM;
-        return CPNG_ERR_NOMEM;
-    }
-    int fd = cspool_create(d->spool_directory);
-    if (fd < 0 || bytes > (uint64_t)INT64_MAX || ftruncate(fd, (off_t)bytes) != 0) {
-        int number = fd < 0 || errno ? errno : EFBIG;
-        if (fd >= 0) close(fd);
-        errno = number;
-        return CPNG_ERR_IO;
-    }
-    d->spool_fd = fd;
-    return CPNG_OK;
-}
-
-/* Reads every pass into the spool, then gives its rows in order. */
-static cpng_status read_interlaced(cpng_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows) {
-    if (!d->done) {
-        d->destination = rgba ? rgba : (void *)d; /* non-NULL: rows are wanted (none comes before the end) */
-        cpng_status status = run(d);
-        d->destination = NULL;
-        if (status != CPNG_OK) return status;
-        if (!d->done) return starved(d, "the PNG ends before its image does");
-    }
-    /* libpng's push reader reaches IEND without an error when the image data ends early: every pass
-       must have come to the last row. */
-    if (d->spool_fd < 0 || d->last_pass != 6 || d->last_row + 1 != d->header.height) {
-        snprintf(d->message, sizeof d->message, "the image data ends in pass %d of 7, row %u", d->last_pass + 1, d->last_row);
-        d->has_error = 1;
-        return d->failure = CPNG_ERR_PNG;
-    }
-    size_t bytes = (size_t)d->header.width * 4;
-    while (*rows < max_rows && d->rows_read < d->header.height) {
-        if (pread(d->spool_fd, (uint8_t *)rgba + (size_t)*rows * stride, bytes, (off_t)d->rows_read * (off_t)bytes) != (ssize_t)bytes) {
-            snprintf(d->message, sizeof d->message, "cannot read row %u back from the spool file", d->rows_read);
-            d->has_error = 1;
-            return d->failure = CPNG_ERR_PNG;
-        }
-        d->rows_read++;
-        (*rows)++;
-    }
-    return d->rows_read == d->header.height ? CPNG_DONE : CPNG_OK;
-}
-
 cpng_status cpng_decoder_feed(cpng_decoder *d, const void *bytes, size_t length) {
     if (!d || (!bytes && length)) return CPNG_ERR_ARGUMENT;
     if (d->failure != CPNG_OK) return d->failure;
@@ -346,8 +230,7 @@ cpng_status cpng_decoder_end_input(cpng_decoder *d) {
     return d->failure;
 }
 
-/* After a read that stopped: needs more bytes, or none will come. */
-static cpng_status starved(cpng_decoder *d, const char *what) {
+cpng_status cpng_starved(cpng_decoder *d, const char *what) {
     if (!d->ended) return CPNG_NEED_DATA;
     snprintf(d->message, sizeof d->message, "%s", what);
     d->has_error = 1;
@@ -360,9 +243,9 @@ cpng_status cpng_decoder_read_header(cpng_decoder *d, cpng_header *header) {
     if (d->failure != CPNG_OK) return d->failure;
     if (!d->header_read) {
         d->destination = NULL;
-        cpng_status status = run(d);
+        cpng_status status = cpng_run(d);
         if (status != CPNG_OK) return status;
-        if (!d->header_read) return starved(d, d->fed == 0 ? "empty input" : "the PNG ends before its header does");
+        if (!d->header_read) return cpng_starved(d, d->fed == 0 ? "empty input" : "the PNG ends before its header does");
     }
     *header = d->header;
     return CPNG_OK;
@@ -378,13 +261,13 @@ cpng_status cpng_decoder_read_rows(cpng_decoder *d, void *rgba, size_t stride, u
     *rows = 0;
     if (d->failure != CPNG_OK) return d->failure;
     if (!d->header_read || (max_rows && stride < (size_t)d->header.width * 4)) return CPNG_ERR_STATE;
-    if (d->header.interlaced) return read_interlaced(d, rgba, stride, max_rows, rows);
+    if (d->header.interlaced) return cpng_read_interlaced(d, rgba, stride, max_rows, rows);
     d->destination = rgba;
     d->stride = stride;
     d->wanted = max_rows;
     d->produced = 0;
     take_overflow(d);
-    cpng_status status = !satisfied(d) && !d->done ? run(d) : CPNG_OK;
+    cpng_status status = !satisfied(d) && !d->done ? cpng_run(d) : CPNG_OK;
     int enough = satisfied(d);
     *rows = d->produced;
     d->destination = NULL;
@@ -396,7 +279,7 @@ cpng_status cpng_decoder_read_rows(cpng_decoder *d, void *rgba, size_t stride, u
         return d->failure = CPNG_ERR_PNG;
     }
     if (enough || d->overflow_first < d->overflow_rows) return CPNG_OK;
-    return starved(d, "the PNG ends before its image does");
+    return cpng_starved(d, "the PNG ends before its image does");
 }
 
 uint32_t cpng_decoder_rows_read(const cpng_decoder *d) { return d ? d->rows_read : 0; }
