@@ -21,12 +21,10 @@ final class BuildLock: Sendable {
     /// - Throws: ``TileCore/TileError/Code/io`` when the lock file cannot be opened.
     static func take(_ id: String, in cache: String) throws(TileError) -> BuildLock? {
         let path = "\(cache)/.\(id).lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw TileError(.io, "cannot open the build lock \(path): \(String(cString: strerror(errno)))") }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            close(fd)
-            return nil
-        }
-        return BuildLock(descriptor: fd)
+        let raw = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard raw >= 0 else { throw TileError(.io, "cannot open the build lock \(path): \(String(cString: strerror(errno)))") }
+        let fd = OwnedDescriptor(adopting: raw)
+        guard flock(fd.raw, LOCK_EX | LOCK_NB) == 0 else { return nil }
+        return BuildLock(descriptor: fd.take())
     }
 }

@@ -17,10 +17,11 @@ struct OwnershipTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("owner-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let descriptors = geometry.levels.indices.map { open("\(folder)/level-\($0)", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
-        #expect(!descriptors.contains(-1))
         // Closed synchronously when released, as a persistent store's files are.
-        var files: LevelFiles? = LevelFiles(descriptors: descriptors, closesInBackground: false)
+        var files: LevelFiles? = try LevelFiles.opening(geometry.levels.count) { index throws(TileError) in
+            try SystemCall.createExclusive("\(folder)/level-\(index)")
+        }
+        let descriptors = files!.descriptors
         let progress = TileRowCounters(count: geometry.levels.count)
         var writer: PyramidWriter? = try PyramidWriter(geometry: geometry, files: files!, progress: progress, writer: kind)
         files = nil  // what a failed build's image and store do when they are released first
@@ -37,5 +38,30 @@ struct OwnershipTests {
         try writer!.finish()
         #expect(progress[0] == geometry.levels[0].storedRows)
         writer = nil
+    }
+
+    @Test("files opened one by one are all closed when one of them fails")
+    func openingFailsWhole() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("owner-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        func openInFolder() -> [String] {  // this process's descriptors of files in the folder (deleted or not)
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            return entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)") }
+                .filter { $0.hasPrefix(folder + "/") }
+        }
+        var opened = 0
+        #expect(throws: TileError.self) {
+            _ = try LevelFiles.opening(4) { index throws(TileError) in
+                guard index < 3 else {
+                    #expect(openInFolder().count == 3, "the three files made are open while the fourth is made")
+                    throw TileError(.io, "the fourth file fails")
+                }
+                opened += 1
+                return try SystemCall.createAnonymous(in: folder)
+            }
+        }
+        #expect(opened == 3)
+        #expect(openInFolder().isEmpty, "\(openInFolder())")
     }
 }

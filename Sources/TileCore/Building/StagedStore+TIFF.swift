@@ -11,30 +11,27 @@ extension StagedStore {
         switch storage {
         case .ephemeral(let directory):
             let folder = directory ?? LevelFiles.defaultDirectory
-            let tiff = try SystemCall.createAnonymous(in: folder, what: "a TIFF file")
-            let spool: Int32
-            do { spool = try SystemCall.createAnonymous(in: folder, what: "a spool file") } catch {
-                SystemCall.close([tiff])
-                throw error
+            let files = try LevelFiles.opening(2, closesInBackground: true) { index throws(TileError) in
+                try SystemCall.createAnonymous(in: folder, what: index == 0 ? "a TIFF file" : "a spool file")
             }
-            return StagedStore(
-                files: LevelFiles(descriptors: [tiff, spool], closesInBackground: true), stagingPath: nil, finalPath: nil,
-                scratchDirectory: folder)
+            return StagedStore(files: files, stagingPath: nil, finalPath: nil, scratchDirectory: folder)
         case .persistent(let path):
             let url = URL(fileURLWithPath: path)
             let (staging, lock) = try makeStagingFolder(for: url)
-            var fds: [Int32] = []
+            let files: LevelFiles
             do {
-                fds.append(try SystemCall.createExclusive("\(staging)/\(StoreManifest.tiffFileName)", mode: 0o644))
-                fds.append(try SystemCall.createAnonymous(in: staging, what: "a spool file"))
+                files = try LevelFiles.opening(2) { index throws(TileError) in
+                    index == 0
+                        ? try SystemCall.createExclusive("\(staging)/\(StoreManifest.tiffFileName)", mode: 0o644)
+                        : try SystemCall.createAnonymous(in: staging, what: "a spool file")
+                }
             } catch {
-                SystemCall.close(fds)
                 removeStoreFolder(staging)
                 throw error
             }
             return StagedStore(
-                files: LevelFiles(descriptors: fds), stagingPath: staging, finalPath: url.path, scratchDirectory: staging,
-                publishedDescriptors: [fds[0]], lock: lock)
+                files: files, stagingPath: staging, finalPath: url.path, scratchDirectory: staging,
+                publishedDescriptors: [files.descriptors[0]], lock: lock)
         }
     }
 }

@@ -35,16 +35,17 @@ struct StagedStore {
     private static func createPersistent(path: String, levelCount: Int) throws(TileError) -> StagedStore {
         let url = URL(fileURLWithPath: path)
         let (staging, lock) = try makeStagingFolder(for: url)
-        var fds: [Int32] = []
-        for index in 0..<levelCount {
-            do { fds.append(try SystemCall.createExclusive("\(staging)/\(StoreManifest.levelFileName(index))")) } catch {
-                SystemCall.close(fds)
-                removeStoreFolder(staging)
-                throw error
+        let files: LevelFiles
+        do {
+            files = try LevelFiles.opening(levelCount) { index throws(TileError) in
+                try SystemCall.createExclusive("\(staging)/\(StoreManifest.levelFileName(index))")
             }
+        } catch {
+            removeStoreFolder(staging)
+            throw error
         }
         return StagedStore(
-            files: LevelFiles(descriptors: fds), stagingPath: staging, finalPath: url.path, scratchDirectory: staging, lock: lock)
+            files: files, stagingPath: staging, finalPath: url.path, scratchDirectory: staging, lock: lock)
     }
 
     /// A new staging folder for the store at `url` (after removing its abandoned builds), and its lock.

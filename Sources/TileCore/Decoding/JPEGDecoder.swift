@@ -98,8 +98,8 @@ final class JPEGDecoder: RowDecoder {
     {
         guard storage.usesDisk(forByteCount: coefficientByteCount) else { return false }
         let fd = try SystemCall.createAnonymous(in: directory, what: "a coefficient file")
-        // The decoder owns fd from here, also when this fails.
-        try check(cjs_decoder_use_coefficient_file(handle, fd, max(windowBytes ?? 0, 0)), "use a coefficient file")
+        // The C decoder owns it from here, also when this fails.
+        try check(cjs_decoder_use_coefficient_file(handle, fd.take(), max(windowBytes ?? 0, 0)), "use a coefficient file")
         return true
     }
 

@@ -154,14 +154,14 @@ private final class TileFileWriter: @unchecked Sendable {
     /// Writes one file, creating its folders (IIIF paths have three of their own) when missing.
     private func write(_ bytes: UnsafeRawBufferPointer, to path: String) throws(TileError) {
         let full = "\(root)/\(path)"
-        var fd = SystemCall.retrying { open(full, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644) }
-        if fd < 0 && errno == ENOENT {
+        var raw = SystemCall.retrying { open(full, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644) }
+        if raw < 0 && errno == ENOENT {
             try makeFolders(of: path)
-            fd = SystemCall.retrying { open(full, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644) }
+            raw = SystemCall.retrying { open(full, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644) }
         }
-        guard fd >= 0 else { throw SystemCall.error("cannot create", path: full) }
-        defer { SystemCall.close([fd]) }
-        try SystemCall.writeAll(fd, bytes, path: full)
+        guard raw >= 0 else { throw SystemCall.error("cannot create", path: full) }
+        let fd = OwnedDescriptor(adopting: raw)
+        try SystemCall.writeAll(fd.raw, bytes, path: full)
     }
 
     private func makeFolders(of path: String) throws(TileError) {

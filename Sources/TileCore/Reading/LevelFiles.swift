@@ -18,7 +18,7 @@ final class LevelFiles: Sendable {
     /// For a view of some of another's files: that owner, kept alive, which closes them.
     private let owner: LevelFiles?
 
-    init(descriptors: [Int32], closesInBackground: Bool = false) {
+    private init(descriptors: [Int32], closesInBackground: Bool) {
         self.descriptors = descriptors
         self.closesInBackground = closesInBackground
         owner = nil
@@ -42,17 +42,26 @@ final class LevelFiles: Sendable {
         }
     }
 
+    /// The files `open` opens, one for each of `0 ..< count`, owned from the moment each is opened: when
+    /// one fails, those opened before it are closed.
+    static func opening(
+        _ count: Int, closesInBackground: Bool = false, _ open: (Int) throws(TileError) -> OwnedDescriptor
+    ) throws(TileError) -> LevelFiles {
+        var descriptors: [Int32] = []
+        descriptors.reserveCapacity(count)
+        do {
+            for index in 0..<count { descriptors.append(try open(index).take()) }
+        } catch {
+            SystemCall.close(descriptors)
+            throw error
+        }
+        return LevelFiles(descriptors: descriptors, closesInBackground: closesInBackground)
+    }
+
     /// Opens `count` anonymous files in `directory`: each is created exclusively with mode 0600 and
     /// unlinked at once, so it vanishes when closed, even if the process dies.
     static func ephemeral(count: Int, directory: String) throws(TileError) -> LevelFiles {
-        var fds: [Int32] = []
-        for _ in 0..<count {
-            do { fds.append(try SystemCall.createAnonymous(in: directory)) } catch {
-                SystemCall.close(fds)
-                throw error
-            }
-        }
-        return LevelFiles(descriptors: fds, closesInBackground: true)
+        try opening(count, closesInBackground: true) { _ throws(TileError) in try SystemCall.createAnonymous(in: directory) }
     }
 
     /// The default folder for ephemeral files: `$TMPDIR`, else `/tmp`.

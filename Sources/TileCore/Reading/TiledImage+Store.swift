@@ -37,31 +37,18 @@ extension TiledImage {
         guard geometry.levels.map({ StoreManifest.Level(storedWidth: $0.storedWidth, storedHeight: $0.storedHeight) })
             == manifest.levels
         else { throw TileError(.invalidStore, "\(path): the manifest's levels do not match its size") }
-        var fds: [Int32] = []
-        for index in geometry.levels.indices {
+        let files = try LevelFiles.opening(geometry.levels.count) { index throws(TileError) in
             let file = "\(path)/\(StoreManifest.levelFileName(index))"
-            let fd: Int32
-            do { fd = try SystemCall.openRegularFile(file) } catch {
-                SystemCall.close(fds)
-                throw error
-            }
-            fds.append(fd)
             var info = stat()
-            _ = fstat(fd, &info)
+            let fd = try SystemCall.openRegularFile(file, info: &info)
             guard Int(info.st_size) == geometry.byteCount(ofLevel: index) else {
-                SystemCall.close(fds)
                 throw TileError(.invalidStore, "\(file) has \(info.st_size) bytes, not \(geometry.byteCount(ofLevel: index))")
             }
+            return fd
         }
-        var colorProfile: ColorProfile?
-        if let name = manifest.colorProfile {
-            do { colorProfile = try readColorProfile(store: path, name: name) } catch {
-                SystemCall.close(fds)
-                throw error
-            }
-        }
+        let colorProfile = try manifest.colorProfile.map { name throws(TileError) in try readColorProfile(store: path, name: name) }
         return TiledImage(
-            geometry: geometry, files: LevelFiles(descriptors: fds), storePath: path, complete: true,
+            geometry: geometry, files: files, storePath: path, complete: true,
             colorProfile: colorProfile, storeHold: FolderLock(sharing: path))
     }
 

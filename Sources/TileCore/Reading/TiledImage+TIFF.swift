@@ -29,9 +29,8 @@ extension TiledImage {
     static func openTIFF(file: String, storePath: String, isLevelZeroCopied: Bool = false, storeHold: FolderLock? = nil) throws(TileError)
         -> TiledImage
     {
-        let fd = try SystemCall.openRegularFile(file)
-        let files = LevelFiles(descriptors: [fd])  // closes fd if anything below throws
-        let reader = try TIFFFileReader(fd: fd, path: file)
+        let files = try LevelFiles.opening(1) { _ throws(TileError) in try SystemCall.openRegularFile(file) }
+        let reader = try TIFFFileReader(fd: files.descriptors[0], path: file)  // files closes it if anything below throws
         let (levels, geometry) = try TIFFSource.pyramid(of: reader, path: file)
         return TiledImage(
             geometry: geometry, files: files, storePath: storePath, complete: true,

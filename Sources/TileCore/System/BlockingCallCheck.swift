@@ -41,11 +41,11 @@ package enum BlockingCallCheck {
 
     /// The calling thread's name (`/proc/thread-self/comm`, at most 15 bytes).
     private static func threadName() -> String {
-        let fd = open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return "" }
-        defer { close(fd) }
+        let raw = open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC)
+        guard raw >= 0 else { return "" }
+        let fd = OwnedDescriptor(adopting: raw)
         var bytes = [UInt8](repeating: 0, count: 32)
-        let count = read(fd, &bytes, bytes.count)
+        let count = read(fd.raw, &bytes, bytes.count)
         guard count > 0 else { return "" }
         let end = bytes[..<count].firstIndex(of: 10) ?? count
         return String(decoding: bytes[..<end], as: UTF8.self)

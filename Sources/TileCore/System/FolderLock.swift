@@ -25,13 +25,11 @@ final class FolderLock: Sendable {
     convenience init?(sharing path: String) { self.init(path, operation: LOCK_SH) }
 
     private init?(_ path: String, operation: Int32) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        guard flock(fd, operation | LOCK_NB) == 0 else {
-            close(fd)
-            return nil
-        }
-        descriptor = fd
+        let raw = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard raw >= 0 else { return nil }
+        let fd = OwnedDescriptor(adopting: raw)
+        guard flock(fd.raw, operation | LOCK_NB) == 0 else { return nil }
+        descriptor = fd.take()
     }
 
     deinit { close(descriptor) }

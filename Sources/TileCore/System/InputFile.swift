@@ -24,26 +24,20 @@ package final class InputFile {
     /// - Throws: ``TileError/Code/io`` naming the path and the cause (`ENOENT`, `EACCES`, `EISDIR`, ...).
     package init(path: String) throws(TileError) {
         BlockingCallCheck.check("open \(path)")
-        let fd: Int32
+        let raw: Int32
         if path == Self.standardInputPath {
             name = "stdin"
-            fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+            raw = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
         } else {
             name = path
-            fd = SystemCall.retrying { open(path, O_RDONLY | O_CLOEXEC) }
+            raw = SystemCall.retrying { open(path, O_RDONLY | O_CLOEXEC) }
         }
-        guard fd >= 0 else { throw SystemCall.error("cannot open", path: path == "-" ? "stdin" : path) }
+        guard raw >= 0 else { throw SystemCall.error("cannot open", path: path == "-" ? "stdin" : path) }
+        let fd = OwnedDescriptor(adopting: raw)
         var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let error = SystemCall.error("cannot read", path: name)
-            close(fd)
-            throw error
-        }
-        if (info.st_mode & S_IFMT) == S_IFDIR {
-            close(fd)
-            throw SystemCall.error("cannot read", path: name, errno: EISDIR)
-        }
-        self.fd = fd
+        guard fstat(fd.raw, &info) == 0 else { throw SystemCall.error("cannot read", path: name) }
+        if (info.st_mode & S_IFMT) == S_IFDIR { throw SystemCall.error("cannot read", path: name, errno: EISDIR) }
+        self.fd = fd.take()
         isRegularFile = (info.st_mode & S_IFMT) == S_IFREG
         byteCount = isRegularFile ? Int(info.st_size) : nil
     }
@@ -75,9 +69,8 @@ package final class InputFile {
     ///   is not a regular file.
     package init(regularFile path: String) throws(TileError) {
         name = path
-        fd = try SystemCall.openRegularFile(path)
         var info = stat()
-        _ = fstat(fd, &info)
+        fd = try SystemCall.openRegularFile(path, info: &info).take()
         isRegularFile = true
         byteCount = Int(info.st_size)
     }

@@ -20,14 +20,14 @@ final class MasterFile {
     /// - Throws: ``TileError/Code/invalidArgument`` when it is not a regular file, ``TileError/Code/io``.
     init(path: String) throws(TileError) {
         BlockingCallCheck.check("open \(path)")
-        let fd = SystemCall.retrying { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
-        guard fd >= 0 else { throw SystemCall.error("cannot open", path: path) }
+        let raw = SystemCall.retrying { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
+        guard raw >= 0 else { throw SystemCall.error("cannot open", path: path) }
+        let fd = OwnedDescriptor(adopting: raw)
         var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            SystemCall.close([fd])
+        guard fstat(fd.raw, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             throw TileError(.invalidArgument, "\(path) is not a regular file")
         }
-        descriptor = fd
+        descriptor = fd.take()
         isSpool = false
         name = path
     }

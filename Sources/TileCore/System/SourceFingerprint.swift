@@ -53,10 +53,8 @@ public struct SourceFingerprint: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``TileError/Code/io`` (`ENOENT`, `ELOOP` for a symlink, ...), ``TileError/Code/invalidStore``
     ///   when the path is not a regular file.
     public static func read(path: String, known: SourceFingerprint? = nil) throws(TileError) -> SourceFingerprint {
-        let fd = try SystemCall.openRegularFile(path)
-        defer { SystemCall.close([fd]) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw SystemCall.error("cannot read", path: path) }
+        let fd = try SystemCall.openRegularFile(path, info: &info)
         let identity = identity(of: info)
         if let known, known.identity == identity { return known }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -66,7 +64,7 @@ public struct SourceFingerprint: Sendable, Hashable, CustomStringConvertible {
         // The first and last 64 KiB; a file of up to 128 KiB whole, in two reads.
         let ranges = size <= 2 * side ? [(0, min(side, size)), (side, max(0, size - side))] : [(0, side), (size - side, side)]
         for (offset, count) in ranges where count > 0 {
-            try SystemCall.readFully(fd, into: sample.baseAddress!, count: count, offset: offset, what: "the file", path: path)
+            try SystemCall.readFully(fd.raw, into: sample.baseAddress!, count: count, offset: offset, what: "the file", path: path)
             for byte in UnsafeRawBufferPointer(rebasing: sample[..<count]) { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         }
         return SourceFingerprint(identity: identity, sampleHash: hash)

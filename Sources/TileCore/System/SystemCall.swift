@@ -18,24 +18,23 @@ enum SystemCall {
 
     /// Opens a regular file for reading, never following a final symlink and never blocking: a FIFO
     /// or device planted in its place fails at once instead of hanging the caller.
-    /// - Returns: the descriptor; the caller owns it.
+    /// - Parameter info: set to the file's `stat`.
     /// - Throws: ``TileError/Code/io`` naming the path and the cause; ``TileError/Code/invalidStore``
     ///   when the path is not a regular file.
-    static func openRegularFile(_ path: String) throws(TileError) -> Int32 {
+    static func openRegularFile(_ path: String, info: inout stat) throws(TileError) -> OwnedDescriptor {
         BlockingCallCheck.check("open \(path)")
-        let fd = retrying { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
-        guard fd >= 0 else { throw error("cannot open", path: path) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let failure = error("cannot read", path: path)
-            close([fd])
-            throw failure
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            close([fd])
-            throw TileError(.invalidStore, "\(path) is not a regular file")
-        }
+        let raw = retrying { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
+        guard raw >= 0 else { throw error("cannot open", path: path) }
+        let fd = OwnedDescriptor(adopting: raw)
+        guard fstat(fd.raw, &info) == 0 else { throw error("cannot read", path: path) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw TileError(.invalidStore, "\(path) is not a regular file") }
         return fd
+    }
+
+    /// ``openRegularFile(_:info:)`` without the `stat`.
+    static func openRegularFile(_ path: String) throws(TileError) -> OwnedDescriptor {
+        var info = stat()
+        return try openRegularFile(path, info: &info)
     }
 
     /// Writes all of `bytes` at the descriptor's position (retrying short writes and signals).
@@ -79,35 +78,33 @@ enum SystemCall {
     /// inside a folder that is itself published by one rename (a store's manifest).
     static func createSynced(_ path: String, _ bytes: some ContiguousBytes, mode: mode_t = 0o600) throws(TileError) {
         let fd = try createExclusive(path, mode: mode)
-        defer { close([fd]) }
         var failure: TileError?
         bytes.withUnsafeBytes { raw in
-            do throws(TileError) { try writeAll(fd, raw, path: path) } catch { failure = error }
+            do throws(TileError) { try writeAll(fd.raw, raw, path: path) } catch { failure = error }
         }
         if let failure { throw failure }
-        guard fsync(fd) == 0 else { throw error("cannot write", path: path) }
+        guard fsync(fd.raw) == 0 else { throw error("cannot write", path: path) }
     }
 
     /// Creates a file for reading and writing, exclusively and never through a symlink
     /// (`O_CREAT | O_EXCL | O_NOFOLLOW`, close-on-exec).
-    /// - Returns: the descriptor; the caller owns it.
-    static func createExclusive(_ path: String, mode: mode_t = 0o600) throws(TileError) -> Int32 {
+    static func createExclusive(_ path: String, mode: mode_t = 0o600) throws(TileError) -> OwnedDescriptor {
         BlockingCallCheck.check("create \(path)")
         let fd = retrying { open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
         guard fd >= 0 else { throw error("cannot create", path: path) }
-        return fd
+        return OwnedDescriptor(adopting: fd)
     }
 
     /// Creates an anonymous file in `directory`: made exclusively with mode 0600 (`mkstemp`) and
     /// unlinked at once, so it vanishes when closed, even if the process dies.
-    /// - Returns: the descriptor (close-on-exec); the caller owns it.
-    static func createAnonymous(in directory: String, what: String = "a tile file") throws(TileError) -> Int32 {
+    /// - Returns: the descriptor (close-on-exec).
+    static func createAnonymous(in directory: String, what: String = "a tile file") throws(TileError) -> OwnedDescriptor {
         var template = Array("\(directory)/tiledimage-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { throw error("cannot create \(what) in", path: directory) }
         template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        return fd
+        return OwnedDescriptor(adopting: fd)
     }
 
     /// Closes descriptors this process owns (errors ignored: nothing is left to do about them).
@@ -118,11 +115,10 @@ enum SystemCall {
     /// Syncs the folder that holds `path`, so a rename into it survives a crash. Best effort.
     static func syncFolder(containing path: String) {
         let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
-        let fd = open(folder.isEmpty ? "/" : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 {
-            fsync(fd)
-            close([fd])
-        }
+        let raw = open(folder.isEmpty ? "/" : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard raw >= 0 else { return }
+        let fd = OwnedDescriptor(adopting: raw)
+        fsync(fd.raw)
     }
 
     /// Retries a call interrupted by a signal.
