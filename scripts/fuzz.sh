@@ -30,7 +30,7 @@ done
   $(pkg-config --cflags --libs libopenjp2) -o "$out/jp2_master_fuzz" 2>"$out/clang.log" \
   || { cat "$out/clang.log"; exit 1; }
 swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/metadata_fuzz.swift \
-  Sources/TileCore/{Decoding/{HeaderSegments,EXIFReader,ImageInfo,JPEGHeader},System/{InputFile,SystemCall,BlockingCallCheck},Geometry/ImageOrientation,TileError}.swift \
+  Sources/TileCore/{Decoding/{HeaderSegments,EXIFReader,ImageInfo,JPEGHeader},System/{InputFile,SystemCall,BlockingCallCheck,OwnedDescriptor},Geometry/ImageOrientation,TileError}.swift \
   -o "$out/metadata_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
 
 # Seeds: small JPEGs made here with cjpeg (baseline, progressive, restarts, grey), plus the corpus.
