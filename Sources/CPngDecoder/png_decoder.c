@@ -7,8 +7,8 @@
  * the image. An Adam7-interlaced image is combined pass by pass into a spool file on disk (its last
  * pass completes every row), whose rows are then given in order. (libpng's png_process_data_pause is not used: called from the row callback, inside the
  * inflation of an IDAT piece, it leaves libpng's byte counts wrong.) libpng reports
- * errors by longjmp: the one function that calls png_process_data (run) arms its setjmp, in C frames
- * only. */
+ * errors by longjmp: the one function that calls png_process_data (cpng_run) arms its setjmp, in C
+ * frames only. Adam7 images: png_interlace.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <png.h>
@@ -158,6 +158,7 @@ cpng_status cpng_decoder_create(cpng_decoder **out) {
     *out = NULL;
     cpng_decoder *d = calloc(1, sizeof *d);
     if (!d) return CPNG_ERR_NOMEM;
+    d->spool_fd = -1; /* before any failure below: destroy closes it when >= 0 (not stdin's 0) */
     d->density_unit = -1;
     d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, d, on_error, on_warning);
     d->info = d->png ? png_create_info_struct(d->png) : NULL;
@@ -166,7 +167,6 @@ cpng_status cpng_decoder_create(cpng_decoder **out) {
         return CPNG_ERR_NOMEM;
     }
     png_set_progressive_read_fn(d->png, d, on_info, on_row, on_end);
-    d->spool_fd = -1;
     d->last_pass = -1;
     *out = d;
     return CPNG_OK;

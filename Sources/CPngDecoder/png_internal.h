@@ -48,14 +48,17 @@ struct cpng_decoder {
     int error_number;        /* the spool's errno, for CPNG_ERR_IO */
 };
 
+/* The functions below are the module's own: hidden from the library's other users. */
+#define CPNG_INTERNAL __attribute__((visibility("hidden")))
+
 /* Hands the bytes kept to libpng until the read has what it asked for (png_decoder.c). */
-cpng_status cpng_run(cpng_decoder *d);
+CPNG_INTERNAL cpng_status cpng_run(cpng_decoder *d);
 /* After a read that stopped: needs more bytes, or none will come (png_decoder.c). */
-cpng_status cpng_starved(cpng_decoder *d, const char *what);
+CPNG_INTERNAL cpng_status cpng_starved(cpng_decoder *d, const char *what);
 /* A pass's row of an interlaced image, combined into the image's row in the spool file; called from
    libpng's row callback, so it fails with png_error (png_interlace.c). */
-void cpng_combine_row(cpng_decoder *d, png_bytep row, png_uint_32 number);
+CPNG_INTERNAL void cpng_combine_row(cpng_decoder *d, png_bytep row, png_uint_32 number);
 /* Reads every pass into the spool, then gives its rows in order (png_interlace.c). */
-cpng_status cpng_read_interlaced(cpng_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
+CPNG_INTERNAL cpng_status cpng_read_interlaced(cpng_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
 
 #endif

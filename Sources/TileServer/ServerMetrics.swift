@@ -23,7 +23,8 @@ public final class ServerMetrics: Sendable {
         case iiifImage = "iiif_image", iiifInfo = "iiif_info", dziTile = "dzi_tile", dziDescriptor = "dzi_descriptor"
         case upload, pages, health, ready, metrics, other
 
-        /// The route of a request for `path` (without its query), read byte by byte.
+        /// The route of a request for `path` (without its query), read byte by byte: a request target is
+        /// ASCII (RFC 9112); in one that is not, a combining mark after a `/` counts as nothing here.
         init(path: Substring) {
             let bytes = path.utf8
             if bytes.starts(with: "/dzi/".utf8) {

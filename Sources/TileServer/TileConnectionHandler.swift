@@ -126,10 +126,14 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 let path = Self.path(head.uri)
                 if let image = service.cachedImage(path: path) { return answer(head, image, context) }
                 if let stored = service.storedTile(path: path) {
-                    if encoder != nil, head.method == .GET, !Self.isConditional(head), let (response, bytes) = service.storedResponse(stored, dateLine: HTTPDate.line()) {
-                        return answer(head, response: response, bodyBytes: bytes, context)
+                    if encoder != nil, head.method == .GET, !Self.isConditional(head), stored.isWhole {
+                        // Nil: the page cache does not hold the tile (the routes read it on the thread pool).
+                        if let (response, bytes) = service.storedResponse(stored, dateLine: HTTPDate.line()) {
+                            return answer(head, response: response, bodyBytes: bytes, context)
+                        }
+                    } else if let image = service.storedImage(stored, path: path) {
+                        return answer(head, image, context)
                     }
-                    if let image = service.storedImage(stored, path: path) { return answer(head, image, context) }
                 }
                 pass(head, context)
             }

@@ -41,6 +41,9 @@ extension TileService {
             guard address.format == .jpg, let image = catalog.readyImage(id), let version = image.version, var tag = image.storedEntityTag,
                 image.pyramid.isComplete, let tile = image.pyramid.geometry.layout.tile(address)
             else { return .some(nil) }
+            // Within the sizes the server renders at most, as the routes check every request.
+            let size = image.pyramid.geometry.layout.pixelSize(of: tile)
+            guard limits.allows(size.width, size.height) else { return .some(nil) }
             tag.combine("dzi/".utf8)
             tag.combine(variant)
             return StoredTile(tile: tile, image: image, version: version, tag: tag, link: nil).ifJPEG
@@ -152,12 +155,14 @@ extension TileService {
 
     /// A DeepZoom tile's path, `/dzi/{id}_files/{level}/{column}_{row}.{format}` (exactly four `/`),
     /// as bytes: the identifier, the address, and the variant after `dzi/` that makes the entity tag
-    /// (`{level}/{column}_{row}.{format}`). Nil for any other path.
+    /// (`{level}/{column}_{row}.{format}`). Nil for any other path, and for a path that is not ASCII.
     static func deepZoomTile(_ bytes: UnsafeBufferPointer<UInt8>)
         -> (id: UnsafeBufferPointer<UInt8>, address: DeepZoomTileAddress, variant: UnsafeBufferPointer<UInt8>)?
     {
         let slash = UInt8(ascii: "/")
-        guard bytes.starts(with: "/dzi/".utf8), let idEnd = bytes[5...].firstIndex(of: slash),
+        // ASCII only: bytes and characters are then the same (the routes compare characters, where a
+        // combining mark after `/` or `_` makes another character). Others go to the routes.
+        guard bytes.allSatisfy({ $0 < 0x80 }), bytes.starts(with: "/dzi/".utf8), let idEnd = bytes[5...].firstIndex(of: slash),
             let levelEnd = bytes[(idEnd + 1)...].firstIndex(of: slash), !bytes[(levelEnd + 1)...].contains(slash),
             idEnd - 5 > 6, bytes[(idEnd - 6)..<idEnd].elementsEqual("_files".utf8),
             let address = DeepZoomTileAddress(

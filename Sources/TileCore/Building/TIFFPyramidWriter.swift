@@ -1,6 +1,7 @@
 internal import CJpegShim
 #if canImport(Glibc)
 import Glibc
+import Synchronization
 #endif
 
 /// One level of a TIFF being written: its size and the JPEG coding of its tiles.
@@ -65,6 +66,10 @@ final class TIFFPyramidWriter: @unchecked Sendable {
     /// The source's ICC profile, written as the InterColorProfile of every directory when it describes
     /// the tiles' colours (an RGB profile for YCbCr tiles, a gray one for gray tiles).
     let colorProfile: ColorProfile?
+    /// Set once ``finish()`` has written every directory: no tile moves any more (until then the
+    /// lower levels are copied from the spool under the writer's lock, which a read would wait for).
+    private let finished = Atomic<Bool>(false)
+    var isFinished: Bool { finished.load(ordering: .acquiring) }
 
     /// Creates the writer (`cjs_tiff_writer_create`) over `files` (the TIFF's descriptor, then the
     /// spool's), which it keeps until it is released.
@@ -179,6 +184,7 @@ final class TIFFPyramidWriter: @unchecked Sendable {
     /// Writes every directory, lower levels copied in from the spool (`cjs_tiff_writer_finish`).
     func finish() throws(TileError) {
         if cjs_tiff_writer_finish(handle) != CJS_OK { throw failure("cannot finish the TIFF") }
+        finished.store(true, ordering: .releasing)
     }
 
     /// The writer's failure as a typed error: its errno when a write failed, libtiff's message.

@@ -31,6 +31,8 @@ final class TIFFSource: @unchecked Sendable {
     struct Backing {
         let reader: TIFFFileReader?
         let writer: TIFFPyramidWriter?
+        /// Whether reads never wait on a writer's lock: a file's, or a build's once finished.
+        var isSettled: Bool { reader != nil || writer?.isFinished == true }
 
         static func file(_ reader: TIFFFileReader) -> Backing { Backing(reader: reader, writer: nil) }
         static func building(_ writer: TIFFPyramidWriter) -> Backing { Backing(reader: nil, writer: writer) }

@@ -97,7 +97,7 @@ extension TiledImage {
     ///   would return nil, or when the page cache does not hold the stored tile.
     /// - Throws: what ``exactJPEGTile(level:column:row:)`` throws.
     public func exactJPEGEdgeTileIfCached(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8]? {
-        guard let tiff, tiff.backing.reader != nil || isComplete else { return nil }
+        guard let tiff, tiff.backing.isSettled else { return nil }
         _ = try checkedTileOffset(level: level, column: column, row: row)
         let l = geometry.levels[level]
         let side = geometry.tileSize
@@ -111,6 +111,8 @@ extension TiledImage {
     public struct StoredJPEGTileLocation: Sendable {
         /// The byte count of ``TiledImage/storedJPEGTile(level:column:row:)``'s JPEG (the tile made complete).
         public let byteCount: Int
+        /// The TIFF it lies in (kept open while the location is).
+        let source: TIFFSource
         let level: Int
         let column: Int
         let row: Int
@@ -122,16 +124,17 @@ extension TiledImage {
     /// is not JPEG, an image still being built).
     /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws before it reads.
     public func storedJPEGTileLocation(level: Int, column: Int, row: Int) throws(TileError) -> StoredJPEGTileLocation? {
-        guard let tiff, tiff.backing.reader != nil || isComplete else { return nil }
+        guard let tiff, tiff.backing.isSettled else { return nil }
         _ = try checkedTileOffset(level: level, column: column, row: row)
         guard let (length, tile) = try tiff.completeJPEGLength(level: level, column: column, row: row) else { return nil }
-        return StoredJPEGTileLocation(byteCount: length, level: level, column: column, row: row, tile: tile)
+        return StoredJPEGTileLocation(byteCount: length, source: tiff, level: level, column: column, row: row, tile: tile)
     }
 
     /// Reads ``storedJPEGTile(level:column:row:)``'s bytes into `destination` (exactly the location's
     /// ``StoredJPEGTileLocation/byteCount`` bytes) without waiting for the disk: one `preadv2` with
     /// `RWF_NOWAIT`, so an event loop may call it.
-    /// - Parameter location: a location of this image's (``storedJPEGTileLocation(level:column:row:)``).
+    /// - Parameter location: a location of this image's (``storedJPEGTileLocation(level:column:row:)``);
+    ///   another image's is refused (false).
     /// - Returns: false when the page cache does not hold the whole tile (read it with
     ///   ``storedJPEGTile(level:column:row:)`` on a thread that may block), or when `destination` is not
     ///   the tile's length.
@@ -139,7 +142,7 @@ extension TiledImage {
     public func readStoredJPEGTileIfCached(_ location: StoredJPEGTileLocation, into destination: UnsafeMutableRawBufferPointer)
         throws(TileError) -> Bool
     {
-        guard let tiff else { return false }
+        guard let tiff, location.source === tiff else { return false }
         return try tiff.readCompleteJPEGIfCached(
             level: location.level, column: location.column, row: location.row, tile: location.tile, length: location.byteCount, into: destination)
     }
