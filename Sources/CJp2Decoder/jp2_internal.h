@@ -77,8 +77,9 @@ typedef struct {
 /* Fills *colour from the JP2's boxes (all zero for a bare codestream). 0 when out of memory. */
 int jp2_read_colour(const jp2_source *source, jp2_colour *colour);
 
-/* Checks the codestream's SIZ marker before OpenJPEG allocates by it: 1 to 4 components (-1 when
-   not: unsupported), and no more tiles than the bytes can hold (when not: 0, corrupt, for `complete`
+/* Checks the codestream's SIZ and COD markers before OpenJPEG allocates by them: 1 to 4 components
+   (-1 when not: unsupported), no more tiles than the bytes can hold, and no more packets a tile
+   (layers x resolutions x components, by any COD) than bytes (when not: 0, corrupt, for `complete`
    data; 2, more bytes needed, for a beginning). 2 too when the data ends before the SIZ marker; 1
    when it passes. */
 int jp2_check_size(const jp2_source *source, int complete, char *message, size_t capacity);

@@ -184,6 +184,39 @@ static int codestream_start(const jp2_source *s, uint64_t *start) {
     return 0;
 }
 
+/* The most packets one tile can have by the codestream's COD markers (quality layers x resolutions x
+   components), in the main header and in every tile-part header (SOT ... SOD, tile-parts followed by
+   their Psot): each packet takes at least a byte, and OpenJPEG allocates by layers for every code-block
+   before it reads any (a few hundred bytes that declare 65,535 layers took it 16 s). `at`: the first
+   marker after SIZ. Stops where the markers stop making sense (OpenJPEG then says what is wrong). */
+static uint64_t most_packets(const jp2_source *s, uint64_t at, uint32_t components) {
+    uint64_t most = 0, tile_start = 0, tile_length = 0;
+    for (;;) {
+        uint8_t m[4];
+        if (!read_at(s, at, m, 4) || m[0] != 0xFF || m[1] == 0xD9) break; /* the end, or EOC */
+        uint32_t size = (uint32_t)m[2] << 8 | m[3];
+        if (m[1] == 0x93) { /* SOD: the tile-part's data, to the next tile-part (Psot 0: the last) */
+            if (tile_length == 0 || tile_start + tile_length <= at) break;
+            at = tile_start + tile_length;
+            tile_length = 0;
+            continue;
+        }
+        if (m[1] == 0x90) { /* SOT: Lsot, Isot (2), Psot (4), TPsot, TNsot */
+            uint8_t psot[4];
+            if (size != 10 || !read_at(s, at + 6, psot, 4)) break;
+            tile_start = at, tile_length = be32(psot);
+        } else if (m[1] == 0x52 && size >= 10) { /* COD: Lcod, Scod, order, layers (2), MCT, levels, ... */
+            uint8_t c[5];
+            if (!read_at(s, at + 5, c, sizeof c)) break;
+            uint64_t packets = (uint64_t)((uint32_t)c[1] << 8 | c[2]) * (c[4] + 1u) * components;
+            if (packets > most) most = packets;
+        }
+        if (size < 2) break;
+        at += 2 + size;
+    }
+    return most;
+}
+
 int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capacity) {
     uint64_t start;
     uint8_t siz[2 + 2 + 2 + 2 + 32 + 2];
@@ -217,6 +250,12 @@ int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capa
     if (tiles > s->length / 14 + 1) {
         snprintf(message, capacity, "the JPEG 2000 declares %llu tiles, more than %s %llu bytes can hold",
                  (unsigned long long)tiles, complete ? "its" : "the first", (unsigned long long)s->length);
+        return complete ? 0 : 2;
+    }
+    uint64_t packets = most_packets(s, start + 4 + ((uint32_t)siz[4] << 8 | siz[5]), components);
+    if (packets > s->length) {
+        snprintf(message, capacity, "the JPEG 2000 declares %llu packets a tile (quality layers x resolutions x components), more than %s %llu bytes can hold",
+                 (unsigned long long)packets, complete ? "its" : "the first", (unsigned long long)s->length);
         return complete ? 0 : 2;
     }
     return 1;

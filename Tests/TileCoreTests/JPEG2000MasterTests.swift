@@ -230,6 +230,27 @@ struct JPEG2000MasterTests {
             let bytes = try #require(Data(base64Encoded: text))
             #expect(thrownCode { try TileBuilder.build(data: bytes) } == .corrupt)
         }
+        // Found by jp2_master_fuzz: 172 bytes whose COD declares 65,535 quality layers (OpenJPEG spent
+        // 16 s allocating for them), and the same in a real file's main header and in a tile-part
+        // header: more packets a tile (layers x resolutions x components) than bytes, refused first.
+        let layered = try #require(Data(base64Encoded: "/0//UQAvAAAAAAAlAAAA0gAAAAAAAAAAAAAAJR0AAAAAAAAAAAAAAAADBQEBBwEBBwEB/1IADAAA//8BBAQEAAH/XAAQQEBISFBISFBISFBKSFD/ZAAlAAFDcmVhdGVlIGJ5IE9wZW5KUHNHIHZlcnNpb24gMi41LjD/kAAKAAAAAAAwAAH/k8+AUAi+TAAAAAAAAAAP1guAgN8AoCVTPCEYgICAgICAgEWAgA=="))
+        #expect(thrownCode { try TileBuilder.build(data: layered) } == .corrupt)
+        var layers = codestream
+        let mainCOD = try #require((0..<(layers.count - 1)).first { layers[$0] == 0xFF && layers[$0 + 1] == 0x52 })
+        layers.replaceSubrange((mainCOD + 6)..<(mainCOD + 8), with: [0xFF, 0xFF])
+        #expect(thrownCode { try TileBuilder.build(data: layers) } == .corrupt)
+        var tilePart = codestream  // the main COD, with 65,535 layers, copied into the first tile-part's header
+        let sot = try #require((0..<(tilePart.count - 1)).first { tilePart[$0] == 0xFF && tilePart[$0 + 1] == 0x90 })
+        let codLength = Int(tilePart[mainCOD + 2]) << 8 | Int(tilePart[mainCOD + 3])
+        var tileCOD = Array(tilePart[mainCOD..<(mainCOD + 2 + codLength)])
+        tileCOD.replaceSubrange(6..<8, with: [0xFF, 0xFF])
+        tilePart.insert(contentsOf: tileCOD, at: sot + 12)
+        var psot = 0
+        for i in (sot + 6)..<(sot + 10) { psot = psot << 8 | Int(tilePart[i]) }
+        psot += tileCOD.count
+        let psotBytes: [UInt8] = [UInt8(psot >> 24 & 0xFF), UInt8(psot >> 16 & 0xFF), UInt8(psot >> 8 & 0xFF), UInt8(psot & 0xFF)]
+        tilePart.replaceSubrange((sot + 6)..<(sot + 10), with: psotBytes)
+        #expect(thrownCode { try TileBuilder.build(data: tilePart) } == .corrupt)
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15  // a fixed sequence: the same flips every run
         func next(_ bound: Int) -> Int {
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
