@@ -20,6 +20,13 @@
 #define JP2_TILED_WINDOW ((uint64_t)16 << 20)
 #endif
 
+/* A tile is cut into at most this many bands, whatever the budget: each band decodes its tiles'
+   structures anew (a codec of its own, the tile read whole for any area of it), so a tiny budget over
+   a tall tile (2 rows a band, 16,854 rows in one tile: 8,427 decodes of it) would take seconds. */
+#ifndef JP2_MOST_BANDS_A_TILE
+#define JP2_MOST_BANDS_A_TILE 64
+#endif
+
 /* The width of a tile column (the image's when it is one tile wide). */
 static uint64_t column_width(const cjp2_decoder *d) {
     return d->header.tiles_across > 1 && d->tile_dx < d->header.width ? d->tile_dx : d->header.width;
@@ -38,12 +45,15 @@ static uint64_t window_budget(const cjp2_decoder *d) {
 
 /* Rows of the band from row `top`: within the RGBA cap, and within a window's samples for a window one
    tile column wide; as many whole rows of tiles as that allows (no tile is then decoded twice), else
-   part of one row of tiles. */
+   part of one row of tiles, but at least a JP2_MOST_BANDS_A_TILE-th of a tile's rows. */
 static uint32_t band_height(const cjp2_decoder *d, uint32_t top) {
     const cjp2_header *h = &d->header;
     uint64_t rows = JP2_RGBA_BAND_CAP / ((uint64_t)h->width * 4);
     uint64_t by_samples = window_budget(d) / (column_width(d) * (uint64_t)h->components * 4);
     if (by_samples < rows) rows = by_samples;
+    uint64_t tile_rows_in_image = d->tile_dy < h->height ? d->tile_dy : h->height;
+    uint64_t least = (tile_rows_in_image + JP2_MOST_BANDS_A_TILE - 1) / JP2_MOST_BANDS_A_TILE;
+    if (rows < least) rows = least;
     if (rows < 1) rows = 1;
     uint64_t y = (uint64_t)d->y0 + top, bottom = (uint64_t)d->y0 + h->height;
     uint64_t tile_rows = rows / d->tile_dy;

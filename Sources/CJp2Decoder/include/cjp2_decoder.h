@@ -57,7 +57,8 @@ typedef struct cjp2_decoder cjp2_decoder;
  * (CJP2_ERR_STATE); CJP2_ERR_TRUNCATED until they hold the whole main header. Before OpenJPEG allocates by the SIZ
  * marker, its components (1 to 4) and its tile count are checked: at most one tile per 14 bytes, the
  * least a tile-part takes (CJP2_ERR_CORRUPT for complete data, CJP2_ERR_TRUNCATED for a beginning). OpenJPEG decodes with `threads` threads;
- * a band holds at most `band_budget` bytes of its 32-bit samples (0: 48 MiB), and at least one row. CJP2_ERR_UNSUPPORTED for an image it
+ * a band holds at most `band_budget` bytes of its 32-bit samples (0: 48 MiB), and at least one row and
+ * a 64th of a tile's rows (each band decodes its tiles anew). CJP2_ERR_UNSUPPORTED for an image it
  * does not read (subsampled components, more than 4 components, over 16 bits, sizes over 2^31);
  * CJP2_ERR_CORRUPT or CJP2_ERR_TRUNCATED with the message in `message` (`capacity` bytes, may be NULL).
  */
