@@ -122,18 +122,27 @@ struct PipeliningTests {
 
     /// Heads NIO's decoder refuses (HTTP/1.1, RFC 9112 and 9110): each gets 400 and the connection
     /// closes; nothing sent after it is answered.
-    static let malformed: [(String, String)] = [
-        ("an unknown method", "FROB /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
-        ("Content-Length: +0", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: +0\r\n\r\n"),
-        ("a duplicated Content-Length", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n"),
-        ("a header name with a space", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Name: 1\r\n\r\n"),
-        ("a header name with a control byte", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nBad\u{01}Name: 1\r\n\r\n"),
-        ("a NUL byte", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: x\u{00}\r\n\r\n"),
-        ("over 1000 fields", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\n" + String(repeating: "X-A: 1\r\n", count: 1001) + "\r\n"),
+    static let malformed: [MalformedHead] = [
+        MalformedHead("an unknown method", "FROB /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+        MalformedHead("Content-Length: +0", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: +0\r\n\r\n"),
+        MalformedHead("a duplicated Content-Length", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n"),
+        MalformedHead("a header name with a space", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Name: 1\r\n\r\n"),
+        MalformedHead("a header name with a control byte", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nBad\u{01}Name: 1\r\n\r\n"),
+        MalformedHead("a NUL byte", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: x\u{00}\r\n\r\n"),
+        MalformedHead("over 1000 fields", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\n" + String(repeating: "X-A: 1\r\n", count: 1001) + "\r\n"),
     ]
 
+    /// A malformed head named for the test's report: the head itself (up to 1,001 fields) is not printed.
+    struct MalformedHead: Sendable, CustomTestStringConvertible {
+        let name: String
+        let head: String
+        init(_ name: String, _ head: String) { (self.name, self.head) = (name, head) }
+        var testDescription: String { name }
+    }
+
     @Test("a malformed head between cached tile requests: the tile, then 400, then the connection closes", arguments: malformed)
-    func malformedHead(_ name: String, _ bad: String) async throws {
+    func malformedHead(_ malformed: MalformedHead) async throws {
+        let (name, bad) = (malformed.name, malformed.head)
         let (folder, _) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try await TileServerTests.withServer(folder) { base, client in
