@@ -38,12 +38,23 @@ struct LoaderTests {
         var name: String { "network-like" }
         var streamsOverNetwork: Bool { true }
         func feed(into builder: ImageBuilder) async throws {
-            for offset in stride(from: 0, to: data.count, by: 4096) {
-                // Bytes arrive slowly over a network: the previews (made on a thread of their own) are
-                // done before the last scan starts, when the image's rows come out and stop them.
-                try await Task.sleep(for: .milliseconds(5))
-                try await builder.append(data[offset..<min(offset + 4096, data.count)])
+            // The last scan's SOS marker (in entropy-coded data an 0xFF byte is followed by 0x00 or a
+            // restart marker, never by 0xDA): its rows come out as it starts, and stop the previews.
+            let bytes = [UInt8](data)
+            let lastScan = try #require((0..<bytes.count - 1).last { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA })
+            func send(_ range: Range<Int>) async throws {
+                for offset in stride(from: range.lowerBound, to: range.upperBound, by: 4096) {
+                    try await Task.sleep(for: .milliseconds(5))
+                    try await builder.append(data[offset..<min(offset + 4096, range.upperBound)])
+                }
             }
+            try await send(0..<lastScan)
+            // Bytes arrive slowly over a network: the previews, made on a thread of their own, are done
+            // before the last scan comes. The source waits for one (as a slow network would, however
+            // loaded the machine), and gives up after a minute, which the test then reports.
+            let deadline = ContinuousClock.now + .seconds(60)
+            while await builder.image?.previewScan == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            try await send(lastScan..<bytes.count)
         }
     }
 

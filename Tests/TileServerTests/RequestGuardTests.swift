@@ -150,7 +150,13 @@ struct RequestGuardTests {
             let head = "PUT /images/slow HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\n\r\n"
             let slow = try LoopbackConnection(port: port)
             try slow.send(Data(head.utf8) + jpeg.prefix(1000))
-            try await Task.sleep(for: .milliseconds(300))  // the first upload's build has begun (no way to observe it from outside)
+            // The first upload's build has begun once the image is listed (its state), however slow the machine.
+            let deadline = ContinuousClock.now + .seconds(60)
+            while try await Self.send(port, "GET /images/slow HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").status != 200,
+                ContinuousClock.now < deadline
+            {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let other = "PUT /images/other HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
             let reply = try await Self.send(port, other, body: jpeg)
             #expect(reply.status == 503 && reply.headers["retry-after"] != nil)

@@ -205,7 +205,8 @@ struct TileServerTests {
             #expect(try await state()["state"] as? String == "not built")
             #expect(try await Self.get(client, "\(base)/iiif/3/photo/full/!160,160/0/default.jpg").status == 200)
             var ready = try await state()
-            for _ in 0..<100 where ready["state"] as? String != "ready" {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ready["state"] as? String != "ready", ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(50))
                 ready = try await state()
             }
