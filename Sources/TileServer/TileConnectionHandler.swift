@@ -231,29 +231,31 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// Writes a whole 200 answer to a plain `GET` made in one buffer (``TileService/storedResponse(_:dateLine:)``).
     private func answer(_ head: HTTPRequestHead, response: ByteBuffer, bodyBytes: Int, _ context: ChannelHandlerContext) {
+        answering(head, status: 200, bodyBytes: bodyBytes, context)
+        encoder?.write(NIOAny(response), promise: nil)
+    }
+
+    /// What every answer made here does first: the connection waits for the next head, the answer is
+    /// flushed at the read's end, logged and counted as the routes' answers are.
+    private func answering(_ head: HTTPRequestHead, status: Int, bodyBytes: Int, _ context: ChannelHandlerContext) {
         held = nil
         hasAnswered = true
         waitForHead(context)
         logger?.info("Request", metadata: ["hb.request.method": "\(head.method.rawValue)", "hb.request.path": "\(head.uri)", "cached": "true"])
-        service.metrics.record(.init(path: Self.path(head.uri)[...]), status: 200, bytes: bodyBytes, nanoseconds: (NIODeadline.now() - heldSince).nanoseconds)
-        encoder?.write(NIOAny(response), promise: nil)
+        service.metrics.record(
+            ServerMetrics.Route(path: Self.path(head.uri)[...]), status: status, bytes: bodyBytes,
+            nanoseconds: (NIODeadline.now() - heldSince).nanoseconds)
     }
 
     /// Writes the routes' answer to `head` from the cache: 200 (no body for `HEAD`), or 304 when the
     /// request's `If-None-Match` or `If-Modified-Since` says the client has it.
     private func answer(_ head: HTTPRequestHead, _ image: EncodedImage, _ context: ChannelHandlerContext) {
-        held = nil
-        hasAnswered = true
-        waitForHead(context)
         let notModified = image.entityTag != nil && Self.isConditional(head)
             && TileRoutes.isNotModified(
                 head.headers["if-none-match"], ifModifiedSince: head.headers.first(name: "if-modified-since"), entityTag: image.entityTag,
                 lastModified: image.lastModified)
-        logger?.info("Request", metadata: ["hb.request.method": "\(head.method.rawValue)", "hb.request.path": "\(head.uri)", "cached": "true"])
         let sent = head.method == .GET && !notModified ? image.body.readableBytes : 0
-        service.metrics.record(
-            ServerMetrics.Route(path: Self.path(head.uri)[...]), status: notModified ? 304 : 200, bytes: sent,
-            nanoseconds: (NIODeadline.now() - heldSince).nanoseconds)
+        answering(head, status: notModified ? 304 : 200, bodyBytes: sent, context)
         if !notModified, let prepared = image.responseHead, let encoder {
             // The prepared head, this second's date line, the body: three shared buffers, one writev.
             encoder.write(NIOAny(prepared), promise: nil)

@@ -119,7 +119,12 @@ public final class TileService: Sendable {
             for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         }
 
-        var text: String { "\"\(String(hash, radix: 16))\"" }
+        /// The tag as sent: its hash in lowercase hexadecimal, quoted.
+        var text: String {
+            var buffer = ByteBuffer()
+            write(into: &buffer)
+            return String(buffer: buffer)
+        }
 
         /// Writes ``text``'s bytes.
         func write(into buffer: inout ByteBuffer) {
