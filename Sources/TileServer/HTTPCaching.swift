@@ -62,3 +62,51 @@ enum HTTPDate {
         return made
     }
 }
+
+/// A strong entity tag, made as the text naming what an answer shows is read, part by part, without
+/// the text itself being made: 64-bit FNV-1a of the text; ``text`` is `"`, the hash in lowercase
+/// hexadecimal, and `"`.
+struct EntityTag {
+    private var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    init() {}
+
+    /// The tag of a text naming what an answer shows.
+    init(_ key: String) {
+        combine(key.utf8)
+    }
+
+    /// The tag of an answer of a source's `version`, `made` (`stored`, or the quality it was encoded
+    /// at), up to the request's variant (which the caller combines). Answers of an image with a colour
+    /// profile carry it (their bytes differ from those of the releases before profiles were kept:
+    /// another tag).
+    init(version: String, made: String, profile: Bool) {
+        combine(version.utf8)
+        combine("|".utf8)
+        combine(made.utf8)
+        if profile { combine("|icc".utf8) }
+        combine("|".utf8)
+    }
+
+    mutating func combine(_ bytes: some Sequence<UInt8>) {
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    }
+
+    /// The tag as sent.
+    var text: String {
+        var buffer = ByteBuffer()
+        write(into: &buffer)
+        return String(buffer: buffer)
+    }
+
+    /// Writes ``text``'s bytes.
+    func write(into buffer: inout ByteBuffer) {
+        let digits = hash == 0 ? 1 : (64 - hash.leadingZeroBitCount + 3) / 4
+        buffer.writeInteger(UInt8(ascii: "\""))
+        for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
+            let nibble = UInt8((hash >> UInt64(shift)) & 0xF)
+            buffer.writeInteger(nibble < 10 ? 48 + nibble : 87 + nibble)
+        }
+        buffer.writeInteger(UInt8(ascii: "\""))
+    }
+}

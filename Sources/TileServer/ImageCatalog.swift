@@ -52,13 +52,13 @@ public actor ImageCatalog {
 
         /// The entity tag of its stored tiles' answers, made up to the request's variant (which the
         /// request adds), made once: ``TileService/entityTag(version:stored:of:)``'s.
-        let storedEntityTag: TileService.EntityTag?
+        let storedEntityTag: EntityTag?
 
         init(id: String, pyramid: TiledImage, fingerprint: SourceFingerprint?) {
             let version = fingerprint?.description
             (self.id, self.pyramid, self.fingerprint, self.version) = (id, pyramid, fingerprint, version)
             lastModified = fingerprint.map { HTTPDate.string(nanosecondsSinceEpoch: $0.identity.modificationTime) }
-            storedEntityTag = version.map { TileService.entityTag(version: $0, made: "stored", profile: pyramid.colorProfile != nil) }
+            storedEntityTag = version.map { EntityTag(version: $0, made: "stored", profile: pyramid.colorProfile != nil) }
         }
     }
 

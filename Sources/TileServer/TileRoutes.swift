@@ -126,7 +126,7 @@ public struct TileRoutes: Sendable {
             headers[.cacheControl] = "no-store"
             return Self.response(.ok, headers: headers, body: body)
         }
-        let tag = TileService.entityTag("\(version)|\(variant)")
+        let tag = EntityTag("\(version)|\(variant)").text
         headers[.eTag] = tag
         headers[.lastModified] = outline.lastModified
         headers[.cacheControl] = service.cachePolicy.documentCacheControl

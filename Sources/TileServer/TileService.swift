@@ -103,41 +103,6 @@ public final class TileService: Sendable {
         head.writeStaticString("\r\n")
     }
 
-    /// A strong entity tag for a text naming what an answer shows (64-bit FNV-1a, hex).
-    static func entityTag(_ key: String) -> String {
-        var tag = EntityTag()
-        tag.combine(key.utf8)
-        return tag.text
-    }
-
-    /// An entity tag made as the text naming what an answer shows is read, part by part, without the
-    /// text itself being made (64-bit FNV-1a; ``text`` is `"` and its hex and `"`).
-    struct EntityTag {
-        private var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-
-        mutating func combine(_ bytes: some Sequence<UInt8>) {
-            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        }
-
-        /// The tag as sent: its hash in lowercase hexadecimal, quoted.
-        var text: String {
-            var buffer = ByteBuffer()
-            write(into: &buffer)
-            return String(buffer: buffer)
-        }
-
-        /// Writes ``text``'s bytes.
-        func write(into buffer: inout ByteBuffer) {
-            let digits = hash == 0 ? 1 : (64 - hash.leadingZeroBitCount + 3) / 4
-            buffer.writeInteger(UInt8(ascii: "\""))
-            for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
-                let nibble = UInt8((hash >> UInt64(shift)) & 0xF)
-                buffer.writeInteger(nibble < 10 ? 48 + nibble : 87 + nibble)
-            }
-            buffer.writeInteger(UInt8(ascii: "\""))
-        }
-    }
-
     /// The cached answer to the request for `path` (without a query), without waiting or blocking (the
     /// event loop's path); nil when it is not cached, its image's source changed, or was not checked
     /// lately.
@@ -218,20 +183,7 @@ public final class TileService: Sendable {
     /// the source's version, then how the answer was made. Stored tiles keep the store's own quality.
     func entityTag(version: String, stored: Bool, of image: ImageCatalog.Image) -> EntityTag {
         if stored, let made = image.storedEntityTag, image.version == version { return made }
-        return Self.entityTag(version: version, made: stored ? "stored" : "\(jpegQuality)", profile: image.pyramid.colorProfile != nil)
-    }
-
-    /// The entity tag of an answer of a source's `version`, `made` (`stored`, or the quality it was
-    /// encoded at), up to the request's variant. Answers of an image with a colour profile carry it (their
-    /// bytes differ from those of the releases before profiles were kept: another tag).
-    static func entityTag(version: String, made: String, profile: Bool) -> EntityTag {
-        var tag = EntityTag()
-        tag.combine(version.utf8)
-        tag.combine("|".utf8)
-        tag.combine(made.utf8)
-        if profile { tag.combine("|icc".utf8) }
-        tag.combine("|".utf8)
-        return tag
+        return EntityTag(version: version, made: stored ? "stored" : "\(jpegQuality)", profile: image.pyramid.colorProfile != nil)
     }
 
     /// An image request's path parsed as the routes parse it: the identifier as written, the target,

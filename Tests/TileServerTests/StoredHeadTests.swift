@@ -11,7 +11,7 @@ struct StoredHeadTests {
     func entityTagBytes() {
         var leadingZeros = 0
         for n in 0..<2000 {
-            var tag = TileService.EntityTag()
+            var tag = EntityTag()
             tag.combine("key \(n)".utf8)
             var buffer = ByteBuffer()
             tag.write(into: &buffer)
@@ -26,7 +26,7 @@ struct StoredHeadTests {
     func sameHead(cacheControl: String) {
         let head = TileService.StoredHead(cacheControl: cacheControl)
         for (key, length) in [("a", 0), ("b", 9), ("c", 12_345), ("d", 1_048_576)] {
-            var tag = TileService.EntityTag()
+            var tag = EntityTag()
             tag.combine(key.utf8)
             let lastModified = "Wed, 25 Nov 2026 10:00:00 GMT"
             var pieces = ByteBuffer()
