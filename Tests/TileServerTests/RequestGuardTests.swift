@@ -80,12 +80,12 @@ struct RequestGuardTests {
                 "PUT /images/\(name) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: \(authorization)\r\nContent-Length: \(jpeg.count)\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
             }
             // Only the head: a server that checks first says 100 (or refuses) without waiting for the body.
-            let waiting = try await Self.send(port, head("a", "bearer t"), timeout: .seconds(5))
-            #expect(waiting.status == 100)
-            let refused = try await Self.send(port, head("b", "Bearer wrong"), timeout: .seconds(5))
-            #expect(refused.status == 401)
-            let taken = try await Self.send(port, head("photo", "BEARER t"), timeout: .seconds(5))
-            #expect(taken.status == 409)
+            let waiting = try await PipeliningTests.exchange(port, [head("a", "bearer t")], answers: 1, grace: .zero).answers.first?.status
+            #expect(waiting == 100)
+            let refused = try await PipeliningTests.exchange(port, [head("b", "Bearer wrong")], answers: 1, grace: .zero).answers.first?.status
+            #expect(refused == 401)
+            let taken = try await PipeliningTests.exchange(port, [head("photo", "BEARER t")], answers: 1, grace: .zero).answers.first?.status
+            #expect(taken == 409)
             let (answers, _) = try await PipeliningTests.exchange(port, [head("c", "bEaReR t")], timeout: .seconds(30), body: jpeg)
             #expect(answers.map(\.status) == [100, 201], "\(answers.map(\.status))")
         }

@@ -55,7 +55,7 @@ struct DeployTests {
     }
 
     @Test("30 images through Varnish: each built once across the instances, cached, revalidated, purged; an instance stopped loses nothing; Prometheus scrapes all three")
-    func varnishAndPrometheus() throws {
+    func varnishAndPrometheus() async throws {
         guard let varnishd = Tools.path("varnishd") else {
             print("DeployTests: skipped: varnishd not installed (apt-get install varnish)")
             return
@@ -95,10 +95,10 @@ struct DeployTests {
         var up = false
         for _ in 0..<300 where !up {
             up = (try? Self.get(varnishPort, "/health").status) == 200
-            if !up { usleep(100_000) }
+            if !up { try await Task.sleep(for: .milliseconds(100)) }
         }
         try #require(up, "varnishd did not answer on port \(varnishPort)")
-        sleep(3)  // every backend probed healthy
+        try await Task.sleep(for: .seconds(3))  // every backend probed healthy
 
         // Every image's tile through Varnish, then the same again.
         let tile = { (i: Int) in "/dzi/img\(i)_files/8/0_0.jpg" }
@@ -106,10 +106,10 @@ struct DeployTests {
         // Tiles of an image still being built are answered (not stored): wait for the builds to end.
         var completed = try ports.map { try Self.metric($0, "tiler_builds_total{outcome=\"completed\"}") }
         for _ in 0..<600 where completed.reduce(0, +) < 30 {
-            usleep(100_000)
+            try await Task.sleep(for: .milliseconds(100))
             completed = try ports.map { try Self.metric($0, "tiler_builds_total{outcome=\"completed\"}") }
         }
-        sleep(1)
+        try await Task.sleep(for: .seconds(1))
         completed = try ports.map { try Self.metric($0, "tiler_builds_total{outcome=\"completed\"}") }
         #expect(completed.reduce(0, +) == 30, "builds per instance: \(completed)")
         #expect(completed.filter { $0 > 0 }.count >= 2, "the identifiers are spread: \(completed)")
@@ -126,7 +126,7 @@ struct DeployTests {
         // Expired: revalidated by Varnish with a 304 from the instance, nothing encoded again.
         let misses = try ports.map { try Self.metric($0, "tiler_cache_misses_total") }.reduce(0, +)
         let notModified = try ports.map { try Self.metric($0, "tiler_requests_total{route=\"dzi_tile\",status=\"304\"}") }.reduce(0, +)
-        sleep(4)
+        try await Task.sleep(for: .seconds(4))
         let revalidated = try Self.get(varnishPort, tile(0))
         #expect(revalidated.status == 200 && revalidated.body == again.body)
         #expect(try ports.map { try Self.metric($0, "tiler_requests_total{route=\"dzi_tile\",status=\"304\"}") }.reduce(0, +) == notModified + 1)
@@ -138,11 +138,11 @@ struct DeployTests {
         try Self.replace("\(folder)/img0.jpg", with: replacement)
         // The instances at once (they trust a checked source for a second at most).
         var direct = try Self.settled(ports[0], tile(0))
-        for _ in 0..<30 where direct.body == before { usleep(100_000); direct = try Self.settled(ports[0], tile(0)) }
+        for _ in 0..<30 where direct.body == before { try await Task.sleep(for: .milliseconds(100)); direct = try Self.settled(ports[0], tile(0)) }
         #expect(direct.body != before, "an instance still answers the old tile 3 s after the replacement")
         // Through Varnish once the lifetime (3 s) passes.
         var fresh = try Self.settled(varnishPort, tile(0))
-        for _ in 0..<100 where fresh.body == before { usleep(100_000); fresh = try Self.settled(varnishPort, tile(0)) }
+        for _ in 0..<100 where fresh.body == before { try await Task.sleep(for: .milliseconds(100)); fresh = try Self.settled(varnishPort, tile(0)) }
         #expect(fresh.body == direct.body, "Varnish still answers the old tile 10 s after the replacement")
         let cachedTile = try Self.get(varnishPort, tile(5)).body
         let other = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 305, height: 200), width: 305, height: 200)
@@ -155,7 +155,7 @@ struct DeployTests {
         // One instance stopped: after the probe window, every image is still answered (no 5xx).
         let ended = instances[1].terminate(within: 30)
         #expect(ended?.status == 0, "\(String(describing: ended)): \(instances[1].errorsSoFar().suffix(3000))")
-        sleep(4)
+        try await Task.sleep(for: .seconds(4))
         var failures = 0
         for round in 0..<2 {
             for i in 0..<30 {
@@ -184,7 +184,7 @@ struct DeployTests {
         defer { if scraper.isRunning { kill(scraper.processIdentifier, SIGKILL) } }
         var found = ""
         for _ in 0..<300 where !(found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[2])\"")) {
-            usleep(200_000)
+            try await Task.sleep(for: .milliseconds(200))
             found = String(decoding: (try? Self.get(prometheusPort, "/api/v1/query?query=tiler_requests_total").body) ?? Data(), as: UTF8.self)
         }
         #expect(found.contains("\"status\":\"success\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"")

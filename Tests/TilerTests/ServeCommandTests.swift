@@ -111,7 +111,7 @@ struct ServeCommandTests {
     }
 
     @Test("serves IIIF, DeepZoom and the pages; SIGTERM mid-upload exits 0 and leaves no unfinished files")
-    func serveAndStop() throws {
+    func serveAndStop() async throws {
         let folder = try TilerCommandTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let photo = try DemoImage.jpeg(width: 1200, height: 800)
@@ -147,7 +147,7 @@ struct ServeCommandTests {
         let received = "\"bytesReceived\":\(photo.count / 2)"
         for _ in 0..<200 where !(state.contains("\"building\"") && state.contains(received)) {
             state = String(decoding: try Self.request(port, "GET", "/images/up").body, as: UTF8.self)
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
         #expect(state.contains("\"building\"") && state.contains(received) && state.contains("\"rowsDecoded\":"), "\(state)")
         let ended = server.terminate(within: 30)
@@ -196,7 +196,7 @@ struct ServeCommandTests {
     }
 
     @Test("/metrics counts requests by route and status, cache hits and misses, the build; /ready says ready, or why not; --no-metrics turns it off")
-    func metricsAndReadiness() throws {
+    func metricsAndReadiness() async throws {
         let folder = try TilerCommandTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try DemoImage.jpeg(width: 700, height: 500).write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
@@ -209,7 +209,7 @@ struct ServeCommandTests {
         var state = ""
         for _ in 0..<1500 where !state.contains("\"state\":\"ready\"") {
             state = String(decoding: try Self.request(port, "GET", "/images/photo").body, as: UTF8.self)
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
         #expect(state.contains("\"state\":\"ready\""), "\(state)")
         // Six distinct tiles, each asked twice, and one unknown image: the four edge tiles cropped from their
@@ -242,7 +242,7 @@ struct ServeCommandTests {
         var open = samples["tiler_connections_open"] ?? 0
         let settled = ContinuousClock.now + .seconds(10)
         while open > 2, ContinuousClock.now < settled {
-            usleep(100_000)
+            try await Task.sleep(for: .milliseconds(100))
             open = Self.samples(String(decoding: try Self.request(port, "GET", "/metrics").body, as: UTF8.self))["tiler_connections_open"] ?? 0
         }
         #expect((1...2).contains(open), "this scrape's own connection")
@@ -312,7 +312,7 @@ struct ServeCommandTests {
     }
 
     @Test("a client pipelining 10,000 tile and region requests without reading the answers grows the server by less than 32 MiB; others are served meanwhile")
-    func pipelinedWithoutReading() throws {
+    func pipelinedWithoutReading() async throws {
         let folder = try TilerCommandTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         var options = BuildOptions()
@@ -343,11 +343,11 @@ struct ServeCommandTests {
         let payload = Data(requests.utf8)
         let sending = Thread { try? attacker.send(payload) }  // blocks once the server stops reading
         sending.start()
-        usleep(3_000_000)
+        try await Task.sleep(for: .seconds(3))
         // Others are served meanwhile.
         #expect(try Self.request(port, "GET", "/iiif/3/big/info.json").status == 200)
         #expect(try Self.request(port, "GET", "/dzi/big_files/11/1_1.jpg").status == 200)
-        usleep(2_000_000)
+        try await Task.sleep(for: .seconds(2))
         let (after, peak) = (Self.memory(pid, "VmRSS"), Self.memory(pid, "VmHWM"))
         #expect(Sanitizers.address || peak - before < 32, "RSS \(before) MiB before, \(after) after, peak \(peak)")
         FileHandle.standardError.write(Data("pipelined without reading: RSS \(before) -> \(after) MiB, peak \(peak) MiB\n".utf8))
