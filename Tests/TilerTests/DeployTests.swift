@@ -34,10 +34,10 @@ struct DeployTests {
     }
 
     /// Asks until the answer is not a 503 (a build in progress) or a minute passes.
-    static func settled(_ port: Int, _ path: String, _ fields: [(String, String)] = []) throws -> (status: Int, headers: [String: String], body: Data) {
+    static func settled(_ port: Int, _ path: String, _ fields: [(String, String)] = []) async throws -> (status: Int, headers: [String: String], body: Data) {
         var reply = try get(port, path, fields)
         for _ in 0..<600 where reply.status == 503 || reply.status == 0 {
-            usleep(100_000)
+            try await Task.sleep(for: .milliseconds(100))
             reply = try get(port, path, fields)
         }
         return reply
@@ -84,14 +84,15 @@ struct DeployTests {
         var vcl = try String(contentsOfFile: "\(Self.repository)/deploy/varnish/tiler.vcl", encoding: .utf8)
         for (i, port) in ports.enumerated() { vcl = vcl.replacingOccurrences(of: "\"\(8081 + i)\"", with: "\"\(port)\"") }
         try vcl.write(toFile: "\(folder)/tiler.vcl", atomically: true, encoding: .utf8)
-        let varnish = Process()
-        varnish.executableURL = URL(fileURLWithPath: varnishd)
-        varnish.arguments = ["-F", "-j", "none", "-n", "\(folder)/varnish", "-f", "\(folder)/tiler.vcl", "-a", "127.0.0.1:\(varnishPort)",
-                             "-s", "malloc,64m", "-p", "ban_lurker_sleep=0.05"]
-        varnish.standardOutput = FileHandle.nullDevice
-        varnish.standardError = FileHandle.nullDevice
-        try varnish.run()
-        defer { if varnish.isRunning { kill(varnish.processIdentifier, SIGKILL) } }
+        // A Daemon, not a Process: varnishd closes the descriptors it inherits, among them the socket by
+        // which Foundation's Process learns that a child ended; Foundation then waits for varnishd on
+        // the one thread that reaps every Process of this test run, and no other test's child is
+        // seen to end until varnishd does.
+        let varnish = try Daemon(varnishd, [
+            "-F", "-j", "none", "-n", "\(folder)/varnish", "-f", "\(folder)/tiler.vcl", "-a", "127.0.0.1:\(varnishPort)",
+            "-s", "malloc,64m", "-p", "ban_lurker_sleep=0.05",
+        ])
+        defer { varnish.stop(SIGKILL) }
         var up = false
         for _ in 0..<300 where !up {
             up = (try? Self.get(varnishPort, "/health").status) == 200
@@ -102,7 +103,7 @@ struct DeployTests {
 
         // Every image's tile through Varnish, then the same again.
         let tile = { (i: Int) in "/dzi/img\(i)_files/8/0_0.jpg" }
-        for i in 0..<30 { #expect(try Self.settled(varnishPort, tile(i)).status == 200, "img\(i)") }
+        for i in 0..<30 { #expect(try await Self.settled(varnishPort, tile(i)).status == 200, "img\(i)") }
         // Tiles of an image still being built are answered (not stored): wait for the builds to end.
         var completed = try ports.map { try Self.metric($0, "tiler_builds_total{outcome=\"completed\"}") }
         for _ in 0..<600 where completed.reduce(0, +) < 30 {
@@ -120,7 +121,7 @@ struct DeployTests {
         #expect(again.headers["age"] != nil)
 
         // Behind the proxy: info.json names the public URL the proxy says.
-        let info = try Self.settled(varnishPort, "/iiif/3/img1/info.json", [("X-Forwarded-Proto", "https"), ("X-Forwarded-Prefix", "/tiles")])
+        let info = try await Self.settled(varnishPort, "/iiif/3/img1/info.json", [("X-Forwarded-Proto", "https"), ("X-Forwarded-Prefix", "/tiles")])
         #expect(String(decoding: info.body, as: UTF8.self).contains("\"id\":\"https://127.0.0.1/tiles/iiif/3/img1\""), "\(String(decoding: info.body, as: UTF8.self))")
 
         // Expired: revalidated by Varnish with a 304 from the instance, nothing encoded again.
@@ -137,19 +138,19 @@ struct DeployTests {
         let before = try Self.get(varnishPort, tile(0)).body
         try Self.replace("\(folder)/img0.jpg", with: replacement)
         // The instances at once (they trust a checked source for a second at most).
-        var direct = try Self.settled(ports[0], tile(0))
-        for _ in 0..<30 where direct.body == before { try await Task.sleep(for: .milliseconds(100)); direct = try Self.settled(ports[0], tile(0)) }
+        var direct = try await Self.settled(ports[0], tile(0))
+        for _ in 0..<30 where direct.body == before { try await Task.sleep(for: .milliseconds(100)); direct = try await Self.settled(ports[0], tile(0)) }
         #expect(direct.body != before, "an instance still answers the old tile 3 s after the replacement")
         // Through Varnish once the lifetime (3 s) passes.
-        var fresh = try Self.settled(varnishPort, tile(0))
-        for _ in 0..<100 where fresh.body == before { try await Task.sleep(for: .milliseconds(100)); fresh = try Self.settled(varnishPort, tile(0)) }
+        var fresh = try await Self.settled(varnishPort, tile(0))
+        for _ in 0..<100 where fresh.body == before { try await Task.sleep(for: .milliseconds(100)); fresh = try await Self.settled(varnishPort, tile(0)) }
         #expect(fresh.body == direct.body, "Varnish still answers the old tile 10 s after the replacement")
         let cachedTile = try Self.get(varnishPort, tile(5)).body
         let other = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 305, height: 200), width: 305, height: 200)
         try Self.replace("\(folder)/img5.jpg", with: other)
         let purge = try Self.get(ports[0], "/admin/images/img5", [("Authorization", "Bearer \(token)")], method: "DELETE")
         #expect(purge.status == 200, "\(String(decoding: purge.body, as: UTF8.self))")
-        let purged = try Self.settled(varnishPort, tile(5))
+        let purged = try await Self.settled(varnishPort, tile(5))
         #expect(purged.status == 200 && purged.body != cachedTile, "the purge banned the cached tile")
 
         // One instance stopped: after the probe window, every image is still answered (no 5xx).
@@ -175,13 +176,10 @@ struct DeployTests {
         config = config.replacingOccurrences(of: "scrape_interval: 15s", with: "scrape_interval: 1s")
         try config.write(toFile: "\(folder)/prometheus.yml", atomically: true, encoding: .utf8)
         let prometheusPort = Int(Tools.freePort())
-        let scraper = Process()
-        scraper.executableURL = URL(fileURLWithPath: prometheus)
-        scraper.arguments = ["--config.file=\(folder)/prometheus.yml", "--storage.tsdb.path=\(folder)/tsdb", "--web.listen-address=127.0.0.1:\(prometheusPort)"]
-        scraper.standardOutput = FileHandle.nullDevice
-        scraper.standardError = FileHandle.nullDevice
-        try scraper.run()
-        defer { if scraper.isRunning { kill(scraper.processIdentifier, SIGKILL) } }
+        let scraper = try Daemon(prometheus, [
+            "--config.file=\(folder)/prometheus.yml", "--storage.tsdb.path=\(folder)/tsdb", "--web.listen-address=127.0.0.1:\(prometheusPort)",
+        ])
+        defer { scraper.stop(SIGKILL) }
         var found = ""
         for _ in 0..<300 where !(found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[2])\"")) {
             try await Task.sleep(for: .milliseconds(200))
