@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TileCore
 
 #if canImport(Glibc)
 import Glibc
@@ -11,8 +12,8 @@ import Glibc
 /// check. Where `inotify` is refused (out of instances), nothing is watched and the periodic check
 /// alone applies.
 ///
-/// The one owner of its two descriptors (the `inotify` instance and a pipe that stops the thread);
-/// ``stop()`` (or release) closes them once the thread has ended.
+/// The one owner of its three descriptors (the `inotify` instance and the two ends of a pipe that
+/// stops the thread); ``stop()`` (or release) closes them once the thread has ended.
 final class FolderWatcher: Sendable {
     private let watch: Int32
     private let stopPipe: (read: Int32, write: Int32)
@@ -22,17 +23,19 @@ final class FolderWatcher: Sendable {
     /// Watches `folder`, calling `changed` (on the watcher's thread) with each entry's name.
     /// Nil when the kernel refuses an `inotify` instance or the watch.
     init?(folder: String, changed: @escaping @Sendable (String) -> Void) {
-        let watch = inotify_init1(Int32(IN_CLOEXEC))
-        guard watch >= 0 else { return nil }
+        // Owned values until all three exist: a refusal on the way closes what was opened.
+        let raw = inotify_init1(Int32(IN_CLOEXEC))
+        guard raw >= 0 else { return nil }
+        let instance = OwnedDescriptor(adopting: raw)
         let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB)
         var ends: [Int32] = [0, 0]
-        guard inotify_add_watch(watch, folder, mask) >= 0, pipe(&ends) == 0 else {
-            close(watch)
-            return nil
-        }
+        guard inotify_add_watch(instance.raw, folder, mask) >= 0, pipe(&ends) == 0 else { return nil }
+        let reading = OwnedDescriptor(adopting: ends[0])
+        let writing = OwnedDescriptor(adopting: ends[1])
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let watch = instance.take()
         self.watch = watch
-        stopPipe = (ends[0], ends[1])
+        stopPipe = (reading.take(), writing.take())
         let thread = Thread { [watch, stopPipe, done] in
             Self.run(watch: watch, stop: stopPipe.read, changed)
             done.signal()

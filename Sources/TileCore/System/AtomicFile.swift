@@ -10,12 +10,13 @@ import Darwin
 /// and the folder synced. A crash or an error never leaves a half-written file at the path; ``abort()``
 /// (or releasing an uncommitted writer) removes the temporary file.
 ///
-/// Not thread-safe; one owner. The one owner of its descriptor.
+/// Not thread-safe; one owner. The one owner of its descriptor (an ``OwnedDescriptor``, closed when
+/// the file is committed or aborted, or the writer released).
 package final class AtomicFile {
     /// Where the file appears on ``commit()``.
     package let path: String
     private let temporary: String
-    private var fd: Int32
+    private var descriptor: OwnedDescriptor?
 
     /// Creates the temporary file beside `path`.
     /// - Parameter mode: the file's permissions (default 0644).
@@ -23,17 +24,17 @@ package final class AtomicFile {
     package init(path: String, mode: UInt32 = 0o644) throws(TileError) {
         self.path = path
         let temporary = "\(path).partial-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = SystemCall.retrying { open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(mode)) }
-        guard fd >= 0 else { throw SystemCall.error("cannot create", path: path) }
+        let raw = SystemCall.retrying { open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(mode)) }
+        guard raw >= 0 else { throw SystemCall.error("cannot create", path: path) }
         self.temporary = temporary
-        self.fd = fd
+        descriptor = OwnedDescriptor(adopting: raw)
     }
 
     deinit { abort() }
 
     /// Appends `bytes`.
     package func write(_ bytes: UnsafeRawBufferPointer) throws(TileError) {
-        guard fd >= 0 else { throw TileError(.invalidArgument, "\(path) is already committed or aborted") }
+        guard let fd = descriptor?.raw else { throw TileError(.invalidArgument, "\(path) is already committed or aborted") }
         do throws(TileError) { try SystemCall.writeAll(fd, bytes, path: path) } catch {
             abort()
             throw error
@@ -51,14 +52,13 @@ package final class AtomicFile {
 
     /// Syncs the data, renames the file into place and syncs the folder.
     package func commit() throws(TileError) {
-        guard fd >= 0 else { throw TileError(.invalidArgument, "\(path) is already committed or aborted") }
+        guard let fd = descriptor?.raw else { throw TileError(.invalidArgument, "\(path) is already committed or aborted") }
         guard fsync(fd) == 0 else {
             let error = SystemCall.error("cannot write", path: path)
             abort()
             throw error
         }
-        close(fd)
-        fd = -1
+        descriptor = nil
         guard rename(temporary, path) == 0 else {
             let error = SystemCall.error("cannot write", path: path)
             unlink(temporary)
@@ -69,9 +69,8 @@ package final class AtomicFile {
 
     /// Drops the temporary file (nothing appears at the path).
     package func abort() {
-        guard fd >= 0 else { return }
-        close(fd)
-        fd = -1
+        guard descriptor != nil else { return }
+        descriptor = nil
         unlink(temporary)
     }
 
