@@ -116,7 +116,9 @@ struct ServeCommandTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let photo = try DemoImage.jpeg(width: 1200, height: 800)
         try photo.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
-        let server = try Server([folder, "--port", "0", "--allow-uploads", "--upload-token", "t", "--idle-timeout", "2"])
+        // The idle timeout ends the stalled upload below once SIGTERM has come; long enough that a loaded
+        // machine still sees the upload being built before it.
+        let server = try Server([folder, "--port", "0", "--allow-uploads", "--upload-token", "t", "--idle-timeout", "10"])
         defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         let port = server.port
 
@@ -145,7 +147,8 @@ struct ServeCommandTests {
         // Its state: building, every byte sent so far taken in, of the announced length.
         var state = ""
         let received = "\"bytesReceived\":\(photo.count / 2)"
-        for _ in 0..<200 where !(state.contains("\"building\"") && state.contains(received)) {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !(state.contains("\"building\"") && state.contains(received)), ContinuousClock.now < deadline {
             state = String(decoding: try Self.request(port, "GET", "/images/up").body, as: UTF8.self)
             try await Task.sleep(for: .milliseconds(20))
         }
