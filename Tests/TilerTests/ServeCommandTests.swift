@@ -140,6 +140,12 @@ struct ServeCommandTests {
         #expect(try Self.request(port, "GET", "/view/photo").status == 200)
         #expect(try Self.request(port, "GET", "/iiif/3/..%2Fetc/info.json").status == 400)
 
+        // photo's build done first: the upload's build would wait for its turn behind it (one heavy job at
+        // a time), and a loaded machine could take longer than the idle timeout to get there.
+        let built = ContinuousClock.now + .seconds(60)
+        while !String(decoding: try Self.request(port, "GET", "/images/photo").body, as: UTF8.self).contains("\"ready\""), ContinuousClock.now < built {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         // An upload that stops half-way: being built when SIGTERM arrives.
         let upload = try LoopbackConnection(port: UInt16(port))
         let head = "PUT /images/up HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(photo.count)\r\n\r\n"
