@@ -13,9 +13,11 @@ struct HTTPImageSourceTests {
     /// The client of the downloads that must succeed. The whole test run shares two cores with servers
     /// rendering beside it, and the test server's chunks (tasks on the cooperative pool) may pause longer
     /// than the shared client's 30 s idle-read timeout: under AddressSanitizer, and once in CI's plain
-    /// `swift test` stage (a read timeout after 179 s of the export test). A client of the same defaults
-    /// but a 180 s read timeout, always (these tests check what arrives, not how fast).
-    static let client = HTTPImageSource.makeClient(readTimeout: .seconds(180))
+    /// `swift test` stage (a read timeout after 179 s of the export test), and past 180 s in a run of the
+    /// whole suite beside two busy loops (2026-11-26). A client of the same defaults but a 600 s read
+    /// timeout, always (these tests check what arrives, not how fast; the transfer's own limit is 10
+    /// minutes).
+    static let client = HTTPImageSource.makeClient(readTimeout: .seconds(600))
 
     static func jpeg() throws -> Data {
         var pixels = [UInt8](repeating: 255, count: 640 * 480 * 4)
