@@ -34,10 +34,10 @@ struct DeployTests {
     }
 
     /// Asks until the answer is not a 503 (a build in progress) or a minute passes.
-    static func settled(_ port: Int, _ path: String, _ fields: [(String, String)] = []) async throws -> (status: Int, headers: [String: String], body: Data) {
+    static func settled(_ port: Int, _ path: String, _ fields: [(String, String)] = []) throws -> (status: Int, headers: [String: String], body: Data) {
         var reply = try get(port, path, fields)
         for _ in 0..<600 where reply.status == 503 || reply.status == 0 {
-            try await Task.sleep(for: .milliseconds(100))
+            usleep(100_000)
             reply = try get(port, path, fields)
         }
         return reply
@@ -55,7 +55,7 @@ struct DeployTests {
     }
 
     @Test("30 images through Varnish: each built once across the instances, cached, revalidated, purged; an instance stopped loses nothing; Prometheus scrapes all three")
-    func varnishAndPrometheus() async throws {
+    func varnishAndPrometheus() throws {
         guard let varnishd = Tools.path("varnishd") else {
             print("DeployTests: skipped: varnishd not installed (apt-get install varnish)")
             return
@@ -96,21 +96,21 @@ struct DeployTests {
         var up = false
         for _ in 0..<300 where !up {
             up = (try? Self.get(varnishPort, "/health").status) == 200
-            if !up { try await Task.sleep(for: .milliseconds(100)) }
+            if !up { usleep(100_000) }
         }
         try #require(up, "varnishd did not answer on port \(varnishPort)")
-        try await Task.sleep(for: .seconds(3))  // every backend probed healthy
+        sleep(3)  // every backend probed healthy
 
         // Every image's tile through Varnish, then the same again.
         let tile = { (i: Int) in "/dzi/img\(i)_files/8/0_0.jpg" }
-        for i in 0..<30 { #expect(try await Self.settled(varnishPort, tile(i)).status == 200, "img\(i)") }
+        for i in 0..<30 { #expect(try Self.settled(varnishPort, tile(i)).status == 200, "img\(i)") }
         // Tiles of an image still being built are answered (not stored): wait for the builds to end.
         var completed = try ports.map { try Self.metric($0, "tiler_builds_total{outcome=\"completed\"}") }
         for _ in 0..<600 where completed.reduce(0, +) < 30 {
-            try await Task.sleep(for: .milliseconds(100))
+            usleep(100_000)
             completed = try ports.map { try Self.metric($0, "tiler_builds_total{outcome=\"completed\"}") }
         }
-        try await Task.sleep(for: .seconds(1))
+        sleep(1)
         completed = try ports.map { try Self.metric($0, "tiler_builds_total{outcome=\"completed\"}") }
         #expect(completed.reduce(0, +) == 30, "builds per instance: \(completed)")
         #expect(completed.filter { $0 > 0 }.count >= 2, "the identifiers are spread: \(completed)")
@@ -121,13 +121,13 @@ struct DeployTests {
         #expect(again.headers["age"] != nil)
 
         // Behind the proxy: info.json names the public URL the proxy says.
-        let info = try await Self.settled(varnishPort, "/iiif/3/img1/info.json", [("X-Forwarded-Proto", "https"), ("X-Forwarded-Prefix", "/tiles")])
+        let info = try Self.settled(varnishPort, "/iiif/3/img1/info.json", [("X-Forwarded-Proto", "https"), ("X-Forwarded-Prefix", "/tiles")])
         #expect(String(decoding: info.body, as: UTF8.self).contains("\"id\":\"https://127.0.0.1/tiles/iiif/3/img1\""), "\(String(decoding: info.body, as: UTF8.self))")
 
         // Expired: revalidated by Varnish with a 304 from the instance, nothing encoded again.
         let misses = try ports.map { try Self.metric($0, "tiler_cache_misses_total") }.reduce(0, +)
         let notModified = try ports.map { try Self.metric($0, "tiler_requests_total{route=\"dzi_tile\",status=\"304\"}") }.reduce(0, +)
-        try await Task.sleep(for: .seconds(4))
+        sleep(4)
         let revalidated = try Self.get(varnishPort, tile(0))
         #expect(revalidated.status == 200 && revalidated.body == again.body)
         #expect(try ports.map { try Self.metric($0, "tiler_requests_total{route=\"dzi_tile\",status=\"304\"}") }.reduce(0, +) == notModified + 1)
@@ -138,25 +138,25 @@ struct DeployTests {
         let before = try Self.get(varnishPort, tile(0)).body
         try Self.replace("\(folder)/img0.jpg", with: replacement)
         // The instances at once (they trust a checked source for a second at most).
-        var direct = try await Self.settled(ports[0], tile(0))
-        for _ in 0..<30 where direct.body == before { try await Task.sleep(for: .milliseconds(100)); direct = try await Self.settled(ports[0], tile(0)) }
+        var direct = try Self.settled(ports[0], tile(0))
+        for _ in 0..<30 where direct.body == before { usleep(100_000); direct = try Self.settled(ports[0], tile(0)) }
         #expect(direct.body != before, "an instance still answers the old tile 3 s after the replacement")
         // Through Varnish once the lifetime (3 s) passes.
-        var fresh = try await Self.settled(varnishPort, tile(0))
-        for _ in 0..<100 where fresh.body == before { try await Task.sleep(for: .milliseconds(100)); fresh = try await Self.settled(varnishPort, tile(0)) }
+        var fresh = try Self.settled(varnishPort, tile(0))
+        for _ in 0..<100 where fresh.body == before { usleep(100_000); fresh = try Self.settled(varnishPort, tile(0)) }
         #expect(fresh.body == direct.body, "Varnish still answers the old tile 10 s after the replacement")
         let cachedTile = try Self.get(varnishPort, tile(5)).body
         let other = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 305, height: 200), width: 305, height: 200)
         try Self.replace("\(folder)/img5.jpg", with: other)
         let purge = try Self.get(ports[0], "/admin/images/img5", [("Authorization", "Bearer \(token)")], method: "DELETE")
         #expect(purge.status == 200, "\(String(decoding: purge.body, as: UTF8.self))")
-        let purged = try await Self.settled(varnishPort, tile(5))
+        let purged = try Self.settled(varnishPort, tile(5))
         #expect(purged.status == 200 && purged.body != cachedTile, "the purge banned the cached tile")
 
         // One instance stopped: after the probe window, every image is still answered (no 5xx).
         let ended = instances[1].terminate(within: 30)
         #expect(ended?.status == 0, "\(String(describing: ended)): \(instances[1].errorsSoFar().suffix(3000))")
-        try await Task.sleep(for: .seconds(4))
+        sleep(4)
         var failures = 0
         for round in 0..<2 {
             for i in 0..<30 {
@@ -182,7 +182,7 @@ struct DeployTests {
         defer { scraper.stop(SIGKILL) }
         var found = ""
         for _ in 0..<300 where !(found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[2])\"")) {
-            try await Task.sleep(for: .milliseconds(200))
+            usleep(200_000)
             found = String(decoding: (try? Self.get(prometheusPort, "/api/v1/query?query=tiler_requests_total").body) ?? Data(), as: UTF8.self)
         }
         #expect(found.contains("\"status\":\"success\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"")

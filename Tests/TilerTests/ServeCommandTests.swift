@@ -111,7 +111,7 @@ struct ServeCommandTests {
     }
 
     @Test("serves IIIF, DeepZoom and the pages; SIGTERM mid-upload exits 0 and leaves no unfinished files")
-    func serveAndStop() async throws {
+    func serveAndStop() throws {
         let folder = try TilerCommandTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let photo = try DemoImage.jpeg(width: 1200, height: 800)
@@ -141,10 +141,12 @@ struct ServeCommandTests {
         #expect(try Self.request(port, "GET", "/iiif/3/..%2Fetc/info.json").status == 400)
 
         // photo's build done first: the upload's build would wait for its turn behind it (one heavy job at
-        // a time), and a loaded machine could take longer than the idle timeout to get there.
+        // a time), and a loaded machine could take longer than the idle timeout to get there. (This test
+        // waits holding its thread, on purpose: a wait for a thread of the cooperative pool, busy with
+        // other tests, could outlast the idle timeout.)
         let built = ContinuousClock.now + .seconds(60)
         while !String(decoding: try Self.request(port, "GET", "/images/photo").body, as: UTF8.self).contains("\"ready\""), ContinuousClock.now < built {
-            try await Task.sleep(for: .milliseconds(50))
+            usleep(50_000)
         }
         // An upload that stops half-way: being built when SIGTERM arrives.
         let upload = try LoopbackConnection(port: UInt16(port))
@@ -158,7 +160,7 @@ struct ServeCommandTests {
         let deadline = ContinuousClock.now + .seconds(60)
         while !(state.contains("\"building\"") && state.contains(received)), ContinuousClock.now < deadline {
             state = String(decoding: try Self.request(port, "GET", "/images/up").body, as: UTF8.self)
-            try await Task.sleep(for: .milliseconds(20))
+            usleep(20_000)
         }
         #expect(state.contains("\"building\"") && state.contains(received) && state.contains("\"rowsDecoded\":"), "\(state)")
         let ended = server.terminate(within: 30)
@@ -207,7 +209,7 @@ struct ServeCommandTests {
     }
 
     @Test("/metrics counts requests by route and status, cache hits and misses, the build; /ready says ready, or why not; --no-metrics turns it off")
-    func metricsAndReadiness() async throws {
+    func metricsAndReadiness() throws {
         let folder = try TilerCommandTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try DemoImage.jpeg(width: 700, height: 500).write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
@@ -220,7 +222,7 @@ struct ServeCommandTests {
         var state = ""
         for _ in 0..<1500 where !state.contains("\"state\":\"ready\"") {
             state = String(decoding: try Self.request(port, "GET", "/images/photo").body, as: UTF8.self)
-            try await Task.sleep(for: .milliseconds(20))
+            usleep(20_000)
         }
         #expect(state.contains("\"state\":\"ready\""), "\(state)")
         // Six distinct tiles, each asked twice, and one unknown image: the four edge tiles cropped from their
@@ -253,7 +255,7 @@ struct ServeCommandTests {
         var open = samples["tiler_connections_open"] ?? 0
         let settled = ContinuousClock.now + .seconds(10)
         while open > 2, ContinuousClock.now < settled {
-            try await Task.sleep(for: .milliseconds(100))
+            usleep(100_000)
             open = Self.samples(String(decoding: try Self.request(port, "GET", "/metrics").body, as: UTF8.self))["tiler_connections_open"] ?? 0
         }
         #expect((1...2).contains(open), "this scrape's own connection")
@@ -323,7 +325,7 @@ struct ServeCommandTests {
     }
 
     @Test("a client pipelining 10,000 tile and region requests without reading the answers grows the server by less than 32 MiB; others are served meanwhile")
-    func pipelinedWithoutReading() async throws {
+    func pipelinedWithoutReading() throws {
         let folder = try TilerCommandTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         var options = BuildOptions()
@@ -354,11 +356,11 @@ struct ServeCommandTests {
         let payload = Data(requests.utf8)
         let sending = Thread { try? attacker.send(payload) }  // blocks once the server stops reading
         sending.start()
-        try await Task.sleep(for: .seconds(3))
+        usleep(3_000_000)
         // Others are served meanwhile.
         #expect(try Self.request(port, "GET", "/iiif/3/big/info.json").status == 200)
         #expect(try Self.request(port, "GET", "/dzi/big_files/11/1_1.jpg").status == 200)
-        try await Task.sleep(for: .seconds(2))
+        usleep(2_000_000)
         let (after, peak) = (Self.memory(pid, "VmRSS"), Self.memory(pid, "VmHWM"))
         #expect(Sanitizers.address || peak - before < 32, "RSS \(before) MiB before, \(after) after, peak \(peak)")
         FileHandle.standardError.write(Data("pipelined without reading: RSS \(before) -> \(after) MiB, peak \(peak) MiB\n".utf8))

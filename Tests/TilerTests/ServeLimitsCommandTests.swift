@@ -42,11 +42,11 @@ struct ServeLimitsCommandTests {
     }
 
     /// Asks again until the answer comes (a fresh client while the old ones are being closed).
-    static func answered(_ port: Int, _ path: String, within seconds: Double = 20) async -> Int {
+    static func answered(_ port: Int, _ path: String, within seconds: Double = 20) -> Int {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let status = try? ServeCommandTests.request(port, "GET", path).status { return status }
-            try? await Task.sleep(for: .milliseconds(200))
+            usleep(200_000)
         }
         return 0
     }
@@ -66,16 +66,16 @@ struct ServeLimitsCommandTests {
         var most = 0
         for _ in 0..<20 {
             most = max(most, Self.descriptors(pid))
-            try await Task.sleep(for: .milliseconds(100))
+            usleep(100_000)
         }
         #expect(server.process.isRunning, "the server died with \(clients.count) clients")
         #expect(most < 256, "the server had \(most) descriptors open under a limit of 256")
         clients = []  // closed: the server takes the waiting ones, answers them, and closes them idle
-        #expect(await Self.answered(port, "/health") == 200)
-        #expect(await Self.answered(port, "/dzi/kept_files/11/2_0.jpg") == 200)
+        #expect(Self.answered(port, "/health") == 200)
+        #expect(Self.answered(port, "/dzi/kept_files/11/2_0.jpg") == 200)
         var after = Self.descriptors(pid)
         for _ in 0..<100 where after > baseline + 2 {
-            try await Task.sleep(for: .milliseconds(100))
+            usleep(100_000)
             after = Self.descriptors(pid)
         }
         #expect(after <= baseline + 2, "descriptors: \(baseline) before, \(most) at most, \(after) after")
@@ -102,12 +102,12 @@ struct ServeLimitsCommandTests {
         }
         let (peakFDs, peakRSS) = (Self.descriptors(pid), ServeCommandTests.memory(pid, "VmHWM"))
         #expect(server.process.isRunning)
-        try await Task.sleep(for: .seconds(6))  // the idle timeout closes the stalled ones; the waiting ones are taken, then stall too
+        sleep(6)  // the idle timeout closes the stalled ones; the waiting ones are taken, then stall too
         clients = []
-        #expect(await Self.answered(port, "/health") == 200)
+        #expect(Self.answered(port, "/health") == 200)
         var (nowFiles, nowFDs) = (try FileManager.default.contentsOfDirectory(atPath: folder).sorted(), Self.descriptors(pid))
         for _ in 0..<100 where nowFiles != files || nowFDs > fds + 2 {
-            try await Task.sleep(for: .milliseconds(100))
+            usleep(100_000)
             (nowFiles, nowFDs) = (try FileManager.default.contentsOfDirectory(atPath: folder).sorted(), Self.descriptors(pid))
         }
         let nowRSS = ServeCommandTests.memory(pid, "VmRSS")
@@ -151,7 +151,7 @@ struct ServeLimitsCommandTests {
             usleep(150_000)
         }
         stop.store(true, ordering: .relaxed)
-        while !asking.isFinished { try await Task.sleep(for: .milliseconds(50)) }
+        while !asking.isFinished { usleep(50_000) }
         let answers = results.withLockedValue { $0 }
         #expect(answers.count > 20, "\(answers.count) requests answered")
         #expect(answers.allSatisfy { $0.seconds < 10 }, "slowest \(answers.map(\.seconds).max() ?? 0) s")
