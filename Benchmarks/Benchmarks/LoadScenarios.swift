@@ -168,12 +168,14 @@ enum LoadScenarios {
                 results.map(\.errors).reduce(0, +), results.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", "))
         }
         let ratio = ScenarioResult.median(mine.map(\.requestsPerSecond)) / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond))
+        // Each run's ratio to the nginx run just before it: the machine's speed drifts from run to run.
+        let paired = zip(mine, nginxRuns).map { String(format: "%.2f", $0.requestsPerSecond / $1.requestsPerSecond) }.joined(separator: ", ")
         let floorRate = ScenarioResult.median(floors.map(\.requestsPerSecond))
         return [
             line("serve-303-floor", floors) + String(format: "  %.2fx nginx (our HTTP stack, no tile)", floorRate / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond))),
             line("nginx-warm", nginxRuns),
             line("serve-warm", mine) + String(
-                format: "  %.2fx nginx, %.2fx the 303 floor  server peak RSS %.0f MiB", ratio,
+                format: "  %.2fx nginx (run by run %@), %.2fx the 303 floor  server peak RSS %.0f MiB", ratio, paired,
                 ScenarioResult.median(mine.map(\.requestsPerSecond)) / floorRate, server.statusMiB("VmHWM")),
             line("serve-warm-metrics", withMetrics) + String(
                 format: "  %.2fx metrics off, %.2fx nginx", ScenarioResult.median(withMetrics.map(\.requestsPerSecond)) / ScenarioResult.median(mine.map(\.requestsPerSecond)),

@@ -46,6 +46,10 @@ public final class EncodedImage: Sendable {
 /// Encoded images of complete pyramids, most recently used kept, bounded by their bytes: a viewer's
 /// working set of tiles is answered without reading or encoding again.
 ///
+/// What is cheap to make again (a stored tile, which the page cache holds) is kept only once it is
+/// asked for again (``isRepeated(_:)``), so that a scan of many tiles, each asked for once, does not
+/// push out what was rendered.
+///
 /// Keys are the requests' paths as written; an entry keeps the version of the source it was made from,
 /// so ``TileService`` never answers from an entry of an older version. The entries are spread over 16 shards by their key's hash,
 /// each with its own lock and a sixteenth of the capacity, so that the event loops answering cached
@@ -61,6 +65,8 @@ public final class EncodedTileCache: Sendable {
         var entries: [String: (image: EncodedImage, lastUse: UInt64)] = [:]
         var bytes = 0
         var clock: UInt64 = 0
+        /// Hashes of the keys ``isRepeated(_:)`` was asked about, cleared when it holds `seenLimit`.
+        var seen = Set<Int>()
     }
 
     /// - Parameter capacity: bytes kept at most (default 64 MiB; 0 keeps nothing).
@@ -70,10 +76,11 @@ public final class EncodedTileCache: Sendable {
     }
 
     private var shardCapacity: Int { capacity / shards.count }
+    /// Keys a shard remembers as seen: about as many as it holds tiles of 8 KiB.
+    private var seenLimit: Int { max(64, shardCapacity / 8192) }
 
-    private func shard(_ key: String) -> NIOLockedValueBox<Shard> {
-        shards[Int(UInt(bitPattern: key.hashValue) % UInt(shards.count))]
-    }
+    private func shard(_ key: String) -> NIOLockedValueBox<Shard> { shard(hash: key.hashValue) }
+    private func shard(hash: Int) -> NIOLockedValueBox<Shard> { shards[Int(UInt(bitPattern: hash) % UInt(shards.count))] }
 
     /// Bytes kept now.
     public var byteCount: Int { shards.reduce(0) { total, shard in total + shard.withLockedValue { $0.bytes } } }
@@ -106,6 +113,19 @@ public final class EncodedTileCache: Sendable {
                 s.entries[oldKey] = nil
                 s.bytes -= entry.image.body.readableBytes
             }
+        }
+    }
+
+    /// Whether `key` was asked about before, lately (a shard forgets what it saw once it has seen as many
+    /// keys as it holds tiles); it is remembered as seen. Never with a capacity of 0.
+    public func isRepeated(_ key: String) -> Bool {
+        guard capacity > 0 else { return false }
+        let limit = seenLimit, hash = key.hashValue
+        return shard(hash: hash).withLockedValue { s in
+            if s.seen.contains(hash) { return true }
+            if s.seen.count >= limit { s.seen.removeAll(keepingCapacity: true) }
+            s.seen.insert(hash)
+            return false
         }
     }
 

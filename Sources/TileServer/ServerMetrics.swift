@@ -12,7 +12,8 @@ import NIOConcurrencyHelpers
 ///   the connection's handler. `route` is one of ``Route``'s values, never a path (no identifier
 ///   reaches a label).
 /// - `tiler_cache_hits_total`, `tiler_cache_misses_total`: encoded images answered from the cache or made.
-/// - `tiler_stored_tiles_total`: tiles sent as a TIFF stores them (no decode, no encode; not cached).
+/// - `tiler_stored_tiles_total`: tiles read as a TIFF stores them and sent (no decode, no encode); a
+///   whole tile asked for again is then kept and answered from the cache (a hit).
 /// - `tiler_builds_total{outcome}` (completed, failed, cancelled), `tiler_build_duration_seconds`: builds.
 /// - Read when scraped: `tiler_builds_running`, `tiler_builds_queued`, `tiler_images_failed`,
 ///   `tiler_disk_bytes_used`, `tiler_disk_bytes_limit`, `tiler_cache_bytes`, `tiler_connections_open`,

@@ -6,7 +6,8 @@ import Synchronization
 
 /// One connection's handler, right after NIO's HTTP/1.1 decoder (the only parser): it answers a
 /// request for an image already in the ``TileService``'s cache, a tile (DeepZoom or IIIF) stored whole
-/// in a TIFF pyramid whose bytes the page cache holds (``TileService/storedImage(path:)``), and
+/// in a TIFF pyramid whose bytes the page cache holds (``TileService/storedImage(path:keepsWhole:)``;
+/// kept in the cache once asked for again), and
 /// `/health`, at once, and passes every other request on to the application; and it closes the connection when it goes silent or
 /// the server shuts down.
 ///
@@ -126,12 +127,14 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 let path = Self.path(head.uri)
                 if let image = service.cachedImage(path: path) { return answer(head, image, context) }
                 if let stored = service.storedTile(path: path) {
-                    if encoder != nil, head.method == .GET, !Self.isConditional(head), stored.isWhole {
+                    // A whole tile asked for again is kept in the cache (it is answered from memory from then on).
+                    let isRepeated = stored.isWhole && service.cache.isRepeated(path)
+                    if encoder != nil, head.method == .GET, !Self.isConditional(head), stored.isWhole, !isRepeated {
                         // Nil: the page cache does not hold the tile (the routes read it on the thread pool).
                         if let (response, bytes) = service.storedResponse(stored, dateLine: HTTPDate.line()) {
                             return answer(head, response: response, bodyBytes: bytes, context)
                         }
-                    } else if let image = service.storedImage(stored, path: path) {
+                    } else if let image = service.storedImage(stored, path: path, keepsWhole: isRepeated) {
                         return answer(head, image, context)
                     }
                 }

@@ -59,16 +59,17 @@ extension TileService {
 
     /// The answer to the request for `path` (``storedTile(path:)``) when the page cache holds the
     /// stored tile, with the entity tag and fields the routes give it: a whole tile read without
-    /// waiting (``TileCore/TiledImage/readStoredJPEGTileIfCached(_:into:)``) and not cached (the page
-    /// cache holds it); an edge tile of 256 pixels or less cropped from the stored one
-    /// (``TileCore/TiledImage/exactJPEGEdgeTileIfCached(level:column:row:)``: 0.1 ms of CPU, nothing
+    /// waiting (``TileCore/TiledImage/readStoredJPEGTileIfCached(_:into:)``), cached under `path` only
+    /// when `keepsWhole` (the page cache holds it: the connection handler keeps a tile asked for again,
+    /// ``EncodedTileCache/isRepeated(_:)``); an edge tile of 256 pixels or less cropped from the stored
+    /// one (``TileCore/TiledImage/exactJPEGEdgeTileIfCached(level:column:row:)``: 0.1 ms of CPU, nothing
     /// waited for) and cached under `path`, as the routes cache it. Nil otherwise (the routes answer).
-    func storedImage(path: String) -> EncodedImage? {
-        storedTile(path: path).flatMap { storedImage($0, path: path) }
+    func storedImage(path: String, keepsWhole: Bool = false) -> EncodedImage? {
+        storedTile(path: path).flatMap { storedImage($0, path: path, keepsWhole: keepsWhole) }
     }
 
-    /// ``storedImage(path:)`` once the stored tile is looked up.
-    func storedImage(_ stored: StoredTile, path: String) -> EncodedImage? {
+    /// ``storedImage(path:keepsWhole:)`` once the stored tile is looked up.
+    func storedImage(_ stored: StoredTile, path: String, keepsWhole: Bool = false) -> EncodedImage? {
         let (tile, image) = (stored.tile, stored.image)
         let body: ByteBuffer
         if stored.isWhole {
@@ -88,7 +89,7 @@ extension TileService {
         let encoded = EncodedImage(
             body: body, mediaType: ImageRequest.Format.jpg.mediaType, entityTag: stored.tag.text, lastModified: image.lastModified,
             cacheControl: imageCacheControl, id: image.id, version: stored.version, link: stored.link)
-        if !stored.isWhole { cache.insert(encoded, for: path) }
+        if keepsWhole || !stored.isWhole { cache.insert(encoded, for: path) }
         return encoded
     }
 

@@ -75,6 +75,41 @@ struct TIFFServingTests {
         }
     }
 
+    @Test("a whole stored tile is kept in the cache once it is asked for again; tiles asked for once each are not")
+    func repeatedTilesKept() async throws {
+        let folder = try ServerLimitsTests.folder([:])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1300, height: 900), width: 1300, height: 900)
+        try jpeg.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .tiff())
+        let service = TileService(catalog: catalog, cache: EncodedTileCache())
+        try await TileServerTests.withServer(TileServer(service: service)) { base, client in
+            // A scan: every whole level-0 tile but one (columns 0-4, rows 0-2 of 1300x900), each asked for once.
+            let whole = (0..<3).flatMap { row in (0..<5).map { column in "/dzi/photo_files/11/\(column)_\(row).jpg" } }
+            var first: [String: TileServerTests.Reply] = [:]
+            for path in whole.dropLast() { first[path] = try await TileServerTests.settled(client, base + path) }
+            for path in whole.dropLast() {
+                #expect(first[path]?.status == 200 && service.cache.image(for: path) == nil, "\(path): kept after one request")
+            }
+            // The last one asked for again and again: kept, with the bytes and validator it was sent with.
+            let repeated = whole.last!
+            let reply = try await TileServerTests.settled(client, base + repeated)
+            #expect(reply.status == 200 && service.cache.image(for: repeated) == nil)
+            var kept: EncodedImage?
+            // Its next request keeps it; more are allowed for a catalogue that looks at the source again
+            // (after a second the routes answer, and they do not keep whole tiles).
+            for _ in 0..<20 where kept == nil {
+                let again = try await TileServerTests.get(client, base + repeated)
+                #expect(again.status == 200 && again.body == reply.body && again.headers["etag"] == reply.headers["etag"])
+                kept = service.cache.image(for: repeated)
+            }
+            let image = try #require(kept, "a whole tile asked for 21 times was never kept")
+            #expect(Data(image.body.readableBytesView) == reply.body && image.entityTag == reply.headers["etag"])
+            let fromCache = try await TileServerTests.get(client, base + repeated)
+            #expect(fromCache.status == 200 && fromCache.body == reply.body && fromCache.headers["etag"] == reply.headers["etag"])
+        }
+    }
+
     @Test("tiles the connection handler answers from a TIFF store, edge tiles cropped there too, equal the routes' answers")
     func handlerAnswersEqualRoutes() async throws {
         let folder = try ServerLimitsTests.folder([:])
