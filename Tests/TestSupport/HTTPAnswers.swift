@@ -28,21 +28,28 @@ public enum HTTPAnswers {
         return out
     }
 
-    /// Reads from `connection` until `count` final answers have arrived (and `grace` more passed without
-    /// another), the peer closes, or `timeout` passes.
+    /// Reads from `connection` until `count` final answers (with `interim`, any answers: a `100 Continue`
+    /// counts) have arrived (and `grace` more passed without another), the peer closes, or `timeout` passes.
     public static func read(
-        _ connection: LoopbackConnection, count: Int, timeout: Duration, grace: Duration = .milliseconds(30),
+        _ connection: LoopbackConnection, count: Int, interim: Bool = false, timeout: Duration, grace: Duration = .milliseconds(30),
         isHead: (Int) -> Bool = { _ in false }
     ) -> (answers: [Answer], closed: Bool) {
         var data = Data()
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            let enough = split(data, isHead: isHead).filter { $0.status >= 200 }.count >= count
+            let enough = split(data, isHead: isHead).filter { interim || $0.status >= 200 }.count >= count
             let (more, closed) = connection.read(timeout: enough ? grace : .milliseconds(100), until: { _ in false })
             data += more
             if closed || (enough && more.isEmpty) { return (split(data, isHead: isHead), closed) }
         }
         return (split(data, isHead: isHead), false)
+    }
+
+    /// As ``read(_:count:interim:timeout:grace:isHead:)``, on a thread of its own (``LoopbackConnection/onOwnThread(_:)``).
+    public static func received(
+        _ connection: LoopbackConnection, count: Int, interim: Bool = false, timeout: Duration, grace: Duration = .milliseconds(30)
+    ) async -> (answers: [Answer], closed: Bool) {
+        await LoopbackConnection.onOwnThread { read(connection, count: count, interim: interim, timeout: timeout, grace: grace) }
     }
 }
 

@@ -43,11 +43,16 @@ public final class LoopbackConnection: @unchecked Sendable {
     /// - Returns: the bytes, and whether the peer closed.
     public func read(timeout: Duration) -> (bytes: Data, closed: Bool) { read(timeout: timeout, until: { _ in false }) }
 
-    /// As ``read(timeout:)``, waiting on a thread of its own: an async test never blocks Swift's
-    /// cooperative pool, which an in-process server's request handlers need.
+    /// As ``read(timeout:)``, waiting on a thread of its own (``onOwnThread(_:)``).
     public func received(timeout: Duration) async -> (bytes: Data, closed: Bool) {
+        await Self.onOwnThread { self.read(timeout: timeout) }
+    }
+
+    /// Runs `reads` (blocking reads of connections) on a thread of its own: an async test never blocks
+    /// Swift's cooperative pool, which an in-process server's request handlers need.
+    public static func onOwnThread<T: Sendable>(_ reads: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: self.read(timeout: timeout)) }.start()
+            Thread { continuation.resume(returning: reads()) }.start()
         }
     }
 

@@ -121,17 +121,7 @@ struct PipeliningTests {
     ) async throws -> (answers: [HTTPAnswers.Answer], closed: Bool) {
         let connection = try LoopbackConnection(port: port)
         try connection.send(Data(requests.joined().utf8) + body)
-        let (bytes, closed) = await withCheckedContinuation { (continuation: CheckedContinuation<(Data, Bool), Never>) in
-            Thread {
-                var (bytes, closed) = connection.read(timeout: timeout) { responses($0).count >= count }
-                if !closed {
-                    let more = connection.read(timeout: grace)
-                    (bytes, closed) = (bytes + more.bytes, more.closed)
-                }
-                continuation.resume(returning: (bytes, closed))
-            }.start()
-        }
-        return (responses(bytes), closed)
+        return await HTTPAnswers.received(connection, count: count, interim: true, timeout: timeout, grace: grace)
     }
 
     /// As ``exchange(_:_:timeout:body:)``, blocking the calling thread (for tests' own threads).
