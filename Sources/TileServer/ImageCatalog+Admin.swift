@@ -45,17 +45,7 @@ extension ImageCatalog {
         guard Self.isValidIdentifier(id) else { return false }
         let listed = await identifiers().contains(id)
         let known = states[id] != nil || listed
-        forgetReady(id)
-        switch states.removeValue(forKey: id) {
-        case .building(let build):
-            build.task?.cancel()
-            await build.builder.cancel()
-            await build.watcher?.value
-        case .ready(_, let storeID?), .closed(let storeID, _):
-            await budget.unregister(storeID)
-        default:
-            break
-        }
+        await retire(id, waitsForBuild: true)
         forgetSource(id)
         let store = "\(cache)/\(id).tiles"
         _ = try? await threadPool.blocking { () throws(TileError) in

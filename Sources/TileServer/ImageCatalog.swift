@@ -337,13 +337,14 @@ public actor ImageCatalog {
     }
 
     /// Puts away what `id` showed of an older version of its file (or of a file now gone): a build is
-    /// cancelled, a cache store leaves the budget's accounts (its files are replaced by the next build).
-    private func retire(_ id: String) async {
+    /// cancelled (`waitsForBuild`: and awaited), a cache store leaves the budget (the next build replaces its files).
+    func retire(_ id: String, waitsForBuild: Bool = false) async {
         forgetReady(id)
         switch states.removeValue(forKey: id) {
         case .building(let build):
             build.task?.cancel()
             await build.builder.cancel()
+            if waitsForBuild { await build.watcher?.value }
         case .ready(_, let storeID?), .closed(let storeID, _):
             await budget.unregister(storeID)
         default:
