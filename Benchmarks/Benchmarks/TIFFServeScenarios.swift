@@ -73,8 +73,39 @@ enum TIFFServeScenarios {
                 nginxRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
         lines += regions.map { "serve-tiff-" + $0 }
         lines.append(String(format: "serve-tiff peak RSS %6.1f MiB  (after the cold runs and the regions)", peak))
+        lines += try warm(setup, root: "\(folder)/static", tiles: tiles, runs: runs)
         lines += try iipImage(setup, tiff: "\(folder)/images/photo.tiles/pyramid.tif", geometry: g, tiles: tiles)
         return lines
+    }
+
+    /// Warm native tiles: 400 level-0 tiles of the cold order asked for again and again (`wrk -t2 -c64`,
+    /// 10 s, ours and nginx alternately, after 3 s of each untimed), ours from the TIFF store (whole
+    /// tiles kept in the encoded-image cache from their second request) against nginx serving the same
+    /// bytes as files: requests per second, p99, each run's ratio to the nginx run before it.
+    static func warm(_ setup: LoadScenarios.Setup, root: String, tiles: [(Int, Int)], runs: Int) throws -> [String] {
+        let script = try LoadScenarios.cyclingScript(
+            tiles.prefix(400).map { "/dzi/photo_files/\(setup.top)/\($0.0)_\($0.1).jpg" }, at: "\(setup.folder)/tiff-warm.lua")
+        let (server, base) = try LoadScenarios.startServer(setup)
+        defer { server.stop() }
+        guard let (nginx, nginxBase) = try LoadScenarios.startNginx(setup, root: root) else { return ["serve-tiff-warm: skipped (no nginx)"] }
+        defer { nginx.stop() }
+        _ = try WrkResult.run(url: base, connections: 64, seconds: 3, script: script)
+        _ = try WrkResult.run(url: nginxBase, connections: 64, seconds: 3, script: script)
+        var (ours, theirs): ([WrkResult], [WrkResult]) = ([], [])
+        for _ in 0..<min(runs, 3) {
+            theirs.append(try WrkResult.run(url: nginxBase, connections: 64, seconds: 10, script: script))
+            ours.append(try WrkResult.run(url: base, connections: 64, seconds: 10, script: script))
+        }
+        let (rate, nginxRate) = (ScenarioResult.median(ours.map(\.requestsPerSecond)), ScenarioResult.median(theirs.map(\.requestsPerSecond)))
+        let paired = zip(ours, theirs).map { String(format: "%.2f", $0.requestsPerSecond / $1.requestsPerSecond) }.joined(separator: ", ")
+        return [
+            String(
+                format: "serve-tiff-warm     %8.0f req/s  p99 %.2f ms  %.2fx nginx (run by run %@)  errors %d  server peak RSS %.0f MiB", rate,
+                ScenarioResult.median(ours.map(\.p99Milliseconds)), rate / nginxRate, paired, ours.map(\.errors).reduce(0, +), server.statusMiB("VmHWM")),
+            String(
+                format: "nginx-tiff-warm     %8.0f req/s  p99 %.2f ms  (the same bytes as files; rates %@)", nginxRate,
+                ScenarioResult.median(theirs.map(\.p99Milliseconds)), theirs.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", ")),
+        ]
     }
 
     /// Fetches every path from a server started for the purpose and writes each answer under `root`

@@ -46,9 +46,9 @@ public final class EncodedImage: Sendable {
 /// Encoded images of complete pyramids, most recently used kept, bounded by their bytes: a viewer's
 /// working set of tiles is answered without reading or encoding again.
 ///
-/// What is cheap to make again (a stored tile, which the page cache holds) is kept only once it is
-/// asked for again (``isRepeated(_:)``), so that a scan of many tiles, each asked for once, does not
-/// push out what was rendered.
+/// What is cheap to make again (a whole stored tile, which the page cache holds) is kept only once it
+/// is asked for again (``isRepeated(_:)``), so that such tiles asked for once each (a scan) do not push
+/// out what was rendered.
 ///
 /// Keys are the requests' paths as written; an entry keeps the version of the source it was made from,
 /// so ``TileService`` never answers from an entry of an older version. The entries are spread over 16 shards by their key's hash,
@@ -117,9 +117,9 @@ public final class EncodedTileCache: Sendable {
     }
 
     /// Whether `key` was asked about before, lately (a shard forgets what it saw once it has seen as many
-    /// keys as it holds tiles); it is remembered as seen. Never with a capacity of 0.
+    /// keys as it holds tiles); it is remembered as seen. Never when a shard can keep nothing.
     public func isRepeated(_ key: String) -> Bool {
-        guard capacity > 0 else { return false }
+        guard shardCapacity > 0 else { return false }
         let limit = seenLimit, hash = key.hashValue
         return shard(hash: hash).withLockedValue { s in
             if s.seen.contains(hash) { return true }

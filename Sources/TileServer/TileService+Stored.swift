@@ -94,9 +94,9 @@ extension TileService {
     }
 
     /// A plain `GET`'s whole 200 answer for a whole stored tile the page cache holds: the head
-    /// (``storedImage(_:path:)``'s fields), `dateLine` (the `Date` field and the blank line) and the
-    /// tile, in one buffer written once; and the body's byte count. Nil otherwise (an edge tile, a
-    /// tile not in the page cache: ``storedImage(_:path:)`` or the routes).
+    /// (``storedImage(_:path:keepsWhole:)``'s fields), `dateLine` (the `Date` field and the blank line)
+    /// and the tile, in one buffer written once; and the body's byte count. Nil otherwise (an edge tile,
+    /// a tile not in the page cache: ``storedImage(_:path:keepsWhole:)`` or the routes).
     func storedResponse(_ stored: StoredTile, dateLine: ByteBuffer) -> (response: ByteBuffer, bodyBytes: Int)? {
         guard stored.isWhole,
             let location = try? stored.pyramid.storedJPEGTileLocation(level: stored.tile.level, column: stored.tile.column, row: stored.tile.row)

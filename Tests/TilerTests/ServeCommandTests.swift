@@ -227,7 +227,8 @@ struct ServeCommandTests {
         #expect(state.contains("\"state\":\"ready\""), "\(state)")
         // Six distinct tiles, each asked twice, and one unknown image: the four edge tiles cropped from their
         // stored tiles once (sent as stored, nothing encoded: no cache miss) and then answered from the cache;
-        // the two whole tiles of the TIFF store sent as stored, each time.
+        // the two whole tiles of the TIFF store sent as stored, each time (by the routes: a request with
+        // `Connection: close` is not the connection handler's, which keeps a whole tile asked for again).
         for _ in 0..<2 {
             for (column, row) in [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)] {
                 #expect(try Self.request(port, "GET", "/dzi/photo_files/10/\(column)_\(row).jpg").status == 200)
