@@ -14,6 +14,12 @@ import Glibc
 public final class LoopbackConnection: @unchecked Sendable {
     private let fd: Int32
 
+    /// How long a test waits for an answer it expects from a server in its own process, when the wait
+    /// ends as the answer (or the connection's close) comes: the server's routes need a thread of
+    /// Swift's cooperative pool (one per core), which tests running beside it hold for minutes at a
+    /// time while they wait for child processes (a CI run once saw no `421` within 30 s).
+    public static let answerTimeout = Duration.seconds(120)
+
     public init(port: UInt16) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()

@@ -33,7 +33,7 @@ struct PipeliningTests {
                 "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
             ]
             try connection.send(Data(requests.joined().utf8))
-            let (bytes, closed) = await connection.received(timeout: .seconds(30))
+            let (bytes, closed) = await connection.received(timeout: LoopbackConnection.answerTimeout)
             #expect(closed)
             let answers = Self.responses(bytes, heads: [2])
             #expect(answers.map(\.status) == [200, 200, 200, 304, 200], "\(answers.map(\.status))")
@@ -92,17 +92,17 @@ struct PipeliningTests {
             #expect(old.answers.first?.body == tile.body)
             let chunked = try LoopbackConnection(port: port)
             try chunked.send(Data("GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n".utf8))
-            #expect(Self.responses(await chunked.received(timeout: .seconds(30)).bytes).first?.status == 200)
+            #expect(Self.responses(await chunked.received(timeout: LoopbackConnection.answerTimeout).bytes).first?.status == 200)
             let bad = try LoopbackConnection(port: port)
             try bad.send(Data("GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n".utf8))
-            let badAnswer = await bad.received(timeout: .seconds(30))
+            let badAnswer = await bad.received(timeout: LoopbackConnection.answerTimeout)
             #expect(Self.responses(badAnswer.bytes).first?.status == 400 || (badAnswer.closed && badAnswer.bytes.isEmpty))
         }
     }
 
     /// Sends `requests` pipelined in one write on a new connection and reads until the server closes
     /// it or `timeout` passes.
-    static func exchange(_ port: UInt16, _ requests: [String], timeout: Duration = .seconds(10), body: Data = Data()) async throws
+    static func exchange(_ port: UInt16, _ requests: [String], timeout: Duration = LoopbackConnection.answerTimeout, body: Data = Data()) async throws
         -> (answers: [HTTPAnswers.Answer], closed: Bool)
     {
         let connection = try LoopbackConnection(port: port)
@@ -117,7 +117,8 @@ struct PipeliningTests {
     /// the application's answers need a thread of Swift's cooperative pool, which tests running beside
     /// this one may hold for seconds at a time (child processes, blocking sockets).
     static func exchange(
-        _ port: UInt16, _ requests: [String], answers count: Int, timeout: Duration = .seconds(60), grace: Duration, body: Data = Data()
+        _ port: UInt16, _ requests: [String], answers count: Int, timeout: Duration = LoopbackConnection.answerTimeout, grace: Duration,
+        body: Data = Data()
     ) async throws -> (answers: [HTTPAnswers.Answer], closed: Bool) {
         let connection = try LoopbackConnection(port: port)
         try connection.send(Data(requests.joined().utf8) + body)
@@ -125,7 +126,7 @@ struct PipeliningTests {
     }
 
     /// As ``exchange(_:_:timeout:body:)``, blocking the calling thread (for tests' own threads).
-    static func blockingExchange(_ port: UInt16, _ requests: [String], timeout: Duration = .seconds(10)) throws -> [HTTPAnswers.Answer] {
+    static func blockingExchange(_ port: UInt16, _ requests: [String], timeout: Duration = LoopbackConnection.answerTimeout) throws -> [HTTPAnswers.Answer] {
         let connection = try LoopbackConnection(port: port)
         try connection.send(Data(requests.joined().utf8))
         return responses(connection.read(timeout: timeout).bytes)

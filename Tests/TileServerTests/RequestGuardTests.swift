@@ -21,7 +21,7 @@ struct RequestGuardTests {
     }
 
     /// One request (and `body`) on a connection of its own; the first answer (a `100 Continue` is one).
-    static func send(_ port: UInt16, _ head: String, body: Data = Data(), timeout: Duration = Sanitizers.address ? .seconds(120) : .seconds(30)) async throws
+    static func send(_ port: UInt16, _ head: String, body: Data = Data(), timeout: Duration = LoopbackConnection.answerTimeout) async throws
         -> (status: Int, headers: [String: String], body: Data)
     {
         let (answers, _) = try await PipeliningTests.exchange(port, [head], timeout: timeout, body: body)
@@ -86,7 +86,7 @@ struct RequestGuardTests {
             #expect(refused == 401)
             let taken = try await PipeliningTests.exchange(port, [head("photo", "BEARER t")], answers: 1, grace: .zero).answers.first?.status
             #expect(taken == 409)
-            let (answers, _) = try await PipeliningTests.exchange(port, [head("c", "bEaReR t")], timeout: .seconds(30), body: jpeg)
+            let (answers, _) = try await PipeliningTests.exchange(port, [head("c", "bEaReR t")], body: jpeg)
             #expect(answers.map(\.status) == [100, 201], "\(answers.map(\.status))")
         }
     }
