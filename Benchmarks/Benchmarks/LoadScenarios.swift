@@ -168,8 +168,7 @@ enum LoadScenarios {
                 results.map(\.errors).reduce(0, +), results.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", "))
         }
         let ratio = ScenarioResult.median(mine.map(\.requestsPerSecond)) / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond))
-        // Each run's ratio to the nginx run just before it: the machine's speed drifts from run to run.
-        let paired = zip(mine, nginxRuns).map { String(format: "%.2f", $0.requestsPerSecond / $1.requestsPerSecond) }.joined(separator: ", ")
+        let paired = WrkResult.pairedRatios(mine, to: nginxRuns)
         let floorRate = ScenarioResult.median(floors.map(\.requestsPerSecond))
         return [
             line("serve-303-floor", floors) + String(format: "  %.2fx nginx (our HTTP stack, no tile)", floorRate / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond))),

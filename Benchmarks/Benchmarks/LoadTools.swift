@@ -80,6 +80,12 @@ final class BackgroundProcess: Sendable {
 
 /// What `wrk --latency` printed.
 struct WrkResult {
+    /// Each run's rate over the rate of the run of `reference` made just before it ("0.91, 0.89"): the
+    /// machine's speed drifts from run to run.
+    static func pairedRatios(_ runs: [WrkResult], to reference: [WrkResult]) -> String {
+        zip(runs, reference).map { String(format: "%.2f", $0.requestsPerSecond / $1.requestsPerSecond) }.joined(separator: ", ")
+    }
+
     var requestsPerSecond: Double
     var p50Milliseconds: Double
     var p99Milliseconds: Double

@@ -97,7 +97,7 @@ enum TIFFServeScenarios {
             ours.append(try WrkResult.run(url: base, connections: 64, seconds: 10, script: script))
         }
         let (rate, nginxRate) = (ScenarioResult.median(ours.map(\.requestsPerSecond)), ScenarioResult.median(theirs.map(\.requestsPerSecond)))
-        let paired = zip(ours, theirs).map { String(format: "%.2f", $0.requestsPerSecond / $1.requestsPerSecond) }.joined(separator: ", ")
+        let paired = WrkResult.pairedRatios(ours, to: theirs)
         return [
             String(
                 format: "serve-tiff-warm     %8.0f req/s  p99 %.2f ms  %.2fx nginx (run by run %@)  errors %d  server peak RSS %.0f MiB", rate,

@@ -128,8 +128,9 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 if let image = service.cachedImage(path: path) { return answer(head, image, context) }
                 if let stored = service.storedTile(path: path) {
                     // A whole tile asked for again is kept in the cache (it is answered from memory from then on).
-                    let isRepeated = stored.isWhole && service.cache.isRepeated(path)
-                    if encoder != nil, head.method == .GET, !Self.isConditional(head), stored.isWhole, !isRepeated {
+                    let isWhole = stored.isWhole
+                    let isRepeated = isWhole && service.cache.isRepeated(path)
+                    if encoder != nil, head.method == .GET, !Self.isConditional(head), isWhole, !isRepeated {
                         // Nil: the page cache does not hold the tile (the routes read it on the thread pool).
                         if let (response, bytes) = service.storedResponse(stored, dateLine: HTTPDate.line()) {
                             return answer(head, response: response, bodyBytes: bytes, context)

@@ -75,14 +75,19 @@ struct TIFFServingTests {
         }
     }
 
-    @Test("a whole stored tile is kept in the cache once it is asked for again; tiles asked for once each are not")
-    func repeatedTilesKept() async throws {
+    /// A folder with `photo.jpg` (1300x900, smooth, the encoder's default quality) and a service over it that builds TIFF stores, with `cache`.
+    static func photoService(cache: EncodedTileCache) throws -> (folder: String, service: TileService) {
         let folder = try ServerLimitsTests.folder([:])
-        defer { try? FileManager.default.removeItem(atPath: folder) }
         let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1300, height: 900), width: 1300, height: 900)
         try jpeg.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
         let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .tiff())
-        let service = TileService(catalog: catalog, cache: EncodedTileCache())
+        return (folder, TileService(catalog: catalog, cache: cache))
+    }
+
+    @Test("a whole stored tile is kept in the cache once it is asked for again; tiles asked for once each are not")
+    func repeatedTilesKept() async throws {
+        let (folder, service) = try Self.photoService(cache: EncodedTileCache())
+        defer { try? FileManager.default.removeItem(atPath: folder) }
         try await TileServerTests.withServer(TileServer(service: service)) { base, client in
             // A scan: every whole level-0 tile but one (columns 0-4, rows 0-2 of 1300x900), each asked for once.
             let whole = (0..<3).flatMap { row in (0..<5).map { column in "/dzi/photo_files/11/\(column)_\(row).jpg" } }
@@ -116,13 +121,9 @@ struct TIFFServingTests {
 
     @Test("tiles the connection handler answers from a TIFF store, edge tiles cropped there too, equal the routes' answers")
     func handlerAnswersEqualRoutes() async throws {
-        let folder = try ServerLimitsTests.folder([:])
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1300, height: 900), width: 1300, height: 900)
-        try jpeg.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
         // Nothing cached: every answer below is made anew, by whichever path takes it.
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .tiff())
-        let service = TileService(catalog: catalog, cache: EncodedTileCache(capacity: 0))
+        let (folder, service) = try Self.photoService(cache: EncodedTileCache(capacity: 0))
+        defer { try? FileManager.default.removeItem(atPath: folder) }
         try await TileServerTests.withServer(TileServer(service: service)) { base, client in
             _ = try await TileServerTests.settled(client, "\(base)/dzi/photo_files/11/0_0.jpg")
             let port = try #require(UInt16(base.split(separator: ":").last ?? ""))
