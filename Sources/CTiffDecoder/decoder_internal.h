@@ -36,13 +36,19 @@ struct ctiff_decoder {
     int alpha_index;           /* the alpha sample's index in a pixel, -1 when none */
     uint8_t palette[256][3];   /* the colour map at 8 bits */
     read_mode mode;
-    int planes;                /* 1, or samples_per_pixel for separate planes */
+    /* Only a pixel's colour samples and alpha are read: other extra samples are skipped, so the work
+       per pixel stays the same however many samples a file declares. */
+    int stored_samples;        /* samples a stored pixel holds (3 for YCbCr, which libjpeg makes RGB) */
+    int separate;              /* 1: each sample in a plane of its own */
+    int used_count;            /* samples read from each pixel: the colour samples, then alpha */
+    int used[5];               /* their indices in a stored pixel */
+    int planes;                /* planes read: 1, or used_count for separate planes */
     size_t plane_row_bytes;    /* bytes of one row of one plane (as stored, bits packed) */
     /* The band of rows read and not yet given: [band_first, band_first + band_rows) of the image */
     uint8_t *band;             /* planes x band capacity rows x plane_row_bytes */
     uint32_t band_capacity, band_first, band_rows;
     uint8_t *tile;             /* one tile (READ_TILES) */
-    uint8_t *samples;          /* one row's samples at 8 bits, samples_per_pixel a pixel */
+    uint8_t *samples;          /* one row's used samples at 8 bits, used_count a pixel */
     uint32_t rows_read;
 };
 

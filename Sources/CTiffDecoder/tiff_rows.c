@@ -11,10 +11,13 @@ static const uint64_t max_band_bytes = (uint64_t)64 << 20;
 
 ctiff_status ctiff_prepare_rows(ctiff_decoder *d) {
     const ctiff_header *h = &d->header;
-    int samples = h->samples_per_pixel;
-    if (h->photometric == PHOTOMETRIC_YCBCR) samples = 3; /* upsampled to RGB by libjpeg */
-    d->planes = h->planar == PLANARCONFIG_SEPARATE ? samples : 1;
-    uint64_t in_plane = d->planes > 1 ? 1 : (uint64_t)samples;
+    d->stored_samples = h->photometric == PHOTOMETRIC_YCBCR ? 3 : h->samples_per_pixel; /* libjpeg upsamples YCbCr */
+    d->used_count = 0;
+    for (int c = 0; c < d->colour_samples; c++) d->used[d->used_count++] = c;
+    if (d->alpha_index >= 0) d->used[d->used_count++] = d->alpha_index;
+    d->separate = h->planar == PLANARCONFIG_SEPARATE && d->stored_samples > 1;
+    d->planes = d->separate ? d->used_count : 1; /* the planes of skipped samples are never read */
+    uint64_t in_plane = d->separate ? 1 : (uint64_t)d->stored_samples;
     d->plane_row_bytes = (size_t)(((uint64_t)h->width * in_plane * (uint64_t)h->bits_per_sample + 7) / 8);
     uint64_t tile_bytes = 0;
     if (h->tiled) {
@@ -22,7 +25,7 @@ ctiff_status ctiff_prepare_rows(ctiff_decoder *d) {
         d->band_capacity = h->tile_height;
         tile_bytes = (uint64_t)TIFFTileSize64(d->tif);
         if (tile_bytes == 0) return ctiff_fail(d, CTIFF_ERR_TIFF, "%s", d->file.message);
-    } else if (d->planes > 1) {
+    } else if (d->separate) {
         d->mode = READ_STRIPS;
         d->band_capacity = h->rows_per_strip;
     } else {
@@ -41,9 +44,11 @@ ctiff_status ctiff_prepare_rows(ctiff_decoder *d) {
                           "the TIFF's %s of %llu bytes are over the %llu MiB read at once here",
                           h->tiled ? "tile rows" : "strips", (unsigned long long)(band_bytes + tile_bytes),
                           (unsigned long long)(max_band_bytes >> 20));
-    d->band = malloc((size_t)band_bytes);
+    /* Zeroed: a codec may fill less of a row than the row's size (CCITT fax fills `width` bits whatever
+       the samples a pixel), and what it leaves must not be stale memory. */
+    d->band = calloc(1, (size_t)band_bytes);
     d->tile = tile_bytes ? malloc((size_t)tile_bytes) : NULL;
-    d->samples = malloc((size_t)h->width * (size_t)h->samples_per_pixel);
+    d->samples = malloc((size_t)h->width * (size_t)d->used_count);
     if (!d->band || (tile_bytes && !d->tile) || !d->samples) return ctiff_fail(d, CTIFF_ERR_NOMEM, "out of memory");
     return CTIFF_OK;
 }
@@ -57,12 +62,11 @@ static ctiff_status read_failed(ctiff_decoder *d, const char *what, uint32_t ind
 static ctiff_status read_tile_row(ctiff_decoder *d, uint32_t row) {
     const ctiff_header *h = &d->header;
     size_t plane_bytes = (size_t)d->band_capacity * d->plane_row_bytes;
-    uint64_t bits_per_pixel = (uint64_t)(d->planes > 1 ? 1 : h->photometric == PHOTOMETRIC_YCBCR ? 3 : h->samples_per_pixel) *
-                              (uint64_t)h->bits_per_sample;
+    uint64_t bits_per_pixel = (uint64_t)(d->separate ? 1 : d->stored_samples) * (uint64_t)h->bits_per_sample;
     size_t tile_row_bytes = (size_t)((h->tile_width * bits_per_pixel + 7) / 8);
     for (int p = 0; p < d->planes; p++) {
         for (uint32_t x = 0; x < h->width; x += h->tile_width) {
-            uint32_t tile = TIFFComputeTile(d->tif, x, row, 0, (uint16_t)p);
+            uint32_t tile = TIFFComputeTile(d->tif, x, row, 0, (uint16_t)(d->separate ? d->used[p] : 0));
             ctiff_status status = ctiff_check_extent(d, tile);
             if (status != CTIFF_OK) return status;
             if (TIFFReadEncodedTile(d->tif, tile, d->tile, (tmsize_t)-1) < 0) return read_failed(d, "tile", tile);
@@ -90,7 +94,7 @@ static ctiff_status fill_band(ctiff_decoder *d) {
         return CTIFF_OK;
     case READ_STRIPS:
         for (int p = 0; p < d->planes; p++) {
-            uint32_t strip = TIFFComputeStrip(d->tif, row, (uint16_t)p);
+            uint32_t strip = TIFFComputeStrip(d->tif, row, (uint16_t)d->used[p]);
             if ((status = ctiff_check_extent(d, strip)) != CTIFF_OK) return status;
             size_t bytes = (size_t)d->band_rows * d->plane_row_bytes;
             if (TIFFReadEncodedStrip(d->tif, strip, d->band + (size_t)p * d->band_capacity * d->plane_row_bytes,
@@ -104,21 +108,23 @@ static ctiff_status fill_band(ctiff_decoder *d) {
     return CTIFF_ERR_STATE;
 }
 
-/* `count` samples of `bits` bits from `source` into `target` (`step` apart), at 8 bits when `scale`
-   (16-bit rounded, 1, 2 and 4-bit stretched to 0...255), else as stored (palette indices). */
-static void unpack(const uint8_t *source, uint32_t count, int bits, int scale, uint8_t *target, int step) {
+/* `count` samples of `bits` bits from `source`, sample i at index `first + i * stride` (in samples),
+   into `target` (`step` apart), at 8 bits when `scale` (16-bit rounded, 1, 2 and 4-bit stretched to
+   0...255), else as stored (palette indices). */
+static void unpack(const uint8_t *source, size_t first, size_t stride, uint32_t count, int bits, int scale,
+                   uint8_t *target, int step) {
     if (bits == 8) {
-        for (uint32_t i = 0; i < count; i++) target[(size_t)i * step] = source[i];
+        for (uint32_t i = 0; i < count; i++) target[(size_t)i * step] = source[first + i * stride];
     } else if (bits == 16) {
         for (uint32_t i = 0; i < count; i++) {
             uint16_t v;
-            memcpy(&v, source + 2 * (size_t)i, 2);
+            memcpy(&v, source + 2 * (first + i * stride), 2);
             target[(size_t)i * step] = (uint8_t)(((uint32_t)v * 255 + 32767) / 65535);
         }
     } else {
         unsigned mask = (1u << bits) - 1, stretch = scale ? 255 / mask : 1;
         for (uint32_t i = 0; i < count; i++) {
-            uint64_t bit = (uint64_t)i * (uint64_t)bits;
+            uint64_t bit = (uint64_t)(first + i * stride) * (uint64_t)bits;
             unsigned v = (source[bit >> 3] >> (8 - bits - (bit & 7))) & mask;
             target[(size_t)i * step] = (uint8_t)(v * stretch);
         }
@@ -140,26 +146,29 @@ static void unpremultiply(uint8_t *samples, uint32_t width, int spp, int colours
 /* Row `r` of the band as RGBA into `out`. */
 static void convert_row(ctiff_decoder *d, uint32_t r, uint8_t *out) {
     const ctiff_header *h = &d->header;
-    int spp = h->photometric == PHOTOMETRIC_YCBCR ? 3 : h->samples_per_pixel;
-    uint32_t width = h->width;
+    const int n = d->used_count, bits = h->bits_per_sample;
+    const uint32_t width = h->width;
     uint8_t *s = d->samples;
     int scale = d->kind != KIND_PALETTE;
-    if (d->planes == 1) {
-        unpack(d->band + (size_t)r * d->plane_row_bytes, width * (uint32_t)spp, h->bits_per_sample, scale, s, 1);
-    } else {
+    if (d->separate) {
         size_t plane_bytes = (size_t)d->band_capacity * d->plane_row_bytes;
-        for (int p = 0; p < spp; p++)
-            unpack(d->band + p * plane_bytes + (size_t)r * d->plane_row_bytes, width, h->bits_per_sample, scale, s + p, spp);
+        for (int j = 0; j < n; j++)
+            unpack(d->band + j * plane_bytes + (size_t)r * d->plane_row_bytes, 0, 1, width, bits, scale, s + j, n);
+    } else if (n == d->stored_samples) { /* every sample used, in order: one pass */
+        unpack(d->band + (size_t)r * d->plane_row_bytes, 0, 1, width * (uint32_t)n, bits, scale, s, 1);
+    } else {
+        for (int j = 0; j < n; j++)
+            unpack(d->band + (size_t)r * d->plane_row_bytes, (size_t)d->used[j], (size_t)d->stored_samples, width, bits, scale, s + j, n);
     }
-    int a = d->alpha_index;
-    if (!scale && spp > 1 && h->bits_per_sample < 8) { /* a palette's index stays as stored, other samples stretch */
-        unsigned stretch = 255 / ((1u << h->bits_per_sample) - 1);
+    if (!scale && n > 1 && bits < 8) { /* a palette's index stays as stored, its alpha stretches */
+        unsigned stretch = 255 / ((1u << bits) - 1);
         for (uint32_t x = 0; x < width; x++)
-            for (int c = 1; c < spp; c++) s[(size_t)x * spp + c] = (uint8_t)(s[(size_t)x * spp + c] * stretch);
+            for (int c = 1; c < n; c++) s[(size_t)x * n + c] = (uint8_t)(s[(size_t)x * n + c] * stretch);
     }
-    if (a >= 0 && h->alpha_associated && d->kind != KIND_PALETTE) unpremultiply(s, width, spp, d->colour_samples, a);
+    int a = d->alpha_index >= 0 ? d->colour_samples : -1; /* alpha's place among the used samples */
+    if (a >= 0 && h->alpha_associated && d->kind != KIND_PALETTE) unpremultiply(s, width, n, d->colour_samples, a);
     for (uint32_t x = 0; x < width; x++, out += 4) {
-        const uint8_t *px = s + (size_t)x * spp;
+        const uint8_t *px = s + (size_t)x * n;
         switch (d->kind) {
         case KIND_GRAY: {
             uint8_t g = d->min_is_white ? (uint8_t)(255 - px[0]) : px[0];
