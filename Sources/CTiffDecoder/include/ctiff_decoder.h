@@ -73,7 +73,8 @@ ctiff_status ctiff_decoder_read_header(ctiff_decoder *d, ctiff_header *header);
  * Decodes up to `max_rows` rows into `rgba` (rows `stride` bytes apart, 4 bytes a pixel): gray
  * repeated into R, G and B (MinIsWhite inverted), palettes looked up, CMYK as R = (255-C)(255-K)/255
  * rounded (likewise G, B), 16-bit samples to 8 as round(v * 255 / 65535), associated alpha undone
- * (c * 255 / a rounded, 0 where a is 0), alpha 255 where there is none. *rows: how many were written.
+ * (c * 255 / a rounded, 0 where a is 0), alpha 255 where there is none; extra samples other than the
+ * first alpha are skipped (never unpacked, their planes never read). *rows: how many were written.
  * CTIFF_OK (more to come), CTIFF_DONE (the last row given), CTIFF_NEED_DATA (reading the master's own
  * file while its bytes are still fed: rows keep pace with the bytes, their share of the file), or an
  * error.
