@@ -9,6 +9,22 @@
 /* The most a band (plus one tile) may take: a TIFF whose strips or tile rows are larger is refused. */
 static const uint64_t max_band_bytes = (uint64_t)64 << 20;
 
+/* Whether decoding every tile whole (each tile is, however little of it the image covers) would cost
+   more than 16 times the image's own bytes plus 256 MiB: tiles far wider or taller than the image (a
+   1-pixel-wide image in tiles of millions of pixels, each tile's bytes the same few compressed ones)
+   would make a small file cost minutes. Tiles of an ordinary image cost about its bytes. */
+static int tiles_cost_too_much(const ctiff_decoder *d, uint64_t tile_bytes) {
+    const ctiff_header *h = &d->header;
+    uint64_t across = ((uint64_t)h->width + h->tile_width - 1) / h->tile_width;
+    uint64_t down = ((uint64_t)h->height + h->tile_height - 1) / h->tile_height;
+    uint64_t tiles, decoded;
+    if (__builtin_mul_overflow(across, down, &tiles) || __builtin_mul_overflow(tiles, (uint64_t)d->planes, &tiles) ||
+        __builtin_mul_overflow(tiles, tile_bytes, &decoded))
+        return 1;
+    uint64_t image_bytes = (uint64_t)d->planes * d->plane_row_bytes * h->height; /* at most 2^32 x 64 MiB */
+    return decoded / 16 > image_bytes + ((uint64_t)16 << 20);
+}
+
 ctiff_status ctiff_prepare_rows(ctiff_decoder *d) {
     const ctiff_header *h = &d->header;
     d->stored_samples = h->photometric == PHOTOMETRIC_YCBCR ? 3 : h->samples_per_pixel; /* libjpeg upsamples YCbCr */
@@ -44,6 +60,9 @@ ctiff_status ctiff_prepare_rows(ctiff_decoder *d) {
                           "the TIFF's %s of %llu bytes are over the %llu MiB read at once here",
                           h->tiled ? "tile rows" : "strips", (unsigned long long)(band_bytes + tile_bytes),
                           (unsigned long long)(max_band_bytes >> 20));
+    if (h->tiled && tiles_cost_too_much(d, tile_bytes))
+        return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "the TIFF's tiles of %u x %u pixels are too large for its %u x %u image",
+                          h->tile_width, h->tile_height, h->width, h->height);
     /* Zeroed: a codec may fill less of a row than the row's size (CCITT fax fills `width` bits whatever
        the samples a pixel), and what it leaves must not be stale memory. */
     d->band = calloc(1, (size_t)band_bytes);

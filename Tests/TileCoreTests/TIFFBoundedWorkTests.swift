@@ -3,19 +3,24 @@ import Testing
 import TestSupport
 import TileCore
 
-/// TIFF masters that declare many samples a pixel. Only the colour samples and alpha are read: the
-/// others are skipped, so the work per pixel does not grow with what a file declares. (Before, every
-/// sample was unpacked: a CCITT G4 file of 419 bytes, 4,096 x 256 pixels and 4,000 samples a pixel,
-/// took 97 s in the fuzz target under its sanitizers, as the fax codec needs one bit a row.)
+/// TIFF masters whose directories declare far more work than their pixels: many samples a pixel,
+/// tiles far larger than the image. A pixel's colour samples and alpha are the only ones read, so the
+/// work per pixel does not grow with the samples a file declares. (Before, every sample was unpacked:
+/// a CCITT G4 file of 419 bytes, 4,096 x 256 pixels and 4,000 samples a pixel, took 97 s in the fuzz
+/// target under its sanitizers, as the fax codec needs one bit a row.) Tiles are decoded whole, so
+/// tiles that would cost more than 16 times the image's bytes (plus 256 MiB) are refused.
 ///
-/// The files are written plainly here, by the TIFF 6.0 layout (a header, one directory, the strips);
-/// the references are the sample values written, and T.6's rule that a row coded as one V0 over an
-/// all-white reference row is all white.
-@Suite("TIFF extra samples")
-struct TIFFExtraSamplesTests {
+/// The files are written plainly here, by the TIFF 6.0 layout (a header, one directory, the strips or
+/// tiles); the references are the sample values written, T.6's rule that a row coded as one V0 over
+/// an all-white reference row is all white, and PackBits' rule that bytes 0x81 0x00 are 128 zeros.
+@Suite("TIFF masters: work bounded by the pixels")
+struct TIFFBoundedWorkTests {
     /// A little-endian TIFF of one directory: `entries` as (tag, type, values) with type 3 SHORT or 4
-    /// LONG, then `strips`, whose offsets and byte counts the writer adds (tags 273 and 279).
-    static func tiff(_ entries: [(tag: UInt16, type: UInt16, values: [UInt32])], strips: [[UInt8]]) -> [UInt8] {
+    /// LONG, then `strips` (or tiles), whose offsets and byte counts the writer adds (tags 273 and 279,
+    /// or 324 and 325); `pointers` (strip or tile, index in `strips`) when several share bytes.
+    static func tiff(
+        _ entries: [(tag: UInt16, type: UInt16, values: [UInt32])], strips: [[UInt8]], tiled: Bool = false, pointers: [Int]? = nil
+    ) -> [UInt8] {
         func le(_ value: UInt32, _ bytes: Int) -> [UInt8] { (0..<bytes).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
         var data: [UInt8] = []  // strips, then arrays too long to sit in their entry
         var offsets: [UInt32] = []
@@ -23,7 +28,11 @@ struct TIFFExtraSamplesTests {
             offsets.append(UInt32(8 + data.count))
             data += strip
         }
-        let all = (entries + [(273, 4, offsets), (279, 4, strips.map { UInt32($0.count) })]).sorted { $0.tag < $1.tag }
+        let order = pointers ?? Array(strips.indices)
+        let located: [(tag: UInt16, type: UInt16, values: [UInt32])] = [
+            (tiled ? 324 : 273, 4, order.map { offsets[$0] }), (tiled ? 325 : 279, 4, order.map { UInt32(strips[$0].count) }),
+        ]
+        let all = (entries + located).sorted { $0.tag < $1.tag }
         let directory = 8 + data.count + data.count % 2
         if data.count % 2 == 1 { data.append(0) }
         var arrays: [UInt8] = []
@@ -79,5 +88,25 @@ struct TIFFExtraSamplesTests {
             strips: [rows + [0x00, 0x10, 0x01]])
         let ours = try TileBuilder.build(data: Data(bytes)).pixels(level: 0)
         #expect(ours == RGBAImage(width: width, height: height, pixels: [UInt8](repeating: 255, count: width * height * 4)))
+    }
+
+    @Test("tiles 1,048,576 pixels wide over an image 1 pixel wide are refused before any is decoded; a tile larger than a small image is read")
+    func tilesLargerThanTheImage() throws {
+        // 256 tiles of 1,048,576 x 16 gray pixels, each the same PackBits bytes (16 MiB of zeros): 4 GiB
+        // to decode for 4,096 pixels.
+        let zeros = (0..<(1 << 17)).flatMap { _ in [0x81, 0x00] as [UInt8] }  // 131,072 runs of 128 zeros
+        let wide = Self.tiff(
+            [(256, 4, [1]), (257, 4, [4096]), (258, 3, [8]), (259, 3, [32773]), (262, 3, [1]), (277, 3, [1]),
+             (322, 4, [1 << 20]), (323, 4, [16])],
+            strips: [zeros], tiled: true, pointers: Array(repeating: 0, count: 256))
+        #expect(thrownCode { try TileBuilder.build(data: Data(wide)) } == .unsupported)
+        // A 5 x 3 image in one 16 x 16 tile (raw): its pixels, the tile's other samples unused.
+        let tile = (0..<16).flatMap { y in (0..<16).map { x in Self.sample(x, y, 0) } }
+        let small = Self.tiff(
+            [(256, 4, [5]), (257, 4, [3]), (258, 3, [8]), (259, 3, [1]), (262, 3, [1]), (277, 3, [1]), (322, 4, [16]), (323, 4, [16])],
+            strips: [tile], tiled: true)
+        let ours = try TileBuilder.build(data: Data(small)).pixels(level: 0)
+        let gray: [UInt8] = (0..<3).flatMap { y in (0..<5).flatMap { x -> [UInt8] in let g = Self.sample(x, y, 0); return [g, g, g, 255] } }
+        #expect(ours == RGBAImage(width: 5, height: 3, pixels: gray))
     }
 }
