@@ -185,6 +185,8 @@ static ctiff_status choose_kind(ctiff_decoder *d) {
         if (h->compression != COMPRESSION_JPEG)
             return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "YCbCr TIFFs are read only with JPEG compression (this one has compression %d)",
                               h->compression);
+        if (h->samples_per_pixel != 3) /* libjpeg gives the three as RGB: there is no fourth to read */
+            return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "YCbCr TIFFs of %d samples a pixel are not read (3 only)", h->samples_per_pixel);
         /* libjpeg converts to RGB: the rows are RGB from here on. */
         if (!TIFFSetField(d->tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB)) return ctiff_fail(d, CTIFF_ERR_TIFF, "%s", d->file.message);
         d->kind = KIND_RGB, d->colour_samples = 3;

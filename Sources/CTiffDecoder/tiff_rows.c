@@ -64,9 +64,9 @@ ctiff_status ctiff_prepare_rows(ctiff_decoder *d) {
         return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "the TIFF's tiles of %u x %u pixels are too large for its %u x %u image",
                           h->tile_width, h->tile_height, h->width, h->height);
     /* Zeroed: a codec may fill less of a row than the row's size (CCITT fax fills `width` bits whatever
-       the samples a pixel), and what it leaves must not be stale memory. */
+       the samples a pixel, in strips and tiles alike), and what it leaves must not be stale memory. */
     d->band = calloc(1, (size_t)band_bytes);
-    d->tile = tile_bytes ? malloc((size_t)tile_bytes) : NULL;
+    d->tile = tile_bytes ? calloc(1, (size_t)tile_bytes) : NULL;
     d->samples = malloc((size_t)h->width * (size_t)d->used_count);
     if (!d->band || (tile_bytes && !d->tile) || !d->samples) return ctiff_fail(d, CTIFF_ERR_NOMEM, "out of memory");
     return CTIFF_OK;
