@@ -46,7 +46,8 @@ struct TileServerTests {
         let app = server.application(host: "127.0.0.1", port: 0) { channel in
             continuation.yield(channel.localAddress?.port ?? 0)
         }
-        // On threads of its own: synchronous tests holding the cooperative pool do not stop it answering.
+        // On threads of its own: synchronous tests holding the cooperative pool do not stop its
+        // connections answering (the catalogue's own tasks still run on the pool: see ServerExecutor).
         let running = Task(executorPreference: ServerExecutor.shared) { try await app.runService(gracefulShutdownSignals: []) }
         var iterator = ports.makeAsyncIterator()
         let port = await iterator.next() ?? 0
