@@ -22,7 +22,7 @@ struct TIFFBoundedWorkTests {
         _ entries: [(tag: UInt16, type: UInt16, values: [UInt32])], strips: [[UInt8]], tiled: Bool = false, pointers: [Int]? = nil
     ) -> [UInt8] {
         func le(_ value: UInt32, _ bytes: Int) -> [UInt8] { (0..<bytes).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
-        var data: [UInt8] = []  // strips, then arrays too long to sit in their entry
+        var data: [UInt8] = []  // the strips (arrays too long for their entries go after the directory)
         var offsets: [UInt32] = []
         for strip in strips {
             offsets.append(UInt32(8 + data.count))
