@@ -85,7 +85,7 @@ static ctiff_status read_tile_row(ctiff_decoder *d, uint32_t row) {
     size_t tile_row_bytes = (size_t)((h->tile_width * bits_per_pixel + 7) / 8);
     for (int p = 0; p < d->planes; p++) {
         for (uint32_t x = 0; x < h->width; x += h->tile_width) {
-            uint32_t tile = TIFFComputeTile(d->tif, x, row, 0, (uint16_t)(d->separate ? d->used[p] : 0));
+            uint32_t tile = TIFFComputeTile(d->tif, x, row, 0, (uint16_t)d->used[p]); /* used[0] is 0: contiguous */
             ctiff_status status = ctiff_check_extent(d, tile);
             if (status != CTIFF_OK) return status;
             if (TIFFReadEncodedTile(d->tif, tile, d->tile, (tmsize_t)-1) < 0) return read_failed(d, "tile", tile);
