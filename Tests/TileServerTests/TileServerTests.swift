@@ -85,7 +85,7 @@ struct TileServerTests {
         // client's stream writer behind, which the leak checker reports at exit.
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
-        let response = try await client.execute(request, timeout: .seconds(60))
+        let response = try await client.execute(request, timeout: .init(LoopbackConnection.answerTimeout))
         let body = try await response.body.collect(upTo: 64 << 20)
         var fields: [String: String] = [:]
         for header in response.headers { fields[header.name.lowercased()] = header.value }
