@@ -79,10 +79,14 @@ int jp2_read_colour(const jp2_source *source, jp2_colour *colour);
 
 /* Checks the codestream's SIZ and COD markers before OpenJPEG allocates by them: 1 to 4 components
    (-1 when not: unsupported), no more tiles than the bytes can hold, and no more packets a tile
-   (layers x resolutions x components, by any COD) than bytes (when not: 0, corrupt, for `complete`
+   (layers x resolutions x components, by any COD) than bytes, and no more code-blocks a tile (by any
+   COD or COC) than JP2_FREE_CODE_BLOCKS and one a byte (when not: 0, corrupt, for `complete`
    data; 2, more bytes needed, for a beginning). 2 too when the data ends before the SIZ marker; 1
    when it passes. */
 int jp2_check_size(const jp2_source *source, int complete, char *message, size_t capacity);
+
+/* Code-blocks a tile may have whatever its bytes (jp2_check_size): past them, one a byte. */
+#define JP2_FREE_CODE_BLOCKS (1u << 19)
 
 /* The main header's SIZ and COD, read without OpenJPEG. */
 typedef struct {

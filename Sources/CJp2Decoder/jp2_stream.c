@@ -184,13 +184,24 @@ static int codestream_start(const jp2_source *s, uint64_t *start) {
     return 0;
 }
 
-/* The most packets one tile can have by the codestream's COD markers (quality layers x resolutions x
-   components), in the main header and in every tile-part header (SOT ... SOD, tile-parts followed by
-   their Psot): each packet takes at least a byte, and OpenJPEG allocates by layers for every code-block
-   before it reads any (a few hundred bytes that declare 65,535 layers took it 16 s). `at`: the first
-   marker after SIZ. Stops where the markers stop making sense (OpenJPEG then says what is wrong). */
-static uint64_t most_packets(const jp2_source *s, uint64_t at, uint32_t components) {
-    uint64_t most = 0, tile_start = 0, tile_length = 0;
+/* What a tile's markers make OpenJPEG allocate before it reads a packet, by the COD and COC markers in
+   the main header and in every tile-part header (SOT ... SOD, tile-parts followed by their Psot):
+   - `packets`: the most packets one tile can have (quality layers x resolutions x components); each
+     packet takes at least a byte, and OpenJPEG allocates by layers for every code-block before it
+     reads any (a few hundred bytes that declare 65,535 layers took it 16 s);
+   - `block_log2`: the smallest code-block's area, log2 (COD's or COC's xcb + ycb + 4): OpenJPEG
+     allocates a structure of a few hundred bytes for every code-block of a tile, however few bytes
+     code them (a 242-byte codestream of 4x4 code-blocks declaring 16384 x 16384 pixels took 7 GB).
+   `at`: the first marker after SIZ. Stops where the markers stop making sense (OpenJPEG then says
+   what is wrong). */
+typedef struct {
+    uint64_t packets;
+    uint32_t block_log2;
+} tile_cost;
+
+static tile_cost scan_markers(const jp2_source *s, uint64_t at, uint32_t components) {
+    tile_cost cost = {.packets = 0, .block_log2 = 12}; /* 64 x 64, OpenJPEG's default, if no COD is read */
+    uint64_t tile_start = 0, tile_length = 0;
     for (;;) {
         uint8_t m[4];
         if (!read_at(s, at, m, 4) || m[0] != 0xFF || m[1] == 0xD9) break; /* the end, or EOC */
@@ -205,16 +216,24 @@ static uint64_t most_packets(const jp2_source *s, uint64_t at, uint32_t componen
             uint8_t psot[4];
             if (size != 10 || !read_at(s, at + 6, psot, 4)) break;
             tile_start = at, tile_length = be32(psot);
-        } else if (m[1] == 0x52 && size >= 10) { /* COD: Lcod, Scod, order, layers (2), MCT, levels, ... */
-            uint8_t c[5];
+        } else if (m[1] == 0x52 && size >= 10) { /* COD: Lcod, Scod, order, layers (2), MCT, levels, xcb, ycb, ... */
+            uint8_t c[7];
             if (!read_at(s, at + 5, c, sizeof c)) break;
             uint64_t packets = (uint64_t)((uint32_t)c[1] << 8 | c[2]) * (c[4] + 1u) * components;
-            if (packets > most) most = packets;
+            if (packets > cost.packets) cost.packets = packets;
+            uint32_t log2 = (c[5] & 0x0F) + (c[6] & 0x0F) + 4u;
+            if (log2 < cost.block_log2) cost.block_log2 = log2;
+        } else if (m[1] == 0x53) { /* COC: Lcoc, Ccoc (1 byte, 2 past 256 components), Scoc, levels, xcb, ycb, ... */
+            uint8_t c[3];
+            uint64_t spcoc = at + 4 + (components < 257 ? 1 : 2) + 1;
+            if (size < 5 || !read_at(s, spcoc, c, sizeof c)) break;
+            uint32_t log2 = (c[1] & 0x0F) + (c[2] & 0x0F) + 4u;
+            if (log2 < cost.block_log2) cost.block_log2 = log2;
         }
         if (size < 2) break;
         at += 2 + size;
     }
-    return most;
+    return cost;
 }
 
 int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capacity) {
@@ -252,10 +271,21 @@ int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capa
                  (unsigned long long)tiles, complete ? "its" : "the first", (unsigned long long)s->length);
         return complete ? 0 : 2;
     }
-    uint64_t packets = most_packets(s, start + 4 + ((uint32_t)siz[4] << 8 | siz[5]), components);
-    if (packets > s->length) {
+    tile_cost cost = scan_markers(s, start + 4 + ((uint32_t)siz[4] << 8 | siz[5]), components);
+    if (cost.packets > s->length) {
         snprintf(message, capacity, "the JPEG 2000 declares %llu packets a tile (quality layers x resolutions x components), more than %s %llu bytes can hold",
-                 (unsigned long long)packets, complete ? "its" : "the first", (unsigned long long)s->length);
+                 (unsigned long long)cost.packets, complete ? "its" : "the first", (unsigned long long)s->length);
+        return complete ? 0 : 2;
+    }
+    /* The code-blocks of the largest tile, at the least: the subbands of all resolutions cover the
+       tile's area once per component. A real image codes a code-block in a byte or more on average;
+       JP2_FREE_CODE_BLOCKS (about 150 MB of OpenJPEG's structures) are allowed whatever the bytes. */
+    uint64_t tile_area = (tw < x - x0 ? tw : x - x0) * (th < y - y0 ? th : y - y0);
+    uint64_t blocks = components * (tile_area >> cost.block_log2);
+    if (blocks > JP2_FREE_CODE_BLOCKS + s->length) {
+        snprintf(message, capacity, "the JPEG 2000 declares %llu code-blocks of %u x %u in a tile, more than %s %llu bytes can code",
+                 (unsigned long long)blocks, 1u << (cost.block_log2 / 2), 1u << (cost.block_log2 - cost.block_log2 / 2),
+                 complete ? "its" : "the first", (unsigned long long)s->length);
         return complete ? 0 : 2;
     }
     return 1;
