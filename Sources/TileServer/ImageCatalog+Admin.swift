@@ -21,7 +21,7 @@ extension ImageCatalog {
             switch states[id] {
             case .ready(let image, _): fingerprint = image.version
             case .building(let build): fingerprint = build.fingerprint?.description
-            case .failed(_, let f, _), .closed(_, let f): fingerprint = f?.description
+            case .failed(_, let f, _, _), .closed(_, let f): fingerprint = f?.description
             case nil: fingerprint = nil
             }
             let (root, cache) = (self.root, self.cache)

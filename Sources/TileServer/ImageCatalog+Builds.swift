@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOPosix
 import TileActors
 public import TileCore
@@ -26,6 +27,8 @@ extension ImageCatalog {
         var reservation: DiskCacheBudget.StoreID?
         /// The cache folder's lock on this image, held until the build has ended (a JPEG's build).
         var lock: BuildLock?
+        /// Earlier builds of this version of the source that failed in a row.
+        var attempts = 0
         let started = ContinuousClock.now
 
         init(builder: ImageBuilder, fingerprint: SourceFingerprint?, sourcePath: String?) {
@@ -45,7 +48,7 @@ extension ImageCatalog {
     /// Reuses the cache store of `source` when it was built from this version, else starts a build,
     /// holding the cache folder's lock on `id`; while another server sharing the folder holds it (and
     /// builds the image), waits for its store, up to ``headerWaitLimit``.
-    func buildOrReuse(_ id: String, _ source: SourceFile) async -> LookupError? {
+    func buildOrReuse(_ id: String, _ source: SourceFile, attempts: Int = 0) async -> LookupError? {
         let store = "\(cache)/\(id).tiles"
         // An eviction of this store (it leaves the budget's accounts before its files are deleted) done
         // before anything is read or built there.
@@ -58,7 +61,7 @@ extension ImageCatalog {
             do {
                 lock = try await threadPool.blocking { () throws(TileError) in try BuildLock.take(id, in: cache) }
             } catch {
-                states[id] = .failed(error, source.fingerprint, at: .now)
+                setFailed(id, error, source.fingerprint, attempts: attempts + 1)
                 return nil
             }
             if lock != nil { break }
@@ -69,7 +72,7 @@ extension ImageCatalog {
             }
         }
         guard !isShutDown else {
-            states[id] = .failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, at: .now)
+            states[id] = .failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, at: .now, attempts: attempts)
             return nil
         }
         let building = states.values.filter { if case .building(let b) = $0 { !b.isUpload } else { false } }.count
@@ -79,10 +82,11 @@ extension ImageCatalog {
         options.format = storeFormat
         let builder: ImageBuilder
         do { builder = try ImageBuilder(options: options, budget: budget, sourcePath: source.path) } catch {
-            states[id] = .failed(error, source.fingerprint, at: .now)
+            setFailed(id, error, source.fingerprint, attempts: attempts + 1)
             return nil
         }
         let build = Build(builder: builder, fingerprint: source.fingerprint, sourcePath: source.path)
+        build.attempts = attempts
         build.lock = lock
         states[id] = .building(build)
         CacheStoreRecord.remove(forStore: store)  // a record of an older version
@@ -180,7 +184,12 @@ extension ImageCatalog {
             await closeLeastRecentlyUsed()
         case .failed(let error):
             // An upload that failed left nothing (the builder removed its files): forgotten.
-            states[id] = build.isUpload ? nil : .failed(error, build.fingerprint, at: .now)
+            if build.isUpload {
+                states[id] = nil
+                logger.error("upload failed", metadata: ["id": "\(id)", "error": "\(error.message)", "code": "\(error.code)"])
+            } else {
+                setFailed(id, error, build.fingerprint, attempts: build.attempts + 1)
+            }
         case .cancelled, .waitingForHeader, .decoding:
             states[id] = nil  // a cancelled build (a shutdown, a newer version) is forgotten, not failed
         }
@@ -197,7 +206,7 @@ extension ImageCatalog {
         }
         switch states[id] {
         case .ready(let image, _): return image
-        case .failed(let error, _, _): throw .failed(error)
+        case .failed(let error, _, _, _): throw .failed(error)
         case .building:
             let waiting = build.isUpload ? "\(id) is being uploaded; its header has not arrived yet" : "the image is waiting for its turn to be built"
             throw .failed(TileError(.notReady, waiting))

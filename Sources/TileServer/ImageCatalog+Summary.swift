@@ -50,7 +50,7 @@ extension ImageCatalog {
             summary.state = .ready
             fill(&summary, from: image.pyramid)
             return summary
-        case .failed(let error, _, _):
+        case .failed(let error, _, _, _):
             (summary.state, summary.error) = (.failed, error.message)
         case .closed:
             summary.state = .ready

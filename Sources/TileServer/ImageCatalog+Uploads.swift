@@ -36,7 +36,7 @@ extension ImageCatalog {
         guard !taken, !isBuilding(id) else { throw .exists }
         var options = options
         options.format = storeFormat
-        options.storage = .persistent(path: "\(root)/.upload-\(id)-\(UInt64.random(in: 1...UInt64.max)).tiles")
+        options.storage = .persistent(path: "\(root)/\(Self.uploadStagingPrefix)\(id)-\(UInt64.random(in: 1...UInt64.max)).tiles")
         let builder: ImageBuilder
         do { builder = try ImageBuilder(options: options) } catch { throw .failed(error) }
         let build = Build(builder: builder, fingerprint: nil, sourcePath: nil)
@@ -68,7 +68,7 @@ extension ImageCatalog {
             reservation = build.reservation
         }
         guard case .ready(let image, _) = states[id], let staged = image.pyramid.storePath,
-            staged.hasPrefix("\(root)/.upload-\(id)-")
+            staged.hasPrefix("\(root)/\(Self.uploadStagingPrefix)\(id)-")
         else {
             await endUpload(id)
             throw .failed(TileError(.cancelled, "the upload did not complete"))

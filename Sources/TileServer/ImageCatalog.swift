@@ -92,7 +92,9 @@ public actor ImageCatalog {
         case ready(Image, storeID: DiskCacheBudget.StoreID?)
         /// A cache store closed to keep the open ones few; the budget may have evicted it since.
         case closed(DiskCacheBudget.StoreID, SourceFingerprint?)
-        case failed(TileError, SourceFingerprint?, at: ContinuousClock.Instant)
+        /// A failed build (or open) of one version of the source, and how many times in a row that
+        /// version failed: it is tried again after ``retryDelay(afterAttempts:)``.
+        case failed(TileError, SourceFingerprint?, at: ContinuousClock.Instant, attempts: Int)
     }
 
     var states: [String: State] = [:]
@@ -158,11 +160,16 @@ public actor ImageCatalog {
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
             throw TileError(.invalidArgument, "\(root) is not a folder")
         }
+        // Absolute, so that the paths built from them (an upload's store, a build's lock) name the same
+        // files whatever the process's working folder, and compare equal to what stores report. The
+        // cache is checked before it is made, and again once its links are resolved.
+        self.root = try Self.absolute(root)
+        try Self.checkSeparate(root: self.root, cache: URL(fileURLWithPath: cache).standardizedFileURL.path)
         do { try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true) } catch {
             throw TileError(.io, "cannot create the cache folder \(cache): \(error.localizedDescription)")
         }
-        self.root = root
-        self.cache = cache
+        self.cache = try Self.absolute(cache)
+        try Self.checkSeparate(root: self.root, cache: self.cache)
         builds = buildQueue ?? HeavyWorkQueue(maximumConcurrency: max(1, concurrentBuilds))
         self.concurrentBuilds = builds.maximumConcurrency
         self.maximumPendingBuilds = max(0, maximumPendingBuilds)
@@ -176,13 +183,41 @@ public actor ImageCatalog {
         self.storeFormat = storeFormat
         // What builds killed before they were published left (stagings of uploads in the folder, of
         // JPEGs in the cache): only folders no running build holds, here or in another instance.
-        TileStorage.removeAbandonedBuilds(in: root)
-        TileStorage.removeAbandonedBuilds(in: cache)
+        TileStorage.removeAbandonedBuilds(in: self.root)
+        TileStorage.removeAbandonedBuilds(in: self.cache)
+        TileStorage.removeUnpublishedStores(in: self.root, prefix: Self.uploadStagingPrefix)
         budget = DiskCacheBudget(totalByteBudget: cacheByteBudget)
-        watcher = FolderWatcher(folder: root) { [readyImages] name in readyImages.forget(entry: name) }
+        watcher = FolderWatcher(folder: self.root) { [readyImages] name in readyImages.forget(entry: name) }
     }
 
     deinit { watcher?.stop() }
+
+    /// The name an upload's store is built and published under before it is renamed to `ID.tiles`.
+    static let uploadStagingPrefix = ".upload-"
+
+    /// `path` resolved (symlinks, `.`, `..`) to an absolute path.
+    private static func absolute(_ path: String) throws(TileError) -> String {
+        guard let resolved = realpath(path, nil) else { throw TileError(.io, "cannot resolve the folder \(path)", errno: errno) }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Refuses a cache folder that is the served folder or a visible folder inside it: the cache's
+    /// stores and its evictions would then be the folder's own images (an admin purge would delete a
+    /// store someone put there). A hidden folder inside it (the default, `FOLDER/.tiler-cache`) is
+    /// never served.
+    static func checkSeparate(root: String, cache: String) throws(TileError) {
+        var cache = cache
+        while cache.count > 1, cache.hasSuffix("/") { cache.removeLast() }
+        guard cache != root else {
+            throw TileError(.invalidArgument, "the cache folder \(cache) is the folder served: give a cache folder of its own")
+        }
+        guard cache.hasPrefix(root + "/") else { return }
+        let first = cache.dropFirst(root.count + 1).prefix { $0 != "/" }
+        guard first.hasPrefix(".") else {
+            throw TileError(.invalidArgument, "the cache folder \(cache) is inside the folder served, where its stores would be served as images: give one outside it, or a hidden one (\(root)/.tiler-cache)")
+        }
+    }
 
     /// The image named `id`: a store opened, or a JPEG's build started (or joined), returned once its
     /// header is read (its tiles become readable as their rows are written).
@@ -195,7 +230,7 @@ public actor ImageCatalog {
         switch states[id] {
         case .ready(let image, _): return image
         case .building(let build): return try await header(of: build, id)
-        case .failed(let error, _, _): throw .failed(error)
+        case .failed(let error, _, _, _): throw .failed(error)
         case .closed, nil: throw .notFound
         }
     }
@@ -219,6 +254,13 @@ public actor ImageCatalog {
 
     func forgetReady(_ id: String) {
         _ = readyImages.entries.withLockedValue { $0.removeValue(forKey: id) }
+    }
+
+    /// Why `id`'s last build failed and how many times in a row its source's version has failed; nil
+    /// when it is not failed.
+    package func failure(of id: String) -> (error: TileError, attempts: Int)? {
+        if case .failed(let error, _, _, let attempts) = states[id] { return (error, attempts) }
+        return nil
     }
 
     /// Whether `id` is being built now (a JPEG into the cache, or an upload).
@@ -294,13 +336,16 @@ public actor ImageCatalog {
             return nil
         case .building(let build) where build.isUpload || build.fingerprint == source.fingerprint:
             return nil
-        case .failed(_, let fingerprint, let at) where fingerprint == source.fingerprint && .now - at < retryInterval:
+        case .failed(_, let fingerprint, let at, let attempts) where fingerprint == source.fingerprint && .now - at < retryDelay(afterAttempts: attempts):
             return nil
         case .closed(let storeID, let fingerprint) where fingerprint == source.fingerprint:
             if await reopen(id, storeID, fingerprint) { return nil }
         default:
             break
         }
+        // The same version failed before: this try counts on from its attempts (the delay doubles).
+        var attempts = 0
+        if case .failed(_, let fingerprint, _, let before) = states[id], fingerprint == source.fingerprint { attempts = before }
         await retire(id)  // an older version's build or store
         switch source.kind {
         case .store, .tiff:
@@ -310,14 +355,14 @@ public actor ImageCatalog {
                     source.kind == .tiff ? try Self.openPyramid(tiff: source.path) : try TiledImage.open(store: source.path)
                 }
                 // A TIFF that is not a whole tiled pyramid of tiles this package reads is a master.
-                guard let pyramid else { return await buildOrReuse(id, source) }
+                guard let pyramid else { return await buildOrReuse(id, source, attempts: attempts) }
                 setReady(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: nil)
             } catch {
-                states[id] = .failed(error, source.fingerprint, at: .now)
+                setFailed(id, error, source.fingerprint, attempts: attempts + 1)
             }
             return nil
         case .master:
-            return await buildOrReuse(id, source)
+            return await buildOrReuse(id, source, attempts: attempts)
         }
     }
 
@@ -350,6 +395,24 @@ public actor ImageCatalog {
         default:
             break
         }
+    }
+
+    /// Marks `id` failed (its `attempts`-th failure in a row for this version of its source) and logs
+    /// why, once: the one place a failure is recorded.
+    func setFailed(_ id: String, _ error: TileError, _ fingerprint: SourceFingerprint?, attempts: Int) {
+        states[id] = .failed(error, fingerprint, at: .now, attempts: attempts)
+        logger.error(
+            "build failed",
+            metadata: [
+                "id": "\(id)", "error": "\(error.message)", "code": "\(error.code)", "attempts": "\(attempts)",
+                "retry_after_seconds": "\(retryDelay(afterAttempts: attempts).components.seconds)",
+            ])
+    }
+
+    /// How long a version that failed `attempts` times in a row stays failed: ``retryInterval``,
+    /// doubled with each further failure, at most 64 times it (an hour with the default).
+    nonisolated func retryDelay(afterAttempts attempts: Int) -> Duration {
+        retryInterval * (1 << min(max(attempts, 1) - 1, 6))
     }
 
     func setReady(_ image: Image, storeID: DiskCacheBudget.StoreID?) {

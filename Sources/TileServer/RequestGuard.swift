@@ -30,16 +30,42 @@ public struct RequestGuard: Sendable, Hashable {
         RequestGuard(allowedHosts: loopbackHosts.contains(host) || host.hasPrefix("127.") ? loopbackHosts : nil)
     }
 
-    /// Whether `authority` (a `Host` value, `name[:port]`) is one this server answers for.
+    /// Whether `authority` (a `Host` value, `name[:port]`) is one this server answers for: a host and
+    /// a port of digits (``hostName(ofAuthority:)``), the host among ``allowedHosts`` when they are set.
     func allows(authority: String?) -> Bool {
-        guard let allowedHosts else { return true }
-        guard var name = authority?.lowercased(), !name.isEmpty else { return false }
-        if name.hasPrefix("[") {  // [::1]:8080
-            name = String(name.dropFirst().prefix { $0 != "]" })
-        } else if let colon = name.lastIndex(of: ":") {
-            name = String(name[..<colon])
+        // No Host, or an empty one (RFC 9112 3.2: a target without an authority): no name to check.
+        guard let authority, !authority.isEmpty else { return allowedHosts == nil }
+        guard let name = Self.hostName(ofAuthority: authority) else { return false }
+        return allowedHosts?.contains(name) ?? true
+    }
+
+    /// The host of a `Host` value (RFC 9110 7.2: `uri-host [ ":" port ]`), lowercased, or nil when the
+    /// value is anything else: a name of letters, digits, `-`, `.` and `_`, an IPv4 address, or an IPv6
+    /// address in brackets, then at most a `:` and up to five digits. User information
+    /// (`localhost:80@evil.example`), paths, spaces and empty names are refused: the value ends up in
+    /// the URLs of answers.
+    static func hostName(ofAuthority authority: String) -> String? {
+        let bytes = Array(authority.utf8)
+        guard !bytes.isEmpty, bytes.count <= 262 else { return nil }
+        var end = bytes.count
+        if let colon = bytes.lastIndex(of: UInt8(ascii: ":")), bytes.first != UInt8(ascii: "[") || bytes[colon - 1] == UInt8(ascii: "]") {
+            let port = bytes[(colon + 1)...]
+            guard port.count <= 5, port.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            end = colon
         }
-        return allowedHosts.contains(name)
+        let host = bytes[..<end]
+        guard !host.isEmpty else { return nil }
+        if host.first == UInt8(ascii: "[") {
+            guard host.count > 2, host.last == UInt8(ascii: "]") else { return nil }
+            let inner = String(decoding: host.dropFirst().dropLast(), as: UTF8.self)
+            guard AddressRange(inner) != nil, inner.contains(":") else { return nil }
+            return inner.lowercased()
+        }
+        let allowed = host.allSatisfy { byte in
+            (97...122).contains(byte | 0x20) || (48...57).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+                || byte == UInt8(ascii: "_")
+        }
+        return allowed ? String(decoding: host, as: UTF8.self).lowercased() : nil
     }
 
     /// Whether a request that changes something may come from `origin` (nil: no `Origin`, not a
@@ -74,10 +100,20 @@ struct GuardMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
             response = try error.response(from: request, context: context)  // a route not found, say
         }
         response.headers[.xContentTypeOptions] = "nosniff"
+        // An error is about this moment (an image not there yet, a build failed, the server busy): no
+        // cache in front keeps it (Varnish would answer a new image's 404 for two minutes).
+        if response.status.code >= 400, response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
         return response
     }
 
     private func answer(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // RFC 9112 3.2: a request with more than one Host, or an invalid one, is answered 400.
+        if request.headers[.host] != nil {
+            return TileRoutes.plain(.badRequest, "a request names one Host")
+        }
+        if let authority = request.head.authority, !authority.isEmpty, RequestGuard.hostName(ofAuthority: authority) == nil {
+            return TileRoutes.plain(.badRequest, "Host is not a host name or address and a port")
+        }
         guard rules.allows(authority: request.head.authority) else {
             return TileRoutes.plain(.misdirectedRequest, "this server does not answer for \(request.head.authority ?? "no host")")
         }
@@ -117,4 +153,7 @@ struct GuardMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
 extension HTTPField.Name {
     static let xContentTypeOptions = Self("X-Content-Type-Options")!
     static let secFetchSite = Self("Sec-Fetch-Site")!
+    /// A `Host` field left among the fields: the conversion from HTTP/1.1 takes the first as the
+    /// authority, so this is a second one.
+    static let host = Self("Host")!
 }

@@ -209,11 +209,14 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private func mayAnswer(_ head: HTTPRequestHead) -> Bool {
         (head.method == .GET || head.method == .HEAD) && head.version == .http1_1 && head.isKeepAlive
             && (head.uri.hasPrefix("/dzi/") || head.uri.hasPrefix("/iiif/") || head.uri == "/health")
-            && !head.headers.contains(name: "upgrade") && allows(host: head.headers.first(name: "host"))
+            && !head.headers.contains(name: "upgrade") && allows(hosts: head.headers["host"])
     }
 
-    private func allows(host: String?) -> Bool {
-        if let host, host == allowedHost { return true }
+    /// Whether the request names one `Host` the guard allows (the routes answer the others: 400, 421).
+    private func allows(hosts: [String]) -> Bool {
+        guard hosts.count == 1 else { return false }
+        let host = hosts[0]
+        if host == allowedHost { return true }
         guard rules.allows(authority: host) else { return false }
         allowedHost = host
         return true

@@ -53,7 +53,9 @@ public struct TileRoutes: Sendable {
     public func register<Context: RequestContext>(on router: Router<Context>) {
         for version in IIIFVersion.allCases {
             router.get("\(version.path)/:id") { request, context in
-                Self.response(.seeOther, headers: [.location: "\(base(request, version))/\(context.parameters.get("id") ?? "")/info.json"])
+                Self.response(.seeOther, headers: [
+                    .location: "\(base(request, version))/\(context.parameters.get("id") ?? "")/info.json", .vary: originVary,
+                ])
             }
             router.get("\(version.path)/:id/info.json") { request, context in
                 await info(id: context.parameters.get("id") ?? "", version: version, base: base(request, version), request: request)
@@ -81,6 +83,13 @@ public struct TileRoutes: Sendable {
         }
     }
 
+    /// What answers naming the server's URL vary on: nothing when ``publicBaseURL`` names it, else
+    /// the headers a trusted proxy names it with (a cache in front must not give one client's answer,
+    /// made for the URL its headers named, to another).
+    private var originVary: String {
+        publicBaseURL != nil ? "Accept" : "Accept, Forwarded, X-Forwarded-Host, X-Forwarded-Proto, X-Forwarded-Port, X-Forwarded-Prefix"
+    }
+
     /// The base URI of `version`'s image services: the server's public URL (`publicBaseURL`, else from
     /// a trusted proxy's headers or the request's `Host`) and `/iiif/3` or `/iiif/2`.
     private func base(_ request: Request, _ version: IIIFVersion) -> String {
@@ -102,7 +111,7 @@ public struct TileRoutes: Sendable {
         // JSON-LD only for a client that asks for it (Image API 3.0, 6.1; 2.1, 6.1); the same bytes either way.
         let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
         let mediaType = linkedData ? "application/ld+json;profile=\"\(version.context)\"" : "application/json"
-        let headers: HTTPFields = [.contentType: mediaType, .link: version.profileLink, .vary: "Accept"]
+        let headers: HTTPFields = [.contentType: mediaType, .link: version.profileLink, .vary: originVary]
         return document(ByteBuffer(data: body), headers: headers, outline: outline, variant: "info.json|\(mediaType)|\(base)", request: request)
     }
 
@@ -196,6 +205,8 @@ public struct TileRoutes: Sendable {
         guard let ifModifiedSince, let lastModified else { return false }
         if ifModifiedSince == lastModified { return true }  // what caches send back
         guard let since = HTTPDate.parse(ifModifiedSince), let modified = HTTPDate.parse(lastModified) else { return false }
+        // A date past the server's clock is not one the server sent (RFC 9110 13.1.3): ignored.
+        guard since.timeIntervalSinceNow <= 1 else { return false }
         return modified <= since
     }
 

@@ -120,9 +120,18 @@ struct DeployTests {
         #expect(again.status == 200 && (again.headers["x-varnish"]?.split(separator: " ").count ?? 0) == 2, "a hit: \(again.headers)")
         #expect(again.headers["age"] != nil)
 
-        // Behind the proxy: info.json names the public URL the proxy says.
-        let info = try Self.settled(varnishPort, "/iiif/3/img1/info.json", [("X-Forwarded-Proto", "https"), ("X-Forwarded-Prefix", "/tiles")])
-        #expect(String(decoding: info.body, as: UTF8.self).contains("\"id\":\"https://127.0.0.1/tiles/iiif/3/img1\""), "\(String(decoding: info.body, as: UTF8.self))")
+        // A client's forwarded headers are not the proxy's: Varnish sends its own, so no client names the
+        // URL in an info.json cached for everyone (issue 37: one request made the next clean client's id
+        // https://evil.example/...). The request that tries, then a clean one (a hit): both the real URL.
+        let poison = [
+            ("X-Forwarded-Host", "evil.example"), ("X-Forwarded-Proto", "https"), ("X-Forwarded-Prefix", "/evil"),
+            ("X-Forwarded-Port", "444"), ("Forwarded", "host=evil.example;proto=https"),
+        ]
+        for fields in [poison, [], poison] {
+            let info = try Self.settled(varnishPort, "/iiif/3/img1/info.json", fields)
+            let text = String(decoding: info.body, as: UTF8.self)
+            #expect(info.status == 200 && text.contains("\"id\":\"http://127.0.0.1/iiif/3/img1\"") && !text.contains("evil"), "\(fields): \(text)")
+        }
 
         // Expired: revalidated by Varnish with a 304 from the instance, nothing encoded again.
         let misses = try ports.map { try Self.metric($0, "tiler_cache_misses_total") }.reduce(0, +)

@@ -9,12 +9,17 @@
 # source is unchanged: no encode). `BAN /` with `X-Image-Id: ID` from an admin purge
 # (tiler serve --admin-token ... --purge-url http://VARNISH) removes every cached answer of the image.
 #
-# The backends below are on 127.0.0.1:8081-8083; tests/deploy rewrite the ports. With a TLS terminator
-# in front, have it send X-Forwarded-Proto (and X-Forwarded-Prefix for a path prefix) and start the
-# instances with --trusted-proxy set to this Varnish's address: info.json then names the public URL.
+# The backends below are on 127.0.0.1:8081-8083; tests/deploy rewrite the ports. Start the instances
+# with --trusted-proxy set to this Varnish's address: they then believe the forwarded headers it sends,
+# which name the public URL in info.json. Those headers are this Varnish's own, never a client's (a
+# client's X-Forwarded-Host would otherwise name the URL in an info.json cached for everyone): it
+# removes what clients send and sets X-Forwarded-Proto to https for connections a TLS terminator hands
+# it with the PROXY protocol (hitch, haproxy's send-proxy-v2: add `-a :6086,PROXY`). For a path prefix,
+# set X-Forwarded-Prefix below; or give the instances --public-url and no forwarded header counts.
 vcl 4.1;
 
 import directors;
+import proxy;
 
 probe health {
     .url = "/health";
@@ -50,6 +55,17 @@ sub vcl_recv {
         ban("obj.http.X-Image-Id == " + req.http.X-Image-Id);
         return (synth(200, "Banned"));
     }
+    # The forwarded headers: this Varnish's own (see the top). X-Forwarded-For is Varnish's (the client's
+    # address appended).
+    unset req.http.Forwarded;
+    unset req.http.X-Forwarded-Host;
+    unset req.http.X-Forwarded-Port;
+    unset req.http.X-Forwarded-Prefix;
+    unset req.http.X-Forwarded-Proto;
+    if (proxy.is_ssl()) {
+        set req.http.X-Forwarded-Proto = "https";
+    }
+    # set req.http.X-Forwarded-Prefix = "/tiles";
     # The identifier of /iiif/3/ID/..., /iiif/2/ID/..., /dzi/ID.dzi and /dzi/ID_files/...: the shard key.
     unset req.http.X-Image-Id;
     if (req.url ~ "^/(iiif/[23]/[^/?]+|dzi/[^/?]+(\.dzi|_files/))") {

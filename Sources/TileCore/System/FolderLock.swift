@@ -65,6 +65,28 @@ extension TileStorage {
         return removed
     }
 
+    /// Removes, in `folder`, the stores whose names start with `prefix` (a server's uploads, built and
+    /// published under a private name, `.upload-ID-N.tiles`, then renamed to their own): left by a
+    /// server that stopped between the two. Only those no one has open (``FolderLock``: a server
+    /// still serving one holds it shared) and that hold only a store's files.
+    /// - Returns: how many folders were removed.
+    @discardableResult
+    package static func removeUnpublishedStores(in folder: String, prefix: String) -> Int {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
+        var removed = 0
+        for entry in entries where entry.hasPrefix(prefix) && entry.hasSuffix(".tiles") {
+            let path = "\(folder)/\(entry)"
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, holdsOnlyStoreFiles(path),
+                let lock = FolderLock(holding: path)
+            else { continue }
+            removeStoreFolder(path)
+            withExtendedLifetime(lock) {}
+            removed += 1
+        }
+        return removed
+    }
+
     /// How long a folder being made for a build (`.NAME.creating-…`) is left alone although no one
     /// holds it: it is unlocked only between its `mkdir` and its lock, or when its process died there.
     static let creationGraceSeconds = 60
