@@ -45,6 +45,15 @@ public actor DiskCacheBudget {
         var lastUse: UInt64
         /// A reservation (``reserve(byteCount:path:)``): counted, never evicted.
         var isPinned = false
+        /// Bytes a build in progress is counted for at the least (``register(image:path:reserving:)``).
+        var reservedByteCount = 0
+
+        /// What the entry counts against the budget: its bytes, and while incomplete at least its
+        /// reservation.
+        var countedBytes: Int {
+            let written = byteCount + scratchByteCount
+            return isComplete ? written : max(written, reservedByteCount)
+        }
     }
 
     /// Data written and not yet flushed that triggers a flush.
@@ -65,31 +74,35 @@ public actor DiskCacheBudget {
     /// Creates a budget.
     /// - Parameters:
     ///   - dirtyByteThreshold: default 256 MiB.
-    ///   - totalByteBudget: default a quarter of the free space of the ephemeral folder (`$TMPDIR`,
-    ///     else `/tmp`) when the budget is created, at least 1 GiB.
+    ///   - totalByteBudget: default a quarter of the free space of `folder`'s file system when the
+    ///     budget is created, at least 256 MiB (a budget larger than the disk cannot hold).
+    ///   - folder: where the stores are written (a server's cache folder); nil: the ephemeral folder
+    ///     (`$TMPDIR`, else `/tmp`).
     ///   - logger: where failures are logged (default label `TiledImageKit.DiskCacheBudget`).
     public init(
-        dirtyByteThreshold: Int = 256 << 20, totalByteBudget: Int? = nil,
+        dirtyByteThreshold: Int = 256 << 20, totalByteBudget: Int? = nil, folder: String? = nil,
         logger: Logger = Logger(label: "TiledImageKit.DiskCacheBudget")
     ) {
         self.logger = logger
         self.dirtyByteThreshold = max(1, dirtyByteThreshold)
-        self.totalByteBudget = totalByteBudget ?? Self.defaultTotalBudget()
+        self.totalByteBudget = totalByteBudget ?? Self.defaultTotalBudget(folder: folder)
         (events, eventsContinuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
     }
 
     deinit { eventsContinuation.finish() }
 
-    static func defaultTotalBudget() -> Int {
-        let folder = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
+    /// A quarter of the free space of `folder`'s file system (the ephemeral folder's when nil), at
+    /// least 256 MiB.
+    static func defaultTotalBudget(folder: String?) -> Int {
+        let folder = folder ?? ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
         let free = (try? FileManager.default.attributesOfFileSystem(forPath: folder)[.systemFreeSize] as? Int) ?? nil
-        return max(1 << 30, (free ?? 4 << 30) / 4)
+        return max(256 << 20, (free ?? 4 << 30) / 4)
     }
 
     /// Bytes of every registered store, with the temporary files of builds in progress (a progressive
-    /// JPEG's coefficient file, while it exists).
+    /// JPEG's coefficient file, while it exists) and, for builds in progress, at least what they reserved.
     public var totalBytes: Int {
-        entries.values.reduce(0) { $0 + ($1.image == nil && $1.path == nil ? 0 : $1.byteCount + $1.scratchByteCount) }
+        entries.values.reduce(0) { $0 + ($1.image == nil && $1.path == nil ? 0 : $1.countedBytes) }
     }
 
     /// Stores registered (being built, or built and not evicted or unregistered).
@@ -113,6 +126,33 @@ public actor DiskCacheBudget {
         return StoreID(value: id)
     }
 
+    /// The most bytes a new store could be given now: the budget less what every store that cannot
+    /// be evicted counts (those being built, open, reserved); complete unused stores count as room,
+    /// since they would be evicted for it.
+    public var availableByteCount: Int {
+        let kept = entries.values.reduce(0) { sum, e in
+            let evictable = e.isComplete && e.path != nil && e.openCount == 0 && e.image == nil && !e.isPinned
+            return sum + (evictable || (e.image == nil && e.path == nil) ? 0 : e.countedBytes)
+        }
+        return max(0, totalByteBudget - kept)
+    }
+
+    /// Registers a store about to be built, counted for at least `byteCount` bytes until it is
+    /// complete (then for what it holds): unused complete stores are evicted first to make room.
+    /// - Parameters:
+    ///   - image: its image (see ``register(image:path:)``).
+    ///   - path: the folder of a persistent store.
+    ///   - byteCount: what it is expected to take (``TileCore/TiledImage/estimatedStoreByteCount``).
+    /// - Returns: its account, or nil when the budget cannot hold it even after evicting: nothing is
+    ///   registered then.
+    public func register(image: TiledImage, path: String?, reserving byteCount: Int) async -> StoreID? {
+        await evictIfNeeded(making: byteCount)
+        guard totalBytes + byteCount <= totalByteBudget else { return nil }
+        let id = register(image: image, path: path)
+        entries[id.value]?.reservedByteCount = byteCount
+        return id
+    }
+
     /// Reserves room for a store about to be written that must not be evicted (an upload): unused
     /// complete stores are evicted first to make room. The reservation counts `byteCount` bytes until
     /// it is unregistered.
@@ -134,15 +174,19 @@ public actor DiskCacheBudget {
 
     /// Reports the bytes a store has written so far. Waits while a flush runs, and when the written
     /// data passes the dirty threshold, flushes and waits for that flush to finish.
-    public func didWrite(_ id: StoreID) async {
+    /// - Returns: false when the store is still being built and the budget is exceeded even after
+    ///   evicting what it may: the build is to stop (its writes go past what the disk was given).
+    @discardableResult
+    public func didWrite(_ id: StoreID) async -> Bool {
         if let running = flushInProgress { _ = await running.value }
-        guard var entry = entries[id.value], let image = entry.image else { return }
+        guard var entry = entries[id.value], let image = entry.image else { return true }
         entry.byteCount = image.bytesWritten
         entry.scratchByteCount = image.scratchByteCount
         entry.isComplete = image.isComplete
         entries[id.value] = entry
         if dirtyBytes > dirtyByteThreshold { await flush() }
         await evictIfNeeded()
+        return entry.isComplete || totalBytes <= totalByteBudget
     }
 
     /// Removes a store from the accounts (a failed or cancelled build; its files are gone).

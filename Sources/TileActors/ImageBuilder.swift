@@ -48,6 +48,8 @@ public actor ImageBuilder {
     private let builder: TileBuilder
     private let budget: DiskCacheBudget?
     private var budgetID: DiskCacheBudget.StoreID?
+    /// The budget's room for a new store, read before each slice until the header is read.
+    private var budgetRoom: Int?
     private var state = State.waitingForHeader
     /// An append or finish is running (they suspend between slices; overlapping calls are refused).
     private var isBusy = false
@@ -118,14 +120,18 @@ public actor ImageBuilder {
         while offset < count {
             if Task.isCancelled { throw await end(.cancelled, TileError(.cancelled, "the task was cancelled")) }
             let range = offset..<min(offset + Self.sliceByteCount, count)
+            if builder.image == nil, let budget { budgetRoom = await budget.availableByteCount }
             try await timed { () throws(TileError) in try appendSlice(of: bytes, range) }
             offset = range.upperBound
-            await afterWork()
+            try await afterWork()
         }
     }
 
     /// Feeds one slice of `bytes` to the builder in place: the decoder's own copy is the only one.
     private func appendSlice<Bytes: ContiguousBytes>(of bytes: Bytes, _ range: Range<Int>) throws(TileError) {
+        // Before the header: the store may take what the budget has room for now (checked against
+        // the header before any file is made; reserved once it is, in afterWork).
+        if builder.image == nil, let room = budgetRoom { builder.storeByteLimit = room }
         var failure: TileError?
         bytes.withUnsafeBytes { raw in
             do throws(TileError) { try builder.append(UnsafeRawBufferPointer(rebasing: raw[range])) } catch {
@@ -144,8 +150,9 @@ public actor ImageBuilder {
         // cancellable and reporting progress between slices.
         while true {
             if Task.isCancelled { throw await end(.cancelled, TileError(.cancelled, "the task was cancelled")) }
+            if builder.image == nil, let budget { builder.storeByteLimit = await budget.availableByteCount }
             let image = try await timed { () throws(TileError) in try builder.finish(rowLimit: Self.finishRowSlice) }
-            await afterWork()
+            try await afterWork()
             if let image {
                 await end(.complete, nil)
                 return image
@@ -241,11 +248,22 @@ public actor ImageBuilder {
         }
     }
 
-    private func afterWork() async {
+    /// After each slice: the state, the budget's accounts, a progress report. Once the header is read
+    /// the store reserves what it will take (``TileCore/TiledImage/estimatedStoreByteCount``), and a
+    /// build that does not fit, or writes past what fits, ends as `overBudget` with its files removed.
+    private func afterWork() async throws(TileError) {
         if case .waitingForHeader = state, builder.image != nil { state = .decoding }
         if let budget, let image = builder.image {
-            if budgetID == nil { budgetID = await budget.register(image: image, path: image.storePath) }
-            await budget.didWrite(budgetID!)
+            if budgetID == nil {
+                let estimate = image.estimatedStoreByteCount
+                guard let id = await budget.register(image: image, path: image.storePath, reserving: estimate) else {
+                    throw await end(.failed, TileError(.overBudget, "the store (about \(estimate) bytes) does not fit the disk budget of \(budget.totalByteBudget) bytes"))
+                }
+                budgetID = id
+            }
+            guard await budget.didWrite(budgetID!) else {
+                throw await end(.failed, TileError(.overBudget, "the store wrote \(image.bytesWritten) bytes, past what the disk budget of \(budget.totalByteBudget) bytes holds"))
+            }
         }
         report()
     }

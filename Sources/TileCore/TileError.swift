@@ -5,7 +5,7 @@ public struct TileError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case truncated, corrupt, unsupported, tooLarge, io, cancelled, notReady, invalidArgument, invalidStore
-            case tooManyScans, tooManyWarnings
+            case tooManyScans, tooManyWarnings, overBudget
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -23,6 +23,10 @@ public struct TileError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let tooManyScans = Code(.tooManyScans)
         /// The stream gave more corrupt-data warnings than ``BuildOptions/warningLimit`` allows.
         public static let tooManyWarnings = Code(.tooManyWarnings)
+        /// The store a build makes does not fit the disk budget it is counted in (a
+        /// `DiskCacheBudget`), even after unused stores are evicted: refused before it is written, or
+        /// stopped when it writes past what fits.
+        public static let overBudget = Code(.overBudget)
         /// A system call failed; ``TileError/errno`` holds its errno.
         public static let io = Code(.io)
         /// The build was cancelled.

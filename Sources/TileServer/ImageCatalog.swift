@@ -136,7 +136,9 @@ public actor ImageCatalog {
     ///   - maximumOpenImages: cache stores kept open at most, at least 1 (default 64).
     ///   - maximumUploads: uploads at once at most, at least 1 (default 8).
     ///   - cacheByteBudget: bytes of cache stores past which unused ones are evicted; nil: the
-    ///     `DiskCacheBudget` default (a quarter of the free space of `$TMPDIR`, at least 1 GiB).
+    ///     `DiskCacheBudget` default (a quarter of the free space of the cache folder's file system, at
+    ///     least 256 MiB). A build reserves its store's size before it writes, and is refused
+    ///     (``TileCore/TileError/Code/overBudget``) when it does not fit after eviction.
     ///   - buildQueue: the queue builds take turns on, to share one with other memory-heavy work;
     ///     nil: a queue of the catalog's own, running `concurrentBuilds` at once.
     ///   - headerWaitLimit: how long a lookup waits for a build to read its header (a build waiting
@@ -186,7 +188,7 @@ public actor ImageCatalog {
         TileStorage.removeAbandonedBuilds(in: self.root)
         TileStorage.removeAbandonedBuilds(in: self.cache)
         TileStorage.removeUnpublishedStores(in: self.root, prefix: Self.uploadStagingPrefix)
-        budget = DiskCacheBudget(totalByteBudget: cacheByteBudget)
+        budget = DiskCacheBudget(totalByteBudget: cacheByteBudget, folder: self.cache)
         watcher = FolderWatcher(folder: self.root) { [readyImages] name in readyImages.forget(entry: name) }
     }
 

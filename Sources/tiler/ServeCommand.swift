@@ -61,7 +61,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Builds that may wait for their turn; a request needing one more gets 503 with Retry-After (default 16).")
     var maxPendingBuilds: Int?
 
-    @Option(help: "Bytes of stores in the cache folder past which the least recently used are removed, and /ready says not ready (default: a quarter of the free space of $TMPDIR, at least 1 GiB).")
+    @Option(help: "Bytes of stores in the cache folder past which the least recently used are removed, and /ready says not ready (default: a quarter of the free space of the cache folder's file system, at least 256 MiB). A build whose store does not fit is refused (507).")
     var cacheBudget: Int?
 
     @Option(help: "What masters and uploads are built into: tiff (a tiled pyramidal TIFF, level 0 copied losslessly; the default; masters with alpha go into raw stores) or raw (RGBA tiles, one file per level: more disk, no decode on a read).")

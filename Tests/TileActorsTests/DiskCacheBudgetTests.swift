@@ -57,7 +57,10 @@ struct DiskCacheBudgetTests {
         let image = try #require(await builder.image)
         #expect(image.scratchByteCount == coefficientBytes)
         #expect(image.bytesWritten == 0)
-        #expect(await budget.totalBytes == coefficientBytes)
+        // Counted: the coefficient file, or the store's reservation while the build runs if larger
+        // (its raw store, written plainly: 4x3 + 2x2 + 1 tiles of 256 x 256 x 4 bytes).
+        let reserved = (4 * 3 + 2 * 2 + 1) * 256 * 256 * 4
+        #expect(await budget.totalBytes == max(coefficientBytes, reserved))
         #expect(await budget.dirtyBytes == 0)
         try await builder.append(data.dropFirst(data.count / 3))
         let complete = try await builder.finish()
@@ -141,5 +144,67 @@ struct DiskCacheBudgetTests {
         #expect(!FileManager.default.fileExists(atPath: path), "the store's files outlived waitForRemoval")
         await eviction.value
         await budget.waitForRemoval(at: folder.appendingPathComponent("never.tiles").path)  // none: returns at once
+    }
+
+    /// Full-range noise (every pixel's channels drawn at random): what JPEG compresses worst.
+    static func noise(width: Int, height: Int) -> [UInt8] {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        return (0..<(width * height * 4)).map { i in
+            if i % 4 == 3 { return 255 }
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+    }
+
+    @Test("a build is refused before it writes when its store cannot fit, and stopped when it writes past what fits")
+    func buildsStayWithinTheBudget() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("budget-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (width, height) = (1200, 1000)
+        var encoding = JPEGEncoder.Options()
+        encoding.quality = 98
+        encoding.subsampling = .s444
+        let jpeg = try JPEGEncoder.encode(pixels: Self.noise(width: width, height: height), width: width, height: height, options: encoding)
+        // A raw store's size, written plainly: every level's 256-pixel tiles, 4 bytes a pixel.
+        var (w, h, raw) = (width, height, 0)
+        while true {
+            raw += ((w + 255) / 256) * ((h + 255) / 256) * 256 * 256 * 4
+            if w <= 256 && h <= 256 { break }
+            (w, h) = ((w + 1) / 2, (h + 1) / 2)
+        }
+        // Refused from the header: a raw store of `raw` bytes in half that, nothing made.
+        var options = BuildOptions()
+        options.storage = .persistent(path: folder.appendingPathComponent("raw.tiles").path)
+        let small = DiskCacheBudget(totalByteBudget: raw / 2)
+        let refused = try ImageBuilder(options: options, budget: small)
+        await #expect(throws: TileError.self) { try await refused.append(jpeg) }
+        if case .failed(let error) = await refused.currentState { #expect(error.code == .overBudget) } else { Issue.record("not failed") }
+        #expect(await small.totalBytes == 0)
+        // A TIFF store of noise at quality 98 takes far more than the 2 bits a pixel reserved for it:
+        // level 0 alone is the source's bytes. Within the reservation, past the budget: stopped.
+        options.storage = .persistent(path: folder.appendingPathComponent("tiff.tiles").path)
+        options.format = .tiff()
+        let reserved = TileBuilder.storeByteEstimate(try TileGeometry(storedWidth: width, storedHeight: height), tiff: true)
+        #expect(jpeg.count > 2 * reserved)
+        let tight = DiskCacheBudget(dirtyByteThreshold: 1, totalByteBudget: reserved + reserved / 2)
+        let stopped = try ImageBuilder(options: options, budget: tight)
+        var offset = 0
+        while offset < jpeg.count, (try? await stopped.append(jpeg[offset..<min(offset + 64 * 1024, jpeg.count)])) != nil {
+            offset += 64 * 1024
+        }
+        _ = try? await stopped.finish()
+        if case .failed(let error) = await stopped.currentState {
+            #expect(error.code == .overBudget, "\(error)")
+        } else {
+            Issue.record("the build was not stopped: \(await stopped.currentState)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("tiff.tiles").path))
+        #expect(await tight.totalBytes == 0)
+        // The same with room for it: built.
+        let roomy = DiskCacheBudget(totalByteBudget: 4 * jpeg.count + raw)
+        let built = try ImageBuilder(options: options, budget: roomy)
+        try await built.append(jpeg)
+        _ = try await built.finish()
     }
 }

@@ -177,6 +177,65 @@ struct ServerAttackTests {
         let delays = (1...9).map { minute.retryDelay(afterAttempts: $0) }
         #expect(delays == [60, 120, 240, 480, 960, 1920, 3840, 3840, 3840].map { Duration.seconds($0) })
     }
+
+    /// Bytes of every file below `folder`, as the disk counts them.
+    static func diskBytes(below folder: String) -> Int {
+        guard let walker = FileManager.default.enumerator(atPath: folder) else { return 0 }
+        var total = 0
+        while let name = walker.nextObject() as? String { total += FileFacts.diskBytes("\(folder)/\(name)") }
+        return total
+    }
+
+    /// A raw store's bytes, written plainly: every level's tiles, padding included, 4 bytes a pixel.
+    static func rawStoreBytes(width: Int, height: Int, tile: Int = 256) -> Int {
+        var (w, h, total) = (width, height, 0)
+        while true {
+            total += ((w + tile - 1) / tile) * ((h + tile - 1) / tile) * tile * tile * 4
+            if w <= tile && h <= tile { return total }
+            (w, h) = ((w + 1) / 2, (h + 1) / 2)
+        }
+    }
+
+    @Test("a folder build reserves its store before it writes: refused (507) when it cannot fit, nothing past the budget written; one that fits is built")
+    func buildsReserveTheirStores() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = Self.rawStoreBytes(width: 1300, height: 900)
+        for (budget, fits) in [(store / 2, false), (store * 3, true)] {
+            let cache = "\(folder)/.cache-\(budget)"
+            let server = try TileServer(root: folder, cache: cache, cacheByteBudget: budget, storeFormat: .raw)
+            try await TileServerTests.withServer(server) { base, _ in
+                let port = UInt16(base.split(separator: ":").last!)!
+                let reply = try await Self.send(port, "GET /iiif/3/photo/0,0,256,256/256,/0/default.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                #expect(reply.status == (fits ? 200 : 507), "budget \(budget) for a store of \(store): \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+                if !fits { #expect(String(decoding: reply.body, as: UTF8.self).contains("disk budget")) }
+            }
+            #expect(Self.diskBytes(below: cache) <= budget, "\(Self.diskBytes(below: cache)) bytes in the cache for a budget of \(budget)")
+        }
+    }
+
+    @Test(
+        "the 1-bit PNG with tRNS (a raw store of 357 MB from 24 KB) never writes more than the budget allows",
+        .enabled(if: Tools.have("pnmtopng"), Comment(rawValue: Tools.missing("pnmtopng"))))
+    func pngBombOverBudget() async throws {
+        let folder = NSTemporaryDirectory() + "tile-budget-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let side = 8192
+        try (Data("P4\n\(side) \(side)\n".utf8) + Data(count: side / 8 * side)).write(to: URL(fileURLWithPath: "\(folder)/big.pbm"))
+        let png = try Tools.run("pnmtopng", ["-transparent", "white", "\(folder)/big.pbm"]).stdout
+        try FileManager.default.removeItem(atPath: "\(folder)/big.pbm")
+        try png.write(to: URL(fileURLWithPath: "\(folder)/big.png"))
+        #expect(png.count < 64 * 1024 && Self.rawStoreBytes(width: side, height: side) > 300_000_000)
+        let budget = 64 << 20
+        let cache = "\(folder)/.cache"
+        try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget)) { base, _ in
+            let port = UInt16(base.split(separator: ":").last!)!
+            let reply = try await Self.send(port, "GET /iiif/3/big/full/256,/0/default.png HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            #expect(reply.status == 507, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        #expect(Self.diskBytes(below: cache) <= budget)
+    }
 }
 
 /// Keeps what is logged, for tests to read.

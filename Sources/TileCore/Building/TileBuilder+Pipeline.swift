@@ -28,6 +28,23 @@ extension TileBuilder {
         return (try makeRawPipeline(header, info: info, orientation: orientation, storage: options.storage), info)
     }
 
+    /// What a store of `geometry` takes: raw level files exactly (every tile, padding included); a
+    /// TIFF pyramid of JPEG tiles about 2 bits a pixel over every level (photos at the default quality
+    /// take about 1), and its directories.
+    package static func storeByteEstimate(_ geometry: TileGeometry, tiff: Bool) -> Int {
+        guard tiff else { return geometry.levels.indices.reduce(0) { $0 + geometry.byteCount(ofLevel: $1) } }
+        return geometry.levels.reduce(0) { $0 + ($1.width * $1.height) / 4 } + 64 * 1024
+    }
+
+    /// Refuses a store of `geometry` larger than ``storeByteLimit``, before any of its files is made.
+    func checkStoreFits(_ geometry: TileGeometry, tiff: Bool) throws(TileError) {
+        guard let limit = storeByteLimit else { return }
+        let bytes = Self.storeByteEstimate(geometry, tiff: tiff)
+        guard bytes <= limit else {
+            throw TileError(.overBudget, "the store of \(geometry.width)x\(geometry.height) takes about \(bytes) bytes, over the \(limit) bytes the disk budget has room for")
+        }
+    }
+
     /// Raw level files in `storage`: the default format, and the scratch pyramid of a TIFF store whose
     /// image is turned.
     func makeRawPipeline(_ header: SourceHeader, info: ImageInfo, orientation: ImageOrientation, storage: TileStorage)
@@ -38,6 +55,7 @@ extension TileBuilder {
         let geometry = try TileGeometry(
             storedWidth: header.width, storedHeight: header.height, orientation: orientation,
             tileSize: options.tileSize, levels: streams ? .count(64) : options.levels)
+        try checkStoreFits(geometry, tiff: false)
         let store = try StagedStore.create(storage, levelCount: geometry.levels.count)
         do {
             let image = TiledImage(

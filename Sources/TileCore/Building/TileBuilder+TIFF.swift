@@ -37,6 +37,7 @@ extension TileBuilder {
         }
         let geometry = try TileGeometry(
             storedWidth: header.width, storedHeight: header.height, tileSize: options.tileSize, levels: options.levels)
+        try checkStoreFits(geometry, tiff: true)
         let store = try StagedStore.createTIFF(options.storage)
         do {
             try decoder.storeCoefficients(

@@ -74,6 +74,12 @@ public final class TileBuilder {
     /// ``build(contentsOfFile:options:chunkSize:)`` sets it.
     public var sourcePath: String?
 
+    /// The most bytes the store may take (a disk budget's room), checked against its size as the
+    /// header gives it (``TiledImage/estimatedStoreByteCount``'s rule) before any file is made: a
+    /// store over it fails the build as ``TileError/Code/overBudget`` with nothing written. Nil (the
+    /// default): no limit. Set it before the header is read.
+    public var storeByteLimit: Int?
+
     /// The decoder: only used once the first bytes have chosen it.
     var decoder: any RowDecoder {
         guard let chosenDecoder else { preconditionFailure("the decoder is used before the first bytes chose it") }

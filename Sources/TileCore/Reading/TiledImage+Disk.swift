@@ -14,6 +14,12 @@ extension TiledImage {
         }
     }
 
+    /// What the store will take when complete, known from the header alone, for a disk budget to
+    /// reserve before the build writes: exact for raw level files (every tile, padding included); for
+    /// a TIFF pyramid of JPEG tiles an estimate of 2 bits a pixel over every level (photos at the
+    /// default quality take about 1; a budget stops a build that writes past what fits).
+    public var estimatedStoreByteCount: Int { TileBuilder.storeByteEstimate(geometry, tiff: tiff != nil) }
+
     /// Complete tile rows of a level, in stored order (rows of the file, top to bottom).
     /// 0 for a level that does not exist.
     public func storedTileRowsComplete(level: Int) -> Int {
