@@ -19,7 +19,7 @@ enum ServeScenarios {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         if link(input, "\(folder)/photo.jpg") != 0 { try FileManager.default.copyItem(atPath: input, toPath: "\(folder)/photo.jpg") }
-        let server = try TileServer(root: folder, cache: "\(folder)/cache")
+        let server = try TileServer(root: folder, cache: "\(folder)/.cache")
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "bench")
         logger.logLevel = .warning

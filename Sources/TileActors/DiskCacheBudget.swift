@@ -126,15 +126,15 @@ public actor DiskCacheBudget {
         return StoreID(value: id)
     }
 
-    /// The most bytes a new store could be given now: the budget less what every store that cannot
-    /// be evicted counts (those being built, open, reserved); complete unused stores count as room,
-    /// since they would be evicted for it.
-    public var availableByteCount: Int {
-        let kept = entries.values.reduce(0) { sum, e in
-            let evictable = e.isComplete && e.path != nil && e.openCount == 0 && e.image == nil && !e.isPinned
-            return sum + (evictable || (e.image == nil && e.path == nil) ? 0 : e.countedBytes)
-        }
-        return max(0, totalByteBudget - kept)
+    /// The most bytes a new build's store may be given now: the budget less what builds in progress
+    /// and reservations count (``committedBytes``). Complete stores count as room: unused ones are
+    /// evicted to make it, open ones as soon as their owners close them (a server keeps a few open).
+    public var availableByteCount: Int { max(0, totalByteBudget - committedBytes) }
+
+    /// Bytes of builds in progress (at least their reservations) and of reservations: what no
+    /// eviction can give back until they end.
+    public var committedBytes: Int {
+        entries.values.reduce(0) { $0 + ($1.isComplete || ($1.image == nil && $1.path == nil) ? 0 : $1.countedBytes) }
     }
 
     /// Registers a store about to be built, counted for at least `byteCount` bytes until it is
@@ -143,11 +143,11 @@ public actor DiskCacheBudget {
     ///   - image: its image (see ``register(image:path:)``).
     ///   - path: the folder of a persistent store.
     ///   - byteCount: what it is expected to take (``TileCore/TiledImage/estimatedStoreByteCount``).
-    /// - Returns: its account, or nil when the budget cannot hold it even after evicting: nothing is
-    ///   registered then.
+    /// - Returns: its account, or nil when it does not fit beside the builds in progress and the
+    ///   reservations (``availableByteCount``): nothing is registered then.
     public func register(image: TiledImage, path: String?, reserving byteCount: Int) async -> StoreID? {
         await evictIfNeeded(making: byteCount)
-        guard totalBytes + byteCount <= totalByteBudget else { return nil }
+        guard committedBytes + byteCount <= totalByteBudget else { return nil }
         let id = register(image: image, path: path)
         entries[id.value]?.reservedByteCount = byteCount
         return id
@@ -174,8 +174,9 @@ public actor DiskCacheBudget {
 
     /// Reports the bytes a store has written so far. Waits while a flush runs, and when the written
     /// data passes the dirty threshold, flushes and waits for that flush to finish.
-    /// - Returns: false when the store is still being built and the budget is exceeded even after
-    ///   evicting what it may: the build is to stop (its writes go past what the disk was given).
+    /// - Returns: false when the store is still being built and the builds in progress and the
+    ///   reservations count more than the budget: the build is to stop (its writes go past what the
+    ///   disk was given).
     @discardableResult
     public func didWrite(_ id: StoreID) async -> Bool {
         if let running = flushInProgress { _ = await running.value }
@@ -186,7 +187,7 @@ public actor DiskCacheBudget {
         entries[id.value] = entry
         if dirtyBytes > dirtyByteThreshold { await flush() }
         await evictIfNeeded()
-        return entry.isComplete || totalBytes <= totalByteBudget
+        return entry.isComplete || committedBytes <= totalByteBudget
     }
 
     /// Removes a store from the accounts (a failed or cancelled build; its files are gone).

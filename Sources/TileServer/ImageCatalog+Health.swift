@@ -23,7 +23,8 @@ extension ImageCatalog {
         public var diskBytesLimit: Int
     }
 
-    /// The catalog's health, its folders checked on the thread pool.
+    /// The catalog's health. Its folders are checked here, not on the thread pool: `/ready` answers
+    /// at once however many renders and reads the pool has (two `access` calls on folder metadata).
     public func health() async -> Health {
         var (running, failed) = (0, 0)
         for state in states.values {
@@ -33,12 +34,9 @@ extension ImageCatalog {
         let queued = await builds.currentCounts.pending
         let (used, limit) = (await budget.totalBytes, await budget.totalByteBudget)
         let (root, cache) = (self.root, self.cache)
-        var problems = (try? await threadPool.blocking { () throws(TileError) -> [String] in
-            var problems: [String] = []
-            if access(root, R_OK | X_OK) != 0 { problems.append("the folder cannot be read: \(String(cString: strerror(errno)))") }
-            if access(cache, R_OK | W_OK | X_OK) != 0 { problems.append("the cache folder cannot be written: \(String(cString: strerror(errno)))") }
-            return problems
-        }) ?? ["the thread pool is not running"]
+        var problems: [String] = []
+        if access(root, R_OK | X_OK) != 0 { problems.append("the folder cannot be read: \(String(cString: strerror(errno)))") }
+        if access(cache, R_OK | W_OK | X_OK) != 0 { problems.append("the cache folder cannot be written: \(String(cString: strerror(errno)))") }
         if isShutDown { problems.append("shutting down") }
         if used > limit { problems.append("the cache holds \(used) bytes, past its budget of \(limit)") }
         return Health(

@@ -67,7 +67,9 @@ public struct TileRoutes: Sendable {
                 let target: TileService.Target
                 do throws(TileError) { target = .iiif(try version.request(path)) } catch { return Self.failure(error, link: version.profileLink) }
                 let variant = version == .v3 ? path : "iiif2/\(path)"
-                return await image(id: p.get("id") ?? "", target: target, variant: variant, link: version.profileLink, request: request)
+                return await image(
+                    id: p.get("id") ?? "", target: target, variant: variant, link: version.profileLink, request: request,
+                    client: Self.client(request, context))
             }
         }
         router.get("dzi/:name") { request, context in
@@ -79,7 +81,9 @@ public struct TileRoutes: Sendable {
             guard files.hasSuffix("_files"), let address = DeepZoomTileAddress(level: level, tile: tile) else {
                 return Self.plain(.notFound, "no such DeepZoom tile")
             }
-            return await image(id: String(files.dropLast(6)), target: .deepZoom(address), variant: "dzi/\(level)/\(tile)", link: nil, request: request)
+            return await image(
+                id: String(files.dropLast(6)), target: .deepZoom(address), variant: "dzi/\(level)/\(tile)", link: nil, request: request,
+                client: Self.client(request, context))
         }
     }
 
@@ -88,6 +92,18 @@ public struct TileRoutes: Sendable {
     /// made for the URL its headers named, to another).
     private var originVary: String {
         publicBaseURL != nil ? "Accept" : "Accept, Forwarded, X-Forwarded-Host, X-Forwarded-Proto, X-Forwarded-Port, X-Forwarded-Prefix"
+    }
+
+    /// Whom a request's render is admitted for (``RenderAdmission``): its peer's address, or the
+    /// client's as a trusted proxy appended it to `X-Forwarded-For` (the request guard removes the
+    /// header from other peers), and whether its connection is still open.
+    static func client(_ request: Request, _ context: some RequestContext) -> RenderAdmission.Client? {
+        guard let channel = (context as? any ChannelRequestContext)?.channel else { return nil }
+        var address = channel.remoteAddress?.ipAddress ?? ""
+        if let forwarded = request.headers[values: .xForwardedFor].last?.split(separator: ",").last {
+            address = forwarded.trimmingCharacters(in: .whitespaces)
+        }
+        return RenderAdmission.Client(address: address, isConnected: { channel.isActive })
     }
 
     /// The base URI of `version`'s image services: the server's public URL (`publicBaseURL`, else from
@@ -148,7 +164,9 @@ public struct TileRoutes: Sendable {
 
     /// An image request: the image looked up, the request resolved against it, the answer from the
     /// service (304 when `If-None-Match` names its entity tag).
-    func image(id encoded: String, target: TileService.Target, variant: String, link: String?, request: Request) async -> Response {
+    func image(
+        id encoded: String, target: TileService.Target, variant: String, link: String?, request: Request, client: RenderAdmission.Client? = nil
+    ) async -> Response {
         let image: ImageCatalog.Image
         if let ready = catalog.readyImage(encoded) {
             image = ready
@@ -160,7 +178,7 @@ public struct TileRoutes: Sendable {
             guard let resolved = try service.resolve(target, of: image.pyramid) else {
                 return Self.plain(.notFound, "no tile \(variant) of \(image.id)")
             }
-            let encoded = try await service.encoded(resolved, path: request.uri.path, variant: variant, link: link, of: image)
+            let encoded = try await service.encoded(resolved, path: request.uri.path, variant: variant, link: link, of: image, for: client)
             var headers = HTTPFields()
             for (name, value) in encoded.fields { headers[HTTPField.Name(name)!] = value }
             if Self.isNotModified(

@@ -102,7 +102,8 @@ public struct TileServer: Sendable {
         router.get("metrics") { [service = routes.service, registry = metricsRegistry, connections] _, _ in
             guard let registry else { return TileRoutes.plain(.notFound, "metrics are off") }
             let health = await service.catalog.health()
-            let descriptors = (try? await service.catalog.threadPool.blocking { () throws(TileError) in ServerMetrics.openDescriptors() }) ?? 0
+            // Counted here, not on the thread pool: a scrape answers whatever the pool is doing.
+            let descriptors = ServerMetrics.openDescriptors()
             service.metrics.recordScrape(health, cacheBytes: service.cache.byteCount, connections: connections.open, descriptors: descriptors)
             var text: [UInt8] = []
             registry.emit(into: &text)

@@ -25,6 +25,8 @@ public final class TileService: Sendable {
     public let cachePolicy: CachePolicy
     /// What the server counts (through swift-metrics; made with the service).
     public let metrics = ServerMetrics()
+    /// Which renders run on the thread pool, and when (``RenderLimits``).
+    let renders: RenderAdmission
     /// `Cache-Control` of images of complete pyramids, made once.
     let imageCacheControl: String
     /// The head of stored DeepZoom tiles' answers, made once.
@@ -45,10 +47,14 @@ public final class TileService: Sendable {
     ///   - jpegQuality: 1...100 (default `TileJPEGEncoder.defaultQuality`).
     ///   - waitLimit: how long a request waits for rows still being decoded (default 20 s).
     ///   - cachePolicy: how long caches may keep the answers (default ``CachePolicy/init(imageMaxAge:documentMaxAge:)``'s).
+    ///   - renderLimits: renders running and waiting at most; nil (the default): ``RenderLimits/init(threads:waiting:perClient:pixelsPerClient:)``
+    ///     for a pool of one thread a core, as NIO's shared pool has.
     public init(
         catalog: ImageCatalog, cache: EncodedTileCache = EncodedTileCache(), limits: ImageRequest.Limits = .default,
-        jpegQuality: Int = TileJPEGEncoder.defaultQuality, waitLimit: Duration = .seconds(20), cachePolicy: CachePolicy = CachePolicy()
+        jpegQuality: Int = TileJPEGEncoder.defaultQuality, waitLimit: Duration = .seconds(20), cachePolicy: CachePolicy = CachePolicy(),
+        renderLimits: RenderLimits? = nil
     ) {
+        renders = RenderAdmission(limits: renderLimits ?? RenderLimits(threads: System.coreCount))
         self.cachePolicy = cachePolicy
         imageCacheControl = cachePolicy.imageCacheControl
         storedHead = StoredHead(cacheControl: cachePolicy.imageCacheControl)
@@ -135,6 +141,15 @@ public final class TileService: Sendable {
     public func encoded(_ resolved: ImageRequest.Resolved, path: String, variant: String, link: String? = nil, of image: ImageCatalog.Image)
         async throws(TileError) -> EncodedImage
     {
+        try await encoded(resolved, path: path, variant: variant, link: link, of: image, for: nil)
+    }
+
+    /// ``encoded(_:path:variant:link:of:)`` for `client` (nil: one unnamed client): a render waits its
+    /// turn in ``renders``, is dropped when the client leaves before it, and stops when it leaves during it.
+    func encoded(
+        _ resolved: ImageRequest.Resolved, path: String, variant: String, link: String? = nil, of image: ImageCatalog.Image,
+        for client: RenderAdmission.Client?
+    ) async throws(TileError) -> EncodedImage {
         let pyramid = image.pyramid
         let version = pyramid.isComplete ? image.version : nil
         if let version, let cached = cache.image(for: path), cached.version == version {
@@ -148,19 +163,33 @@ public final class TileService: Sendable {
                 throw TileError(.notReady, "the rows this request needs are not written yet")
             }
         }
-        let quality = jpegQuality
         // The stored tile's bytes when the pyramid has them as JPEG (an edge tile cropped), else a render.
-        let (data, sentStored) = try await threadPool.blocking { () throws(TileError) -> (Data, Bool) in
-            if let stored, let bytes = try pyramid.exactJPEGTile(level: stored.level, column: stored.column, row: stored.row) {
-                return (bytes, true)
+        var storedBytes: Data?
+        if let stored {
+            storedBytes = try await threadPool.blocking { () throws(TileError) in
+                try pyramid.exactJPEGTile(level: stored.level, column: stored.column, row: stored.row)
             }
-            return (try pyramid.renderEncoded(resolved, quality: quality), false)
         }
+        let sentStored = storedBytes != nil
+        let data = if let storedBytes { storedBytes } else { try await render(resolved, of: pyramid, for: client) }
         if sentStored { metrics.storedTile() } else { metrics.cacheMiss() }
         let body = ByteBuffer(bytes: data)
         guard let version else { return EncodedImage(body: body, mediaType: resolved.format.mediaType, link: link) }
         let whole = sentStored && stored.map { Self.isWhole($0, of: pyramid) } == true
         return kept(body, resolved, stored: sentStored, caches: !whole, path: path, variant: variant, link: link, of: image, version: version)
+    }
+
+    /// `resolved` rendered and encoded on the thread pool once ``renders`` admits it.
+    private func render(_ resolved: ImageRequest.Resolved, of pyramid: TiledImage, for client: RenderAdmission.Client?) async throws(TileError) -> Data {
+        let client = client ?? RenderAdmission.Client(address: "", isConnected: { true })
+        let source = try pyramid.sourceRect(for: resolved)
+        let pixels = (source.x1 - source.x0) * (source.y1 - source.y0) + resolved.scaledWidth * resolved.scaledHeight
+        let quality = jpegQuality
+        return try await renders.run(for: client, pixels: pixels) { () throws(TileError) in
+            try await threadPool.blocking { () throws(TileError) in
+                try pyramid.renderEncoded(resolved, quality: quality, isCancelled: { !client.isConnected() })
+            }
+        }
     }
 
     /// A complete pyramid's answer, made with its entity tag and kept in the cache under `path` when

@@ -123,14 +123,17 @@ struct ServerLimitsTests {
         let b = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 500, height: 300), width: 500, height: 300)
         let folder = try Self.folder(["a.jpg": a, "b.jpg": b])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", maximumOpenImages: 1, cacheByteBudget: 1, storeFormat: .raw)
+        // Room for one store at a time: a's raw store (3x2 + 2x1 + 1 tiles of 256 x 256 x 4 bytes), b's
+        // smaller; each build fits alone, the two do not.
+        let budget = (3 * 2 + 2 * 1 + 1) * 256 * 256 * 4
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", maximumOpenImages: 1, cacheByteBudget: budget, storeFormat: .raw)
         var events = catalog.budget.events.makeAsyncIterator()
         _ = try await catalog.image("a")
         try await Self.waitForBuild(catalog, "a")
         #expect(FileManager.default.fileExists(atPath: "\(folder)/.cache/a.tiles/manifest.json"))
         _ = try await catalog.image("b")
         try await Self.waitForBuild(catalog, "b")
-        // b's adoption closed a (one open image at most), and the budget of 1 byte evicted it.
+        // b's adoption closed a (one open image at most), and the budget, which holds one of them, evicted it.
         let event = try #require(await events.next())
         guard case .evicted(let path, _) = event else { Issue.record("\(event)"); return }
         #expect(path == "\(folder)/.cache/a.tiles")

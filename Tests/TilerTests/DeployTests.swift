@@ -75,7 +75,7 @@ struct DeployTests {
         defer { for server in instances where server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         for _ in 0..<3 {
             instances.append(try ServeCommandTests.Server([
-                folder, "--port", "0", "--cache", "\(folder)/shared-cache", "--image-max-age", "3", "--document-max-age", "3",
+                folder, "--port", "0", "--cache", "\(folder)/.shared-cache", "--image-max-age", "3", "--document-max-age", "3",
                 "--trusted-proxy", "127.0.0.1", "--allowed-host", "127.0.0.1", "--allowed-host", "images.example.org",
                 "--admin-token", token, "--purge-url", "http://127.0.0.1:\(varnishPort)",
             ]))

@@ -77,9 +77,10 @@ extension TiledImage {
     ///   - request: the request, resolved against this image's size.
     ///   - quality: JPEG quality, default ``TileJPEGEncoder/defaultQuality``.
     ///   - deadline: until when to wait for tiles still being built.
+    ///   - isCancelled: asked between tile rows; true stops the render (``render(_:waitingUntil:isCancelled:)``).
     public func renderEncoded(
         _ request: ImageRequest.Resolved, quality: Int = TileJPEGEncoder.defaultQuality,
-        waitingUntil deadline: ContinuousClock.Instant? = nil
+        waitingUntil deadline: ContinuousClock.Instant? = nil, isCancelled: (() -> Bool)? = nil
     ) throws(TileError) -> Data {
         guard request.format == .jpg || request.format == .png else {
             throw TileError(.unsupported, "the \(request.format.rawValue) format is not offered (jpg and png are)")
@@ -90,7 +91,7 @@ extension TiledImage {
             guard let colorProfile, colorProfile.describes(channels: 3) else { return jpeg }
             return Data(colorProfile.inserted(into: [UInt8](jpeg)))
         }
-        let pixels = try render(request, waitingUntil: deadline)
+        let pixels = try render(request, waitingUntil: deadline, isCancelled: isCancelled)
         return try pixels.encoded(
             as: request.format, quality: quality, gray: request.quality == .gray || request.quality == .bitonal,
             colorProfile: colorProfile)

@@ -15,20 +15,24 @@ extension TiledImage {
     /// - Parameters:
     ///   - request: the request, resolved against this image's size.
     ///   - deadline: until when to wait for tiles still being built (default: no wait).
+    ///   - isCancelled: asked before each tile row of the region is read: true stops the render (a
+    ///     server's client that went away). Default: never.
     /// - Throws: ``TileError/Code/notReady`` when a tile the region needs is not written by the
-    ///   deadline, and what tile reads throw.
-    public func render(_ request: ImageRequest.Resolved, waitingUntil deadline: ContinuousClock.Instant? = nil)
-        throws(TileError) -> RGBAPixels
-    {
+    ///   deadline, ``TileError/Code/cancelled`` when `isCancelled` said so, and what tile reads throw.
+    public func render(
+        _ request: ImageRequest.Resolved, waitingUntil deadline: ContinuousClock.Instant? = nil, isCancelled: (() -> Bool)? = nil
+    ) throws(TileError) -> RGBAPixels {
         let (k, x0, y0, x1, y1) = try sourceRect(for: request)
         let (width, height) = (x1 - x0, y1 - y0)
         let (outputWidth, outputHeight) = (min(request.scaledWidth, width), min(request.scaledHeight, height))
         var resampler: AreaResampler
         if geometry.orientation == .identity && geometry.readsWholeTiles && tiff == nil {
-            resampler = try resampleMapped(level: k, x0: x0, y0: y0, x1: x1, y1: y1, outputWidth, outputHeight, deadline)
+            resampler = try resampleMapped(level: k, x0: x0, y0: y0, x1: x1, y1: y1, outputWidth, outputHeight, deadline, isCancelled)
         } else {
             resampler = AreaResampler(inputWidth: width, inputHeight: height, outputWidth: outputWidth, outputHeight: outputHeight)
-            try readRegion(level: k, x0: x0, y0: y0, x1: x1, y1: y1, waitingUntil: deadline) { row in resampler.add(row: row) }
+            try readRegion(level: k, x0: x0, y0: y0, x1: x1, y1: y1, waitingUntil: deadline, isCancelled: isCancelled) { row in
+                resampler.add(row: row)
+            }
         }
         var pixels = RGBAPixels(width: resampler.outputWidth, height: resampler.outputHeight, bytes: resampler.output)
         if pixels.width != request.scaledWidth || pixels.height != request.scaledHeight {
@@ -45,7 +49,7 @@ extension TiledImage {
     /// The level a render of `request` reads, and the rectangle [x0, x1) x [y0, y1) of that level's
     /// pixels it reads (see ``render(_:waitingUntil:)`` for how the level is chosen).
     /// - Throws: ``TileError/Code/invalidArgument`` when the request was resolved for another size.
-    func sourceRect(for request: ImageRequest.Resolved) throws(TileError) -> (level: Int, x0: Int, y0: Int, x1: Int, y1: Int) {
+    package func sourceRect(for request: ImageRequest.Resolved) throws(TileError) -> (level: Int, x0: Int, y0: Int, x1: Int, y1: Int) {
         let full = try level(0)
         guard request.x >= 0, request.y >= 0, request.width > 0, request.height > 0,
               request.x + request.width <= full.width, request.y + request.height <= full.height
@@ -102,9 +106,14 @@ extension TiledImage {
     /// pixel where it lies in its tile (tiles of a tile row are consecutive blocks), so nothing is
     /// copied; the mapping's pages are dropped again afterwards (the page cache keeps them), so the
     /// process's resident set does not grow with the regions read.
+    /// Throws ``TileError/Code/cancelled`` when `isCancelled` says so.
+    private static func check(_ isCancelled: (() -> Bool)?) throws(TileError) {
+        if let isCancelled, isCancelled() { throw TileError(.cancelled, "the render was cancelled (its client went away)") }
+    }
+
     private func resampleMapped(
         level: Int, x0: Int, y0: Int, x1: Int, y1: Int, _ outputWidth: Int, _ outputHeight: Int,
-        _ deadline: ContinuousClock.Instant?
+        _ deadline: ContinuousClock.Instant?, _ isCancelled: (() -> Bool)?
     ) throws(TileError) -> AreaResampler {
         let side = geometry.tileSize, tileBytes = geometry.tileByteCount
         let l = try self.level(level)
@@ -116,6 +125,7 @@ extension TiledImage {
         let (firstRow, lastRow) = (y0 / side, (y1 - 1) / side)
         defer { view.release(offset: firstRow * l.columns * tileBytes, byteCount: (lastRow - firstRow + 1) * l.columns * tileBytes) }
         for tileRow in firstRow...lastRow {
+            try Self.check(isCancelled)
             // Every tile the region needs in this row readable (or the deadline passed, or failed).
             let lastColumn = (x1 - 1) / side
             if let deadline { waitForTile(level: level, column: lastColumn, row: tileRow, until: deadline) }
@@ -132,7 +142,7 @@ extension TiledImage {
     /// reading a tile row of it at a time.
     func readRegion(
         level: Int, x0: Int, y0: Int, x1: Int, y1: Int, waitingUntil deadline: ContinuousClock.Instant? = nil,
-        _ body: (UnsafeRawBufferPointer) -> Void
+        isCancelled: (() -> Bool)? = nil, _ body: (UnsafeRawBufferPointer) -> Void
     ) throws(TileError) {
         let side = geometry.tileSize
         let width = x1 - x0
@@ -142,6 +152,7 @@ extension TiledImage {
         let tile = UnsafeMutableRawBufferPointer.allocate(byteCount: geometry.tileByteCount, alignment: 64)
         defer { tile.deallocate() }
         for tileRow in (y0 / side)...((y1 - 1) / side) {
+            try Self.check(isCancelled)
             let top = max(y0, tileRow * side), bottom = min(y1, (tileRow + 1) * side)
             for tileColumn in (x0 / side)...((x1 - 1) / side) {
                 let left = max(x0, tileColumn * side), right = min(x1, (tileColumn + 1) * side)

@@ -1,0 +1,134 @@
+import NIOConcurrencyHelpers
+public import TileCore
+
+/// How many renders (a region read, resized and encoded: up to seconds of CPU for a large one) a
+/// server runs and keeps waiting, in all and for one client address. Renders that read and write at
+/// most ``cheapPixels`` (a viewer's tiles: a millisecond or two each) run at once, as reads of stored
+/// tiles do: a browser asks for a screenful of them at a time.
+public struct RenderLimits: Sendable, Hashable {
+    /// Pixels read and written at most by a render that is not admitted, only run. Default 2^20
+    /// (a 256-pixel tile read from its level and written is 2^17).
+    public var cheapPixels: Int
+    /// Renders running at once on the thread pool. Default: one fewer than its threads, at least one,
+    /// so that a thread is always free for the pool's short work (file checks, store opens, reads of
+    /// stored tiles) whatever renders are asked for.
+    public var running: Int
+    /// Renders waiting for their turn, in all; one more is refused (503 with `Retry-After`). Default 32.
+    public var waiting: Int
+    /// Renders running or waiting for one client address; one more is refused. Default 4.
+    public var perClient: Int
+    /// Pixels (read from the level the render uses, plus written) of the renders running or waiting
+    /// for one client address, past which another of its renders is refused; a client with none may
+    /// always have one. Default 2^28.
+    public var pixelsPerClient: Int
+
+    /// - Parameters: see the properties; `threads` is the thread pool's size.
+    public init(threads: Int, waiting: Int = 32, perClient: Int = 4, pixelsPerClient: Int = 1 << 28, cheapPixels: Int = 1 << 20) {
+        running = max(1, threads - 1)
+        self.cheapPixels = max(0, cheapPixels)
+        (self.waiting, self.perClient, self.pixelsPerClient) = (max(0, waiting), max(1, perClient), max(1, pixelsPerClient))
+    }
+}
+
+/// Admits renders to the thread pool by ``RenderLimits``: a render waits its turn here (a
+/// continuation, no thread held), first come first served; past the limits it is refused at once.
+/// A render whose client has gone (its connection closed) is dropped when its turn comes, and one
+/// running stops between tile rows (``TileCore/TiledImage/renderEncoded(_:quality:waitingUntil:isCancelled:)``).
+final class RenderAdmission: Sendable {
+    /// Who asks: an address, and whether its connection is still open (safe to call from any thread).
+    struct Client: Sendable {
+        var address: String
+        var isConnected: @Sendable () -> Bool
+    }
+
+    /// What a render asking for its turn is told.
+    private enum Turn: Sendable {
+        case now
+        /// Its client left before its turn.
+        case gone
+        case refused(String)
+    }
+
+    private struct Waiter {
+        let client: Client
+        let pixels: Int
+        let continuation: CheckedContinuation<Turn, Never>
+    }
+
+    private struct State {
+        var running = 0
+        var queue: [Waiter] = []
+        /// Renders running or waiting, and their pixels, by client address.
+        var clients: [String: (count: Int, pixels: Int)] = [:]
+    }
+
+    let limits: RenderLimits
+    private let state = NIOLockedValueBox(State())
+
+    init(limits: RenderLimits) { self.limits = limits }
+
+    /// Renders running and waiting now.
+    var counts: (running: Int, waiting: Int) { state.withLockedValue { ($0.running, $0.queue.count) } }
+
+    /// Runs `render` once admitted.
+    /// - Throws: ``TileCore/TileError/Code/notReady`` past the limits (the server is busy: 503),
+    ///   `.cancelled` when the client left before its turn; what `render` throws.
+    func run<T>(for client: Client, pixels: Int, _ render: () async throws(TileError) -> T) async throws(TileError) -> T {
+        if pixels <= limits.cheapPixels { return try await render() }
+        // Decided and queued under one lock: a render ending meanwhile sees the waiter.
+        let turn = await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
+            let now = state.withLockedValue { state -> Turn? in
+                let mine = state.clients[client.address, default: (0, 0)]
+                if mine.count >= limits.perClient { return .refused("\(mine.count) renders of this client are running or waiting") }
+                if mine.count > 0, mine.pixels + pixels > limits.pixelsPerClient {
+                    return .refused("this client's renders running or waiting read and write \(mine.pixels) pixels")
+                }
+                let runs = state.running < limits.running && state.queue.isEmpty
+                guard runs || state.queue.count < limits.waiting else { return .refused("\(state.queue.count) renders are waiting") }
+                state.clients[client.address] = (mine.count + 1, mine.pixels + pixels)
+                if runs {
+                    state.running += 1
+                    return .now
+                }
+                state.queue.append(Waiter(client: client, pixels: pixels, continuation: continuation))
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+        switch turn {
+        case .refused(let why): throw TileError(.notReady, "the server is busy rendering (\(why)); try again shortly")
+        case .gone: throw TileError(.cancelled, "the client went away before its render's turn")
+        case .now: break
+        }
+        defer { finish(client.address, pixels: pixels) }
+        return try await render()
+    }
+
+    /// A render's end: its client's count down, and the next waiting render whose client is still
+    /// there started (those whose clients left are dropped on the way).
+    private func finish(_ address: String, pixels: Int) {
+        var dropped: [CheckedContinuation<Turn, Never>] = []
+        let next = state.withLockedValue { state -> CheckedContinuation<Turn, Never>? in
+            state.running -= 1
+            Self.forget(address, pixels: pixels, in: &state)
+            while !state.queue.isEmpty {
+                let waiter = state.queue.removeFirst()
+                guard waiter.client.isConnected() else {
+                    Self.forget(waiter.client.address, pixels: waiter.pixels, in: &state)
+                    dropped.append(waiter.continuation)
+                    continue
+                }
+                state.running += 1
+                return waiter.continuation
+            }
+            return nil
+        }
+        for continuation in dropped { continuation.resume(returning: .gone) }
+        next?.resume(returning: .now)
+    }
+
+    private static func forget(_ address: String, pixels: Int, in state: inout State) {
+        let mine = state.clients[address, default: (1, pixels)]
+        state.clients[address] = mine.count <= 1 ? nil : (mine.count - 1, mine.pixels - pixels)
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOPosix
+import Prometheus
+import Testing
+import TestSupport
+import TileCore
+@testable import TileServer
+
+/// Renders are admitted to the thread pool (issue 37, point 1): a few at once, a few waiting, a few
+/// for each client; those whose clients left are dropped at their turn; `/ready`, `/health` and
+/// `/metrics` answer whatever the pool is doing. Driven by gates, never by time.
+@Suite("Render admission")
+struct RenderAdmissionTests {
+    /// A render that runs until its gate opens, saying when it started.
+    final class Gate: Sendable {
+        private let (opened, open) = AsyncStream.makeStream(of: Void.self)
+        private let (started, start) = AsyncStream.makeStream(of: Void.self)
+
+        func run() async {
+            start.yield()
+            for await _ in opened { break }
+        }
+        func waitUntilStarted() async { for await _ in started { break } }
+        func release() { open.yield() }
+    }
+
+    static func client(_ address: String, connected: NIOLockedValueBox<Bool> = NIOLockedValueBox(true)) -> RenderAdmission.Client {
+        RenderAdmission.Client(address: address, isConnected: { connected.withLockedValue { $0 } })
+    }
+
+    /// Runs a render of `pixels` for `client` in a task of its own: its outcome (the order it ran in,
+    /// or the error's code), recorded in `log`.
+    static func ask(
+        _ admission: RenderAdmission, _ client: RenderAdmission.Client, pixels: Int = 1 << 22, name: String, gate: Gate? = nil,
+        log: NIOLockedValueBox<[String]>
+    ) -> Task<Void, Never> {
+        Task {
+            do throws(TileError) {
+                try await admission.run(for: client, pixels: pixels) { () throws(TileError) in
+                    log.withLockedValue { $0.append("ran \(name)") }
+                    await gate?.run()
+                }
+            } catch {
+                log.withLockedValue { $0.append("\(name): \(error.code)") }
+            }
+        }
+    }
+
+    /// Waits until `count` renders wait (a state, not a time).
+    static func waitUntilWaiting(_ admission: RenderAdmission, _ count: Int) async {
+        while admission.counts.waiting < count { await Task.yield() }
+    }
+
+    @Test("past the renders running, renders wait their turn first come first served; past the waiting ones they are refused (503)")
+    func queueInOrder() async throws {
+        let admission = RenderAdmission(limits: RenderLimits(threads: 2, waiting: 2, perClient: 4))
+        #expect(admission.limits.running == 1)
+        let log = NIOLockedValueBox<[String]>([])
+        let first = Gate()
+        let running = Self.ask(admission, Self.client("a"), name: "1", gate: first, log: log)
+        await first.waitUntilStarted()
+        let second = Self.ask(admission, Self.client("b"), name: "2", log: log)
+        await Self.waitUntilWaiting(admission, 1)
+        let third = Self.ask(admission, Self.client("c"), name: "3", log: log)
+        await Self.waitUntilWaiting(admission, 2)
+        await Self.ask(admission, Self.client("d"), name: "4", log: log).value  // refused at once
+        #expect(log.withLockedValue { $0 } == ["ran 1", "4: notReady"])
+        first.release()
+        for task in [running, second, third] { await task.value }
+        #expect(log.withLockedValue { $0 } == ["ran 1", "4: notReady", "ran 2", "ran 3"])
+        #expect(admission.counts == (0, 0))
+    }
+
+    @Test("a client has at most its renders running or waiting, and pixels; others are admitted meanwhile")
+    func perClient() async throws {
+        let admission = RenderAdmission(limits: RenderLimits(threads: 2, waiting: 8, perClient: 2, pixelsPerClient: 3 << 22))
+        let log = NIOLockedValueBox<[String]>([])
+        let gate = Gate()
+        let running = Self.ask(admission, Self.client("a"), name: "a1", gate: gate, log: log)
+        await gate.waitUntilStarted()
+        let waiting = Self.ask(admission, Self.client("a"), name: "a2", log: log)
+        await Self.waitUntilWaiting(admission, 1)
+        await Self.ask(admission, Self.client("a"), name: "a3", log: log).value  // a's third: refused
+        let other = Self.ask(admission, Self.client("b"), name: "b1", log: log)
+        await Self.waitUntilWaiting(admission, 2)
+        // b has one waiting of 2^22 pixels; another of 2^24 would pass its 3 x 2^22.
+        await Self.ask(admission, Self.client("b"), pixels: 1 << 24, name: "b2", log: log).value
+        #expect(log.withLockedValue { $0 } == ["ran a1", "a3: notReady", "b2: notReady"])
+        gate.release()
+        for task in [running, waiting, other] { await task.value }
+        #expect(log.withLockedValue { $0 } == ["ran a1", "a3: notReady", "b2: notReady", "ran a2", "ran b1"])
+    }
+
+    @Test("a waiting render whose client left is dropped at its turn, without running; cheap renders are never held")
+    func goneClientsAndCheapRenders() async throws {
+        let admission = RenderAdmission(limits: RenderLimits(threads: 1, waiting: 8, perClient: 8, cheapPixels: 1 << 20))
+        let log = NIOLockedValueBox<[String]>([])
+        let gate = Gate()
+        let running = Self.ask(admission, Self.client("a"), name: "1", gate: gate, log: log)
+        await gate.waitUntilStarted()
+        let left = NIOLockedValueBox(true)
+        let gone = Self.ask(admission, Self.client("b", connected: left), name: "gone", log: log)
+        await Self.waitUntilWaiting(admission, 1)
+        let stays = Self.ask(admission, Self.client("c"), name: "stays", log: log)
+        await Self.waitUntilWaiting(admission, 2)
+        // A tile's render (2^17 pixels) runs at once, past the running and waiting ones.
+        await Self.ask(admission, Self.client("d"), pixels: 1 << 17, name: "tile", log: log).value
+        left.withLockedValue { $0 = false }
+        gate.release()
+        for task in [running, gone, stays] { await task.value }
+        // The two resumed at once: in either order.
+        let outcomes = log.withLockedValue { $0 }
+        #expect(outcomes.prefix(2) == ["ran 1", "ran tile"] && Set(outcomes.dropFirst(2)) == ["gone: cancelled", "ran stays"], "\(outcomes)")
+        #expect(admission.counts == (0, 0))
+    }
+
+    @Test("a render stops between tile rows once its client has gone")
+    func runningRenderStops() throws {
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1300, height: 900), width: 1300, height: 900)
+        let image = try TileBuilder.build(data: jpeg)
+        let request = try ImageRequest(path: "full/max/0/default.png").resolve(width: 1300, height: 900, limits: .default)
+        let asked = NIOLockedValueBox(0)
+        let error = try #require(throws: TileError.self) {
+            try image.renderEncoded(request, isCancelled: { asked.withLockedValue { $0 += 1; return $0 > 2 } })
+        }
+        #expect(error.code == .cancelled)
+        #expect(asked.withLockedValue { $0 } == 3, "asked once a tile row, stopped at the third of four")
+    }
+
+    @Test("/ready, /health and /metrics answer while every thread of the pool is held")
+    func probesDoNotWaitOnThePool() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", threadPool: pool)
+        var server = TileServer(catalog: catalog)
+        server.metricsRegistry = PrometheusCollectorRegistry()
+        try await TileServerTests.withServer(server) { base, _ in
+            let port = UInt16(base.split(separator: ":").last!)!
+            // The pool's one thread held until the probes have answered.
+            let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            let holder = Task { try await pool.runIfActive { held.signal(); release.wait() } }
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    held.wait()
+                    continuation.resume()
+                }
+            }
+            for path in ["/ready", "/health", "/metrics"] {
+                let reply = try await RequestGuardTests.send(port, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                #expect(reply.status == 200, "\(path): \(reply.status)")
+            }
+            release.signal()
+            try await holder.value
+        }
+        try await pool.shutdownGracefully()
+    }
+}
