@@ -121,6 +121,19 @@ if command -v opj_compress >/dev/null; then
   pnmdepth 65535 "$out/seed.ppm" >"$out/seed16.ppm" && opj_compress -i "$out/seed16.ppm" -n 5 -o "$jp2_seeds/rgb16.jp2" >/dev/null 2>&1
 fi
 command -v vips >/dev/null && vips copy "$out/seed.ppm" "$jp2_seeds/vips.jp2[Q=50,tile-width=16,tile-height=16]"
+# A hostile seed (issue 37): a codestream of empty packets declaring 16384 x 16384 in 4 x 4 code-blocks
+# (OpenJPEG allocated 7 GB for its code-blocks before the size check refused it).
+python3 - "$jp2_seeds/codeblocks.j2k" <<'PY'
+import struct, sys
+side, levels = 16384, 5
+siz = struct.pack(">HHIIIIIIIIH", 41, 0, side, side, 0, 0, side, side, 0, 0, 1) + bytes([7, 1, 1])
+cod = struct.pack(">HBBHBBBBBB", 12, 0, 0, 1, 0, levels, 0, 0, 0, 1)
+qcd = struct.pack(">HB", 3 + 1 + 3 * levels, 0x40) + bytes(e << 3 for e in [8] + [9, 9, 10] * levels)
+packets = bytes(levels + 1)
+sot = struct.pack(">HHIBB", 10, 0, 12 + 2 + len(packets), 0, 1)
+data = b"\xff\x4f\xff\x51" + siz + b"\xff\x52" + cod + b"\xff\x5c" + qcd + b"\xff\x90" + sot + b"\xff\x93" + packets + b"\xff\xd9"
+open(sys.argv[1], "wb").write(data)
+PY
 tiler=$(ls .build/*/debug/tiler .build/debug/tiler 2>/dev/null | head -1 || true)
 if [ -n "$tiler" ]; then
   "$tiler" build "$seeds/baseline.jpg" --tile-size 16 --out "$out/seed.tiles" >/dev/null && cp "$out/seed.tiles/pyramid.tif" "$tiff_seeds/tiler.tif"
@@ -139,7 +152,7 @@ for target in decoder_fuzz tiff_fuzz tiff_master_fuzz jp2_master_fuzz png_fuzz m
   [ "$target" = tiff_master_fuzz ] && seed_folder="$master_seeds"
   [ "$target" = jp2_master_fuzz ] && seed_folder="$jp2_seeds"
   ASAN_OPTIONS="quarantine_size_mb=64:allocator_release_to_os_interval_ms=1000" \
-  "$out/$target" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 \
+  "$out/$target" -max_total_time="$seconds" -rss_limit_mb=512 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$out/crashes/$target-" "$corpus" "$seed_folder" >"$log" 2>&1
   rc=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)

@@ -48,6 +48,30 @@ static void source_skip(j_decompress_ptr cinfo, long count) {
 }
 
 /*
+ * Adds the blocks of scan `scan`'s components (its SOS just read: comps_in_scan and cur_comp_info are
+ * its own) to the decoder's count, and refuses the stream once the scans cover the image's blocks
+ * more than max_block_passes times over, past CJS_FREE_BLOCK_SCANS.
+ */
+static void count_scan_blocks(cjs_decoder *d, int scan) {
+    j_decompress_ptr cinfo = &d->cinfo;
+    d->counted_scan = scan;
+    unsigned long long image_blocks = 0;
+    for (int c = 0; c < cinfo->num_components; c++)
+        image_blocks += (unsigned long long)cinfo->comp_info[c].width_in_blocks * cinfo->comp_info[c].height_in_blocks;
+    for (int c = 0; c < cinfo->comps_in_scan && c < MAX_COMPS_IN_SCAN; c++) {
+        const jpeg_component_info *component = cinfo->cur_comp_info[c];
+        if (component) d->block_scans += (unsigned long long)component->width_in_blocks * component->height_in_blocks;
+    }
+    if (d->block_scans > CJS_FREE_BLOCK_SCANS + image_blocks * d->max_block_passes) {
+        char message[JMSG_LENGTH_MAX];
+        snprintf(message, sizeof message,
+                 "scan %d: the scans so far cover the image's blocks %.1f times over, past the limit of %u",
+                 scan, image_blocks ? (double)d->block_scans / (double)image_blocks : 0.0, d->max_block_passes);
+        cjs_error_too_many_scans((j_common_ptr)cinfo, message);
+    }
+}
+
+/*
  * libjpeg calls the progress monitor before each step of input (jpeg_start_decompress absorbs a
  * multi-scan image one consume_input call at a time), so a scan past the limit is refused as soon as
  * its SOS has been read, as djpeg -maxscans does.
@@ -61,6 +85,7 @@ static void progress_monitor(j_common_ptr cinfo) {
         snprintf(message, sizeof message, "scan %d exceeds the limit of %u scans", scan, d->max_scans);
         cjs_error_too_many_scans(cinfo, message);
     }
+    if (d->max_block_passes && scan > d->counted_scan) count_scan_blocks(d, scan);
 }
 
 cjs_status cjs_decoder_create(const cjs_decoder_options *options, cjs_decoder **out) {
@@ -71,6 +96,7 @@ cjs_status cjs_decoder_create(const cjs_decoder_options *options, cjs_decoder **
     cjs_error_init(&d->err, options ? options->warning_limit : 0);
     d->err.refuses_truncation = options ? !options->allow_truncated : 0;
     d->max_scans = options ? options->max_scans : 0;
+    d->max_block_passes = options ? options->max_block_passes : 0;
     d->cinfo.err = &d->err.pub;
     if (setjmp(d->err.jump)) { /* jpeg_create_decompress */
         free(d);

@@ -17,8 +17,11 @@ struct cjs_decoder {
     struct jpeg_decompress_struct cinfo; /* first: the decoder is found from cinfo */
     cjs_error_mgr err;
     struct jpeg_source_mgr src;
-    struct jpeg_progress_mgr progress; /* only to count scans (max_scans) */
+    struct jpeg_progress_mgr progress; /* only to count scans (max_scans, max_block_passes) */
     uint32_t max_scans;
+    uint32_t max_block_passes;
+    int counted_scan;                  /* the last scan whose blocks are in block_scans */
+    unsigned long long block_scans;    /* blocks of every scan so far, each scan's components' */
     int stop_requested;      /* set from any thread (atomically) by cjs_decoder_request_stop */
     unsigned long long bytes_after_end;
     unsigned char *buffer;   /* holds the bytes libjpeg has not consumed yet, then new ones */

@@ -120,12 +120,28 @@ struct ServeSettings {
         try require(imageMaxAge >= 0 && documentMaxAge >= 0, "imageMaxAge and documentMaxAge (--image-max-age, --document-max-age)", "must not be negative")
         try require(idleTimeout > 0, "idleTimeout (--idle-timeout)", "must be positive")
         try require(adminToken.map { $0.count >= 16 } ?? true, "adminToken (--admin-token)", "must be at least 16 characters")
-        for url in purgeURLs where URL(string: url)?.scheme?.hasPrefix("http") != true {
-            throw ValidationError("purgeURLs (--purge-url): \(url) is not an http URL.")
+        for url in purgeURLs where !Self.isWebURL(url, pathAllowed: true) {
+            throw ValidationError("purgeURLs (--purge-url): \(url) is not an http or https URL.")
+        }
+        // They end up in answers: the ids of info.json, CORS headers.
+        if let publicURL, !Self.isWebURL(publicURL, pathAllowed: true) {
+            throw ValidationError("publicURL (--public-url): \(publicURL) is not an http or https URL with a host (https://images.example.org/iiif).")
+        }
+        for origin in uploadOrigins where !Self.isWebURL(origin, pathAllowed: false) {
+            throw ValidationError("uploadOrigins (--upload-origin): \(origin) is not an origin (https://app.example, with no path; not null or *).")
         }
         for proxy in trustedProxies where AddressRange(proxy) == nil {
             throw ValidationError("trustedProxies (--trusted-proxy): \(proxy) is not an address or a range (10.0.0.0/8, ::1).")
         }
+    }
+
+    /// Whether `text` is an `http` or `https` URL with a host and nothing but a path after it (no user,
+    /// query or fragment); with `pathAllowed` false, an origin (no path either).
+    static func isWebURL(_ text: String, pathAllowed: Bool) -> Bool {
+        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host, !host.isEmpty, url.user == nil, url.password == nil, url.query == nil, url.fragment == nil
+        else { return false }
+        return pathAllowed || url.path.isEmpty
     }
 
     /// Reads one key through swift-configuration: nil when no provider has it, the value when one

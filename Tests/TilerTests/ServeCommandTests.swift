@@ -309,6 +309,14 @@ struct ServeCommandTests {
             ("{}", ["TILER_TRUSTED_PROXIES": "10.0.0.0/8,example.org"], [], "example.org"),
             (#"{"format": "webp"}"#, [:], [], "format"),
             ("{}", [:], ["--idle-timeout", "0"], "idleTimeout"),
+            // URLs that end up in answers (issue 37): not a web URL, not an origin.
+            ("{}", [:], ["--public-url", "javascript:alert(1)"], "publicURL"),
+            ("{}", [:], ["--public-url", "https://user@images.example/x"], "publicURL"),
+            (#"{"publicURL": "images.example"}"#, [:], [], "publicURL"),
+            ("{}", [:], ["--upload-origin", "null"], "uploadOrigins"),
+            ("{}", [:], ["--upload-origin", "*"], "uploadOrigins"),
+            ("{}", [:], ["--upload-origin", "https://app.example/page"], "uploadOrigins"),
+            ("{}", [:], ["--purge-url", "ftp://varnish"], "purgeURLs"),
         ]
         for (json, environment, arguments, named) in cases {
             try write(json)
@@ -316,6 +324,10 @@ struct ServeCommandTests {
             let run = try TilerCommandTests.run(["serve", folder, "--config", config, "--host", "256.1.1.1"] + arguments, in: folder, environment: environment)
             #expect(run.status == 64 && run.stderr.contains(named), "\(json) \(environment) \(arguments): \(run.status) \(run.stderr)")
         }
+        // A cache folder that is the folder served (an admin purge would then delete the folder's own stores).
+        try write("{}")
+        let same = try TilerCommandTests.run(["serve", folder, "--config", config, "--cache", folder, "--host", "256.1.1.1"], in: folder)
+        #expect(same.status == 1 && same.stderr.contains("is the folder served"), "\(same.status) \(same.stderr)")
     }
 
     /// `VmRSS` or `VmHWM` of a process, in MiB.

@@ -12,11 +12,21 @@ extern "C" {
 
 typedef struct cjs_decoder cjs_decoder;
 
+/** Block-scans allowed whatever max_block_passes says (small images may have many scans). */
+#define CJS_FREE_BLOCK_SCANS (1ull << 24)
+
 typedef struct {
     /** Warnings (corrupt data) allowed before the decode fails; 0 means no limit. */
     uint32_t warning_limit;
     /** Scans allowed (libjpeg-turbo's djpeg -maxscans); 0 means no limit. */
     uint32_t max_scans;
+    /**
+     * How many times over the scans may cover the image's blocks (each scan counts the blocks of its
+     * components), past the first CJS_FREE_BLOCK_SCANS; 0 means no limit. Every scan costs a pass
+     * over its components' blocks however few bytes code it: hundreds of empty scans of a large image
+     * cost minutes. Real progressive encoders cover each component 4 to 10 times.
+     */
+    uint32_t max_block_passes;
     /**
      * 1: scan data that ends early is a warning and libjpeg fills in the rest, as djpeg does.
      * 0: it fails the decode at the first sign (CJS_FAILURE_TRUNCATED), before anything more is decoded.

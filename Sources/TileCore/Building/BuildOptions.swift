@@ -30,7 +30,9 @@ public struct BuildOptions: Sendable, Hashable {
     public var warningLimit: Int? = 100
     /// Scans tolerated before the build fails as ``TileError/Code/tooManyScans`` (as `djpeg
     /// -maxscans`); `nil` for no limit. Default 500: real encoders write 1 to about 12 scans; a stream
-    /// of thousands of empty refinement scans costs a pass over the whole image each.
+    /// of thousands of empty refinement scans costs a pass over the whole image each. With a limit,
+    /// the scans may also cover the image's blocks at most 16 times over (after the first 2^24
+    /// block-scans): a few hundred empty scans of a large image are refused as soon as they pass that.
     public var maximumScanCount: Int? = 500
 
     /// Where a progressive (or multi-scan) JPEG's coefficients are kept while it is decoded: in a
