@@ -91,7 +91,7 @@ extension ImageCatalog {
         states[id] = .building(build)
         CacheStoreRecord.remove(forStore: store)  // a record of an older version
         let (queue, pool, path) = (builds, threadPool, source.path)
-        build.task = Task {
+        build.task = Task(executorPreference: taskExecutor) {
             do {
                 try await queue.run { try await Self.feed(path, into: builder, readingOn: pool) }
                 _ = try await builder.finish()
@@ -132,13 +132,15 @@ extension ImageCatalog {
     /// Follows `build`'s progress (waking the requests it satisfies) and settles `id`'s state when it ends.
     func watch(_ build: Build, _ id: String) {
         let progress = build.builder.progress
-        build.watcher = Task {
-            for await _ in progress { await self.progressed(build) }
-            await self.ended(build, id)
+        let held = Confined(build)
+        build.watcher = Task(executorPreference: taskExecutor) {
+            for await _ in progress { await self.progressed(held) }
+            await self.ended(held, id)
         }
     }
 
-    private func progressed(_ build: Build) async {
+    private func progressed(_ held: Confined<Build>) async {
+        let build = held.value
         if build.image == nil { build.image = await build.builder.image }
         guard let image = build.image else { return }
         for (key, waiter) in build.waiters where waiter.condition(image) {
@@ -147,7 +149,8 @@ extension ImageCatalog {
         }
     }
 
-    private func ended(_ build: Build, _ id: String) async {
+    private func ended(_ held: Confined<Build>, _ id: String) async {
+        let build = held.value
         build.hasEnded = true
         // Released last, after the record of the source is written: a server waiting for it reuses the store.
         defer { build.lock = nil }
@@ -235,15 +238,34 @@ extension ImageCatalog {
             build.waiters[key] = Waiter(condition: condition, continuation: continuation)
             // Weakly: a pending deadline must not keep an ended build (and its pyramid, which the budget
             // evicts only once released) alive.
-            Task { [weak build] in
+            let held = WeakBuild(build)
+            Task(executorPreference: taskExecutor) {
                 try? await Task.sleep(until: deadline)
-                if let build { self.expire(build, key) }
+                await self.expire(held, key)
             }
         }
     }
 
-    private func expire(_ build: Build, _ key: Int) {
-        build.waiters.removeValue(forKey: key)?.continuation.resume(returning: false)
+    private func expire(_ held: WeakBuild, _ key: Int) {
+        held.build?.waiters.removeValue(forKey: key)?.continuation.resume(returning: false)
+    }
+
+    /// A value confined to the catalog's actor, carried by one of its tasks back to the actor.
+    ///
+    /// @unchecked Sendable: `value` is only read on the catalog's actor; the task that carries it
+    /// never touches it.
+    struct Confined<Value>: @unchecked Sendable {
+        let value: Value
+        init(_ value: Value) { self.value = value }
+    }
+
+    /// A build held weakly by a waiter's deadline task.
+    ///
+    /// @unchecked Sendable: `build` is only read on the catalog's actor (``expire(_:_:)``), where the
+    /// build is confined; the task that carries the box never touches it.
+    final class WeakBuild: @unchecked Sendable {
+        weak var build: Build?
+        init(_ build: Build) { self.build = build }
     }
 }
 

@@ -84,6 +84,8 @@ public actor ImageCatalog {
     /// What JPEGs are built into (and uploads): a tiled pyramidal TIFF by default.
     public nonisolated let storeFormat: StoreFormat
     let builds: HeavyWorkQueue
+    /// Where the catalog's own tasks prefer to run (see `init`'s `taskExecutor`).
+    public nonisolated let taskExecutor: (any TaskExecutor)?
     let headerWaitLimit: Duration
     let concurrentBuilds: Int
 
@@ -150,14 +152,19 @@ public actor ImageCatalog {
     ///   - logger: where skipped entries are said.
     ///   - storeFormat: what JPEGs and uploads are built into (default a tiled pyramidal TIFF, about
     ///     1.45 times the JPEG's bytes, its full-resolution tiles sent as they are stored).
+    ///   - taskExecutor: where the catalog's own tasks (lookups, builds' feeds and watchers, deadlines)
+    ///     prefer to run, and so its actor's code; nil (the default): Swift's global executor. An
+    ///     application whose other work blocks that pool's few threads gives the server threads of its own.
     /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
     public init(
         root: String, cache: String, concurrentBuilds: Int = 1, maximumPendingBuilds: Int = 16,
         maximumOpenImages: Int = 64, maximumUploads: Int = 8, cacheByteBudget: Int? = nil, buildQueue: HeavyWorkQueue? = nil,
         headerWaitLimit: Duration = .seconds(20), retryInterval: Duration = .seconds(60),
         threadPool: NIOThreadPool = .singleton, followsSymlinks: Bool = false,
-        logger: Logger = Logger(label: "TiledImageKit.ImageCatalog"), storeFormat: StoreFormat = .tiff()
+        logger: Logger = Logger(label: "TiledImageKit.ImageCatalog"), storeFormat: StoreFormat = .tiff(),
+        taskExecutor: (any TaskExecutor)? = nil
     ) throws(TileError) {
+        self.taskExecutor = taskExecutor
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
             throw TileError(.invalidArgument, "\(root) is not a folder")
@@ -312,7 +319,7 @@ public actor ImageCatalog {
     /// - Returns: why no image can be had now (too many builds waiting), or nil.
     private func refresh(_ id: String) async -> LookupError? {
         if let pending = refreshes[id] { return await pending.value }
-        let task = Task { await self.reconcile(id) }
+        let task = Task(executorPreference: taskExecutor) { await self.reconcile(id) }
         refreshes[id] = task
         let outcome = await task.value
         if refreshes[id] == task { refreshes[id] = nil }

@@ -139,7 +139,7 @@ struct HTTPCachingTests {
     func policyAndReplacement() async throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, cachePolicy: CachePolicy(imageMaxAge: 7, documentMaxAge: 3))
+        let server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, cachePolicy: CachePolicy(imageMaxAge: 7, documentMaxAge: 3), taskExecutor: ServerExecutor.shared)
         try await TileServerTests.withServer(server) { base, client in
             let url = "\(base)/iiif/3/photo/full/max/0/default.jpg"
             let image = try await Self.complete(client, url)

@@ -20,7 +20,7 @@ struct ServerAttackTests {
         let (folder, _) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // Any name is allowed (no allowed hosts): what is refused is the syntax alone.
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", taskExecutor: ServerExecutor.shared)
         var server = TileServer(catalog: catalog)
         server.requestGuard = RequestGuard(allowedHosts: nil)
         try await TileServerTests.withServer(server) { base, _ in
@@ -121,7 +121,7 @@ struct ServerAttackTests {
         let working = FileManager.default.currentDirectoryPath.split(separator: "/").count
         let relative = String(repeating: "../", count: working) + folder.drop { $0 == "/" }
         #expect(!relative.hasPrefix("/"))
-        let catalog = try ImageCatalog(root: relative, cache: relative + "/.cache")
+        let catalog = try ImageCatalog(root: relative, cache: relative + "/.cache", taskExecutor: ServerExecutor.shared)
         #expect(catalog.root == folder || catalog.root.hasSuffix(String(folder.split(separator: "/").last!)))
         let names = try FileManager.default.contentsOfDirectory(atPath: folder)
         #expect(!names.contains(".upload-left-42.tiles") && names.contains(".upload-open-43.tiles"), "\(names)")
@@ -145,10 +145,10 @@ struct ServerAttackTests {
         let outside = NSTemporaryDirectory() + "tile-cache-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: outside) }
         for cache in [folder, folder + "/", folder + "/stores", folder + "/stores/deeper", folder + "/./"] {
-            #expect(thrownCode { try ImageCatalog(root: folder, cache: cache) } == .invalidArgument, "\(cache)")
+            #expect(thrownCode { try ImageCatalog(root: folder, cache: cache, taskExecutor: ServerExecutor.shared) } == .invalidArgument, "\(cache)")
         }
         for cache in [folder + "/.tiler-cache", folder + "/.c/inner", outside] {
-            #expect(thrownCode { try ImageCatalog(root: folder, cache: cache) } == nil, "\(cache)")
+            #expect(thrownCode { try ImageCatalog(root: folder, cache: cache, taskExecutor: ServerExecutor.shared) } == nil, "\(cache)")
         }
         // The hand-made store in the folder is still there.
         #expect(FileManager.default.fileExists(atPath: "\(folder)/kept.tiles"))
@@ -162,7 +162,7 @@ struct ServerAttackTests {
         let records = NIOLockedValueBox<[(message: String, metadata: Logger.Metadata)]>([])
         let logger = Logger(label: "test") { _ in RecordingLogHandler(records: records) }
         // No delay: each lookup tries again, and each failure counts one more attempt.
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", retryInterval: .zero, logger: logger)
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", retryInterval: .zero, logger: logger, taskExecutor: ServerExecutor.shared)
         for attempt in 1...3 {
             _ = try? await catalog.image("bad")  // the header is read: the image, while its build goes on
             _ = await catalog.waitUntil("bad", deadline: .now + .seconds(120)) { _ in false }  // until the build ends
@@ -173,7 +173,7 @@ struct ServerAttackTests {
         #expect(failures.map { $0.metadata["attempts"]?.description } == ["1", "2", "3"])
         #expect(failures.allSatisfy { $0.metadata["id"]?.description == "bad" && $0.metadata["error"] != nil })
         // The delays, written plainly: 60 s, doubled with each failure, at most 64 times 60 s.
-        let minute = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
+        let minute = try ImageCatalog(root: folder, cache: "\(folder)/.cache", taskExecutor: ServerExecutor.shared)
         let delays = (1...9).map { minute.retryDelay(afterAttempts: $0) }
         #expect(delays == [60, 120, 240, 480, 960, 1920, 3840, 3840, 3840].map { Duration.seconds($0) })
     }
@@ -203,7 +203,7 @@ struct ServerAttackTests {
         let store = Self.rawStoreBytes(width: 1300, height: 900)
         for (budget, fits) in [(store / 2, false), (store * 3, true)] {
             let cache = "\(folder)/.cache-\(budget)"
-            let server = try TileServer(root: folder, cache: cache, cacheByteBudget: budget, storeFormat: .raw)
+            let server = try TileServer(root: folder, cache: cache, cacheByteBudget: budget, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
             try await TileServerTests.withServer(server) { base, _ in
                 let port = UInt16(base.split(separator: ":").last!)!
                 let reply = try await Self.send(port, "GET /iiif/3/photo/0,0,256,256/256,/0/default.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
@@ -229,7 +229,7 @@ struct ServerAttackTests {
         #expect(png.count < 64 * 1024 && Self.rawStoreBytes(width: side, height: side) > 300_000_000)
         let budget = 64 << 20
         let cache = "\(folder)/.cache"
-        try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget)) { base, _ in
+        try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget, taskExecutor: ServerExecutor.shared)) { base, _ in
             let port = UInt16(base.split(separator: ":").last!)!
             let reply = try await Self.send(port, "GET /iiif/3/big/full/256,/0/default.png HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             #expect(reply.status == 507, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")

@@ -79,7 +79,7 @@ struct ServerLimitsTests {
         let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 600, height: 400), width: 600, height: 400)
         let folder = try Self.folder([:])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var server = try TileServer(root: folder, cache: "\(folder)/.cache", uploads: UploadPolicy(token: "t"))
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", uploads: UploadPolicy(token: "t"), taskExecutor: ServerExecutor.shared)
         server.idleTimeout = .seconds(1)
         try await TileServerTests.withServer(server) { base, client in
             let port = UInt16(base.split(separator: ":").last!)!
@@ -126,7 +126,7 @@ struct ServerLimitsTests {
         // Room for one store at a time: a's raw store (3x2 + 2x1 + 1 tiles of 256 x 256 x 4 bytes), b's
         // smaller; each build fits alone, the two do not.
         let budget = (3 * 2 + 2 * 1 + 1) * 256 * 256 * 4
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", maximumOpenImages: 1, cacheByteBudget: budget, storeFormat: .raw)
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", maximumOpenImages: 1, cacheByteBudget: budget, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
         var events = catalog.budget.events.makeAsyncIterator()
         _ = try await catalog.image("a")
         try await Self.waitForBuild(catalog, "a")
@@ -152,13 +152,13 @@ struct ServerLimitsTests {
         let original = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 400, height: 300), width: 400, height: 300)
         let folder = try Self.folder(["photo.jpg": original])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let first = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        let first = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
         _ = try await first.image("photo")
         try await Self.waitForBuild(first, "photo")
         let manifest = "\(folder)/.cache/photo.tiles/manifest.json"
         let built = try FileManager.default.attributesOfItem(atPath: manifest)[.modificationDate] as! Date
         // The same bytes: reused (the manifest is not written again).
-        let second = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        let second = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
         _ = try await second.image("photo")
         #expect(await second.isBuilding("photo") == false)
         #expect(try FileManager.default.attributesOfItem(atPath: manifest)[.modificationDate] as! Date == built)
@@ -168,7 +168,7 @@ struct ServerLimitsTests {
         changed[dqt + 6] = changed[dqt + 6] == 255 ? 254 : changed[dqt + 6] + 1
         try changed.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
         try FileManager.default.setAttributes([.modificationDate: built.addingTimeInterval(-3600)], ofItemAtPath: "\(folder)/photo.jpg")
-        let third = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        let third = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
         let image = try await third.image("photo")
         try await Self.waitForBuild(third, "photo")
         let tile = try image.pyramid.readTile(level: 0, column: 0, row: 0)
@@ -182,7 +182,7 @@ struct ServerLimitsTests {
         let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1200, height: 900), width: 1200, height: 900)
         let folder = try Self.folder(["later.jpg": jpeg])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
         // An upload half in: a build in progress, its files being written beside the folder's images.
         let builder = try await catalog.beginUpload("up")
         try await builder.append(jpeg.prefix(jpeg.count / 2))

@@ -35,7 +35,7 @@ struct TileServerTests {
     static func withServer(
         _ folder: String, uploads: UploadPolicy? = nil, format: StoreFormat = .raw, _ body: (String, HTTPClient) async throws -> Void
     ) async throws {
-        try await withServer(try TileServer(root: folder, cache: "\(folder)/.cache", uploads: uploads, storeFormat: format), body)
+        try await withServer(try TileServer(root: folder, cache: "\(folder)/.cache", uploads: uploads, storeFormat: format, taskExecutor: ServerExecutor.shared), body)
     }
 
     /// Runs `body` against `server` on a free loopback port. Blocking calls on an event loop, or in a

@@ -5,8 +5,9 @@ import Darwin
 #endif
 
 /// Which version of a file an image was made from: the file's identity (device, inode, size,
-/// modification time) and a hash of its first and last 64 KiB. Replacing a file (a new inode, a copy
-/// over it, a touch) changes it; a server derives its validators (ETags) from it, so they change
+/// modification and change times) and a hash of its first and last 64 KiB. Replacing a file (a new
+/// inode, a copy over it, a touch) changes it, and so does writing it in place with its modification
+/// time set back (the change time, which no one can set, moves); a server derives its validators (ETags) from it, so they change
 /// exactly when the pixels can, and stay the same across restarts while the file does.
 ///
 /// Reading one costs a `stat` and two 64 KiB reads: blocking, so call it off event loops and Swift's
@@ -19,6 +20,8 @@ public struct SourceFingerprint: Sendable, Hashable, CustomStringConvertible {
         public var byteCount: Int
         /// Nanoseconds since the epoch.
         public var modificationTime: Int64
+        /// When the file's contents or attributes last changed (`st_ctim`), nanoseconds since the epoch.
+        public var changeTime: Int64 = 0
     }
 
     public var identity: Identity
@@ -28,10 +31,12 @@ public struct SourceFingerprint: Sendable, Hashable, CustomStringConvertible {
     /// Bytes hashed at each end of the file.
     static let sampleByteCount = 64 << 10
 
-    /// `device-inode-size-mtime-hash`, in hexadecimal: stable across processes.
+    /// `device-inode-size-mtime-ctime-hash`, in hexadecimal: stable across processes.
     public var description: String {
-        [identity.device, identity.inode, UInt64(identity.byteCount), UInt64(bitPattern: identity.modificationTime), sampleHash]
-            .map { String($0, radix: 16) }.joined(separator: "-")
+        [
+            identity.device, identity.inode, UInt64(identity.byteCount), UInt64(bitPattern: identity.modificationTime),
+            UInt64(bitPattern: identity.changeTime), sampleHash,
+        ].map { String($0, radix: 16) }.joined(separator: "-")
     }
 
     public init(identity: Identity, sampleHash: UInt64) {
@@ -43,7 +48,8 @@ public struct SourceFingerprint: Sendable, Hashable, CustomStringConvertible {
     static func identity(of info: stat) -> Identity {
         Identity(
             device: UInt64(info.st_dev), inode: UInt64(info.st_ino), byteCount: Int(info.st_size),
-            modificationTime: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+            modificationTime: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+            changeTime: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec))
     }
 
     /// The fingerprint of the regular file at `path`, opened without following a final symlink and
