@@ -80,7 +80,7 @@ int jp2_read_colour(const jp2_source *source, jp2_colour *colour);
 /* Checks the codestream's SIZ and COD markers before OpenJPEG allocates by them: 1 to 4 components
    (-1 when not: unsupported), no more tiles than the bytes can hold, and no more packets a tile
    (layers x resolutions x components, by any COD) than bytes, and no more code-blocks a tile (by any
-   COD or COC) than JP2_FREE_CODE_BLOCKS and one a byte (when not: 0, corrupt, for `complete`
+   COD or COC, their code-block and precinct sizes) than JP2_FREE_CODE_BLOCKS and one a byte (when not: 0, corrupt, for `complete`
    data; 2, more bytes needed, for a beginning). 2 too when the data ends before the SIZ marker; 1
    when it passes. */
 int jp2_check_size(const jp2_source *source, int complete, char *message, size_t capacity);

@@ -184,23 +184,63 @@ static int codestream_start(const jp2_source *s, uint64_t *start) {
     return 0;
 }
 
+/* Code-blocks of one component of a tile of `area` pixels, by the coding style bytes of a COD or COC
+   (`sp`: levels, xcb, ycb, style, transform) and, when the style has them, its precinct sizes (`pp`:
+   one PPx | PPy << 4 byte a resolution; NULL: none, 2^15). Resolution 0 is the LL band, of
+   area / 4^levels; resolution r > 0 three bands of area / 4^(levels - r + 1). OpenJPEG makes a band's
+   code-blocks no larger than its precincts: 2^PP at resolution 0, 2^(PP - 1) above (a COD of 64 x 64
+   code-blocks with 2 x 2 precincts codes 1 x 1 blocks). At least one block a band. */
+static uint64_t code_blocks(uint64_t area, const uint8_t sp[3], const uint8_t *pp) {
+    uint32_t levels = sp[0] > 32 ? 32 : sp[0]; /* OpenJPEG refuses more */
+    uint64_t blocks = 0;
+    for (uint32_t r = 0; r <= levels; r++) {
+        uint32_t shift = 2 * (levels - r + (r > 0 ? 1 : 0));
+        uint64_t band = shift >= 64 ? 0 : area >> shift;
+        uint32_t w = (sp[1] & 0x0F) + 2u, h = (sp[2] & 0x0F) + 2u;
+        if (pp) {
+            uint32_t px = pp[r] & 0x0F, py = pp[r] >> 4;
+            if (r > 0) px = px ? px - 1 : 0, py = py ? py - 1 : 0;
+            if (px < w) w = px;
+            if (py < h) h = py;
+        }
+        uint64_t per_band = (band >> (w + h)) + 1;
+        blocks += r > 0 ? 3 * per_band : per_band;
+    }
+    return blocks;
+}
+
 /* What a tile's markers make OpenJPEG allocate before it reads a packet, by the COD and COC markers in
    the main header and in every tile-part header (SOT ... SOD, tile-parts followed by their Psot):
    - `packets`: the most packets one tile can have (quality layers x resolutions x components); each
      packet takes at least a byte, and OpenJPEG allocates by layers for every code-block before it
      reads any (a few hundred bytes that declare 65,535 layers took it 16 s);
-   - `block_log2`: the smallest code-block's area, log2 (COD's or COC's xcb + ycb + 4): OpenJPEG
-     allocates a structure of a few hundred bytes for every code-block of a tile, however few bytes
-     code them (a 242-byte codestream of 4x4 code-blocks declaring 16384 x 16384 pixels took 7 GB).
+   - `blocks`: the most code-blocks one component of a tile of `area` pixels has by any COD or COC
+     (``code_blocks``): OpenJPEG allocates a structure of a few hundred bytes for every code-block of
+     a tile, however few bytes code them (a 242-byte codestream of 4x4 code-blocks declaring
+     16384 x 16384 pixels took 7 GB).
    `at`: the first marker after SIZ. Stops where the markers stop making sense (OpenJPEG then says
    what is wrong). */
 typedef struct {
     uint64_t packets;
-    uint32_t block_log2;
+    uint64_t blocks;
 } tile_cost;
 
-static tile_cost scan_markers(const jp2_source *s, uint64_t at, uint32_t components) {
-    tile_cost cost = {.packets = 0, .block_log2 = 12}; /* 64 x 64, OpenJPEG's default, if no COD is read */
+/* The coding style at `sp_at` (levels, xcb, ycb, style, transform, then the precincts when `scod` says
+   so), its code-blocks for `area` counted into `cost`. 0 when the bytes are not there. */
+static int count_style(const jp2_source *s, uint64_t sp_at, uint8_t scod, uint64_t area, tile_cost *cost) {
+    uint8_t sp[5], pp[33];
+    if (!read_at(s, sp_at, sp, sizeof sp)) return 0;
+    uint32_t resolutions = (sp[0] > 32 ? 32u : sp[0]) + 1u;
+    int precincts = scod & 1;
+    if (precincts && !read_at(s, sp_at + 5, pp, resolutions)) return 0;
+    uint64_t blocks = code_blocks(area, sp, precincts ? pp : NULL);
+    if (blocks > cost->blocks) cost->blocks = blocks;
+    return 1;
+}
+
+static tile_cost scan_markers(const jp2_source *s, uint64_t at, uint32_t components, uint64_t area) {
+    static const uint8_t default_style[3] = {5, 4, 4}; /* OpenJPEG's defaults, if no COD is read */
+    tile_cost cost = {.packets = 0, .blocks = code_blocks(area, default_style, NULL)};
     uint64_t tile_start = 0, tile_length = 0;
     for (;;) {
         uint8_t m[4];
@@ -216,19 +256,16 @@ static tile_cost scan_markers(const jp2_source *s, uint64_t at, uint32_t compone
             uint8_t psot[4];
             if (size != 10 || !read_at(s, at + 6, psot, 4)) break;
             tile_start = at, tile_length = be32(psot);
-        } else if (m[1] == 0x52 && size >= 10) { /* COD: Lcod, Scod, order, layers (2), MCT, levels, xcb, ycb, ... */
-            uint8_t c[7];
-            if (!read_at(s, at + 5, c, sizeof c)) break;
-            uint64_t packets = (uint64_t)((uint32_t)c[1] << 8 | c[2]) * (c[4] + 1u) * components;
+        } else if (m[1] == 0x52 && size >= 12) { /* COD: Lcod, Scod, order, layers (2), MCT, SPcod */
+            uint8_t c[6]; /* Scod, order, layers (2), MCT, levels */
+            if (!read_at(s, at + 4, c, sizeof c)) break;
+            uint64_t packets = (uint64_t)((uint32_t)c[2] << 8 | c[3]) * (c[5] + 1u) * components;
             if (packets > cost.packets) cost.packets = packets;
-            uint32_t log2 = (c[5] & 0x0F) + (c[6] & 0x0F) + 4u;
-            if (log2 < cost.block_log2) cost.block_log2 = log2;
-        } else if (m[1] == 0x53) { /* COC: Lcoc, Ccoc (1 byte, 2 past 256 components), Scoc, levels, xcb, ycb, ... */
-            uint8_t c[3];
-            uint64_t spcoc = at + 4 + (components < 257 ? 1 : 2) + 1;
-            if (size < 5 || !read_at(s, spcoc, c, sizeof c)) break;
-            uint32_t log2 = (c[1] & 0x0F) + (c[2] & 0x0F) + 4u;
-            if (log2 < cost.block_log2) cost.block_log2 = log2;
+            if (!count_style(s, at + 9, c[0], area, &cost)) break;
+        } else if (m[1] == 0x53 && size >= 9) { /* COC: Lcoc, Ccoc (1 byte, 2 past 256 components), Scoc, SPcoc */
+            uint64_t scoc_at = at + 4 + (components < 257 ? 1 : 2);
+            uint8_t scoc;
+            if (!read_at(s, scoc_at, &scoc, 1) || !count_style(s, scoc_at + 1, scoc, area, &cost)) break;
         }
         if (size < 2) break;
         at += 2 + size;
@@ -271,21 +308,21 @@ int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capa
                  (unsigned long long)tiles, complete ? "its" : "the first", (unsigned long long)s->length);
         return complete ? 0 : 2;
     }
-    tile_cost cost = scan_markers(s, start + 4 + ((uint32_t)siz[4] << 8 | siz[5]), components);
+    /* The largest tile's area: the code-blocks of every resolution cover it once per component. */
+    uint64_t tile_area = (tw < x - x0 ? tw : x - x0) * (th < y - y0 ? th : y - y0);
+    tile_cost cost = scan_markers(s, start + 4 + ((uint32_t)siz[4] << 8 | siz[5]), components, tile_area);
     if (cost.packets > s->length) {
         snprintf(message, capacity, "the JPEG 2000 declares %llu packets a tile (quality layers x resolutions x components), more than %s %llu bytes can hold",
                  (unsigned long long)cost.packets, complete ? "its" : "the first", (unsigned long long)s->length);
         return complete ? 0 : 2;
     }
-    /* The code-blocks of the largest tile, at the least: the subbands of all resolutions cover the
-       tile's area once per component. A real image codes a code-block in a byte or more on average;
-       JP2_FREE_CODE_BLOCKS (about 150 MB of OpenJPEG's structures) are allowed whatever the bytes. */
-    uint64_t tile_area = (tw < x - x0 ? tw : x - x0) * (th < y - y0 ? th : y - y0);
-    uint64_t blocks = components * (tile_area >> cost.block_log2);
-    if (blocks > JP2_FREE_CODE_BLOCKS + s->length) {
-        snprintf(message, capacity, "the JPEG 2000 declares %llu code-blocks of %u x %u in a tile, more than %s %llu bytes can code",
-                 (unsigned long long)blocks, 1u << (cost.block_log2 / 2), 1u << (cost.block_log2 - cost.block_log2 / 2),
-                 complete ? "its" : "the first", (unsigned long long)s->length);
+    /* A real image codes a code-block in a byte or more on average; JP2_FREE_CODE_BLOCKS (about 150 MB
+       of OpenJPEG's structures) are allowed whatever the bytes. */
+    uint64_t allowed = JP2_FREE_CODE_BLOCKS + s->length;
+    if (cost.blocks > allowed / components) {
+        uint64_t blocks = cost.blocks > UINT64_MAX / components ? UINT64_MAX : cost.blocks * components;
+        snprintf(message, capacity, "the JPEG 2000 declares %llu code-blocks in a tile (its code-block and precinct sizes), more than %s %llu bytes can code",
+                 (unsigned long long)blocks, complete ? "its" : "the first", (unsigned long long)s->length);
         return complete ? 0 : 2;
     }
     return 1;

@@ -174,9 +174,9 @@ public actor DiskCacheBudget {
 
     /// Reports the bytes a store has written so far. Waits while a flush runs, and when the written
     /// data passes the dirty threshold, flushes and waits for that flush to finish.
-    /// - Returns: false when the store is still being built and the builds in progress and the
-    ///   reservations count more than the budget: the build is to stop (its writes go past what the
-    ///   disk was given).
+    /// - Returns: false when the store is still being built, has written past its own reservation, and
+    ///   the builds in progress and the reservations count more than the budget: the build is to stop
+    ///   (its writes go past what the disk was given; a build within its reservation never is).
     @discardableResult
     public func didWrite(_ id: StoreID) async -> Bool {
         if let running = flushInProgress { _ = await running.value }
@@ -187,7 +187,8 @@ public actor DiskCacheBudget {
         entries[id.value] = entry
         if dirtyBytes > dirtyByteThreshold { await flush() }
         await evictIfNeeded()
-        return entry.isComplete || committedBytes <= totalByteBudget
+        return entry.isComplete || entry.byteCount + entry.scratchByteCount <= entry.reservedByteCount
+            || committedBytes <= totalByteBudget
     }
 
     /// Removes a store from the accounts (a failed or cancelled build; its files are gone).

@@ -259,7 +259,14 @@ public actor ImageBuilder {
                 guard let id = await budget.register(image: image, path: image.storePath, reserving: estimate) else {
                     throw await end(.failed, TileError(.overBudget, "the store (about \(estimate) bytes) does not fit the disk budget of \(budget.totalByteBudget) bytes"))
                 }
-                budgetID = id
+                // Ended while the budget made room (cancelled, a newer source): its files are gone, so is its account.
+                switch state {
+                case .complete, .failed, .cancelled:
+                    await budget.unregister(id)
+                    throw TileError(.cancelled, "the build ended while the disk budget made room for it")
+                case .waitingForHeader, .decoding:
+                    budgetID = id
+                }
             }
             guard await budget.didWrite(budgetID!) else {
                 throw await end(.failed, TileError(.overBudget, "the store wrote \(image.bytesWritten) bytes, past what the disk budget of \(budget.totalByteBudget) bytes holds"))

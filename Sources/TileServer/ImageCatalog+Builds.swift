@@ -191,7 +191,9 @@ extension ImageCatalog {
                 states[id] = nil
                 logger.error("upload failed", metadata: ["id": "\(id)", "error": "\(error.message)", "code": "\(error.code)"])
             } else {
-                setFailed(id, error, build.fingerprint, attempts: build.attempts + 1)
+                // Not fitting the budget now says nothing of the source: tried again after the
+                // first delay, not a longer one.
+                setFailed(id, error, build.fingerprint, attempts: error.code == .overBudget ? 1 : build.attempts + 1)
             }
         case .cancelled, .waitingForHeader, .decoding:
             states[id] = nil  // a cancelled build (a shutdown, a newer version) is forgotten, not failed

@@ -39,6 +39,8 @@ final class RenderAdmission: Sendable {
     struct Client: Sendable {
         var address: String
         var isConnected: @Sendable () -> Bool
+        /// Whether the per-client limits apply (a library caller with no connection: not).
+        var isCounted = true
     }
 
     /// What a render asking for its turn is told.
@@ -73,19 +75,22 @@ final class RenderAdmission: Sendable {
     /// Runs `render` once admitted.
     /// - Throws: ``TileCore/TileError/Code/notReady`` past the limits (the server is busy: 503),
     ///   `.cancelled` when the client left before its turn; what `render` throws.
-    func run<T>(for client: Client, pixels: Int, _ render: () async throws(TileError) -> T) async throws(TileError) -> T {
+    /// - Parameter client: who asks; nil (a caller of the library's own, no connection): only the
+    ///   server-wide limits apply.
+    func run<T>(for client: Client?, pixels: Int, _ render: () async throws(TileError) -> T) async throws(TileError) -> T {
         if pixels <= limits.cheapPixels { return try await render() }
+        let client = client ?? Client(address: "", isConnected: { true }, isCounted: false)
         // Decided and queued under one lock: a render ending meanwhile sees the waiter.
         let turn = await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
             let now = state.withLockedValue { state -> Turn? in
-                let mine = state.clients[client.address, default: (0, 0)]
+                let mine: (count: Int, pixels: Int) = client.isCounted ? state.clients[client.address, default: (0, 0)] : (0, 0)
                 if mine.count >= limits.perClient { return .refused("\(mine.count) renders of this client are running or waiting") }
                 if mine.count > 0, mine.pixels + pixels > limits.pixelsPerClient {
                     return .refused("this client's renders running or waiting read and write \(mine.pixels) pixels")
                 }
                 let runs = state.running < limits.running && state.queue.isEmpty
                 guard runs || state.queue.count < limits.waiting else { return .refused("\(state.queue.count) renders are waiting") }
-                state.clients[client.address] = (mine.count + 1, mine.pixels + pixels)
+                if client.isCounted { state.clients[client.address] = (mine.count + 1, mine.pixels + pixels) }
                 if runs {
                     state.running += 1
                     return .now
@@ -100,21 +105,21 @@ final class RenderAdmission: Sendable {
         case .gone: throw TileError(.cancelled, "the client went away before its render's turn")
         case .now: break
         }
-        defer { finish(client.address, pixels: pixels) }
+        defer { finish(client.isCounted ? client.address : nil, pixels: pixels) }
         return try await render()
     }
 
     /// A render's end: its client's count down, and the next waiting render whose client is still
     /// there started (those whose clients left are dropped on the way).
-    private func finish(_ address: String, pixels: Int) {
+    private func finish(_ address: String?, pixels: Int) {
         var dropped: [CheckedContinuation<Turn, Never>] = []
         let next = state.withLockedValue { state -> CheckedContinuation<Turn, Never>? in
             state.running -= 1
-            Self.forget(address, pixels: pixels, in: &state)
+            if let address { Self.forget(address, pixels: pixels, in: &state) }
             while !state.queue.isEmpty {
                 let waiter = state.queue.removeFirst()
                 guard waiter.client.isConnected() else {
-                    Self.forget(waiter.client.address, pixels: waiter.pixels, in: &state)
+                    if waiter.client.isCounted { Self.forget(waiter.client.address, pixels: waiter.pixels, in: &state) }
                     dropped.append(waiter.continuation)
                     continue
                 }

@@ -41,7 +41,7 @@ public struct RequestGuard: Sendable, Hashable {
 
     /// The host of a `Host` value (RFC 9110 7.2: `uri-host [ ":" port ]`), lowercased, or nil when the
     /// value is anything else: a name of letters, digits, `-`, `.` and `_`, an IPv4 address, or an IPv6
-    /// address in brackets, then at most a `:` and up to five digits. User information
+    /// address in brackets, then at most a `:` and a port up to 65535. User information
     /// (`localhost:80@evil.example`), paths, spaces and empty names are refused: the value ends up in
     /// the URLs of answers.
     static func hostName(ofAuthority authority: String) -> String? {
@@ -50,7 +50,9 @@ public struct RequestGuard: Sendable, Hashable {
         var end = bytes.count
         if let colon = bytes.lastIndex(of: UInt8(ascii: ":")), bytes.first != UInt8(ascii: "[") || bytes[colon - 1] == UInt8(ascii: "]") {
             let port = bytes[(colon + 1)...]
-            guard port.count <= 5, port.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            guard port.count <= 5, port.allSatisfy({ (48...57).contains($0) }),
+                port.isEmpty || Int(String(decoding: port, as: UTF8.self))! <= 65535
+            else { return nil }
             end = colon
         }
         let host = bytes[..<end]
@@ -58,7 +60,8 @@ public struct RequestGuard: Sendable, Hashable {
         if host.first == UInt8(ascii: "[") {
             guard host.count > 2, host.last == UInt8(ascii: "]") else { return nil }
             let inner = String(decoding: host.dropFirst().dropLast(), as: UTF8.self)
-            guard AddressRange(inner) != nil, inner.contains(":") else { return nil }
+            // An IPv6 address alone: no prefix length (AddressRange takes `::1/0`), no zone.
+            guard inner.contains(":"), !inner.contains("/"), !inner.contains("%"), AddressRange(inner) != nil else { return nil }
             return inner.lowercased()
         }
         let allowed = host.allSatisfy { byte in

@@ -181,13 +181,12 @@ public final class TileService: Sendable {
 
     /// `resolved` rendered and encoded on the thread pool once ``renders`` admits it.
     private func render(_ resolved: ImageRequest.Resolved, of pyramid: TiledImage, for client: RenderAdmission.Client?) async throws(TileError) -> Data {
-        let client = client ?? RenderAdmission.Client(address: "", isConnected: { true })
         let source = try pyramid.sourceRect(for: resolved)
         let pixels = (source.x1 - source.x0) * (source.y1 - source.y0) + resolved.scaledWidth * resolved.scaledHeight
         let quality = jpegQuality
         return try await renders.run(for: client, pixels: pixels) { () throws(TileError) in
             try await threadPool.blocking { () throws(TileError) in
-                try pyramid.renderEncoded(resolved, quality: quality, isCancelled: { !client.isConnected() })
+                try pyramid.renderEncoded(resolved, quality: quality, isCancelled: { client.map { !$0.isConnected() } ?? false })
             }
         }
     }

@@ -288,7 +288,7 @@ def main():
     folder = tempfile.mkdtemp()
     make_image(os.path.join(folder, "photo.jpg"))
     source = np.asarray(Image.open(os.path.join(folder, "photo.jpg")).convert("RGB"))
-    server, port = serve(folder, "--cache", os.path.join(folder, "cache"))
+    server, port = serve(folder, "--cache", os.path.join(folder, ".cache"))
     try:
         base = f"http://127.0.0.1:{port}"
         with sync_playwright() as p:

@@ -29,7 +29,10 @@ struct ServerAttackTests {
             for path in [tile, "/iiif/3/kept/info.json", "/iiif/3/kept"] {
                 // Twice: the second time the tile is cached, answered right after NIO's decoder.
                 for _ in 0..<2 {
-                    for host in ["localhost:80@evil.example", "evil.example/x", "a b", "localhost:8o", "localhost:123456", "[::1", "[zz]:80"] {
+                    for host in [
+                        "localhost:80@evil.example", "evil.example/x", "a b", "localhost:8o", "localhost:123456", "localhost:65536", "[::1",
+                        "[zz]:80", "[::1/0]", "[::1%25lo]:80",
+                    ] {
                         let reply = try await Self.send(port, "GET \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
                         #expect(reply.status == 400, "\(path) \(host): \(reply.status)")
                     }
