@@ -48,21 +48,10 @@ extension TileStorage {
     /// - Returns: how many folders were removed.
     @discardableResult
     public static func removeAbandonedBuilds(in folder: String, name: String? = nil) -> Int {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
-        var removed = 0
         let now = time(nil)
-        for entry in entries where isLeftover(entry, of: name) {
-            let path = "\(folder)/\(entry)"
-            var info = stat()
-            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, holdsOnlyStoreFiles(path),
-                !isBeingCreated(entry) || now - info.st_mtim.tv_sec > creationGraceSeconds,
-                let lock = FolderLock(holding: path)
-            else { continue }
-            removeStoreFolder(path)
-            withExtendedLifetime(lock) {}
-            removed += 1
+        return removeStoreFolders(in: folder) { entry, info in
+            isLeftover(entry, of: name) && (!isBeingCreated(entry) || now - info.st_mtim.tv_sec > creationGraceSeconds)
         }
-        return removed
     }
 
     /// Removes, in `folder`, the stores whose names start with `prefix` (a server's uploads, built and
@@ -72,12 +61,18 @@ extension TileStorage {
     /// - Returns: how many folders were removed.
     @discardableResult
     package static func removeUnpublishedStores(in folder: String, prefix: String) -> Int {
+        removeStoreFolders(in: folder) { entry, _ in entry.hasPrefix(prefix) && entry.hasSuffix(".tiles") }
+    }
+
+    /// Removes the folders in `folder` that `chosen` picks (by name and `lstat`), hold only a store's
+    /// files, and no one holds (``FolderLock``, taken while they are removed).
+    private static func removeStoreFolders(in folder: String, where chosen: (String, stat) -> Bool) -> Int {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
         var removed = 0
-        for entry in entries where entry.hasPrefix(prefix) && entry.hasSuffix(".tiles") {
+        for entry in entries {
             let path = "\(folder)/\(entry)"
             var info = stat()
-            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, holdsOnlyStoreFiles(path),
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, chosen(entry, info), holdsOnlyStoreFiles(path),
                 let lock = FolderLock(holding: path)
             else { continue }
             removeStoreFolder(path)
