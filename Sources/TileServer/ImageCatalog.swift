@@ -104,7 +104,7 @@ public actor ImageCatalog {
     private var known: [String: SourceFingerprint] = [:]
     /// Lookups in progress: concurrent requests for one identifier share one.
     private var refreshes: [String: Task<LookupError?, Never>] = [:]
-    private var lastUse: [String: UInt64] = [:]
+    var lastUse: [String: UInt64] = [:]
     /// Stores opened so far (for tests: concurrent first requests open a store once).
     package internal(set) var storesOpened = 0
     private var useClock: UInt64 = 0
@@ -201,33 +201,6 @@ public actor ImageCatalog {
 
     deinit { watcher?.stop() }
 
-    /// The name an upload's store is built and published under before it is renamed to `ID.tiles`.
-    static let uploadStagingPrefix = ".upload-"
-
-    /// `path` resolved (symlinks, `.`, `..`) to an absolute path.
-    private static func absolute(_ path: String) throws(TileError) -> String {
-        guard let resolved = realpath(path, nil) else { throw TileError(.io, "cannot resolve the folder \(path)", errno: errno) }
-        defer { free(resolved) }
-        return String(cString: resolved)
-    }
-
-    /// Refuses a cache folder that is the served folder or a visible folder inside it: the cache's
-    /// stores and its evictions would then be the folder's own images (an admin purge would delete a
-    /// store someone put there). A hidden folder inside it (the default, `FOLDER/.tiler-cache`) is
-    /// never served.
-    static func checkSeparate(root: String, cache: String) throws(TileError) {
-        var cache = cache
-        while cache.count > 1, cache.hasSuffix("/") { cache.removeLast() }
-        guard cache != root else {
-            throw TileError(.invalidArgument, "the cache folder \(cache) is the folder served: give a cache folder of its own")
-        }
-        guard cache.hasPrefix(root + "/") else { return }
-        let first = cache.dropFirst(root.count + 1).prefix { $0 != "/" }
-        guard first.hasPrefix(".") else {
-            throw TileError(.invalidArgument, "the cache folder \(cache) is inside the folder served, where its stores would be served as images: give one outside it, or a hidden one (\(root)/.tiler-cache)")
-        }
-    }
-
     /// The image named `id`: a store opened, or a JPEG's build started (or joined), returned once its
     /// header is read (its tiles become readable as their rows are written).
     /// - Throws: ``LookupError``.
@@ -263,13 +236,6 @@ public actor ImageCatalog {
 
     func forgetReady(_ id: String) {
         _ = readyImages.entries.withLockedValue { $0.removeValue(forKey: id) }
-    }
-
-    /// Why `id`'s last build failed and how many times in a row its source's version has failed; nil
-    /// when it is not failed.
-    package func failure(of id: String) -> (error: TileError, attempts: Int)? {
-        if case .failed(let error, _, _, let attempts) = states[id] { return (error, attempts) }
-        return nil
     }
 
     /// Whether `id` is being built now (a JPEG into the cache, or an upload).
@@ -406,24 +372,6 @@ public actor ImageCatalog {
         }
     }
 
-    /// Marks `id` failed (its `attempts`-th failure in a row for this version of its source) and logs
-    /// why, once: the one place a failure is recorded.
-    func setFailed(_ id: String, _ error: TileError, _ fingerprint: SourceFingerprint?, attempts: Int) {
-        states[id] = .failed(error, fingerprint, at: .now, attempts: attempts)
-        logger.error(
-            "build failed",
-            metadata: [
-                "id": "\(id)", "error": "\(error.message)", "code": "\(error.code)", "attempts": "\(attempts)",
-                "retry_after_seconds": "\(retryDelay(afterAttempts: attempts).components.seconds)",
-            ])
-    }
-
-    /// How long a version that failed `attempts` times in a row stays failed: ``retryInterval``,
-    /// doubled with each further failure, at most 64 times it (an hour with the default).
-    nonisolated func retryDelay(afterAttempts attempts: Int) -> Duration {
-        retryInterval * (1 << min(max(attempts, 1) - 1, 6))
-    }
-
     func setReady(_ image: Image, storeID: DiskCacheBudget.StoreID?) {
         states[image.id] = .ready(image, storeID: storeID)
         rememberReady(image)
@@ -432,41 +380,5 @@ public actor ImageCatalog {
     func touch(_ id: String) {
         useClock += 1
         lastUse[id] = useClock
-    }
-
-    /// Cache stores open past ``maximumOpenImages`` closed, least recently used first (the budget may
-    /// then evict them).
-    func closeLeastRecentlyUsed() async {
-        let open = states.compactMap { id, state -> (String, DiskCacheBudget.StoreID, SourceFingerprint?)? in
-            if case .ready(let image, let storeID?) = state { return (id, storeID, image.fingerprint) }
-            return nil
-        }
-        guard open.count > maximumOpenImages else { return }
-        for (id, storeID, fingerprint) in open.sorted(by: { lastUse[$0.0, default: 0] < lastUse[$1.0, default: 0] })
-            .prefix(open.count - maximumOpenImages)
-        {
-            states[id] = .closed(storeID, fingerprint)
-            forgetReady(id)
-            await budget.close(storeID)  // evicts what the budget then allows
-        }
-    }
-
-    /// A closed cache store opened again (on the thread pool); false (and forgotten) when the budget
-    /// has evicted it or it cannot be opened.
-    private func reopen(_ id: String, _ storeID: DiskCacheBudget.StoreID, _ fingerprint: SourceFingerprint?) async -> Bool {
-        guard let path = await budget.checkOut(storeID) else {
-            states[id] = nil
-            return false
-        }
-        storesOpened += 1
-        if let pyramid = try? await threadPool.blocking({ () throws(TileError) in try TiledImage.open(store: path) }) {
-            setReady(Image(id: id, pyramid: pyramid, fingerprint: fingerprint), storeID: storeID)
-            return true
-        }
-        // Out of the accounts, so that its entry cannot be evicted under a store built again at the path.
-        await budget.close(storeID)
-        await budget.unregister(storeID)
-        states[id] = nil
-        return false
     }
 }

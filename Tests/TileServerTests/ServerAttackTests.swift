@@ -168,9 +168,15 @@ struct ServerAttackTests {
         let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", retryInterval: .zero, logger: logger, taskExecutor: ServerExecutor.shared)
         for attempt in 1...3 {
             _ = try? await catalog.image("bad")  // the header is read: the image, while its build goes on
-            _ = await catalog.waitUntil("bad", deadline: .now + .seconds(120)) { _ in false }  // until the build ends
-            let failure = try #require(await catalog.failure(of: "bad"), "attempt \(attempt)")
-            #expect(failure.error.code == .truncated && failure.attempts == attempt)
+            // Until the build has ended and its failure is recorded (a state, waited for).
+            let deadline = ContinuousClock.now + .seconds(120)
+            var failure = await catalog.failure(of: "bad")
+            while (failure?.attempts ?? 0) < attempt, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+                failure = await catalog.failure(of: "bad")
+            }
+            let failed = try #require(failure, "attempt \(attempt)")
+            #expect(failed.error.code == .truncated && failed.attempts == attempt)
         }
         let failures = records.withLockedValue { $0 }.filter { $0.message == "build failed" }
         #expect(failures.map { $0.metadata["attempts"]?.description } == ["1", "2", "3"])
