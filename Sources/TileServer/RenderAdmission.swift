@@ -82,7 +82,10 @@ final class RenderAdmission: Sendable {
         let client = client ?? Client(address: "", isConnected: { true }, isCounted: false)
         // Decided and queued under one lock: a render ending meanwhile sees the waiter.
         let turn = await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
+            var gone: [CheckedContinuation<Turn, Never>] = []
             let now = state.withLockedValue { state -> Turn? in
+                // Waiters whose clients have left count no more (they would be dropped at their turn).
+                gone = Self.dropGone(&state)
                 let mine: (count: Int, pixels: Int) = client.isCounted ? state.clients[client.address, default: (0, 0)] : (0, 0)
                 if mine.count >= limits.perClient { return .refused("\(mine.count) renders of this client are running or waiting") }
                 if mine.count > 0, mine.pixels + pixels > limits.pixelsPerClient {
@@ -98,6 +101,7 @@ final class RenderAdmission: Sendable {
                 state.queue.append(Waiter(client: client, pixels: pixels, continuation: continuation))
                 return nil
             }
+            for waiter in gone { waiter.resume(returning: .gone) }
             if let now { continuation.resume(returning: now) }
         }
         switch turn {
@@ -130,6 +134,23 @@ final class RenderAdmission: Sendable {
         }
         for continuation in dropped { continuation.resume(returning: .gone) }
         next?.resume(returning: .now)
+    }
+
+    /// Takes the waiters whose clients have left out of the queue and the clients' counts.
+    /// - Returns: their continuations, to resume (with `.gone`) once the lock is released.
+    private static func dropGone(_ state: inout State) -> [CheckedContinuation<Turn, Never>] {
+        var gone: [CheckedContinuation<Turn, Never>] = []
+        var kept: [Waiter] = []
+        for waiter in state.queue {
+            if waiter.client.isConnected() {
+                kept.append(waiter)
+                continue
+            }
+            if waiter.client.isCounted { forget(waiter.client.address, pixels: waiter.pixels, in: &state) }
+            gone.append(waiter.continuation)
+        }
+        state.queue = kept
+        return gone
     }
 
     private static func forget(_ address: String, pixels: Int, in state: inout State) {

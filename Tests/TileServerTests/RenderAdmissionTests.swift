@@ -115,6 +115,25 @@ struct RenderAdmissionTests {
         #expect(admission.counts == (0, 0))
     }
 
+    @Test("a client's waiting renders whose connections have closed stop counting against it at its next request")
+    func goneWaitersFreeTheirClient() async throws {
+        let admission = RenderAdmission(limits: RenderLimits(threads: 2, waiting: 8, perClient: 1))
+        let log = NIOLockedValueBox<[String]>([])
+        let gate = Gate()
+        let running = Self.ask(admission, Self.client("a"), name: "a", gate: gate, log: log)
+        await gate.waitUntilStarted()
+        let open = NIOLockedValueBox(true)
+        let first = Self.ask(admission, Self.client("b", connected: open), name: "b1", log: log)
+        await Self.waitUntilWaiting(admission, 1)
+        open.withLockedValue { $0 = false }  // b1's connection closes while it waits
+        let second = Self.ask(admission, Self.client("b"), name: "b2", log: log)  // admitted: b1 no longer counts
+        await first.value
+        await Self.waitUntilWaiting(admission, 1)
+        gate.release()
+        for task in [running, second] { await task.value }
+        #expect(log.withLockedValue { $0 } == ["ran a", "b1: cancelled", "ran b2"])
+    }
+
     @Test("a render stops between tile rows once its client has gone")
     func runningRenderStops() throws {
         let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1300, height: 900), width: 1300, height: 900)
