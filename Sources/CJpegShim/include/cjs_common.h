@@ -66,8 +66,12 @@ typedef enum {
 void cjs_free(void *pointer);
 /** Loads a progress entry (acquire order). */
 uint32_t cjs_load_progress(const uint32_t *entry);
-/** Stores a progress entry (release order): for counters the caller keeps itself (previews). */
+/** Stores a progress entry (release order) and wakes whoever waits for it: for counters the caller
+    keeps itself (previews). */
 void cjs_store_progress(uint32_t *entry, uint32_t value);
+/** Blocks until the entry is stored to (a futex wait), it no longer holds `seen`, or `timeout_ns`
+    passed; returns at once for a timeout of 0 or less. Spurious returns are possible: look again. */
+void cjs_wait_progress(const uint32_t *entry, uint32_t seen, int64_t timeout_ns);
 /** Reads `count` bytes at `offset` of `fd` only if the page cache holds them: preadv2 with RWF_NOWAIT,
     which never waits for the disk. The bytes read, or -1 with errno (EAGAIN: they would need the disk;
     EOPNOTSUPP/ENOSYS: a kernel or file system without it). Callers treat a short count as a miss. */

@@ -1,3 +1,4 @@
+import Foundation
 import Dispatch
 import Synchronization
 
@@ -14,7 +15,9 @@ final class PreviewJob: @unchecked Sendable {
     private let finished = Atomic<Bool>(false)
     private let group = DispatchGroup()
 
-    /// Starts the job (on a global dispatch queue: blocking work stays off Swift's cooperative pool).
+    /// Starts the job on a thread of its own, like the pyramid's writer threads (blocking work stays
+    /// off Swift's cooperative pool, and the job does not take a thread of anyone's pool for its
+    /// whole decode).
     /// - Parameters:
     ///   - prefix: the stream up to the end of scan `scan`.
     ///   - files: the pyramid's level files, of which the job writes levels `previewLevel...`.
@@ -25,14 +28,18 @@ final class PreviewJob: @unchecked Sendable {
         self.scan = scan
         decoder = try JPEGDecoder(
             warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount, allowsTruncation: false)
-        DispatchQueue.global(qos: .utility).async(group: group) { [self] in
+        group.enter()
+        let thread = Thread { [self] in
             do throws(TileError) {
                 try run(prefix: prefix, image: image, files: files, scratchDirectory: scratchDirectory, options: options)
             } catch {
                 // Best effort: a preview that fails or is stopped is not published; the build goes on.
             }
             finished.store(true, ordering: .releasing)
+            group.leave()
         }
+        thread.name = "tile-preview"
+        thread.start()
     }
 
     /// Whether the job has ended (written and published, failed, or stopped).

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
+import Foundation
 
 /// Owns the open file descriptors of a pyramid's level files and closes them when released.
 ///
@@ -12,8 +12,9 @@ import Dispatch
 final class LevelFiles: Sendable {
     let descriptors: [Int32]
     /// Unlinked files: the last close frees their blocks, which takes the kernel a while (0.4 s for
-    /// the 1.7 GB of an 18000x18000 pyramid here), so they are closed on a background queue rather
-    /// than on the thread that drops the pyramid.
+    /// the 1.7 GB of an 18000x18000 pyramid here), so they are closed on a short-lived thread of
+    /// their own rather than on the thread that drops the pyramid (which may be an event loop or
+    /// Swift's cooperative pool).
     private let closesInBackground: Bool
     /// For a view of some of another's files: that owner, kept alive, which closes them.
     private let owner: LevelFiles?
@@ -36,7 +37,9 @@ final class LevelFiles: Sendable {
         guard owner == nil else { return }
         let descriptors = self.descriptors
         if closesInBackground {
-            DispatchQueue.global(qos: .utility).async { SystemCall.close(descriptors) }
+            let closing = Thread { SystemCall.close(descriptors) }
+            closing.name = "tile-close"
+            closing.start()
         } else {
             SystemCall.close(descriptors)
         }

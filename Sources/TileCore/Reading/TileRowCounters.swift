@@ -21,4 +21,13 @@ final class TileRowCounters: @unchecked Sendable {
         get { Int(cjs_load_progress(entries + level)) }
         set { cjs_store_progress(entries + level, UInt32(newValue)) }
     }
+
+    /// Blocks until `level`'s count is stored to (every store wakes its waiters: the entries are
+    /// futex words), it is no longer `seen`, or `timeout` has passed. Blocking: never on Swift's
+    /// cooperative pool.
+    func wait(level: Int, whileAt seen: Int, timeout: Duration) {
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = seconds >= Int64.max / 1_000_000_000 ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        cjs_wait_progress(entries + level, UInt32(truncatingIfNeeded: seen), nanoseconds)
+    }
 }

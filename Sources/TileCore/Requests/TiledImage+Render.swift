@@ -179,16 +179,18 @@ extension TiledImage {
 }
 
 extension TiledImage {
-    /// Returns once the tile is readable, the image has failed, or the deadline has passed (polling the
-    /// progress counters the writer threads publish, every 2 to 20 ms).
+    /// Returns once the tile is readable, the image has failed, or the deadline has passed: waits for
+    /// the writer threads to publish the level's next tile row (a futex wait on its progress count).
+    /// A preview's rows and a failure do not wake the wait: each wait lasts at most 20 ms, so those
+    /// are seen within that.
     func waitForTile(level: Int, column: Int, row: Int, until deadline: ContinuousClock.Instant) {
-        var pause = Duration.milliseconds(2)
-        while !isTileReady(level: level, column: column, row: row) && !hasFailed {
+        guard geometry.levels.indices.contains(level) else { return }
+        while true {
+            let seen = progress[level]  // loaded before the check: a store after it ends the wait at once
+            if isTileReady(level: level, column: column, row: row) || hasFailed { return }
             let now = ContinuousClock.now
             guard now < deadline else { return }
-            let wait = min(pause, deadline - now).components
-            Thread.sleep(forTimeInterval: Double(wait.seconds) + Double(wait.attoseconds) / 1e18)
-            pause = min(pause * 2, .milliseconds(20))
+            progress.wait(level: level, whileAt: seen, timeout: min(.milliseconds(20), deadline - now))
         }
     }
 }
