@@ -66,9 +66,12 @@ public actor DiskCacheBudget {
     private var entries: [Int: Entry] = [:]
     private var nextID = 0
     private var useCounter: UInt64 = 0
-    private var flushInProgress: Task<[(Int, TileError)], Never>?
-    /// Evicted stores whose files are being deleted, by path (``waitForRemoval(at:)``).
-    private var removals: [String: Task<Result<Bool, TileError>, Never>] = [:]
+    /// While a flush runs: the callers waiting for it to end (nil when none runs). The flush runs in
+    /// the task of the caller that started it; the others wait here.
+    private var flushWaiters: [CheckedContinuation<Void, Never>]?
+    /// Evicted stores whose files are being deleted, by path (``waitForRemoval(at:)``): how many
+    /// deletions run there, and who waits for them to end.
+    private var removals: [String: (running: Int, waiters: [CheckedContinuation<Void, Never>])] = [:]
     private let logger: Logger
 
     /// Creates a budget.
@@ -179,7 +182,7 @@ public actor DiskCacheBudget {
     ///   (its writes go past what the disk was given; a build within its reservation never is).
     @discardableResult
     public func didWrite(_ id: StoreID) async -> Bool {
-        if let running = flushInProgress { _ = await running.value }
+        await waitForFlush()
         guard var entry = entries[id.value], let image = entry.image else { return true }
         entry.byteCount = image.bytesWritten
         entry.scratchByteCount = image.scratchByteCount
@@ -237,17 +240,26 @@ public actor DiskCacheBudget {
     /// building a store again at the path of one that may have been evicted: the deletion, which runs
     /// after the store left the accounts, would otherwise remove the new store's files.
     public func waitForRemoval(at path: String) async {
-        // Once: the eviction that started the task takes it out of `removals` only when it resumes,
-        // and a finished task's value returns without suspending.
-        if let removal = removals[path] { _ = await removal.value }
+        guard removals[path] != nil else { return }
+        await withCheckedContinuation { continuation in
+            if removals[path] != nil { removals[path]!.waiters.append(continuation) } else { continuation.resume() }
+        }
+    }
+
+    /// Returns once no flush runs (at once when none does).
+    private func waitForFlush() async {
+        guard flushWaiters != nil else { return }
+        await withCheckedContinuation { continuation in
+            if flushWaiters != nil { flushWaiters!.append(continuation) } else { continuation.resume() }
+        }
     }
 
     /// Flushes every store with data written since its last flush; concurrent callers share one flush.
     /// The syncs run on a thread of their own; a store whose sync fails is reported and logged, and
     /// stays dirty.
     public func flush() async {
-        if let running = flushInProgress {
-            _ = await running.value
+        if flushWaiters != nil {
+            await waitForFlush()
             return
         }
         let dirty = entries.compactMap { id, e -> (Int, TiledImage, Int)? in
@@ -256,18 +268,19 @@ public actor DiskCacheBudget {
         }
         guard !dirty.isEmpty else { return }
         let images = dirty.map { ($0.0, $0.1) }
-        let task = Task {
-            await BlockingWork.run { () -> [(Int, TileError)] in
-                var failures: [(Int, TileError)] = []
-                for (id, image) in images {
-                    do throws(TileError) { try image.flushWrittenData() } catch { failures.append((id, error)) }
-                }
-                return failures
+        flushWaiters = []
+        let failures = await BlockingWork.run { () -> [(Int, TileError)] in
+            var failures: [(Int, TileError)] = []
+            for (id, image) in images {
+                do throws(TileError) { try image.flushWrittenData() } catch { failures.append((id, error)) }
             }
+            return failures
         }
-        flushInProgress = task
-        let failures = await task.value
-        flushInProgress = nil
+        defer {
+            let waiters = flushWaiters ?? []
+            flushWaiters = nil
+            for waiter in waiters { waiter.resume() }
+        }
         var bytes = 0
         var stores = 0
         for (id, image, written) in dirty where entries[id] != nil {
@@ -296,14 +309,14 @@ public actor DiskCacheBudget {
             // Out of the accounts first: the actor may run other calls while the files are deleted.
             entries[victim.key] = nil
             let path = victim.value.path!
-            let removal = Task {
-                await BlockingWork.run { () -> Result<Bool, TileError> in
-                    do throws(TileError) { return .success(try TiledImage.removeStoreIfUnused(at: path)) } catch { return .failure(error) }
-                }
+            removals[path, default: (0, [])].running += 1
+            let outcome = await BlockingWork.run { () -> Result<Bool, TileError> in
+                do throws(TileError) { return .success(try TiledImage.removeStoreIfUnused(at: path)) } catch { return .failure(error) }
             }
-            removals[path] = removal
-            let outcome = await removal.value
-            if removals[path] == removal { removals[path] = nil }
+            removals[path]!.running -= 1
+            if removals[path]!.running == 0, let waiters = removals.removeValue(forKey: path)?.waiters {
+                for waiter in waiters { waiter.resume() }
+            }
             switch outcome {
             case .failure(let error): report("evict", path: path, error)
             case .success(true): eventsContinuation.yield(.evicted(path: path, byteCount: victim.value.byteCount))

@@ -1,3 +1,4 @@
+import Synchronization
 /// Runs memory-heavy jobs (whole-image decodes, thumbnails, exports) at most `maximumConcurrency` at a
 /// time, in the order they were submitted.
 ///
@@ -21,9 +22,17 @@ public actor HeavyWorkQueue {
     /// Every change of the counts, starting with the current ones. One consumer.
     public nonisolated let counts: AsyncStream<Counts>
     private let countsContinuation: AsyncStream<Counts>.Continuation
-    private var active = 0
-    private var waiters: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
-    private var nextID = 0
+    /// Who runs and who waits, under a lock: a waiter's cancellation handler (synchronous, on any
+    /// thread) takes it out of the line at once.
+    private let line = Mutex(Line())
+
+    private struct Line {
+        var active = 0
+        var waiters: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
+        var nextID = 0
+        /// Waiters cancelled before they joined the line: they never join it.
+        var cancelled: Set<Int> = []
+    }
 
     /// Creates a queue.
     /// - Parameter maximumConcurrency: jobs run at once, at least 1 (default 1).
@@ -36,7 +45,7 @@ public actor HeavyWorkQueue {
     deinit { countsContinuation.finish() }
 
     /// The current counts.
-    public var currentCounts: Counts { Counts(pending: waiters.count, active: active) }
+    public nonisolated var currentCounts: Counts { line.withLock { Counts(pending: $0.waiters.count, active: $0.active) } }
 
     /// Waits for a turn, then runs `job` in the caller's task. For blocking work use
     /// ``runBlocking(_:)``: `job` here runs on the caller's executor.
@@ -62,40 +71,49 @@ public actor HeavyWorkQueue {
         return try await BlockingWork.run(job)
     }
 
-    private func acquire() async throws {
+    private nonisolated func acquire() async throws {
         try Task.checkCancellation()
-        if active < maximumConcurrency && waiters.isEmpty {
-            active += 1
-            publish()
-            return
+        let id = line.withLock { line -> Int? in
+            if line.active < maximumConcurrency && line.waiters.isEmpty {
+                line.active += 1
+                return nil
+            }
+            line.nextID += 1
+            return line.nextID
         }
-        let id = nextID
-        nextID += 1
+        guard let id else { return publish() }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                waiters.append((id, continuation))
-                publish()
+                let joined = line.withLock { line -> Bool in
+                    guard line.cancelled.remove(id) == nil else { return false }
+                    line.waiters.append((id, continuation))
+                    return true
+                }
+                if joined { publish() } else { continuation.resume(throwing: CancellationError()) }
             }
         } onCancel: {
-            Task { await self.cancelWaiter(id) }
+            let waiter = line.withLock { line -> CheckedContinuation<Void, any Error>? in
+                if let index = line.waiters.firstIndex(where: { $0.id == id }) { return line.waiters.remove(at: index).continuation }
+                line.cancelled.insert(id)  // not in the line yet (or its turn has come: then never looked at)
+                return nil
+            }
+            guard let waiter else { return }
+            publish()
+            waiter.resume(throwing: CancellationError())
         }
     }
 
-    private func cancelWaiter(_ id: Int) {
-        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
-        let waiter = waiters.remove(at: index)
-        publish()
-        waiter.continuation.resume(throwing: CancellationError())
-    }
-
-    private func release() {
-        if waiters.isEmpty {
-            active -= 1
-        } else {
-            waiters.removeFirst().continuation.resume()  // the turn passes on; active stays
+    private nonisolated func release() {
+        let next = line.withLock { line -> CheckedContinuation<Void, any Error>? in
+            if line.waiters.isEmpty {
+                line.active -= 1
+                return nil
+            }
+            return line.waiters.removeFirst().continuation  // the turn passes on; active stays
         }
         publish()
+        next?.resume()
     }
 
-    private func publish() { countsContinuation.yield(currentCounts) }
+    private nonisolated func publish() { countsContinuation.yield(currentCounts) }
 }

@@ -17,9 +17,9 @@ extension ImageCatalog {
         var isUpload: Bool { sourcePath == nil }
         var image: TiledImage?
         /// Feeds the builder (a JPEG of the folder); an upload's route feeds it instead.
-        var task: Task<Void, Never>?
+        var task: TaskNursery.Handle<Void>?
         /// Follows the builder's progress and settles the image's state when the build ends.
-        var watcher: Task<Void, Never>?
+        var watcher: TaskNursery.Handle<Void>?
         var waiters: [Int: Waiter] = [:]
         /// Set when the build has ended: nothing waits on it any more.
         var hasEnded = false
@@ -43,6 +43,13 @@ extension ImageCatalog {
     struct Waiter {
         let condition: @Sendable (TiledImage) -> Bool
         let continuation: CheckedContinuation<Bool, Never>
+        /// The job that ends the wait at its deadline: stopped when the wait ends before.
+        var deadline: TaskNursery.Handle<Void>?
+
+        func resume(_ satisfied: Bool) {
+            deadline?.cancel()
+            continuation.resume(returning: satisfied)
+        }
     }
 
     /// Reuses the cache store of `source` when it was built from this version, else starts a build,
@@ -91,7 +98,7 @@ extension ImageCatalog {
         states[id] = .building(build)
         CacheStoreRecord.remove(forStore: store)  // a record of an older version
         let (queue, pool, path) = (builds, threadPool, source.path)
-        build.task = Task(executorPreference: taskExecutor) {
+        build.task = tasks.spawn {
             do {
                 try await queue.run { try await Self.feed(path, into: builder, readingOn: pool) }
                 _ = try await builder.finish()
@@ -133,7 +140,7 @@ extension ImageCatalog {
     func watch(_ build: Build, _ id: String) {
         let progress = build.builder.progress
         let held = Confined(build)
-        build.watcher = Task(executorPreference: taskExecutor) {
+        build.watcher = tasks.spawn {
             for await _ in progress { await self.progressed(held) }
             await self.ended(held, id)
         }
@@ -145,7 +152,7 @@ extension ImageCatalog {
         guard let image = build.image else { return }
         for (key, waiter) in build.waiters where waiter.condition(image) {
             build.waiters[key] = nil
-            waiter.continuation.resume(returning: true)
+            waiter.resume(true)
         }
     }
 
@@ -166,7 +173,7 @@ extension ImageCatalog {
         }
         ServerMetrics.recordBuild(outcome: outcome, duration: .now - build.started)
         defer {
-            for waiter in build.waiters.values { waiter.continuation.resume(returning: true) }
+            for waiter in build.waiters.values { waiter.resume(true) }
             build.waiters = [:]
         }
         // Replaced meanwhile (a newer version of the source, a shutdown): not this build's state to set.
@@ -237,14 +244,14 @@ extension ImageCatalog {
         nextWaiter += 1
         let key = nextWaiter
         return await withCheckedContinuation { continuation in
-            build.waiters[key] = Waiter(condition: condition, continuation: continuation)
             // Weakly: a pending deadline must not keep an ended build (and its pyramid, which the budget
             // evicts only once released) alive.
             let held = WeakBuild(build)
-            Task(executorPreference: taskExecutor) {
-                try? await Task.sleep(until: deadline)
+            let expiry = tasks.spawn {
+                guard (try? await Task.sleep(until: deadline)) != nil else { return }  // the wait ended first
                 await self.expire(held, key)
             }
+            build.waiters[key] = Waiter(condition: condition, continuation: continuation, deadline: expiry)
         }
     }
 

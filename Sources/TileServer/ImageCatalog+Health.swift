@@ -31,7 +31,7 @@ extension ImageCatalog {
             if case .building = state { running += 1 }
             if case .failed = state { failed += 1 }
         }
-        let queued = await builds.currentCounts.pending
+        let queued = builds.currentCounts.pending
         let (used, limit) = (await budget.totalBytes, await budget.totalByteBudget)
         let (root, cache) = (self.root, self.cache)
         var problems: [String] = []

@@ -3,19 +3,24 @@ import TileActors
 import TileCore
 
 extension ImageCatalog: Service {
-    /// Waits until the service group shuts down (gracefully, or by cancellation), then
-    /// ``shutDown()``: run the catalog in the same group as the server, after it, so that requests in
-    /// flight finish first.
+    /// Runs the catalog's own tasks (lookups, builds, deadlines: nothing is looked up or built
+    /// while the catalog does not run) until the service group shuts down (gracefully, or by
+    /// cancellation), then ``shutDown()``: run the catalog in the same group as the server, after
+    /// it, so that requests in flight finish first.
     public func run() async throws {
-        try? await gracefulShutdown()
-        await shutDown()
+        await withDiscardingTaskGroup { group in
+            group.addTask { [tasks, taskExecutor] in await tasks.run(preferring: taskExecutor) }
+            try? await gracefulShutdown()
+            await shutDown()
+            tasks.finish()
+        }
     }
 
     /// Cancels every build still running (JPEGs built into the cache, uploads) and waits for them to
     /// end; a cancelled build removes its unfinished files. No build starts afterwards.
     public func shutDown() async {
         isShutDown = true
-        var running: [(builder: ImageBuilder, feed: Task<Void, Never>?, watcher: Task<Void, Never>?)] = []
+        var running: [(builder: ImageBuilder, feed: TaskNursery.Handle<Void>?, watcher: TaskNursery.Handle<Void>?)] = []
         for (id, state) in states {
             forgetReady(id)
             if case .building(let build) = state { running.append((build.builder, build.task, build.watcher)) }

@@ -86,6 +86,9 @@ public actor ImageCatalog {
     let builds: HeavyWorkQueue
     /// Where the catalog's own tasks prefer to run (see `init`'s `taskExecutor`).
     public nonisolated let taskExecutor: (any TaskExecutor)?
+    /// The catalog's own tasks (lookups, builds' feeds and watchers, deadlines): children of
+    /// ``run()``'s task group.
+    nonisolated let tasks = TaskNursery()
     let headerWaitLimit: Duration
     let concurrentBuilds: Int
 
@@ -103,7 +106,7 @@ public actor ImageCatalog {
     /// The fingerprint last seen of each identifier's file (its hash is reused while its identity holds).
     private var known: [String: SourceFingerprint] = [:]
     /// Lookups in progress: concurrent requests for one identifier share one.
-    private var refreshes: [String: Task<LookupError?, Never>] = [:]
+    private var refreshes: [String: TaskNursery.Handle<LookupError?>] = [:]
     var lastUse: [String: UInt64] = [:]
     /// Stores opened so far (for tests: concurrent first requests open a store once).
     package internal(set) var storesOpened = 0
@@ -127,8 +130,11 @@ public actor ImageCatalog {
             _ = entries.withLockedValue { $0.removeValue(forKey: id) }
         }
     }
+    /// How long ``readyImage(_:)`` trusts a source checked without looking at the folder again, by
+    /// default (the folder's watcher says most changes at once; this bounds the others').
+    public nonisolated static let defaultSourceRecheckInterval: Duration = .seconds(1)
     /// How long ``readyImage(_:)`` trusts a source checked without looking at the folder again.
-    public nonisolated static let sourceRecheckInterval: Duration = .seconds(1)
+    public nonisolated let sourceRecheckInterval: Duration
 
     /// - Parameters:
     ///   - root: the folder of images.
@@ -152,6 +158,8 @@ public actor ImageCatalog {
     ///   - logger: where skipped entries are said.
     ///   - storeFormat: what JPEGs and uploads are built into (default a tiled pyramidal TIFF, about
     ///     1.45 times the JPEG's bytes, its full-resolution tiles sent as they are stored).
+    ///   - sourceRecheckInterval: how long a ready image's source, once checked, is trusted without a
+    ///     look at the folder (default ``defaultSourceRecheckInterval``; `.zero`: every lookup looks).
     ///   - taskExecutor: where the catalog's own tasks (lookups, builds' feeds and watchers, deadlines)
     ///     prefer to run, and so its actor's code; nil (the default): Swift's global executor. An
     ///     application whose other work blocks that pool's few threads gives the server threads of its own.
@@ -162,9 +170,10 @@ public actor ImageCatalog {
         headerWaitLimit: Duration = .seconds(20), retryInterval: Duration = .seconds(60),
         threadPool: NIOThreadPool = .singleton, followsSymlinks: Bool = false,
         logger: Logger = Logger(label: "TiledImageKit.ImageCatalog"), storeFormat: StoreFormat = .tiff(),
-        taskExecutor: (any TaskExecutor)? = nil
+        sourceRecheckInterval: Duration = defaultSourceRecheckInterval, taskExecutor: (any TaskExecutor)? = nil
     ) throws(TileError) {
         self.taskExecutor = taskExecutor
+        self.sourceRecheckInterval = sourceRecheckInterval
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
             throw TileError(.invalidArgument, "\(root) is not a folder")
@@ -222,7 +231,7 @@ public actor ImageCatalog {
     /// Nil otherwise: ask ``image(_:)``.
     public nonisolated func readyImage(_ id: some StringProtocol) -> Image? {
         readyImages.entries.withLockedValue { ready in
-            guard let entry = ready[String(id)], ContinuousClock.now - entry.checked < Self.sourceRecheckInterval else { return nil }
+            guard let entry = ready[String(id)], ContinuousClock.now - entry.checked < sourceRecheckInterval else { return nil }
             return entry.image
         }
     }
@@ -285,10 +294,12 @@ public actor ImageCatalog {
     /// - Returns: why no image can be had now (too many builds waiting), or nil.
     private func refresh(_ id: String) async -> LookupError? {
         if let pending = refreshes[id] { return await pending.value }
-        let task = Task(executorPreference: taskExecutor) { await self.reconcile(id) }
-        refreshes[id] = task
-        let outcome = await task.value
-        if refreshes[id] == task { refreshes[id] = nil }
+        // A job of its own, not the caller's task: a request that goes away does not cancel the
+        // lookup the others share (nor a build it starts).
+        let job = tasks.spawn { await self.reconcile(id) }
+        refreshes[id] = job
+        let outcome = await job.value
+        if refreshes[id]?.isSame(as: job) == true { refreshes[id] = nil }
         return outcome
     }
 

@@ -41,7 +41,7 @@ extension TileRoutes {
         admin.post("build") { request, _ in
             if let refusal = authorize(request) { return refusal }
             let ids = await catalog.identifiers()
-            Task(executorPreference: catalog.taskExecutor) { [catalog] in
+            catalog.tasks.spawn { [catalog] in
                 for id in ids {
                     guard (try? await catalog.image(id)) != nil else { continue }
                     _ = await catalog.waitUntil(id, deadline: .now + .seconds(3600)) { $0.isComplete }

@@ -8,10 +8,8 @@ import Foundation
 /// answered nothing meanwhile (CI, 2026-11-26: a request the routes answer at once got no answer in
 /// 30 s). A server run in a task that prefers this executor (`Task(executorPreference:)`) keeps
 /// answering what its connections' tasks answer themselves (child tasks: they inherit the preference),
-/// and the kernel shares the cores between these threads and the pool's. Unstructured tasks the server
-/// makes do not inherit it and still run on the pool: the catalogue's refresh of an image (every
-/// `info.json` and `.dzi`, an image request not answered from the ready table), its builds'
-/// coordinators, the disk budget's evictions. Those requests still wait for a free pool thread.
+/// and the kernel shares the cores between these threads and the pool's. The catalogue's own tasks
+/// (lookups, builds, deadlines) are children of its service's task group, and inherit it too.
 ///
 /// The threads block only while the queue is empty. ``TileCore/BlockingCallCheck`` still traps
 /// blocking calls in route handlers here: its check is by thread name, and these are not its

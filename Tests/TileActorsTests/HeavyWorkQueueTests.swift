@@ -23,7 +23,7 @@ struct HeavyWorkQueueTests {
                     return i
                 }
             })
-            while await queue.currentCounts.active + queue.currentCounts.pending < i + 1 { await Task.yield() }
+            while queue.currentCounts.active + queue.currentCounts.pending < i + 1 { await Task.yield() }
         }
         #expect(await queue.currentCounts == .init(pending: 6 - limit, active: limit))
         await gate.open()
@@ -50,9 +50,9 @@ struct HeavyWorkQueueTests {
         let recorder = Recorder<Int>()
         let gate = Gate()
         let first = Task { try await queue.run { await gate.wait(); await recorder.record(1) } }
-        while await queue.currentCounts.active == 0 { await Task.yield() }
+        while queue.currentCounts.active == 0 { await Task.yield() }
         let second = Task { try await queue.run { await recorder.record(2) } }
-        while await queue.currentCounts.pending == 0 { await Task.yield() }
+        while queue.currentCounts.pending == 0 { await Task.yield() }
         second.cancel()
         await #expect(throws: CancellationError.self) { try await second.value }
         #expect(await queue.currentCounts == .init(pending: 0, active: 1))

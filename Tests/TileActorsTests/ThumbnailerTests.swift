@@ -35,10 +35,10 @@ struct ThumbnailerTests {
         let thumbnailer = Thumbnailer(queue: queue)
         let gate = Gate()
         let blocker = Task { try await queue.run { await gate.wait() } }
-        while await queue.currentCounts.active == 0 { await Task.yield() }
+        while queue.currentCounts.active == 0 { await Task.yield() }
         let output = folder.appendingPathComponent("never.jpg").path
         let job = Task { try await thumbnailer.makeCopies(of: source, targets: [.init(maxEdge: 100, path: output)]) }
-        while await queue.currentCounts.pending == 0 { await Task.yield() }
+        while queue.currentCounts.pending == 0 { await Task.yield() }
         job.cancel()
         await #expect(throws: CancellationError.self) { try await job.value }
         await gate.open()

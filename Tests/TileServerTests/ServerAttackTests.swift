@@ -166,6 +166,8 @@ struct ServerAttackTests {
         let logger = Logger(label: "test") { _ in RecordingLogHandler(records: records) }
         // No delay: each lookup tries again, and each failure counts one more attempt.
         let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", retryInterval: .zero, logger: logger, taskExecutor: ServerExecutor.shared)
+        let catalogService = catalog.started()
+        defer { catalogService.cancel() }
         for attempt in 1...3 {
             _ = try? await catalog.image("bad")  // the header is read: the image, while its build goes on
             // Until the build has ended and its failure is recorded (a state, waited for).
@@ -183,6 +185,8 @@ struct ServerAttackTests {
         #expect(failures.allSatisfy { $0.metadata["id"]?.description == "bad" && $0.metadata["error"] != nil })
         // The delays, written plainly: 60 s, doubled with each failure, at most 64 times 60 s.
         let minute = try ImageCatalog(root: folder, cache: "\(folder)/.cache", taskExecutor: ServerExecutor.shared)
+        let minuteService = minute.started()
+        defer { minuteService.cancel() }
         let delays = (1...9).map { minute.retryDelay(afterAttempts: $0) }
         #expect(delays == [60, 120, 240, 480, 960, 1920, 3840, 3840, 3840].map { Duration.seconds($0) })
     }

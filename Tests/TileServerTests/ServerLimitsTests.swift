@@ -127,6 +127,8 @@ struct ServerLimitsTests {
         // smaller; each build fits alone, the two do not.
         let budget = (3 * 2 + 2 * 1 + 1) * 256 * 256 * 4
         let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", maximumOpenImages: 1, cacheByteBudget: budget, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let catalogService = catalog.started()
+        defer { catalogService.cancel() }
         var events = catalog.budget.events.makeAsyncIterator()
         _ = try await catalog.image("a")
         try await Self.waitForBuild(catalog, "a")
@@ -153,12 +155,16 @@ struct ServerLimitsTests {
         let folder = try Self.folder(["photo.jpg": original])
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let first = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let firstService = first.started()
+        defer { firstService.cancel() }
         _ = try await first.image("photo")
         try await Self.waitForBuild(first, "photo")
         let manifest = "\(folder)/.cache/photo.tiles/manifest.json"
         let built = try FileManager.default.attributesOfItem(atPath: manifest)[.modificationDate] as! Date
         // The same bytes: reused (the manifest is not written again).
         let second = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let secondService = second.started()
+        defer { secondService.cancel() }
         _ = try await second.image("photo")
         #expect(await second.isBuilding("photo") == false)
         #expect(try FileManager.default.attributesOfItem(atPath: manifest)[.modificationDate] as! Date == built)
@@ -169,6 +175,8 @@ struct ServerLimitsTests {
         try changed.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
         try FileManager.default.setAttributes([.modificationDate: built.addingTimeInterval(-3600)], ofItemAtPath: "\(folder)/photo.jpg")
         let third = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let thirdService = third.started()
+        defer { thirdService.cancel() }
         let image = try await third.image("photo")
         try await Self.waitForBuild(third, "photo")
         let tile = try image.pyramid.readTile(level: 0, column: 0, row: 0)
@@ -183,6 +191,8 @@ struct ServerLimitsTests {
         let folder = try Self.folder(["later.jpg": jpeg])
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let catalogService = catalog.started()
+        defer { catalogService.cancel() }
         // An upload half in: a build in progress, its files being written beside the folder's images.
         let builder = try await catalog.beginUpload("up")
         try await builder.append(jpeg.prefix(jpeg.count / 2))

@@ -356,3 +356,11 @@ struct TileServerTests {
         #expect(names == [".cache", "kept.tiles", "photo.jpg"], "\(names)")
     }
 }
+
+extension ImageCatalog {
+    /// Starts the catalog as a service (its lookups, builds and deadlines run in it: nothing is looked
+    /// up before), on the test servers' executor. Cancel the task to shut the catalog down.
+    nonisolated func started() -> Task<Void, Never> {
+        Task(executorPreference: ServerExecutor.shared) { try? await self.run() }
+    }
+}

@@ -369,11 +369,21 @@ struct ServeCommandTests {
         let payload = Data(requests.utf8)
         let sending = Thread { try? attacker.send(payload) }  // blocks once the server stops reading
         sending.start()
-        usleep(3_000_000)
+        // Until the server has stopped taking the attacker's requests (its answers are not read): the
+        // count of image answers the same twice running, a fifth of a second apart.
+        func answered() -> Double {
+            let text = (try? DeployTests.get(port, "/metrics").body).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            return Self.samples(text).filter { $0.key.hasPrefix("tiler_requests_total{route=\"dzi_tile\"") || $0.key.hasPrefix("tiler_requests_total{route=\"iiif_image\"") }
+                .values.reduce(0, +)
+        }
+        var (last, now) = (-1.0, answered())
+        for _ in 0..<300 where now != last || now == 0 {
+            usleep(200_000)
+            (last, now) = (now, answered())
+        }
         // Others are served meanwhile.
         #expect(try Self.request(port, "GET", "/iiif/3/big/info.json").status == 200)
         #expect(try Self.request(port, "GET", "/dzi/big_files/11/1_1.jpg").status == 200)
-        usleep(2_000_000)
         let (after, peak) = (Self.memory(pid, "VmRSS"), Self.memory(pid, "VmHWM"))
         #expect(Sanitizers.address || peak - before < 32, "RSS \(before) MiB before, \(after) after, peak \(peak)")
         FileHandle.standardError.write(Data("pipelined without reading: RSS \(before) -> \(after) MiB, peak \(peak) MiB\n".utf8))

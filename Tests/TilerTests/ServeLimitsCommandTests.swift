@@ -102,7 +102,14 @@ struct ServeLimitsCommandTests {
         }
         let (peakFDs, peakRSS) = (Self.descriptors(pid), ServeCommandTests.memory(pid, "VmHWM"))
         #expect(server.process.isRunning)
-        sleep(6)  // the idle timeout closes the stalled ones; the waiting ones are taken, then stall too
+        // The idle timeout closes the stalled ones; the waiting ones are taken, then stall too, and are
+        // closed in turn: until only the connection that asks is open.
+        var open = (try? DeployTests.metric(port, "tiler_connections_open")) ?? -1
+        for _ in 0..<600 where open != 1 {
+            usleep(100_000)
+            open = (try? DeployTests.metric(port, "tiler_connections_open")) ?? -1
+        }
+        #expect(open == 1, "connections still open: \(open)")
         clients = []
         #expect(Self.answered(port, "/health") == 200)
         var (nowFiles, nowFDs) = (try FileManager.default.contentsOfDirectory(atPath: folder).sorted(), Self.descriptors(pid))

@@ -1,0 +1,176 @@
+import Synchronization
+
+/// Where the catalog's long-lived work runs: builds' feeds and watchers, lookups shared by concurrent
+/// requests, waiters' deadlines, admin builds. Each job is a child of the one task group that
+/// ``run(preferring:)`` holds (the catalog's service task, run beside the server), so none outlives
+/// the service, a shutdown cancels them all, and none is an unstructured `Task`.
+///
+/// A job spawned while the nursery does not run waits for its next run (a catalog served again, as
+/// the tests do).
+final class TaskNursery: Sendable {
+    /// A spawned job: cancel it, or wait for what it returns.
+    struct Handle<Value: Sendable>: Sendable {
+        fileprivate let job: Job<Value>
+
+        /// Cancels the job's task (as `Task.cancel()` would): it ends at its next check.
+        func cancel() { job.cancel() }
+
+        /// What the job returned, once it has ended.
+        var value: Value { get async { await job.value() } }
+
+        /// Whether two handles are of the same job.
+        func isSame(as other: Handle<Value>) -> Bool { job === other.job }
+    }
+
+    /// The jobs not started yet, and where the current run takes them from (nil between runs).
+    private struct Line {
+        var submit: AsyncStream<any Runnable>.Continuation?
+        var generation = 0
+        var waiting: [ObjectIdentifier: any Runnable] = [:]
+    }
+
+    private let line = Mutex(Line())
+
+    /// Runs `operation` as a child of the nursery's group (of its next run, between runs).
+    @discardableResult
+    func spawn<Value: Sendable>(_ operation: @escaping @Sendable () async -> Value) -> Handle<Value> {
+        let job = Job(operation)
+        line.withLock { line in
+            line.waiting[ObjectIdentifier(job)] = job
+            _ = line.submit?.yield(job)
+        }
+        return Handle(job: job)
+    }
+
+    /// Runs the jobs as they are spawned, each a child task preferring `executor`, until ``finish()``
+    /// has been called or the calling task is cancelled (which cancels the jobs), then waits for them
+    /// to end. The jobs not started by then are started too (cancelled, when the run was): a job
+    /// spawned during a run always ends. A run started while another runs takes the jobs over.
+    func run(preferring executor: (any TaskExecutor)?) async {
+        let (jobs, submit) = AsyncStream.makeStream(of: (any Runnable).self)
+        let generation = line.withLock { line in
+            line.submit?.finish()
+            line.submit = submit
+            line.generation += 1
+            for job in line.waiting.values { submit.yield(job) }
+            return line.generation
+        }
+        let take = { @Sendable (job: any Runnable) -> Bool in
+            self.line.withLock { $0.waiting.removeValue(forKey: ObjectIdentifier(job)) } != nil
+        }
+        await withDiscardingTaskGroup { group in
+            for await job in jobs where take(job) {
+                group.addTask(executorPreference: executor) { await job.run() }
+            }
+            let left = line.withLock { line -> [any Runnable] in
+                guard line.generation == generation else { return [] }  // a newer run has them
+                line.submit?.finish()
+                line.submit = nil
+                defer { line.waiting = [:] }
+                return Array(line.waiting.values)
+            }
+            for job in left { group.addTask(executorPreference: executor) { await job.run() } }
+        }
+    }
+
+    /// No job is taken after the ones already spawned; ``run(preferring:)`` returns once they have ended.
+    func finish() { line.withLock { _ = $0.submit?.finish() } }
+}
+
+/// A job the nursery runs, whatever it returns.
+private protocol Runnable: AnyObject, Sendable {
+    func run() async
+}
+
+/// One job: its operation, and the state its handles and its task share.
+private final class Job<Value: Sendable>: Runnable {
+    private struct State {
+        var isCancelled = false
+        /// Set once the operation has returned.
+        var isOver = false
+        var result: Value?
+        /// The job's watcher of cancellation, resumed by a cancel or by the operation's end.
+        var watcher: CheckedContinuation<Void, Never>?
+        var waiters: [CheckedContinuation<Value, Never>] = []
+    }
+
+    /// The operation, until it runs: let go of then, as a task lets go of its closure (what it
+    /// captures may hold the handle: a build's watcher captures the build, which holds the watcher).
+    private let operation: Mutex<(@Sendable () async -> Value)?>
+    private let state = Mutex(State())
+
+    init(_ operation: @escaping @Sendable () async -> Value) { self.operation = Mutex(operation) }
+
+    /// The operation in a child task, beside a watcher that cancels it when ``cancel()`` is called.
+    func run() async {
+        guard let operation = operation.withLock({ $0.take() }) else { return }
+        let result = await withTaskGroup(of: Value?.self) { group in
+            group.addTask { await operation() }
+            group.addTask { [self] in
+                await watchForCancel()
+                return nil
+            }
+            var result: Value?
+            while let next = await group.next() {
+                if let next {
+                    result = next
+                    stopWatching()
+                } else {
+                    group.cancelAll()  // cancelled: the operation ends at its next check
+                }
+            }
+            return result
+        }
+        finish(with: result!)  // the operation's child always returns, with its value
+    }
+
+    func cancel() {
+        let watcher = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.isCancelled = true
+            defer { state.watcher = nil }
+            return state.watcher
+        }
+        watcher?.resume()
+    }
+
+    func value() async -> Value {
+        await withCheckedContinuation { continuation in
+            let result = state.withLock { state -> Value? in
+                if let result = state.result { return result }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let result { continuation.resume(returning: result) }
+        }
+    }
+
+    private func watchForCancel() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.isCancelled || state.isOver { return true }
+                state.watcher = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    private func stopWatching() {
+        let watcher = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.isOver = true
+            defer { state.watcher = nil }
+            return state.watcher
+        }
+        watcher?.resume()
+    }
+
+    private func finish(with result: Value) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Value, Never>] in
+            state.isOver = true
+            state.result = result
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: result) }
+    }
+}
