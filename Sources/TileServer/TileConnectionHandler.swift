@@ -28,7 +28,9 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     private let service: TileService
     private let rules: RequestGuard
-    private let logger: Logger?
+    private let accessLog: AccessLog?
+    /// The peer's address as the access log writes it, made once per connection.
+    private var client: String?
     private let headTimeout: TimeAmount
     /// Since when the connection has waited for a request's head (nil while one is in progress).
     private var waitingSince: NIODeadline?
@@ -54,15 +56,16 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// the completion only then.
     private var hasPassedReads = false
 
-    init(service: TileService, rules: RequestGuard, logger: Logger?, headTimeout: TimeAmount) {
+    init(service: TileService, rules: RequestGuard, accessLog: AccessLog?, headTimeout: TimeAmount) {
         self.service = service
         self.rules = rules
-        self.logger = logger
+        self.accessLog = accessLog
         self.headTimeout = headTimeout
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         encoder = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
+        if accessLog != nil { client = context.channel.remoteAddress?.ipAddress }
         if context.channel.isActive { waitForHead(context) }
     }
 
@@ -248,7 +251,9 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         held = nil
         hasAnswered = true
         waitForHead(context)
-        logger?.info("Request", metadata: ["hb.request.method": "\(head.method.rawValue)", "hb.request.path": "\(head.uri)", "cached": "true"])
+        accessLog?.record(
+            client: client, method: head.method.rawValue, target: head.uri, version: (head.version.major, head.version.minor),
+            status: status, bytes: bodyBytes)
         service.metrics.record(
             ServerMetrics.Route(path: Self.path(head.uri)[...]), status: status, bytes: bodyBytes,
             nanoseconds: (NIODeadline.now() - heldSince).nanoseconds)

@@ -35,6 +35,9 @@ public struct TileServer: Sendable {
     /// The registry `GET /metrics` answers from (Prometheus' text format): the one the process
     /// bootstrapped swift-metrics with (``ServerMetrics``); nil, the default, answers 404 there.
     public var metricsRegistry: PrometheusCollectorRegistry?
+    /// Where each answered request is written, one line in the Common Log Format (``AccessLog``); nil,
+    /// the default, writes none.
+    public var accessLog: AccessLog?
 
     static let serverName = "tiler"
 
@@ -90,7 +93,7 @@ public struct TileServer: Sendable {
     /// `/ready` (the catalog can serve: 200 or 503, with why) and `/metrics`.
     public func router(guard rules: RequestGuard = RequestGuard()) -> Router<TileRequestContext> {
         let router = Router(context: TileRequestContext.self, options: .autoGenerateHeadEndpoints)
-        router.add(middleware: LogRequestsMiddleware(.info))
+        if let accessLog { router.add(middleware: AccessLogMiddleware(log: accessLog)) }
         router.add(middleware: MetricsMiddleware(metrics: routes.service.metrics))
         router.add(middleware: NonBlockingMiddleware())
         router.add(middleware: GuardMiddleware(rules: rules))
@@ -126,11 +129,10 @@ public struct TileServer: Sendable {
         host: String = "127.0.0.1", port: Int = 8080, logger: Logger? = nil,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        var log = logger ?? Logger(label: "tiler.serve")
-        if logger == nil { log.logLevel = .info }
+        let log = logger ?? Logger(label: "tiler.serve")
         let (seconds, attoseconds) = idleTimeout.components
         let idle = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        let (service, accessLog, rules) = (routes.service, log.logLevel <= .info ? log : nil, requestGuard ?? .defaults(bind: host))
+        let (service, accessLog, rules) = (routes.service, self.accessLog, requestGuard ?? .defaults(bind: host))
         let server = HTTPServerBuilder { responder in
             TileHTTPChannel(responder: responder, service: service, rules: rules, idleTimeout: idle, accessLog: accessLog)
         }
@@ -151,7 +153,7 @@ struct TileHTTPChannel: HTTPChannelHandler {
     let service: TileService
     let rules: RequestGuard
     let idleTimeout: TimeAmount
-    let accessLog: Logger?
+    let accessLog: AccessLog?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -165,7 +167,7 @@ struct TileHTTPChannel: HTTPChannelHandler {
             try pipeline.addHandler(HTTPResponseEncoder(configuration: .init()))
             try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
             try pipeline.addHandler(IdleStateHandler(readTimeout: idleTimeout), position: .first)
-            try pipeline.addHandler(TileConnectionHandler(service: service, rules: rules, logger: accessLog, headTimeout: idleTimeout))
+            try pipeline.addHandler(TileConnectionHandler(service: service, rules: rules, accessLog: accessLog, headTimeout: idleTimeout))
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }
@@ -181,6 +183,25 @@ struct TileHTTPChannel: HTTPChannelHandler {
 struct NonBlockingMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         try await BlockingCallCheck.withNonBlockingScope { try await next(request, context) }
+    }
+}
+
+/// Writes each request the router answers to the access log, once its answer is made.
+struct AccessLogMiddleware<Context: RequestContext & ChannelRequestContext>: RouterMiddleware {
+    let log: AccessLog
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let client = context.channel.remoteAddress?.ipAddress
+        do {
+            let response = try await next(request, context)
+            let bytes = request.method == .head ? 0 : response.body.contentLength ?? 0
+            log.record(client: client, method: request.method.rawValue, target: request.uri.description, status: response.status.code, bytes: bytes)
+            return response
+        } catch {
+            let status = (error as? any HTTPResponseError)?.status.code ?? 500
+            log.record(client: client, method: request.method.rawValue, target: request.uri.description, status: status, bytes: 0)
+            throw error
+        }
     }
 }
 

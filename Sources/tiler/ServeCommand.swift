@@ -88,13 +88,24 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("purge-url"), help: "A cache in front (a Varnish, http://127.0.0.1:6081) told of each admin purge with BAN and X-Image-Id (repeatable; default none).")
     var purgeURLs: [String] = []
 
+    @Flag(inversion: .prefixedNo, help: "Write one line per answered request to standard error, in the Common Log Format (default on).")
+    var accessLog: Bool?
+
+    @Option(help: "The least severe messages logged: trace, debug, info, notice, warning, error or critical (default info; the access log is apart).")
+    var logLevel: String?
+
     @Option(help: "Seconds a connection may send nothing (a stalled request or body) before it is closed (default 60).")
     var idleTimeout: Int?
 
     func run() async throws {
         let s = try await ServeSettings.resolve(self)
         // Log lines are written by a thread of their own: an event loop never waits on standard error.
-        LoggingSystem.bootstrap(BackgroundLogHandler.init)
+        let level = Logger.Level(rawValue: s.logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = BackgroundLogHandler(label: label)
+            handler.logLevel = level
+            return handler
+        }
         do {
             var uploads: UploadPolicy?
             if s.allowUploads {
@@ -111,6 +122,7 @@ struct ServeCommand: AsyncParsableCommand {
                 cachePolicy: CachePolicy(imageMaxAge: s.imageMaxAge, documentMaxAge: s.documentMaxAge))
             server.idleTimeout = .seconds(s.idleTimeout)
             server.metricsRegistry = registry
+            if s.accessLog { server.accessLog = AccessLog() }
             server.routes.admin = s.adminToken.map { AdminPolicy(token: $0, purgeURLs: s.purgeURLs) }
             var rules = RequestGuard.defaults(bind: s.host)
             if !s.allowedHosts.isEmpty { rules.allowedHosts = Set(s.allowedHosts.map { $0.lowercased() }) }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Configuration
 import Foundation
+import Logging
 import SystemPackage
 import TileServer
 
@@ -31,6 +32,8 @@ struct ServeSettings {
     var imageMaxAge = 86_400
     var documentMaxAge = 300
     var metrics = true
+    var accessLog = true
+    var logLevel = "info"
     var idleTimeout = 60
     var adminToken: String?
     var purgeURLs: [String] = []
@@ -40,7 +43,7 @@ struct ServeSettings {
     static let keys = [
         "folder", "host", "port", "cache", "publicURL", "allowUploads", "uploadToken", "allowedHosts", "uploadOrigins", "trustedProxies",
         "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality", "tables",
-        "imageMaxAge", "documentMaxAge", "metrics", "idleTimeout", "adminToken", "purgeURLs",
+        "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "logLevel", "idleTimeout", "adminToken", "purgeURLs",
     ]
 
     /// Reads the settings: each from the command line when given there, else from the environment or
@@ -98,6 +101,8 @@ struct ServeSettings {
         s.imageMaxAge = try command.imageMaxAge ?? read.int("imageMaxAge") ?? s.imageMaxAge
         s.documentMaxAge = try command.documentMaxAge ?? read.int("documentMaxAge") ?? s.documentMaxAge
         s.metrics = try command.metrics ?? read.bool("metrics") ?? s.metrics
+        s.accessLog = try command.accessLog ?? read.bool("accessLog") ?? s.accessLog
+        s.logLevel = try command.logLevel ?? read.string("logLevel") ?? s.logLevel
         s.idleTimeout = try command.idleTimeout ?? read.int("idleTimeout") ?? s.idleTimeout
         s.adminToken = try command.adminToken ?? read.value("adminToken") { try reader.requiredString(forKey: $0, isSecret: true) }
         s.purgeURLs = try command.purgeURLs.nonEmpty ?? read.strings("purgeURLs") ?? []
@@ -119,6 +124,7 @@ struct ServeSettings {
         try require((1...100).contains(quality), "quality (--quality)", "must be 1-100")
         try require(imageMaxAge >= 0 && documentMaxAge >= 0, "imageMaxAge and documentMaxAge (--image-max-age, --document-max-age)", "must not be negative")
         try require(idleTimeout > 0, "idleTimeout (--idle-timeout)", "must be positive")
+        try require(Logger.Level(rawValue: logLevel) != nil, "logLevel (--log-level)", "must be trace, debug, info, notice, warning, error or critical")
         try require(adminToken.map { $0.count >= 16 } ?? true, "adminToken (--admin-token)", "must be at least 16 characters")
         for url in purgeURLs where !Self.isWebURL(url, pathAllowed: true) {
             throw ValidationError("purgeURLs (--purge-url): \(url) is not an http or https URL.")

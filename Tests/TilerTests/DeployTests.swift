@@ -57,8 +57,15 @@ struct DeployTests {
     /// How many of Varnish's backends its probes find healthy now (`varnishadm backend.list`), and how many are sick.
     static func backendHealth(_ workFolder: String) -> (healthy: Int, sick: Int) {
         guard let list = try? Tools.run("varnishadm", ["-n", workFolder, "backend.list"]), list.status == 0 else { return (0, 0) }
-        let rows = list.text.split(separator: "\n").dropFirst().map { $0.split(separator: " ") }
-        return (rows.filter { $0.contains("healthy") }.count, rows.filter { $0.contains("sick") }.count)
+        // Name, Admin ("probe" for a probed backend or director), Probe, Health, Last change.
+        var (healthy, sick) = (0, 0)
+        for line in list.text.split(separator: "\n").dropFirst() {
+            let fields: [Substring] = line.split(separator: " ")
+            // The three backends (boot.tiler1-3), not the director over them (boot.tilers).
+            guard fields.count > 3, fields[1] == "probe", fields[0].last?.isNumber == true else { continue }
+            if fields[3] == "healthy" { healthy += 1 } else if fields[3] == "sick" { sick += 1 }
+        }
+        return (healthy, sick)
     }
 
     @Test(
