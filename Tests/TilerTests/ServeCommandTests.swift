@@ -128,8 +128,10 @@ struct ServeCommandTests {
         #expect(json?["width"] as? Int == 1200 && json?["height"] as? Int == 800)
         // A tile twice (rendered, then from the cache): libjpeg's decode of the source, within JPEG's error.
         let reference = try Reference.decode(photo).image
+        var tileBytes = 0
         for _ in 0..<2 {
             let tile = try Self.request(port, "GET", "/dzi/photo_files/11/1_1.jpg")
+            tileBytes = tile.body.count
             #expect(tile.status == 200 && tile.headers["content-type"] == "image/jpeg")
             let decoded = try Reference.decode(tile.body).image
             #expect(decoded.width == 256 && decoded.height == 256)
@@ -139,6 +141,15 @@ struct ServeCommandTests {
         #expect(listing.status == 200 && String(decoding: listing.body, as: UTF8.self).contains(">photo</a>"))
         #expect(try Self.request(port, "GET", "/view/photo").status == 200)
         #expect(try Self.request(port, "GET", "/iiif/3/..%2Fetc/info.json").status == 400)
+        // The access log (standard error, Common Log Format), written by its own thread: the tile's two
+        // answers (the second from the encoded-tile cache, the connection handler's) and the refusal.
+        let tileLine = "\"GET /dzi/photo_files/11/1_1.jpg HTTP/1.1\" 200 \(tileBytes)"
+        let refusalLine = "\"GET /iiif/3/..%2Fetc/info.json HTTP/1.1\" 400 "
+        func logged() -> [Substring] { server.errorsSoFar().split(separator: "\n").filter { $0.hasPrefix("127.0.0.1 - - [") && $0.contains("/20") && $0.contains(" +0000] \"") } }
+        let logDeadline = ContinuousClock.now + .seconds(30)
+        while !logged().contains(where: { $0.contains(refusalLine) }), ContinuousClock.now < logDeadline { usleep(20_000) }
+        #expect(logged().filter { $0.hasSuffix(tileLine) }.count == 2, "\(logged())")
+        #expect(logged().contains { $0.contains(refusalLine) }, "\(logged())")
 
         // photo's build done first: the upload's build would wait for its turn behind it (one heavy job at
         // a time), and a loaded machine could take longer than the idle timeout to get there. (This test
