@@ -70,8 +70,9 @@ enum LoadScenarios {
         throw BenchmarkError("the server did not start: \(process.output)")
     }
 
-    /// nginx (Debian's nginx-light) on a free loopback port, serving `root` at `/dzi/`.
-    static func startNginx(_ setup: Setup, root: String) throws -> (BackgroundProcess, String)? {
+    /// nginx (Debian's nginx-light) on a free loopback port, serving `root` at `/dzi/`; its access log
+    /// off, or to `accessLog` (one `write` per request, its default).
+    static func startNginx(_ setup: Setup, root: String, accessLog: String? = nil) throws -> (BackgroundProcess, String)? {
         guard let nginx = Scenario.which("nginx") ?? ["/usr/sbin/nginx"].first(where: { access($0, X_OK) == 0 }) else { return nil }
         let port = 20000 + Int(getpid() % 20000)
         let config = """
@@ -81,7 +82,7 @@ enum LoadScenarios {
             daemon off;
             events { worker_connections 4096; }
             http {
-              access_log off;
+              access_log \(accessLog ?? "off");
               sendfile on;
               tcp_nopush on;
               keepalive_requests 1000000;

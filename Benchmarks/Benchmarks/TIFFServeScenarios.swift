@@ -74,6 +74,7 @@ enum TIFFServeScenarios {
         lines += regions.map { "serve-tiff-" + $0 }
         lines.append(String(format: "serve-tiff peak RSS %6.1f MiB  (after the cold runs and the regions)", peak))
         lines += try warm(setup, root: "\(folder)/static", tiles: tiles, runs: runs)
+        lines += try CLIServeScenario.run(setup, root: "\(folder)/static", tiles: tiles, paths: paths, runs: runs)
         lines += try iipImage(setup, tiff: "\(folder)/images/photo.tiles/pyramid.tif", geometry: g, tiles: tiles)
         return lines
     }
@@ -148,8 +149,8 @@ enum TIFFServeScenarios {
 
     /// nginx serving `root`'s copies, every path once from 64 clients (its workers stopped until the
     /// clients wait, as ours is): requests per second, or nil without nginx or on a failure.
-    static func nginxCold(_ setup: LoadScenarios.Setup, root: String, paths: [String]) throws -> Double? {
-        guard let (nginx, base) = try LoadScenarios.startNginx(setup, root: root) else { return nil }
+    static func nginxCold(_ setup: LoadScenarios.Setup, root: String, paths: [String], accessLog: String? = nil) throws -> Double? {
+        guard let (nginx, base) = try LoadScenarios.startNginx(setup, root: root, accessLog: accessLog) else { return nil }
         defer { nginx.stop() }
         let workers = LoadScenarios.nginxWorkers(of: nginx.pid)
         let result = try OnceEachResult.run(base: base, paths: paths, connections: 64, suspending: [nginx.pid] + workers)

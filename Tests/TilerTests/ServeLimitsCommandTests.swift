@@ -171,4 +171,59 @@ struct ServeLimitsCommandTests {
         let ended = server.terminate(within: 10)
         #expect(ended?.status == 0 && clock.now - start < .seconds(2), "SIGTERM took \(clock.now - start): \(String(describing: ended))")
     }
+
+    @Test("a client pipelining 10,000 tile and region requests without reading the answers grows the server by less than 32 MiB; others are served meanwhile")
+    func pipelinedWithoutReading() throws {
+        let folder = try TilerCommandTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var options = BuildOptions()
+        options.storage = .persistent(path: "\(folder)/big.tiles")
+        let jpeg = try DemoImage.jpeg(width: 4096, height: 3072)
+        _ = try TileBuilder.build(data: jpeg, options: options)
+        let server = try ServeCommandTests.Server([folder, "--port", "0", "--idle-timeout", "30"])
+        defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
+        let (port, pid) = (server.port, server.process.processIdentifier)
+        // Warm: the cached tile, a render, the pages.
+        #expect(try ServeCommandTests.request(port, "GET", "/dzi/big_files/12/0_0.jpg").status == 200)
+        #expect(try ServeCommandTests.request(port, "GET", "/iiif/3/big/512,512,512,512/max/0/default.jpg").status == 200)
+        let before = ServeCommandTests.memory(pid, "VmRSS")
+        // 10,000 requests: a cached tile, tiles not encoded yet, 512-pixel regions not rendered yet. Under
+        // AddressSanitizer (which skips the memory bound: its quarantine grows every heap) 1,500: the
+        // server's renders of 10,000 would take both cores from every other test for minutes.
+        var requests = ""
+        for i in 0..<(Sanitizers.address ? 1_500 : 10_000) {
+            let path: String
+            switch i % 3 {
+            case 0: path = "/dzi/big_files/12/0_0.jpg"
+            case 1: path = "/dzi/big_files/12/\(i / 3 % 16)_\(i / 48 % 12).jpg"
+            default: path = "/iiif/3/big/\(i % 7 * 256),\(i % 5 * 256),512,512/max/0/default.jpg"
+            }
+            requests += "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        }
+        let attacker = try LoopbackConnection(port: UInt16(port))
+        let payload = Data(requests.utf8)
+        let sending = Thread { try? attacker.send(payload) }  // blocks once the server stops reading
+        sending.start()
+        // Until the server has stopped taking the attacker's requests (its answers are not read): the
+        // count of image answers the same twice running, a fifth of a second apart.
+        func answered() -> Double {
+            let text = (try? DeployTests.get(port, "/metrics").body).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            return ServeCommandTests.samples(text).filter { $0.key.hasPrefix("tiler_requests_total{route=\"dzi_tile\"") || $0.key.hasPrefix("tiler_requests_total{route=\"iiif_image\"") }
+                .values.reduce(0, +)
+        }
+        var (last, now) = (-1.0, answered())
+        for _ in 0..<300 where now != last || now == 0 {
+            usleep(200_000)
+            (last, now) = (now, answered())
+        }
+        // Others are served meanwhile.
+        #expect(try ServeCommandTests.request(port, "GET", "/iiif/3/big/info.json").status == 200)
+        #expect(try ServeCommandTests.request(port, "GET", "/dzi/big_files/11/1_1.jpg").status == 200)
+        let (after, peak) = (ServeCommandTests.memory(pid, "VmRSS"), ServeCommandTests.memory(pid, "VmHWM"))
+        #expect(Sanitizers.address || peak - before < 32, "RSS \(before) MiB before, \(after) after, peak \(peak)")
+        FileHandle.standardError.write(Data("pipelined without reading: RSS \(before) -> \(after) MiB, peak \(peak) MiB\n".utf8))
+        attacker.shutDown()
+        // The requests in flight are finished first: under AddressSanitizer, renders take several times longer.
+        #expect(server.terminate(within: Sanitizers.address ? 120 : 30)?.status == 0)
+    }
 }

@@ -93,7 +93,8 @@ public final class TileBuilder {
     var fingerprint = Fingerprint()
     /// While previews may still be made: the bytes so far, from the first, and where their scans end.
     var preview: PreviewState?
-    private var previewJob: PreviewJob?
+    /// The preview being made, if any (``makePreview()``).
+    var previewJob: PreviewJob?
 
     struct PreviewState {
         var bytes: [UInt8] = []
@@ -261,51 +262,6 @@ public final class TileBuilder {
         }
         return try JPEGDecoder(
             warningLimit: options.warningLimit, maximumScanCount: options.maximumScanCount, allowsTruncation: options.allowTruncated)
-    }
-
-    // MARK: - Previews
-
-    /// Starts a preview of the latest scan that has fully arrived, while the image is still being read
-    /// (libjpeg is absorbing scans, no row has come out) and no other preview is being made. Best
-    /// effort: a preview that fails is not published, and never fails the build (the build meets the
-    /// same bytes and reports what is wrong with them).
-    private func makePreview() {
-        guard let pending = preview else { return }
-        switch state {
-        case .readingHeader:
-            return
-        case .starting(let p) where header?.isProgressive == true && p.image.levelCount > Self.previewLevel:
-            if let job = previewJob, !job.isFinished { return }  // the next one takes the latest scan then
-            let scan = min(pending.scans.scanEnds.count, pending.limit)
-            guard scan > pending.made else { return }
-            do throws(TileError) {
-                previewJob = try PreviewJob(
-                    scan: scan, prefix: Array(pending.bytes[..<pending.scans.scanEnds[scan - 1]]), image: p.image,
-                    files: p.store.files, scratchDirectory: p.store.scratchDirectory, options: options)
-                preview?.made = scan
-                if scan >= pending.limit { preview = nil }
-            } catch {
-                preview = nil
-            }
-        default:
-            preview = nil  // not progressive, or too small for a level at 1/8
-        }
-    }
-
-    /// Blocks until the preview being made, if any, is written and published (or has failed).
-    /// Previews are made on a thread of their own; this is for callers that want the latest now.
-    public func waitForPreview() {
-        previewJob?.wait()
-        makePreview()
-        previewJob?.wait()
-    }
-
-    /// Stops the preview being made, if any, and waits until nothing of it writes: from the moment the
-    /// image's rows come out, only the build writes the coarse levels.
-    func stopPreviews() {
-        preview = nil
-        previewJob?.stop()
-        previewJob = nil
     }
 
     /// Publishes the size of the coefficient file, while it exists, for disk budgets.

@@ -1,0 +1,80 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The server as users run it: the release `tiler serve` from the command line with its defaults
+/// (access log on, to a file as a service manager would take it; metrics on), against nginx with its
+/// access log on (to a file, one `write` per request, its default), serving the same bytes:
+/// - `serve-cli-warm`: 400 level-0 tiles of the TIFF store asked for again and again (`wrk -t2 -c64`,
+///   10 s, nginx and ours alternately after 3 s of each untimed): requests per second, p99;
+/// - `serve-cli-cold`: every level-0 tile once, a new `tiler serve` each run (nothing encoded, the
+///   TIFF in the page cache), 64 clients, against nginx's run over the same files.
+/// Needs the release `tiler` beside the Benchmarks executable (`swift build -c release`).
+enum CLIServeScenario {
+    static func run(_ setup: LoadScenarios.Setup, root: String, tiles: [(Int, Int)], paths: [String], runs: Int) throws -> [String] {
+        let tiler = (ChildProcess.selfExecutable as NSString).deletingLastPathComponent + "/tiler"
+        guard access(tiler, X_OK) == 0 else {
+            return ["serve-cli: skipped (no release tiler beside the Benchmarks executable: swift build -c release)"]
+        }
+        let script = try LoadScenarios.cyclingScript(
+            tiles.prefix(400).map { "/dzi/photo_files/\(setup.top)/\($0.0)_\($0.1).jpg" }, at: "\(setup.folder)/cli-warm.lua")
+        let nginxLog = "\(setup.folder)/nginx-access.log"
+        guard let (nginx, nginxBase) = try LoadScenarios.startNginx(setup, root: root, accessLog: nginxLog) else {
+            return ["serve-cli: skipped (no nginx)"]
+        }
+        var lines: [String] = []
+        do {
+            defer { nginx.stop() }
+            let (server, base) = try start(tiler, setup)
+            defer { server.stop() }
+            _ = try WrkResult.run(url: base, connections: 64, seconds: 3, script: script)
+            _ = try WrkResult.run(url: nginxBase, connections: 64, seconds: 3, script: script)
+            var (ours, theirs): ([WrkResult], [WrkResult]) = ([], [])
+            for _ in 0..<min(runs, 3) {
+                theirs.append(try WrkResult.run(url: nginxBase, connections: 64, seconds: 10, script: script))
+                ours.append(try WrkResult.run(url: base, connections: 64, seconds: 10, script: script))
+            }
+            let (rate, nginxRate) = (ScenarioResult.median(ours.map(\.requestsPerSecond)), ScenarioResult.median(theirs.map(\.requestsPerSecond)))
+            lines.append(
+                String(
+                    format: "serve-cli-warm      %8.0f req/s  p99 %.2f ms  %.2fx nginx (run by run %@)  errors %d  (tiler serve's defaults: access log, metrics)",
+                    rate, ScenarioResult.median(ours.map(\.p99Milliseconds)), rate / nginxRate, WrkResult.pairedRatios(ours, to: theirs),
+                    ours.map(\.errors).reduce(0, +)))
+            lines.append(
+                String(
+                    format: "nginx-cli-warm      %8.0f req/s  p99 %.2f ms  (its access log on; rates %@)", nginxRate,
+                    ScenarioResult.median(theirs.map(\.p99Milliseconds)), theirs.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", ")))
+        }
+        var (ours, nginxRates, failures): ([Double], [Double], Int) = ([], [], 0)
+        for _ in 0..<runs {
+            let (server, base) = try start(tiler, setup)
+            let result = try OnceEachResult.run(base: base, paths: paths, connections: 64, suspending: [server.pid])
+            server.stop()
+            ours.append(result.requestsPerSecond)
+            failures += result.failures
+            if let nginx = try TIFFServeScenarios.nginxCold(setup, root: root, paths: paths, accessLog: nginxLog) { nginxRates.append(nginx) }
+        }
+        let (rate, nginxRate) = (ScenarioResult.median(ours), ScenarioResult.median(nginxRates))
+        lines.append(
+            String(
+                format: "serve-cli-cold      %8.0f req/s  %.2fx nginx  failures %d  (rates %@; nginx %@)", rate, rate / nginxRate, failures,
+                ours.map { String(format: "%.0f", $0) }.joined(separator: ", "), nginxRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+        return lines
+    }
+
+    /// `tiler serve FOLDER --port 0` with a cache of its own, once it says its port; its base URL.
+    static func start(_ tiler: String, _ setup: LoadScenarios.Setup) throws -> (BackgroundProcess, String) {
+        let log = "\(setup.folder)/tiler-\(UUID().uuidString).log"
+        let process = try BackgroundProcess(tiler, ["serve", setup.images, "--port", "0", "--cache", "\(setup.folder)/cli-cache"], outputPath: log)
+        for _ in 0..<600 {
+            if let range = process.output.range(of: "at http://127.0.0.1:"), let port = Int(process.output[range.upperBound...].prefix { $0.isNumber }) {
+                return (process, "http://127.0.0.1:\(port)")
+            }
+            usleep(50_000)
+        }
+        process.stop()
+        throw BenchmarkError("tiler serve did not start: \(process.output.suffix(2000))")
+    }
+}
