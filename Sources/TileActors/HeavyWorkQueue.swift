@@ -30,8 +30,7 @@ public actor HeavyWorkQueue {
         var active = 0
         var waiters: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
         var nextID = 0
-        /// Waiters cancelled before they joined the line: they never join it.
-        var cancelled: Set<Int> = []
+        var counts: Counts { Counts(pending: waiters.count, active: active) }
     }
 
     /// Creates a queue.
@@ -45,7 +44,7 @@ public actor HeavyWorkQueue {
     deinit { countsContinuation.finish() }
 
     /// The current counts.
-    public nonisolated var currentCounts: Counts { line.withLock { Counts(pending: $0.waiters.count, active: $0.active) } }
+    public nonisolated var currentCounts: Counts { line.withLock { $0.counts } }
 
     /// Waits for a turn, then runs `job` in the caller's task. For blocking work use
     /// ``runBlocking(_:)``: `job` here runs on the caller's executor.
@@ -76,44 +75,45 @@ public actor HeavyWorkQueue {
         let id = line.withLock { line -> Int? in
             if line.active < maximumConcurrency && line.waiters.isEmpty {
                 line.active += 1
+                countsContinuation.yield(line.counts)
                 return nil
             }
             line.nextID += 1
             return line.nextID
         }
-        guard let id else { return publish() }
+        guard let id else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                // Under the lock: a cancellation either finds the waiter in the line, or comes before
+                // it joins (the task is marked cancelled before its handler runs) and is seen here.
                 let joined = line.withLock { line -> Bool in
-                    guard line.cancelled.remove(id) == nil else { return false }
+                    guard !Task.isCancelled else { return false }
                     line.waiters.append((id, continuation))
+                    countsContinuation.yield(line.counts)
                     return true
                 }
-                if joined { publish() } else { continuation.resume(throwing: CancellationError()) }
+                if !joined { continuation.resume(throwing: CancellationError()) }
             }
         } onCancel: {
+            // Not in the line: not joined yet (it will not), or its turn has come (it runs).
             let waiter = line.withLock { line -> CheckedContinuation<Void, any Error>? in
-                if let index = line.waiters.firstIndex(where: { $0.id == id }) { return line.waiters.remove(at: index).continuation }
-                line.cancelled.insert(id)  // not in the line yet (or its turn has come: then never looked at)
-                return nil
+                guard let index = line.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                defer { countsContinuation.yield(line.counts) }
+                return line.waiters.remove(at: index).continuation
             }
-            guard let waiter else { return }
-            publish()
-            waiter.resume(throwing: CancellationError())
+            waiter?.resume(throwing: CancellationError())
         }
     }
 
     private nonisolated func release() {
         let next = line.withLock { line -> CheckedContinuation<Void, any Error>? in
+            defer { countsContinuation.yield(line.counts) }
             if line.waiters.isEmpty {
                 line.active -= 1
                 return nil
             }
             return line.waiters.removeFirst().continuation  // the turn passes on; active stays
         }
-        publish()
         next?.resume()
     }
-
-    private nonisolated func publish() { countsContinuation.yield(currentCounts) }
 }

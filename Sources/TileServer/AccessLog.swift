@@ -18,6 +18,11 @@ import Glibc
 public final class AccessLog: Sendable {
     /// Lines queued at most while the writer catches up.
     public static let maximumWaiting = 65_536
+    /// Bytes of request targets queued at most (a stalled output and long targets cannot make the
+    /// queue grow past this).
+    public static let maximumWaitingBytes = 16 << 20
+    /// A target's bytes written at most; a longer one is cut, and ends with `...`.
+    public static let maximumTargetBytes = 4096
 
     struct Entry: Sendable {
         var seconds: Int
@@ -29,7 +34,7 @@ public final class AccessLog: Sendable {
         var bytes: Int
     }
 
-    private let waiting = NIOLockedValueBox<(entries: [Entry], dropped: Int)>(([], 0))
+    private let waiting = NIOLockedValueBox<(entries: [Entry], bytes: Int, dropped: Int)>(([], 0, 0))
     /// Signalled by the line that finds the queue empty: once per batch.
     private let wake = DispatchSemaphore(value: 0)
     /// Never signalled: the writer's linger once woken (``linger``).
@@ -53,13 +58,17 @@ public final class AccessLog: Sendable {
     func record(
         client: String?, method: String, target: String, version: (major: Int, minor: Int) = (1, 1), status: Int, bytes: Int
     ) {
-        let entry = Entry(seconds: time(nil), client: client, method: method, target: target, version: version, status: status, bytes: bytes)
+        let cut = target.utf8.count > Self.maximumTargetBytes
+        let kept = cut ? String(decoding: target.utf8.prefix(Self.maximumTargetBytes), as: UTF8.self) + "..." : target
+        let entry = Entry(seconds: time(nil), client: client, method: method, target: kept, version: version, status: status, bytes: bytes)
+        let size = kept.utf8.count
         let first = waiting.withLockedValue { state -> Bool in
-            guard state.entries.count < Self.maximumWaiting else {
+            guard state.entries.count < Self.maximumWaiting, state.bytes + size <= Self.maximumWaitingBytes else {
                 state.dropped += 1
                 return false
             }
             state.entries.append(entry)
+            state.bytes += size
             return state.entries.count == 1
         }
         if first { wake.signal() }
@@ -74,14 +83,16 @@ public final class AccessLog: Sendable {
             _ = pause.wait(timeout: .now() + Self.linger)
             let dropped = waiting.withLockedValue { state -> Int in
                 swap(&state.entries, &spare)  // the emptied array of the last batch goes back, its room kept
-                defer { state.dropped = 0 }
+                defer { (state.bytes, state.dropped) = (0, 0) }
                 return state.dropped
             }
             text.removeAll(keepingCapacity: true)
             for entry in spare { Self.append(entry, date: clock.text(entry.seconds), to: &text) }
-            spare.removeAll(keepingCapacity: true)
+            // Room kept for a busy second's lines, not for the largest batch ever.
+            spare.removeAll(keepingCapacity: spare.count <= 4096)
             if dropped > 0 { text += Array("tiler: \(dropped) access-log lines dropped (the log could not keep up)\n".utf8) }
             write(text)
+            if text.capacity > 1 << 20 { text = [] }
         }
     }
 

@@ -12,7 +12,7 @@ extension ImageCatalog: Service {
             group.addTask { [tasks, taskExecutor] in await tasks.run(preferring: taskExecutor) }
             try? await gracefulShutdown()
             await shutDown()
-            tasks.finish()
+            group.cancelAll()  // the lookups and deadlines left, and any admin build
         }
     }
 

@@ -23,8 +23,9 @@ public import TileCore
 /// continuations resumed by the build's progress, never polls.
 ///
 /// Run the catalog as a service beside the server (``TileServer/application(host:port:logger:onServerRunning:)``
-/// does): when the service group shuts down it cancels the builds still running, which removes their
-/// unfinished files.
+/// does): its lookups, builds and deadlines are child tasks of its ``run()`` (a lookup made before it
+/// runs waits for it), and when the service group shuts down it cancels the builds still running,
+/// which removes their unfinished files.
 public actor ImageCatalog {
     /// Why an identifier has no image.
     public enum LookupError: Error, Sendable, Equatable {
@@ -296,7 +297,8 @@ public actor ImageCatalog {
         if let pending = refreshes[id] { return await pending.value }
         // A job of its own, not the caller's task: a request that goes away does not cancel the
         // lookup the others share (nor a build it starts).
-        let job = tasks.spawn { await self.reconcile(id) }
+        let stopped = LookupError.failed(TileError(.cancelled, "the server is shutting down"))
+        let job = tasks.spawn(ifNotRun: stopped) { await self.reconcile(id) }
         refreshes[id] = job
         let outcome = await job.value
         if refreshes[id]?.isSame(as: job) == true { refreshes[id] = nil }

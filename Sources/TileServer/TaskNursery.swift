@@ -3,10 +3,11 @@ import Synchronization
 /// Where the catalog's long-lived work runs: builds' feeds and watchers, lookups shared by concurrent
 /// requests, waiters' deadlines, admin builds. Each job is a child of the one task group that
 /// ``run(preferring:)`` holds (the catalog's service task, run beside the server), so none outlives
-/// the service, a shutdown cancels them all, and none is an unstructured `Task`.
+/// the service, a cancellation of the service cancels them all, and none is an unstructured `Task`.
 ///
-/// A job spawned while the nursery does not run waits for its next run (a catalog served again, as
-/// the tests do).
+/// A job spawned before a run (a catalog not started yet, or served again, as the tests do) waits for
+/// it. One spawned while a run ends (its jobs cancelled, the group waiting for them) never runs: its
+/// handle's ``Handle/value`` is the `ifNotRun` value given to ``spawn(ifNotRun:_:)``, at once.
 final class TaskNursery: Sendable {
     /// A spawned job: cancel it, or wait for what it returns.
     struct Handle<Value: Sendable>: Sendable {
@@ -22,8 +23,18 @@ final class TaskNursery: Sendable {
         func isSame(as other: Handle<Value>) -> Bool { job === other.job }
     }
 
-    /// The jobs not started yet, and where the current run takes them from (nil between runs).
+    private enum Phase {
+        /// No run yet, or between runs: jobs wait for the next.
+        case idle
+        /// Jobs are taken as they come.
+        case running
+        /// The run is ending: no job is taken any more.
+        case ending
+    }
+
+    /// The jobs not started yet, and where the current run takes them from.
     private struct Line {
+        var phase = Phase.idle
         var submit: AsyncStream<any Runnable>.Continuation?
         var generation = 0
         var waiting: [ObjectIdentifier: any Runnable] = [:]
@@ -31,26 +42,40 @@ final class TaskNursery: Sendable {
 
     private let line = Mutex(Line())
 
-    /// Runs `operation` as a child of the nursery's group (of its next run, between runs).
+    /// Runs `operation` as a child of the nursery's group.
+    /// - Parameter ifNotRun: what the handle's value is when the job is spawned as a run ends.
     @discardableResult
-    func spawn<Value: Sendable>(_ operation: @escaping @Sendable () async -> Value) -> Handle<Value> {
-        let job = Job(operation)
-        line.withLock { line in
-            line.waiting[ObjectIdentifier(job)] = job
-            _ = line.submit?.yield(job)
+    func spawn<Value: Sendable>(ifNotRun: Value, _ operation: @escaping @Sendable () async -> Value) -> Handle<Value> {
+        let job = Job(operation, ifNotRun: ifNotRun)
+        let taken = line.withLock { line -> Bool in
+            switch line.phase {
+            case .ending: return false
+            case .idle: line.waiting[ObjectIdentifier(job)] = job
+            case .running:
+                line.waiting[ObjectIdentifier(job)] = job
+                line.submit?.yield(job)
+            }
+            return true
         }
+        if !taken { job.abandon() }
         return Handle(job: job)
     }
 
-    /// Runs the jobs as they are spawned, each a child task preferring `executor`, until ``finish()``
-    /// has been called or the calling task is cancelled (which cancels the jobs), then waits for them
-    /// to end. The jobs not started by then are started too (cancelled, when the run was): a job
-    /// spawned during a run always ends. A run started while another runs takes the jobs over.
+    /// Runs `operation` as a child of the nursery's group.
+    @discardableResult
+    func spawn(_ operation: @escaping @Sendable () async -> Void) -> Handle<Void> {
+        spawn(ifNotRun: (), operation)
+    }
+
+    /// Runs the jobs as they are spawned, each a child task preferring `executor`, until the calling
+    /// task is cancelled; then cancels them and waits for them to end (the jobs spawned but not started
+    /// by then are started too, cancelled: a job spawned during a run always ends). A run started while
+    /// another runs takes the jobs over, and the other ends.
     func run(preferring executor: (any TaskExecutor)?) async {
         let (jobs, submit) = AsyncStream.makeStream(of: (any Runnable).self)
         let generation = line.withLock { line in
             line.submit?.finish()
-            line.submit = submit
+            (line.phase, line.submit) = (.running, submit)
             line.generation += 1
             for job in line.waiting.values { submit.yield(job) }
             return line.generation
@@ -65,21 +90,23 @@ final class TaskNursery: Sendable {
             let left = line.withLock { line -> [any Runnable] in
                 guard line.generation == generation else { return [] }  // a newer run has them
                 line.submit?.finish()
-                line.submit = nil
+                (line.phase, line.submit) = (.ending, nil)
                 defer { line.waiting = [:] }
                 return Array(line.waiting.values)
             }
             for job in left { group.addTask(executorPreference: executor) { await job.run() } }
         }
+        line.withLock { line in
+            if line.generation == generation { line.phase = .idle }
+        }
     }
-
-    /// No job is taken after the ones already spawned; ``run(preferring:)`` returns once they have ended.
-    func finish() { line.withLock { _ = $0.submit?.finish() } }
 }
 
 /// A job the nursery runs, whatever it returns.
 private protocol Runnable: AnyObject, Sendable {
     func run() async
+    /// Ends the job without running it.
+    func abandon()
 }
 
 /// One job: its operation, and the state its handles and its task share.
@@ -97,9 +124,13 @@ private final class Job<Value: Sendable>: Runnable {
     /// The operation, until it runs: let go of then, as a task lets go of its closure (what it
     /// captures may hold the handle: a build's watcher captures the build, which holds the watcher).
     private let operation: Mutex<(@Sendable () async -> Value)?>
+    private let ifNotRun: Value
     private let state = Mutex(State())
 
-    init(_ operation: @escaping @Sendable () async -> Value) { self.operation = Mutex(operation) }
+    init(_ operation: @escaping @Sendable () async -> Value, ifNotRun: Value) {
+        self.operation = Mutex(operation)
+        self.ifNotRun = ifNotRun
+    }
 
     /// The operation in a child task, beside a watcher that cancels it when ``cancel()`` is called.
     func run() async {
@@ -122,6 +153,11 @@ private final class Job<Value: Sendable>: Runnable {
             return result
         }
         finish(with: result!)  // the operation's child always returns, with its value
+    }
+
+    func abandon() {
+        _ = operation.withLock { $0.take() }
+        finish(with: ifNotRun)
     }
 
     func cancel() {

@@ -89,8 +89,10 @@ public struct TileServer: Sendable {
     }
 
     /// The router: the routes, `HEAD` for each `GET`, the request guard (`Host`, origins, CORS,
-    /// `nosniff`), one log line and the metrics of each request; `/health` (the process answers),
-    /// `/ready` (the catalog can serve: 200 or 503, with why) and `/metrics`.
+    /// `nosniff`), the access log's line (with ``accessLog``) and the metrics of each request;
+    /// `/health` (the process answers), `/ready` (the catalog can serve: 200 or 503, with why) and
+    /// `/metrics`. The catalog must run as a service beside it (``application(host:port:logger:onServerRunning:)``
+    /// does): its lookups and builds run in the catalog's service, and wait for it.
     public func router(guard rules: RequestGuard = RequestGuard()) -> Router<TileRequestContext> {
         let router = Router(context: TileRequestContext.self, options: .autoGenerateHeadEndpoints)
         if let accessLog { router.add(middleware: AccessLogMiddleware(log: accessLog)) }

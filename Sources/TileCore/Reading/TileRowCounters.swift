@@ -26,7 +26,7 @@ final class TileRowCounters: @unchecked Sendable {
     /// futex words), it is no longer `seen`, or `timeout` has passed. Blocking: never on Swift's
     /// cooperative pool.
     func wait(level: Int, whileAt seen: Int, timeout: Duration) {
-        let (seconds, attoseconds) = timeout.components
+        let (seconds, attoseconds) = max(timeout, .zero).components
         let nanoseconds = seconds >= Int64.max / 1_000_000_000 ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         cjs_wait_progress(entries + level, UInt32(truncatingIfNeeded: seen), nanoseconds)
     }
