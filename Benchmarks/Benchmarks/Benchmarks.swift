@@ -47,7 +47,7 @@ struct Benchmarks: AsyncParsableCommand {
     func validate() throws {
         guard runs >= 1 else { throw ValidationError("--runs must be at least 1, not \(runs).") }
         guard rateMbps > 0 else { throw ValidationError("--rate-mbps must be positive.") }
-        let names = Set(Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name) + LoadScenarios.names + ["tiff-compare", "serve-tiff", MasterScenarios.name])
+        let names = Set(Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name) + LoadScenarios.names + ["tiff-compare", "serve-tiff", MasterScenarios.name, BusyServeScenario.name])
         for name in selected ?? [] where !names.contains(name) {
             throw ValidationError("no scenario named '\(name)' (BENCHMARKS.md lists them).")
         }
@@ -124,6 +124,11 @@ struct Benchmarks: AsyncParsableCommand {
         if !json && selected?.contains("serve-tiff") == true {
             print("serve-tiff: level 0 of \(input) as a TIFF store, 64 connections, loopback")
             for line in try await TIFFServeScenarios.run(input: input, runs: min(runs, 3)) { print("  " + line) }
+        }
+        // Serving a built image while the input is built four times: only when named.
+        if !json && selected?.contains(BusyServeScenario.name) == true {
+            print("serve-busy: tiler serve building four copies of \(input) while a built image is looked at")
+            for line in try await BusyServeScenario.run(input: input, runs: min(runs, 3)) { print("  " + line) }
         }
         // Masters in other formats, made from the input, beside vips: only when named.
         if !json && selected?.contains(MasterScenarios.name) == true {
