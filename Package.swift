@@ -4,7 +4,7 @@ import PackageDescription
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
     .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("MemberImportVisibility")
 ]
 
 let package = Package(
@@ -14,7 +14,7 @@ let package = Package(
         .library(name: "TileActors", targets: ["TileActors"]),
         .library(name: "TileNetwork", targets: ["TileNetwork"]),
         .library(name: "TileServer", targets: ["TileServer"]),
-        .executable(name: "tiler", targets: ["tiler"]),
+        .executable(name: "tiler", targets: ["tiler"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -30,7 +30,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
         // `swift package generate-documentation --target TileCore` (the DocC catalogs in Sources/*/*.docc).
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
     ],
     targets: [
         .systemLibrary(
@@ -75,7 +75,9 @@ let package = Package(
         .target(name: "CJpegReference", dependencies: ["CLibJPEG", "CLibPNG"]),
         .target(
             name: "TileCore",
-            dependencies: ["CJpegShim", "CPngDecoder", "CTiffDecoder", "CJp2Decoder", "CSpool", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: [
+                "CJpegShim", "CPngDecoder", "CTiffDecoder", "CJp2Decoder", "CSpool", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -84,7 +86,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "TileActorsTests", dependencies: ["TileActors", "TileCore", "TestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            name: "TileActorsTests",
+            dependencies: ["TileActors", "TileCore", "TestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: swiftSettings),
         // What the test targets share: generated inputs, plain references, the corpus manifest.
         .target(
@@ -99,7 +102,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 // ByteBufferView as ContiguousBytes: body parts go to the decoder without a copy.
-                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio")
             ],
             swiftSettings: swiftSettings
         ),
@@ -110,7 +113,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio")
             ],
             swiftSettings: swiftSettings
         ),
@@ -133,7 +136,7 @@ let package = Package(
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client")
             ],
             swiftSettings: swiftSettings
         ),
@@ -148,7 +151,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client")
             ],
             swiftSettings: swiftSettings
         ),
@@ -161,7 +164,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "SystemPackage", package: "swift-system"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
             ],
             swiftSettings: swiftSettings
         ),
@@ -175,7 +178,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio")
             ],
             path: "Benchmarks/Benchmarks",
             swiftSettings: swiftSettings
@@ -189,6 +192,6 @@ let package = Package(
             name: "TileCoreTests",
             dependencies: ["TileCore", "CJpegShim", "CJpegReference", "TestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: swiftSettings
-        ),
+        )
     ]
 )

@@ -47,7 +47,10 @@ struct Benchmarks: AsyncParsableCommand {
     func validate() throws {
         guard runs >= 1 else { throw ValidationError("--runs must be at least 1, not \(runs).") }
         guard rateMbps > 0 else { throw ValidationError("--rate-mbps must be positive.") }
-        let names = Set(Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name) + LoadScenarios.names + ["tiff-compare", "serve-tiff", MasterScenarios.name, BusyServeScenario.name])
+        let names = Set(
+            Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name) + LoadScenarios.names + [
+                "tiff-compare", "serve-tiff", MasterScenarios.name, BusyServeScenario.name
+            ])
         for name in selected ?? [] where !names.contains(name) {
             throw ValidationError("no scenario named '\(name)' (BENCHMARKS.md lists them).")
         }
@@ -63,7 +66,9 @@ struct Benchmarks: AsyncParsableCommand {
         let info = try ImageInfo.read(contentsOfFile: input)
         let megapixels = Double(info.width * info.height) / 1e6
         if !json {
-            print("input: \(input) (\(info.width)x\(info.height), \(String(format: "%.0f", megapixels)) MP, \(info.coding.rawValue)); \(runs) runs per scenario, medians")
+            print(
+                "input: \(input) (\(info.width)x\(info.height), \(String(format: "%.0f", megapixels)) MP, \(info.coding.rawValue)); \(runs) runs per scenario, medians"
+            )
         }
         var results: [ScenarioResult] = []
         let loaderInput = self.loaderInput ?? Self.defaultLoaderInput(input)
@@ -81,9 +86,11 @@ struct Benchmarks: AsyncParsableCommand {
             // The loader scenarios build 8 copies of their own input.
             let loaderMegapixels = try ImageInfo.read(contentsOfFile: loaderInput).pixelMegapixels
             let scenarioMegapixels =
-                scenario.name.hasPrefix("load-") ? loaderMegapixels * 8
-                : scenario.name.hasPrefix("thumbnailer-") ? loaderMegapixels * 100
-                : scenario.input == loaderInput && loaderInput != input ? loaderMegapixels : megapixels
+                scenario.name.hasPrefix("load-")
+                ? loaderMegapixels * 8
+                : scenario.name.hasPrefix("thumbnailer-")
+                    ? loaderMegapixels * 100
+                    : scenario.input == loaderInput && loaderInput != input ? loaderMegapixels : megapixels
             let scenarioRuns = scenario.name.hasPrefix("thumbnailer-") ? 1 : runs
             if scenario.name == "vips-dzsave" && results.contains(where: { $0.name == "vips-dzsave" }) { continue }
             var measured: [ScenarioResult]

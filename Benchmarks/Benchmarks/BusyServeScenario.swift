@@ -31,7 +31,9 @@ enum BusyServeScenario {
         let small = try TileBuilder.build(data: try DemoImage.jpeg(width: 4096, height: 3072), options: options).geometry
         var tiles: [String] = []
         for (index, level) in small.levels.enumerated() {
-            for row in 0..<level.rows { for column in 0..<level.columns { tiles.append("/dzi/small_files/\(small.deepZoomTopLevel - index)/\(column)_\(row).jpg") } }
+            for row in 0..<level.rows {
+                for column in 0..<level.columns { tiles.append("/dzi/small_files/\(small.deepZoomTopLevel - index)/\(column)_\(row).jpg") }
+            }
         }
         var generator = SplitMix(seed: 42)
         let paths = Array(tiles.shuffled(using: &generator).prefix(200))
@@ -47,7 +49,9 @@ enum BusyServeScenario {
             defer { server.stop() }
             var base = ""
             for _ in 0..<600 where base.isEmpty {
-                if let range = server.output.range(of: "at http://127.0.0.1:"), let port = Int(server.output[range.upperBound...].prefix { $0.isNumber }) {
+                if let range = server.output.range(of: "at http://127.0.0.1:"),
+                    let port = Int(server.output[range.upperBound...].prefix { $0.isNumber })
+                {
                     base = "http://127.0.0.1:\(port)"
                 } else {
                     usleep(50_000)
@@ -68,13 +72,17 @@ enum BusyServeScenario {
                     for share in 0..<8 {
                         group.addTask {
                             var mine: [Double] = []
-                            for path in paths.enumerated().filter({ $0.offset % 8 == share }).map(\.element) { mine.append(try await get(client, root + path)) }
+                            for path in paths.enumerated().filter({ $0.offset % 8 == share }).map(\.element) {
+                                mine.append(try await get(client, root + path))
+                            }
                             return mine
                         }
                     }
                     return try await group.reduce(into: []) { $0 += $1 }
                 }
-                let (running, queued) = (try await metric(client, base, "tiler_builds_running"), try await metric(client, base, "tiler_builds_queued"))
+                let (running, queued) = (
+                    try await metric(client, base, "tiler_builds_running"), try await metric(client, base, "tiler_builds_queued")
+                )
                 building.append(String(format: "%.0f running, %.0f queued", running, queued))
                 let sorted = latencies.filter { $0 >= 0 }.sorted()
                 errors += latencies.filter { $0 < 0 }.count
@@ -89,7 +97,8 @@ enum BusyServeScenario {
         }
         lines.append(
             String(
-                format: "serve-busy          info.json + 200 tiles of a built image by 8 clients beside 4 builds of the input: p50 %.1f ms  p99 %.1f ms  max %.1f ms  errors %d  (builds still going at the end: %@; p99 by run %@)",
+                format:
+                    "serve-busy          info.json + 200 tiles of a built image by 8 clients beside 4 builds of the input: p50 %.1f ms  p99 %.1f ms  max %.1f ms  errors %d  (builds still going at the end: %@; p99 by run %@)",
                 ScenarioResult.median(p50s), ScenarioResult.median(p99s), ScenarioResult.median(maxima), errors,
                 building.joined(separator: "; "), p99s.map { String(format: "%.1f", $0) }.joined(separator: ", ")))
         return lines

@@ -39,13 +39,15 @@ enum CLIServeScenario {
             let (rate, nginxRate) = (ScenarioResult.median(ours.map(\.requestsPerSecond)), ScenarioResult.median(theirs.map(\.requestsPerSecond)))
             lines.append(
                 String(
-                    format: "serve-cli-warm      %8.0f req/s  p99 %.2f ms  %.2fx nginx (run by run %@)  errors %d  (tiler serve's defaults: access log, metrics)",
+                    format:
+                        "serve-cli-warm      %8.0f req/s  p99 %.2f ms  %.2fx nginx (run by run %@)  errors %d  (tiler serve's defaults: access log, metrics)",
                     rate, ScenarioResult.median(ours.map(\.p99Milliseconds)), rate / nginxRate, WrkResult.pairedRatios(ours, to: theirs),
                     ours.map(\.errors).reduce(0, +)))
             lines.append(
                 String(
                     format: "nginx-cli-warm      %8.0f req/s  p99 %.2f ms  (its access log on; rates %@)", nginxRate,
-                    ScenarioResult.median(theirs.map(\.p99Milliseconds)), theirs.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", ")))
+                    ScenarioResult.median(theirs.map(\.p99Milliseconds)),
+                    theirs.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", ")))
         }
         var (ours, nginxRates, failures): ([Double], [Double], Int) = ([], [], 0)
         for _ in 0..<runs {
@@ -60,7 +62,8 @@ enum CLIServeScenario {
         lines.append(
             String(
                 format: "serve-cli-cold      %8.0f req/s  %.2fx nginx  failures %d  (rates %@; nginx %@)", rate, rate / nginxRate, failures,
-                ours.map { String(format: "%.0f", $0) }.joined(separator: ", "), nginxRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+                ours.map { String(format: "%.0f", $0) }.joined(separator: ", "), nginxRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")
+            ))
         return lines
     }
 
@@ -69,7 +72,9 @@ enum CLIServeScenario {
         let log = "\(setup.folder)/tiler-\(UUID().uuidString).log"
         let process = try BackgroundProcess(tiler, ["serve", setup.images, "--port", "0", "--cache", "\(setup.folder)/cli-cache"], outputPath: log)
         for _ in 0..<600 {
-            if let range = process.output.range(of: "at http://127.0.0.1:"), let port = Int(process.output[range.upperBound...].prefix { $0.isNumber }) {
+            if let range = process.output.range(of: "at http://127.0.0.1:"),
+                let port = Int(process.output[range.upperBound...].prefix { $0.isNumber })
+            {
                 return (process, "http://127.0.0.1:\(port)")
             }
             usleep(50_000)

@@ -88,8 +88,11 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
             for i in 0..<100 {
                 group.addTask {
                     _ = try await thumbnailer.makeCopies(
-                        of: input, targets: [.init(maxEdge: 1500, path: "\(folder)/\(i)-1500.jpg"),
-                                             .init(maxEdge: 256, path: "\(folder)/\(i)-256.jpg")])
+                        of: input,
+                        targets: [
+                            .init(maxEdge: 1500, path: "\(folder)/\(i)-1500.jpg"),
+                            .init(maxEdge: 256, path: "\(folder)/\(i)-256.jpg")
+                        ])
                 }
             }
             try await group.waitForAll()
@@ -219,8 +222,9 @@ func writeOnly(input: String) throws {
         kind: Int32(CJS_WRITER_BANDS.rawValue), band_rows: 0, band_threading: Int32(CJS_BANDS_WRITE_BEHIND.rawValue),
         bypass_page_cache: 1, export_to: nil, tiff: nil, tiff_quality: 0, tiff_tables: 0, tiff_first_level: 0)
     var number: Int32 = 0
-    guard cjs_pyramid_create(levels, UInt32(levels.count), UInt32(geometry.tileSize), &config, nil, &handle, &number)
-        == CJS_OK, let pyramid = handle
+    guard
+        cjs_pyramid_create(levels, UInt32(levels.count), UInt32(geometry.tileSize), &config, nil, &handle, &number)
+            == CJS_OK, let pyramid = handle
     else { throw BenchmarkError("cannot create the pyramid writer (errno \(number))") }
     defer { cjs_pyramid_destroy(pyramid) }
     var pushed = 0

@@ -61,7 +61,8 @@ extension LoadScenarios {
         let descriptorsAfter = server.descriptorKinds
         return [
             String(
-                format: "serve-soak          %d s, 256 connections: %d requests (%.0f/s), p99 %.1f ms, max %.0f ms, errors %d; %d uploads (%d failed); "
+                format:
+                    "serve-soak          %d s, 256 connections: %d requests (%.0f/s), p99 %.1f ms, max %.0f ms, errors %d; %d uploads (%d failed); "
                     + "server RSS peak %.0f MiB (samples %.0f-%.0f); descriptors before/after: sockets %d/%d, store level files %d/%d, others %d/%d",
                 seconds, result.requests, result.requestsPerSecond, result.p99Milliseconds, result.maxMilliseconds, result.errors, uploadCount,
                 uploadFailures, server.statusMiB("VmHWM"), samples.min() ?? .nan, samples.max() ?? .nan, descriptorsBefore.sockets,

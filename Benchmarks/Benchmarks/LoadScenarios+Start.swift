@@ -28,7 +28,8 @@ extension LoadScenarios {
                 defer { server.stop() }
                 let cpu = server.cpuSeconds
                 if primed {
-                    let prime = try ChildProcess.run(Scenario.which("h2load") ?? "h2load", ["--h1", "-n1", "-c1", "\(base)/dzi/photo_files/\(setup.top)/0_0.jpg"])
+                    let prime = try ChildProcess.run(
+                        Scenario.which("h2load") ?? "h2load", ["--h1", "-n1", "-c1", "\(base)/dzi/photo_files/\(setup.top)/0_0.jpg"])
                     guard prime.exitStatus == 0 else { throw BenchmarkError("the priming request failed") }
                 }
                 let run = try OnceEachResult.run(base: base, paths: Array(paths), connections: 64, suspending: [server.pid])
@@ -37,11 +38,14 @@ extension LoadScenarios {
         }
         func line(_ name: String, _ r: [(rate: Double, max: Double, cpu: Double, failures: Int)]) -> String {
             String(
-                format: "%@ %8.0f req/s  max %.0f ms  server CPU %.2f s  failures %d  (rates %@)", name.padding(toLength: 19, withPad: " ", startingAt: 0),
+                format: "%@ %8.0f req/s  max %.0f ms  server CPU %.2f s  failures %d  (rates %@)",
+                name.padding(toLength: 19, withPad: " ", startingAt: 0),
                 ScenarioResult.median(r.map(\.rate)), r.map(\.max).max() ?? .nan, ScenarioResult.median(r.map(\.cpu)),
                 r.map(\.failures).reduce(0, +), r.map { String(format: "%.0f", $0.rate) }.joined(separator: ", "))
         }
         let ratio = ScenarioResult.median(results[false]!.map(\.cpu)) / ScenarioResult.median(results[true]!.map(\.cpu))
-        return [line("serve-start-primed", results[true]!), line("serve-start", results[false]!) + String(format: "  CPU %.2fx the primed run's", ratio)]
+        return [
+            line("serve-start-primed", results[true]!), line("serve-start", results[false]!) + String(format: "  CPU %.2fx the primed run's", ratio)
+        ]
     }
 }

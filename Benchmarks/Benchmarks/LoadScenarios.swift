@@ -58,7 +58,10 @@ enum LoadScenarios {
         let report = "\(setup.folder)/server-\(UUID().uuidString).txt"
         let process = try BackgroundProcess(
             ChildProcess.selfExecutable,
-            ["--child", uploads ? "serve-server-uploads" : metrics ? "serve-server-metrics" : "serve-server", "--input", setup.images, "--report", report],
+            [
+                "--child", uploads ? "serve-server-uploads" : metrics ? "serve-server-metrics" : "serve-server", "--input", setup.images, "--report",
+                report
+            ],
             outputPath: "\(setup.folder)/server.log")
         for _ in 0..<600 {
             if let text = try? String(contentsOfFile: report, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
@@ -120,14 +123,14 @@ enum LoadScenarios {
     static func cyclingScript(_ paths: [String], at path: String) throws -> String {
         let list = paths.map { "\"\($0)\"" }.joined(separator: ",\n")
         try """
-            local paths = {\(list)}
-            local i = 0
-            request = function()
-              i = i % #paths + 1
-              return wrk.format(nil, paths[i])
-            end
+        local paths = {\(list)}
+        local i = 0
+        request = function()
+          i = i % #paths + 1
+          return wrk.format(nil, paths[i])
+        end
 
-            """.write(toFile: path, atomically: false, encoding: .utf8)
+        """.write(toFile: path, atomically: false, encoding: .utf8)
         return path
     }
 
@@ -163,7 +166,8 @@ enum LoadScenarios {
         }
         func line(_ name: String, _ results: [WrkResult]) -> String {
             String(
-                format: "%@ %8.0f req/s  p50 %.2f ms  p99 %.2f ms  max %.1f ms  errors %d  (rates %@)", name.padding(toLength: 19, withPad: " ", startingAt: 0),
+                format: "%@ %8.0f req/s  p50 %.2f ms  p99 %.2f ms  max %.1f ms  errors %d  (rates %@)",
+                name.padding(toLength: 19, withPad: " ", startingAt: 0),
                 ScenarioResult.median(results.map(\.requestsPerSecond)), ScenarioResult.median(results.map(\.p50Milliseconds)),
                 ScenarioResult.median(results.map(\.p99Milliseconds)), results.map(\.maxMilliseconds).max() ?? .nan,
                 results.map(\.errors).reduce(0, +), results.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", "))
@@ -172,14 +176,18 @@ enum LoadScenarios {
         let paired = WrkResult.pairedRatios(mine, to: nginxRuns)
         let floorRate = ScenarioResult.median(floors.map(\.requestsPerSecond))
         return [
-            line("serve-303-floor", floors) + String(format: "  %.2fx nginx (our HTTP stack, no tile)", floorRate / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond))),
+            line("serve-303-floor", floors)
+                + String(format: "  %.2fx nginx (our HTTP stack, no tile)", floorRate / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond))),
             line("nginx-warm", nginxRuns),
-            line("serve-warm", mine) + String(
-                format: "  %.2fx nginx (run by run %@), %.2fx the 303 floor  server peak RSS %.0f MiB", ratio, paired,
-                ScenarioResult.median(mine.map(\.requestsPerSecond)) / floorRate, server.statusMiB("VmHWM")),
-            line("serve-warm-metrics", withMetrics) + String(
-                format: "  %.2fx metrics off, %.2fx nginx", ScenarioResult.median(withMetrics.map(\.requestsPerSecond)) / ScenarioResult.median(mine.map(\.requestsPerSecond)),
-                ScenarioResult.median(withMetrics.map(\.requestsPerSecond)) / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond))),
+            line("serve-warm", mine)
+                + String(
+                    format: "  %.2fx nginx (run by run %@), %.2fx the 303 floor  server peak RSS %.0f MiB", ratio, paired,
+                    ScenarioResult.median(mine.map(\.requestsPerSecond)) / floorRate, server.statusMiB("VmHWM")),
+            line("serve-warm-metrics", withMetrics)
+                + String(
+                    format: "  %.2fx metrics off, %.2fx nginx",
+                    ScenarioResult.median(withMetrics.map(\.requestsPerSecond)) / ScenarioResult.median(mine.map(\.requestsPerSecond)),
+                    ScenarioResult.median(withMetrics.map(\.requestsPerSecond)) / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond)))
         ]
     }
 
@@ -234,12 +242,15 @@ enum LoadScenarios {
                     format: "nginx-cold          %8.0f req/s  (vips's static tiles, the same clients; %.0f us of two cores per request)", nginxRate,
                     2e6 / nginxRate))
             lines.append(
-                String(format: "cold-ceiling        %8.0f req/s  %.2fx encode-floor (the floor's time per tile plus nginx-cold's per request)", ceiling, ceiling / floor))
+                String(
+                    format: "cold-ceiling        %8.0f req/s  %.2fx encode-floor (the floor's time per tile plus nginx-cold's per request)", ceiling,
+                    ceiling / floor))
         }
         lines.append(
             String(
                 format: "serve-cold          %8.0f req/s  %.2fx encode-floor  max %.0f ms  failures %d  server peak RSS %.0f MiB  (rates %@)", rate,
-                rate / floor, maxima.max() ?? .nan, failures, ScenarioResult.median(peaks), rates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+                rate / floor, maxima.max() ?? .nan, failures, ScenarioResult.median(peaks),
+                rates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
         return lines
     }
 }

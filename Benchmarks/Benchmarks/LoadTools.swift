@@ -101,7 +101,8 @@ struct WrkResult {
         defer { unlink(out) }
         let process = try BackgroundProcess(
             Scenario.which("wrk") ?? "/usr/bin/wrk",
-            ["-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--latency", "--timeout", "\(timeoutSeconds)s"] + (script.map { ["-s", $0] } ?? []) + [url],
+            ["-t\(threads)", "-c\(connections)", "-d\(seconds)s", "--latency", "--timeout", "\(timeoutSeconds)s"] + (script.map { ["-s", $0] } ?? [])
+                + [url],
             outputPath: out)
         guard process.wait() == 0 else { throw BenchmarkError("wrk failed: \(process.output)") }
         return try parse(process.output)
@@ -169,9 +170,11 @@ struct OnceEachResult {
                 let list = "\(folder)/\(i).txt", log = "\(folder)/\(i).log"
                 try share.map { base + $0 }.joined(separator: "\n").appending("\n").write(toFile: list, atomically: false, encoding: .utf8)
                 clients.append(
-                    (try BackgroundProcess(
-                        Scenario.which("h2load") ?? "/usr/bin/h2load", ["--h1", "-c1", "-n\(share.count)", "-i", list, "--log-file=\(log)"],
-                        outputPath: "\(folder)/\(i).out"), log))
+                    (
+                        try BackgroundProcess(
+                            Scenario.which("h2load") ?? "/usr/bin/h2load", ["--h1", "-c1", "-n\(share.count)", "-i", list, "--log-file=\(log)"],
+                            outputPath: "\(folder)/\(i).out"), log
+                    ))
             }
         } catch {
             for (client, _) in clients {

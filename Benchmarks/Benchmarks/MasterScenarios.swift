@@ -2,7 +2,7 @@ import Foundation
 import TileCore
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Masters in other formats (issue 28), only when named (`--scenario masters`): made from the bench
@@ -45,12 +45,12 @@ enum MasterScenarios {
             try run(["copy", "\(folder)/rgb16.v", "\(folder)/rgb16i.v", "--interpretation", "rgb16"])
             try run([
                 "tiffsave", "\(folder)/rgb16i.v", "\(folder)/strips.tif", "--compression", "lzw",
-                "--predictor", "horizontal", "--bigtiff",
+                "--predictor", "horizontal", "--bigtiff"
             ])
             try run([
                 "tiffsave", "\(folder)/rgb16i.v", "\(folder)/tiles.tif", "--compression", "lzw",
                 "--predictor", "horizontal", "--tile",
-                "--tile-width", "256", "--tile-height", "256", "--bigtiff",
+                "--tile-width", "256", "--tile-height", "256", "--bigtiff"
             ])
         }
         // RGBA: the image scaled to 16000x16000, its green as alpha.
@@ -61,7 +61,7 @@ enum MasterScenarios {
             try run(["pngsave", "\(folder)/rgba.v", "\(folder)/rgba.png", "--compression", "1"])
             try run([
                 "pngsave", "\(folder)/rgba.v", "\(folder)/interlaced.png", "--compression", "1",
-                "--interlace",
+                "--interlace"
             ])
         }
         // JPEG 2000: the image scaled to 8000x6000, lossy (vips' Q 45), in 1024x1024 tiles and in one tile.
@@ -69,11 +69,11 @@ enum MasterScenarios {
             try run(["resize", input, "\(folder)/jp2.v", "\(8000 / w)", "--vscale", "\(6000 / h)"])
             try run([
                 "jp2ksave", "\(folder)/jp2.v", "\(folder)/tiled.jp2", "--Q", "45", "--tile-width", "1024",
-                "--tile-height", "1024",
+                "--tile-height", "1024"
             ])
             try run([
                 "jp2ksave", "\(folder)/jp2.v", "\(folder)/untiled.jp2", "--Q", "45", "--tile-width", "8000",
-                "--tile-height", "6000",
+                "--tile-height", "6000"
             ])
         }
         for scratch in ["base", "linear", "rgb16", "rgb16i", "square", "green", "rgba", "jp2"] {
@@ -97,7 +97,7 @@ enum MasterScenarios {
                 vipsCompression: "jpeg"),
             Master(
                 name: "jp2-untiled", path: "\(folder)/untiled.jp2", megapixels: 48, format: "tiff",
-                vipsCompression: "jpeg"),
+                vipsCompression: "jpeg")
         ]
         return masters.filter { only?.contains($0.name) ?? true }
     }
@@ -122,7 +122,7 @@ enum MasterScenarios {
                 [
                     "tiffsave", master.path, "{out}/v.tif", "--tile", "--pyramid", "--compression",
                     master.vipsCompression, "--Q", "85",
-                    "--tile-width", "256", "--tile-height", "256", "--bigtiff",
+                    "--tile-width", "256", "--tile-height", "256", "--bigtiff"
                 ], name: "vips-tiffsave", input: master.path)
             let (mine, theirs) = try ours.measurePaired(
                 with: vips, runs: runs, megapixels: master.megapixels)

@@ -52,7 +52,7 @@ struct Scenario {
             Scenario(name: "net-stream-build-nopreview", kind: .inProcess, input: input, childArguments: ["--url", networkURL]),
             Scenario(name: "thumb-1500", kind: .inProcess, input: loaderInput),
             Scenario(name: "thumbnailer-100-q1", kind: .inProcess, input: loaderInput),
-            Scenario(name: "thumbnailer-100-q2", kind: .inProcess, input: loaderInput),
+            Scenario(name: "thumbnailer-100-q2", kind: .inProcess, input: loaderInput)
         ]
         list += TIFFScenarios.scenarios(input: input)
         list.append(tool("djpeg", ["-rgb", "-outfile", "/dev/null", input], name: "djpeg", input: input))

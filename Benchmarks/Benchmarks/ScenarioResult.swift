@@ -36,7 +36,8 @@ struct ScenarioResult {
         let ratio = floor.map { String(format: "%.2fx floor", medianSeconds / $0.medianSeconds) } ?? "-"
         return String(
             format: "%@ %8.3f s  %6.1f MP/s  %@  peak RSS %7.1f MiB  (min %.3f, max %.3f)",
-            name.padding(toLength: 19, withPad: " ", startingAt: 0) as NSString, medianSeconds, megapixels / medianSeconds, ratio as NSString, medianPeakMiB,
+            name.padding(toLength: 19, withPad: " ", startingAt: 0) as NSString, medianSeconds, megapixels / medianSeconds, ratio as NSString,
+            medianPeakMiB,
             seconds.min() ?? 0, seconds.max() ?? 0) + notes
     }
 
@@ -45,7 +46,7 @@ struct ScenarioResult {
         let rows: [[String: Any]] = results.map { r in
             var row: [String: Any] = [
                 "scenario": r.name, "medianSeconds": r.medianSeconds, "seconds": r.seconds,
-                "megapixelsPerSecond": r.megapixels / r.medianSeconds, "peakRSSMiB": r.medianPeakMiB,
+                "megapixelsPerSecond": r.megapixels / r.medianSeconds, "peakRSSMiB": r.medianPeakMiB
             ]
             if let floor, !r.isLatency { row["ratioToFloor"] = r.medianSeconds / floor }
             for (key, values) in r.extras {

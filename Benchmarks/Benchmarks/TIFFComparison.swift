@@ -38,10 +38,11 @@ enum TIFFComparison {
         ]
         for level in 1..<reference.levelCount + 1 where level < ours.levelCount || level < theirs.levelCount {
             let o = errors[0][level], v = errors[1][level]
-            lines.append(String(
-                format: "  level %d: PSNR ours %@, vips %@; tiles ours %.2f MB, vips %.2f MB", level,
-                o.map { String(format: "%.2f dB", $0) } ?? "-" as String, v.map { String(format: "%.2f dB", $0) } ?? "-" as String,
-                Double(levelBytes(ours, level)) / 1e6, Double(levelBytes(theirs, level)) / 1e6))
+            lines.append(
+                String(
+                    format: "  level %d: PSNR ours %@, vips %@; tiles ours %.2f MB, vips %.2f MB", level,
+                    o.map { String(format: "%.2f dB", $0) } ?? "-" as String, v.map { String(format: "%.2f dB", $0) } ?? "-" as String,
+                    Double(levelBytes(ours, level)) / 1e6, Double(levelBytes(theirs, level)) / 1e6))
         }
         return lines
     }

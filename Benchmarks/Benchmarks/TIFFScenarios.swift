@@ -13,7 +13,7 @@ enum TIFFScenarios {
     static func vipsArguments(_ input: String, output: String) -> [String] {
         [
             "tiffsave", input, output, "--tile", "--pyramid", "--compression", "jpeg", "--Q", "85", "--tile-width", "256",
-            "--tile-height", "256", "--bigtiff",
+            "--tile-height", "256", "--bigtiff"
         ]
     }
 
@@ -33,7 +33,8 @@ enum TIFFScenarios {
         list.append(Scenario(name: "build-tiff-progressive", kind: .inProcess, input: twin ?? input, missing: missing))
         list.append(Scenario(name: "build-progressive", kind: .inProcess, input: twin ?? input, missing: missing))
         list.append(Scenario.tool("vips", vipsArguments(input, output: "{out}/v.tif"), name: "vips-tiffsave", input: input))
-        var vipsTwin = Scenario.tool("vips", vipsArguments(twin ?? input, output: "{out}/v.tif"), name: "vips-tiffsave-progressive", input: twin ?? input)
+        var vipsTwin = Scenario.tool(
+            "vips", vipsArguments(twin ?? input, output: "{out}/v.tif"), name: "vips-tiffsave-progressive", input: twin ?? input)
         if let missing, vipsTwin.missing == nil { vipsTwin.missing = missing }
         list.append(vipsTwin)
         return list

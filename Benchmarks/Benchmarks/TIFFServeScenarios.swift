@@ -102,10 +102,12 @@ enum TIFFServeScenarios {
         return [
             String(
                 format: "serve-tiff-warm     %8.0f req/s  p99 %.2f ms  %.2fx nginx (run by run %@)  errors %d  server peak RSS %.0f MiB", rate,
-                ScenarioResult.median(ours.map(\.p99Milliseconds)), rate / nginxRate, paired, ours.map(\.errors).reduce(0, +), server.statusMiB("VmHWM")),
+                ScenarioResult.median(ours.map(\.p99Milliseconds)), rate / nginxRate, paired, ours.map(\.errors).reduce(0, +),
+                server.statusMiB("VmHWM")),
             String(
                 format: "nginx-tiff-warm     %8.0f req/s  p99 %.2f ms  (the same bytes as files; rates %@)", nginxRate,
-                ScenarioResult.median(theirs.map(\.p99Milliseconds)), theirs.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", ")),
+                ScenarioResult.median(theirs.map(\.p99Milliseconds)),
+                theirs.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", "))
         ]
     }
 
@@ -193,16 +195,16 @@ enum TIFFServeScenarios {
         let folder = setup.folder
         let (web, fcgi) = (21000 + Int(getpid() % 20000), 41000 + Int(getpid() % 20000))
         try """
-            daemon off; pid \(folder)/iip-nginx.pid; error_log \(folder)/iip-nginx.log; worker_processes auto;
-            events { worker_connections 4096; }
-            http { access_log off; client_body_temp_path \(folder)/b; fastcgi_temp_path \(folder)/f;
-              proxy_temp_path \(folder)/p; uwsgi_temp_path \(folder)/u; scgi_temp_path \(folder)/s;
-              server { listen 127.0.0.1:\(web); keepalive_requests 1000000;
-                location /iipsrv { fastcgi_pass 127.0.0.1:\(fcgi); fastcgi_param QUERY_STRING $query_string;
-                  fastcgi_param REQUEST_METHOD $request_method; fastcgi_param REQUEST_URI $request_uri;
-                  fastcgi_param SERVER_NAME $server_name; fastcgi_param SERVER_PORT $server_port;
-                  fastcgi_param SERVER_PROTOCOL $server_protocol; fastcgi_param HTTP_HOST $host; } } }
-            """.write(toFile: "\(folder)/iip-nginx.conf", atomically: false, encoding: .utf8)
+        daemon off; pid \(folder)/iip-nginx.pid; error_log \(folder)/iip-nginx.log; worker_processes auto;
+        events { worker_connections 4096; }
+        http { access_log off; client_body_temp_path \(folder)/b; fastcgi_temp_path \(folder)/f;
+          proxy_temp_path \(folder)/p; uwsgi_temp_path \(folder)/u; scgi_temp_path \(folder)/s;
+          server { listen 127.0.0.1:\(web); keepalive_requests 1000000;
+            location /iipsrv { fastcgi_pass 127.0.0.1:\(fcgi); fastcgi_param QUERY_STRING $query_string;
+              fastcgi_param REQUEST_METHOD $request_method; fastcgi_param REQUEST_URI $request_uri;
+              fastcgi_param SERVER_NAME $server_name; fastcgi_param SERVER_PORT $server_port;
+              fastcgi_param SERVER_PROTOCOL $server_protocol; fastcgi_param HTTP_HOST $host; } } }
+        """.write(toFile: "\(folder)/iip-nginx.conf", atomically: false, encoding: .utf8)
         setenv("LOGFILE", "\(folder)/iipsrv.log", 1)
         setenv("VERBOSITY", "0", 1)
         let spawner = try BackgroundProcess(
@@ -219,7 +221,8 @@ enum TIFFServeScenarios {
         var ready = false
         for _ in 0..<200 where !ready {
             usleep(50_000)
-            ready = (try? WrkResult.run(url: base + prefix + "/0,0,256,256/256,/0/default.jpg", connections: 1, seconds: 1, script: nil, threads: 1))
+            ready =
+                (try? WrkResult.run(url: base + prefix + "/0,0,256,256/256,/0/default.jpg", connections: 1, seconds: 1, script: nil, threads: 1))
                 .map { $0.requests > 0 && $0.errors == 0 } ?? false
         }
         guard ready, !servers.isEmpty else { return ["iipimage: skipped (it did not answer: \(folder)/iipsrv.log)"] }

@@ -257,7 +257,9 @@ public actor ImageBuilder {
             if budgetID == nil {
                 let estimate = image.estimatedStoreByteCount
                 guard let id = await budget.register(image: image, path: image.storePath, reserving: estimate) else {
-                    throw await end(.failed, TileError(.overBudget, "the store (about \(estimate) bytes) does not fit the disk budget of \(budget.totalByteBudget) bytes"))
+                    throw await end(
+                        .failed,
+                        TileError(.overBudget, "the store (about \(estimate) bytes) does not fit the disk budget of \(budget.totalByteBudget) bytes"))
                 }
                 // Ended while the budget made room (cancelled, a newer source): its files are gone, so is its account.
                 switch state {
@@ -269,7 +271,11 @@ public actor ImageBuilder {
                 }
             }
             guard await budget.didWrite(budgetID!) else {
-                throw await end(.failed, TileError(.overBudget, "the store wrote \(image.bytesWritten) bytes, past what the disk budget of \(budget.totalByteBudget) bytes holds"))
+                throw await end(
+                    .failed,
+                    TileError(
+                        .overBudget, "the store wrote \(image.bytesWritten) bytes, past what the disk budget of \(budget.totalByteBudget) bytes holds"
+                    ))
             }
         }
         report()

@@ -77,7 +77,11 @@ public final class ConnectionCounts: Sendable {
 
     func opened() { counts.withLockedValue { ($0.open, $0.peak) = ($0.open + 1, max($0.peak, $0.open + 1)) } }
     func closed() { counts.withLockedValue { $0.open -= 1 } }
-    func waited() -> Int { counts.withLockedValue { $0.waits += 1; return $0.waits } }
+    func waited() -> Int {
+        counts.withLockedValue {
+            $0.waits += 1; return $0.waits
+        }
+    }
 }
 
 /// Hummingbird's connection gate over ``ConnectionCounts``: past the maximum the server stops
@@ -93,7 +97,8 @@ struct ConnectionLimit: AvailableConnectionsDelegate {
     func isAcceptingNewConnections() -> Bool {
         guard counts.open >= maximum else { return true }
         let waits = counts.waited()
-        logger.warning("connection limit reached: new connections wait", metadata: ["open": "\(counts.open)", "limit": "\(maximum)", "times": "\(waits)"])
+        logger.warning(
+            "connection limit reached: new connections wait", metadata: ["open": "\(counts.open)", "limit": "\(maximum)", "times": "\(waits)"])
         return false
     }
 }

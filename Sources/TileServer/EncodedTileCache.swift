@@ -28,11 +28,14 @@ public final class EncodedImage: Sendable {
         body: ByteBuffer, mediaType: String, entityTag: String? = nil, lastModified: String? = nil, cacheControl: String = "no-store",
         id: String = "", version: String = "", link: String? = nil
     ) {
-        (self.body, self.mediaType, self.entityTag, self.lastModified, self.id, self.version) = (body, mediaType, entityTag, lastModified, id, version)
+        (self.body, self.mediaType, self.entityTag, self.lastModified, self.id, self.version) = (
+            body, mediaType, entityTag, lastModified, id, version
+        )
         let cacheControl = entityTag == nil ? "no-store" : cacheControl
         (self.cacheControl, self.link) = (cacheControl, link)
         responseHead = entityTag.map { tag in
-            let fields = TileRoutes.imageFields(mediaType: mediaType, entityTag: tag, lastModified: lastModified, cacheControl: cacheControl, link: link)
+            let fields = TileRoutes.imageFields(
+                mediaType: mediaType, entityTag: tag, lastModified: lastModified, cacheControl: cacheControl, link: link)
             return TileService.responseHead(body: body, fields: fields)
         }
     }

@@ -50,7 +50,7 @@ struct ForwardedOrigin: Sendable, Hashable {
     var prefix = ""
 
     static let forwardedNames: [HTTPField.Name] = [
-        .forwarded, .xForwardedProto, .xForwardedHost, .xForwardedPort, .xForwardedPrefix, .xForwardedFor,
+        .forwarded, .xForwardedProto, .xForwardedHost, .xForwardedPort, .xForwardedPrefix, .xForwardedFor
     ]
 
     init(_ fields: HTTPFields, authority: String?) {
@@ -68,12 +68,16 @@ struct ForwardedOrigin: Sendable, Hashable {
                 }
             }
         } else {
-            (proto, host, port) = (fields[.xForwardedProto].map(Self.first), fields[.xForwardedHost].map(Self.first), fields[.xForwardedPort].map(Self.first))
+            (proto, host, port) = (
+                fields[.xForwardedProto].map(Self.first), fields[.xForwardedHost].map(Self.first), fields[.xForwardedPort].map(Self.first)
+            )
         }
         if let proto = proto?.lowercased(), proto == "http" || proto == "https" { scheme = proto }
         if let host, Self.isAuthority(host) { self.authority = host }
         if let port, let number = Int(port), (1...65535).contains(number) {
-            let name = self.authority.hasSuffix("]") || !self.authority.contains(":") ? self.authority : String(self.authority[..<self.authority.lastIndex(of: ":")!])
+            let name =
+                self.authority.hasSuffix("]") || !self.authority.contains(":")
+                ? self.authority : String(self.authority[..<self.authority.lastIndex(of: ":")!])
             self.authority = (scheme == "https" && number == 443) || (scheme == "http" && number == 80) ? name : "\(name):\(number)"
         }
         if var prefix, prefix.hasPrefix("/"), Self.isPath(prefix) {
@@ -91,13 +95,18 @@ struct ForwardedOrigin: Sendable, Hashable {
 
     /// A host name or address with an optional port: letters, digits, `.`, `-`, `:`, `[`, `]`.
     private static func isAuthority(_ text: String) -> Bool {
-        !text.isEmpty && text.count <= 255 && text.unicodeScalars.allSatisfy { $0.properties.isASCIIHexDigit || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ".-:[]".unicodeScalars.contains($0) }
+        !text.isEmpty && text.count <= 255
+            && text.unicodeScalars.allSatisfy {
+                $0.properties.isASCIIHexDigit || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ".-:[]".unicodeScalars.contains($0)
+            }
     }
 
     /// A path of plain segments: letters, digits, `-`, `_`, `.`, `~`, `/`; no `..` segment.
     private static func isPath(_ text: String) -> Bool {
         text.count <= 255 && !text.split(separator: "/").contains("..")
-            && text.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "-_.~/".unicodeScalars.contains($0) }
+            && text.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "-_.~/".unicodeScalars.contains($0)
+            }
     }
 }
 

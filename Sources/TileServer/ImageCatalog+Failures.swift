@@ -17,7 +17,7 @@ extension ImageCatalog {
             "build failed",
             metadata: [
                 "id": "\(id)", "error": "\(error.message)", "code": "\(error.code)", "attempts": "\(attempts)",
-                "retry_after_seconds": "\(retryDelay(afterAttempts: attempts).components.seconds)",
+                "retry_after_seconds": "\(retryDelay(afterAttempts: attempts).components.seconds)"
             ])
     }
 

@@ -29,7 +29,10 @@ extension ImageCatalog {
         guard cache.hasPrefix(root + "/") else { return }
         let first = cache.dropFirst(root.count + 1).prefix { $0 != "/" }
         guard first.hasPrefix(".") else {
-            throw TileError(.invalidArgument, "the cache folder \(cache) is inside the folder served, where its stores would be served as images: give one outside it, or a hidden one (\(root)/.tiler-cache)")
+            throw TileError(
+                .invalidArgument,
+                "the cache folder \(cache) is inside the folder served, where its stores would be served as images: give one outside it, or a hidden one (\(root)/.tiler-cache)"
+            )
         }
     }
 }

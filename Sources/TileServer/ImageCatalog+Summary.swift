@@ -58,8 +58,10 @@ extension ImageCatalog {
             break
         }
         let (root, follows) = (self.root, followsSymlinks)
-        guard let source = try? await threadPool.blocking({ () throws(TileError) in SourceFile.find(id, in: root, known: nil, followsSymlinks: follows) }) ?? nil
-        else { return nil }
+        let found = try? await threadPool.blocking { () throws(TileError) in
+            SourceFile.find(id, in: root, known: nil, followsSymlinks: follows)
+        }
+        guard let source = found ?? nil else { return nil }
         let path = source.path, kind = source.kind
         // A store or a TIFF pyramid is served as it is (ready); a master (a TIFF that is no pyramid too) is described from its header.
         let size = try? await threadPool.blocking { () throws(TileError) -> (Int, Int, Int, served: Bool) in

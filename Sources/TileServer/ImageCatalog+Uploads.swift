@@ -30,9 +30,10 @@ extension ImageCatalog {
         guard uploading < maximumUploads else { throw .busy }
         let root = self.root
         // Anything at the name (a master, a store, a file or link of another kind) makes it taken.
-        let taken = (try? await threadPool.blocking { () throws(TileError) -> Bool in
-            (SourceFile.masterSuffixes + SourceFile.tiffSuffixes + ["tiles"]).contains { FolderEntry(at: "\(root)/\(id).\($0)") != .none }
-        }) ?? true
+        let taken =
+            (try? await threadPool.blocking { () throws(TileError) -> Bool in
+                (SourceFile.masterSuffixes + SourceFile.tiffSuffixes + ["tiles"]).contains { FolderEntry(at: "\(root)/\(id).\($0)") != .none }
+            }) ?? true
         guard !taken, !isBuilding(id) else { throw .exists }
         var options = options
         options.format = storeFormat

@@ -324,7 +324,8 @@ public actor ImageCatalog {
             return nil
         case .building(let build) where build.isUpload || build.fingerprint == source.fingerprint:
             return nil
-        case .failed(_, let fingerprint, let at, let attempts) where fingerprint == source.fingerprint && .now - at < retryDelay(afterAttempts: attempts):
+        case .failed(_, let fingerprint, let at, let attempts)
+        where fingerprint == source.fingerprint && .now - at < retryDelay(afterAttempts: attempts):
             return nil
         case .closed(let storeID, let fingerprint) where fingerprint == source.fingerprint:
             if await reopen(id, storeID, fingerprint) { return nil }

@@ -124,8 +124,9 @@ struct GuardMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
         if request.method == .options, let asked = request.headers[.accessControlRequestMethod] {
             return preflight(origin: origin, method: asked)
         }
-        guard [.get, .head, .options].contains(request.method)
-            || rules.allowsChange(from: origin, authority: request.head.authority, fetchSite: request.headers[.secFetchSite])
+        guard
+            [.get, .head, .options].contains(request.method)
+                || rules.allowsChange(from: origin, authority: request.head.authority, fetchSite: request.headers[.secFetchSite])
         else { return TileRoutes.plain(.forbidden, "a change from another site's page (\(origin ?? "no origin")) is refused") }
         var response = try await next(request, context)
         if let origin, rules.uploadOrigins.contains(origin) {

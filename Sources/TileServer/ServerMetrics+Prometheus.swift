@@ -8,8 +8,10 @@ extension ServerMetrics {
     public static func bootstrapPrometheus() -> PrometheusCollectorRegistry {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
-        factory.defaultDurationHistogramBuckets = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
-            .map { Duration.nanoseconds(Int64($0 * 1e9)) }
+        factory.defaultDurationHistogramBuckets = [
+            0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
+        ]
+        .map { Duration.nanoseconds(Int64($0 * 1e9)) }
         factory.durationHistogramBuckets["tiler_build_duration_seconds"] = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800]
             .map { Duration.nanoseconds(Int64($0 * 1e9)) }
         MetricsSystem.bootstrap(factory)

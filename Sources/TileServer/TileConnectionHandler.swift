@@ -106,7 +106,11 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         headDeadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(deadline: deadline) { [self] in
             headDeadline = nil
             guard let since = waitingSince else { return }
-            if NIODeadline.now() >= since + headTimeout { context.close(promise: nil) } else { scheduleHeadDeadline(at: since + headTimeout, context) }
+            if NIODeadline.now() >= since + headTimeout {
+                context.close(promise: nil)
+            } else {
+                scheduleHeadDeadline(at: since + headTimeout, context)
+            }
         }
     }
 
@@ -262,7 +266,8 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Writes the routes' answer to `head` from the cache: 200 (no body for `HEAD`), or 304 when the
     /// request's `If-None-Match` or `If-Modified-Since` says the client has it.
     private func answer(_ head: HTTPRequestHead, _ image: EncodedImage, _ context: ChannelHandlerContext) {
-        let notModified = image.entityTag != nil && Self.isConditional(head)
+        let notModified =
+            image.entityTag != nil && Self.isConditional(head)
             && TileRoutes.isNotModified(
                 head.headers["if-none-match"], ifModifiedSince: head.headers.first(name: "if-modified-since"), entityTag: image.entityTag,
                 lastModified: image.lastModified)

@@ -156,7 +156,10 @@ extension TileRoutes {
         case .invalidIdentifier: return plain(.badRequest, "not an image identifier")
         case .exists: return plain(.conflict, "an image named \(id) exists or is being uploaded")
         case .busy: return failure(TileError(.notReady, "too many uploads are in progress; try again shortly"))
-        case .overBudget(let bytes): return plain(HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), "the image needs \(bytes) bytes of store, over the server's disk budget")
+        case .overBudget(let bytes):
+            return plain(
+                HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"),
+                "the image needs \(bytes) bytes of store, over the server's disk budget")
         case .failed(let failure): return Self.failure(failure)
         }
     }

@@ -53,9 +53,11 @@ public struct TileRoutes: Sendable {
     public func register<Context: RequestContext>(on router: Router<Context>) {
         for version in IIIFVersion.allCases {
             router.get("\(version.path)/:id") { request, context in
-                Self.response(.seeOther, headers: [
-                    .location: "\(base(request, version))/\(context.parameters.get("id") ?? "")/info.json", .vary: originVary,
-                ])
+                Self.response(
+                    .seeOther,
+                    headers: [
+                        .location: "\(base(request, version))/\(context.parameters.get("id") ?? "")/info.json", .vary: originVary
+                    ])
             }
             router.get("\(version.path)/:id/info.json") { request, context in
                 await info(id: context.parameters.get("id") ?? "", version: version, base: base(request, version), request: request)
@@ -121,7 +123,8 @@ public struct TileRoutes: Sendable {
         let outline: ImageCatalog.Outline
         do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id) } catch { return Self.refusal(error, id: id) }
         let layout = outline.geometry.layout
-        let body = version == .v3
+        let body =
+            version == .v3
             ? layout.iiifInformation(id: "\(base)/\(encoded)", limits: service.limits, extras: Self.extras).encoded()
             : layout.iiifInformation2(id: "\(base)/\(encoded)", limits: service.limits, supports: Self.supports2).encoded()
         // JSON-LD only for a client that asks for it (Image API 3.0, 6.1; 2.1, 6.1); the same bytes either way.
@@ -155,7 +158,10 @@ public struct TileRoutes: Sendable {
         headers[.eTag] = tag
         headers[.lastModified] = outline.lastModified
         headers[.cacheControl] = service.cachePolicy.documentCacheControl
-        if Self.isNotModified(request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: tag, lastModified: outline.lastModified) {
+        if Self.isNotModified(
+            request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: tag,
+            lastModified: outline.lastModified)
+        {
             headers[.contentLength] = String(body.readableBytes)
             return Self.response(.notModified, headers: headers)
         }

@@ -114,7 +114,8 @@ public struct TileServer: Sendable {
             service.metrics.recordScrape(health, cacheBytes: service.cache.byteCount, connections: connections.open, descriptors: descriptors)
             var text: [UInt8] = []
             registry.emit(into: &text)
-            return TileRoutes.response(.ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"], body: ByteBuffer(bytes: text))
+            return TileRoutes.response(
+                .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"], body: ByteBuffer(bytes: text))
         }
         routes.register(on: router)
         routes.registerPages(on: router)

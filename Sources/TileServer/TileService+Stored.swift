@@ -167,7 +167,8 @@ extension TileService {
             let levelEnd = bytes[(idEnd + 1)...].firstIndex(of: slash), !bytes[(levelEnd + 1)...].contains(slash),
             idEnd - 5 > 6, bytes[(idEnd - 6)..<idEnd].elementsEqual("_files".utf8),
             let address = DeepZoomTileAddress(
-                levelBytes: UnsafeBufferPointer(rebasing: bytes[(idEnd + 1)..<levelEnd]), tileBytes: UnsafeBufferPointer(rebasing: bytes[(levelEnd + 1)...]))
+                levelBytes: UnsafeBufferPointer(rebasing: bytes[(idEnd + 1)..<levelEnd]),
+                tileBytes: UnsafeBufferPointer(rebasing: bytes[(levelEnd + 1)...]))
         else { return nil }
         return (UnsafeBufferPointer(rebasing: bytes[5..<(idEnd - 6)]), address, UnsafeBufferPointer(rebasing: bytes[(idEnd + 1)...]))
     }

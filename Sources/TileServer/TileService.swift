@@ -180,7 +180,9 @@ public final class TileService: Sendable {
     }
 
     /// `resolved` rendered and encoded on the thread pool once ``renders`` admits it.
-    private func render(_ resolved: ImageRequest.Resolved, of pyramid: TiledImage, for client: RenderAdmission.Client?) async throws(TileError) -> Data {
+    private func render(_ resolved: ImageRequest.Resolved, of pyramid: TiledImage, for client: RenderAdmission.Client?) async throws(TileError)
+        -> Data
+    {
         let source = try pyramid.sourceRect(for: resolved)
         let pixels = (source.x1 - source.x0) * (source.y1 - source.y0) + resolved.scaledWidth * resolved.scaledHeight
         let quality = jpegQuality

@@ -26,7 +26,8 @@ struct BackgroundLogHandler: LogHandler {
     func log(event: LogEvent) {
         var merged = metadata
         if let extra = event.metadata { merged.merge(extra) { _, new in new } }
-        Self.writer.enqueue(.init(date: Date(), level: event.level, label: label, source: event.source, message: "\(event.message)", metadata: merged))
+        Self.writer.enqueue(
+            .init(date: Date(), level: event.level, label: label, source: event.source, message: "\(event.message)", metadata: merged))
     }
 }
 

@@ -25,13 +25,19 @@ struct BuildCommand: AsyncParsableCommand {
     @Option(help: "Images built at once, at least 1.")
     var jobs = 4
 
-    @Option(help: "Store format: tiff (one tiled pyramidal TIFF of JPEG tiles, level 0 copied losslessly from an upright JPEG, the default; a PNG or TIFF with alpha goes into a raw store, which keeps it) or raw (one file of RGBA tiles per level).")
+    @Option(
+        help:
+            "Store format: tiff (one tiled pyramidal TIFF of JPEG tiles, level 0 copied losslessly from an upright JPEG, the default; a PNG or TIFF with alpha goes into a raw store, which keeps it) or raw (one file of RGBA tiles per level)."
+    )
     var format: StoreFormatArgument = .tiff
 
     @Option(help: "JPEG quality of a TIFF's encoded levels (the lower levels; level 0 too when it cannot be copied), 1...100.")
     var quality = 74
 
-    @Option(help: "The quantisation tables --quality scales: flattened (Annex K's with their high frequencies finer; the default) or annex-k (what quality means to cjpeg and vips).")
+    @Option(
+        help:
+            "The quantisation tables --quality scales: flattened (Annex K's with their high frequencies finer; the default) or annex-k (what quality means to cjpeg and vips)."
+    )
     var tables: TablesArgument = .flattened
 
     @OptionGroup var decode: DecodeOptions
@@ -83,31 +89,37 @@ struct BuildCommand: AsyncParsableCommand {
         }
         // A progress line on a terminal only.
         let progress: (@Sendable (Int, ImageBuilder.Progress) -> Void)? = isatty(2) == 1 ? printProgress : nil
-        let report = await ImageLoader(maximumConcurrency: jobs).load(sources, options: { index in
-            var o = chosen
-            if let store = stores[index] { o.storage = .persistent(path: store) }
-            return o
-        }, onProgress: progress)
+        let report = await ImageLoader(maximumConcurrency: jobs).load(
+            sources,
+            options: { index in
+                var o = chosen
+                if let store = stores[index] { o.storage = .persistent(path: store) }
+                return o
+            }, onProgress: progress)
         if progress != nil { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         var failed = false
         for result in report.images {
             switch result.result {
             case .success(let image):
-                if inputs.count == 1 { printSummary(image, buildTime: result.wallTime, warnings: result.warningCount, lastWarning: result.lastWarning) }
+                if inputs.count == 1 {
+                    printSummary(image, buildTime: result.wallTime, warnings: result.warningCount, lastWarning: result.lastWarning)
+                }
                 let megabytes = Double(image.totalByteCount) / 1_048_576
-                print(String(
-                    format: "%@: %dx%d, %d levels, decode %.3f s, wall %.3f s, %.1f MiB%@",
-                    escapingControlCharacters(inputs[result.index]),
-                    image.geometry.width, image.geometry.height, image.levelCount, seconds(result.decodeTime),
-                    seconds(result.wallTime), megabytes, stores[result.index].map { " -> \(escapingControlCharacters($0))" } ?? ""))
+                print(
+                    String(
+                        format: "%@: %dx%d, %d levels, decode %.3f s, wall %.3f s, %.1f MiB%@",
+                        escapingControlCharacters(inputs[result.index]),
+                        image.geometry.width, image.geometry.height, image.levelCount, seconds(result.decodeTime),
+                        seconds(result.wallTime), megabytes, stores[result.index].map { " -> \(escapingControlCharacters($0))" } ?? ""))
             case .failure(let error):
                 failed = true
                 _ = fail(inputs[result.index], error)
             }
         }
-        print(String(
-            format: "batch: %d images, %d failed, %.3f s from first start to last finish, average decode %.3f s",
-            report.images.count, report.failures.count, seconds(report.wallTime), seconds(report.averageDecodeTime)))
+        print(
+            String(
+                format: "batch: %d images, %d failed, %.3f s from first start to last finish, average decode %.3f s",
+                report.images.count, report.failures.count, seconds(report.wallTime), seconds(report.averageDecodeTime)))
         if failed { throw ExitCode.failure }
     }
 }

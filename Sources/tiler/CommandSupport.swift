@@ -167,7 +167,9 @@ func seconds(_ duration: Duration) -> Double {
 /// Prints the levels, sizes and tile counts of a pyramid.
 func printSummary(_ image: TiledImage, buildTime: Duration?, warnings: Int?, lastWarning: String?) {
     let g = image.geometry
-    print("pyramid: \(g.width)x\(g.height) (stored \(g.storedWidth)x\(g.storedHeight), orientation \(g.orientation.rawValue)), \(image.levelCount) levels, \(g.tileSize)px tiles")
+    print(
+        "pyramid: \(g.width)x\(g.height) (stored \(g.storedWidth)x\(g.storedHeight), orientation \(g.orientation.rawValue)), \(image.levelCount) levels, \(g.tileSize)px tiles"
+    )
     var tiles = 0
     for index in 0..<image.levelCount {
         let l = g.levels[index]

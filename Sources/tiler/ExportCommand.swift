@@ -16,7 +16,8 @@ struct ExportCommand: AsyncParsableCommand {
             dzi writes NAME.dzi and NAME_files/LEVEL/COLUMN_ROW.jpg (OpenSeadragon and other deep-zoom viewers); iiif3 writes NAME/info.json and every tile at its IIIF Image API 3.0 canonical path (a level-0 static service). A JPEG's tiles are encoded as its rows decode, on every core, without writing the raw pyramid (unless --keep-store). Everything is written beside the output and renamed into place when complete; a failed export leaves nothing behind.
             """)
 
-    @Argument(help: "A JPEG file (- for standard input), an http(s) URL, a store folder written by `tiler build --out`, or a tiled pyramidal TIFF (.tif).")
+    @Argument(
+        help: "A JPEG file (- for standard input), an http(s) URL, a store folder written by `tiler build --out`, or a tiled pyramidal TIFF (.tif).")
     var input: String
 
     @Option(help: "The layout: dzi or iiif3.")
@@ -86,7 +87,8 @@ struct ExportCommand: AsyncParsableCommand {
             let result: TileExporter.Result
             if input != "-" && (isDirectory(input) || isTIFFFile(input)) {
                 // A store (raw or TIFF) or a tiled pyramidal TIFF: TIFFs are upright, --orientation aside.
-                let image = isTIFFFile(input)
+                let image =
+                    isTIFFFile(input)
                     ? try TiledImage.open(tiff: input) : try TiledImage.open(store: input, orientation: orientation.option)
                 result = try TileExporter.export(
                     image, name: baseName, outputDirectory: out, options: exportOptions(), replacingExisting: force)

@@ -5,7 +5,9 @@ import TileCore
 struct InfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
-        abstract: "Print a master's properties (JPEG, PNG, TIFF), read from its header without decoding; or a store's or tiled pyramidal TIFF's levels, tile coding and size on disk.")
+        abstract:
+            "Print a master's properties (JPEG, PNG, TIFF), read from its header without decoding; or a store's or tiled pyramidal TIFF's levels, tile coding and size on disk."
+    )
 
     @Argument(help: "A JPEG, PNG or TIFF master (- for standard input), a store folder, or a tiled pyramidal TIFF (.tif).")
     var input: String
@@ -42,7 +44,9 @@ struct InfoCommand: ParsableCommand {
         let kind = isDirectory(input) ? "\(description.format) store" : "tiled TIFF"
         var lines = ["\(escapingControlCharacters(input)): \(kind), \(g.width)x\(g.height), \(image.levelCount) levels, \(g.tileSize)px tiles"]
         if let levelZero = description.levelZero {
-            lines.append("level 0: \(levelZero)\(description.levelZeroReason.map { " (\($0))" } ?? "")\(description.quality.map { ", lower levels at JPEG quality \($0)" } ?? "")\(description.tables.map { " (\($0 == .annexK ? "Annex K" : "flattened") tables)" } ?? "")")
+            lines.append(
+                "level 0: \(levelZero)\(description.levelZeroReason.map { " (\($0))" } ?? "")\(description.quality.map { ", lower levels at JPEG quality \($0)" } ?? "")\(description.tables.map { " (\($0 == .annexK ? "Annex K" : "flattened") tables)" } ?? "")"
+            )
         }
         for index in 0..<image.levelCount {
             let l = g.levels[index]
@@ -60,21 +64,28 @@ struct InfoCommand: ParsableCommand {
     private func printInfo(_ info: ImageInfo) {
         let name = escapingControlCharacters(input == "-" ? "stdin" : input)
         let alpha = info.hasAlpha ? " + alpha" : ""
-        print("\(name): \(info.format.rawValue.uppercased()), \(info.width)x\(info.height), \(info.components) components\(alpha), \(info.colorSpace.rawValue), \(info.bitsPerSample)-bit")
+        print(
+            "\(name): \(info.format.rawValue.uppercased()), \(info.width)x\(info.height), \(info.components) components\(alpha), \(info.colorSpace.rawValue), \(info.bitsPerSample)-bit"
+        )
         if let tiff = info.tiff {
             let layout = tiff.isTiled ? "tiles" : "strips"
             let planes = tiff.isPlanar ? ", separate planes" : ""
             let order = tiff.isBigEndian ? "big-endian" : "little-endian"
-            print("TIFF: \(tiff.compressionName), photometric \(tiff.photometric), \(tiff.samplesPerPixel) samples a pixel, \(layout)\(planes), \(order)\(tiff.isBigTIFF ? " BigTIFF" : ""), \(tiff.pageCount) page\(tiff.pageCount == 1 ? "" : "s")\(tiff.alphaIsAssociated ? ", associated alpha" : "")")
+            print(
+                "TIFF: \(tiff.compressionName), photometric \(tiff.photometric), \(tiff.samplesPerPixel) samples a pixel, \(layout)\(planes), \(order)\(tiff.isBigTIFF ? " BigTIFF" : ""), \(tiff.pageCount) page\(tiff.pageCount == 1 ? "" : "s")\(tiff.alphaIsAssociated ? ", associated alpha" : "")"
+            )
         } else if let j = info.jpeg2000 {
             let tiles = j.tileCount == 1 ? "one tile" : "\(j.tileCount) tiles of \(j.tileWidth)x\(j.tileHeight)"
             print("JPEG 2000: \(j.isCodestream ? "J2K codestream" : "JP2 file"), \(tiles), \(j.resolutionLevels) resolution levels")
         } else if info.format == .jpeg {
-            print("coding: \(info.coding.rawValue)\(info.isArithmetic ? ", arithmetic" : ""), subsampling \(info.subsampling), restart interval \(info.restartInterval)")
+            print(
+                "coding: \(info.coding.rawValue)\(info.isArithmetic ? ", arithmetic" : ""), subsampling \(info.subsampling), restart interval \(info.restartInterval)"
+            )
         }
         print("orientation: \(info.exifOrientation.map(String.init) ?? "none") -> displayed \(info.orientedWidth)x\(info.orientedHeight)")
         if let icc = info.iccProfile {
-            let space = info.colorProfile.map { ", \($0.colorSpace == .other ? "other colour space" : $0.colorSpace.rawValue)" } ?? ", not a valid profile"
+            let space =
+                info.colorProfile.map { ", \($0.colorSpace == .other ? "other colour space" : $0.colorSpace.rawValue)" } ?? ", not a valid profile"
             print("ICC profile: \(icc.count) bytes\(space)")
         }
         if let gamma = info.gamma { print(String(format: "gamma (gAMA): %.5f", gamma)) }
@@ -108,7 +119,7 @@ func infoJSON(_ info: ImageInfo) throws -> String {
         "components": info.components, "colorSpace": info.colorSpace.rawValue, "bitsPerSample": info.bitsPerSample,
         "progressive": info.isProgressive, "arithmetic": info.isArithmetic, "coding": info.coding.rawValue,
         "subsampling": info.subsampling, "restartInterval": info.restartInterval,
-        "iccProfileBytes": info.iccProfile?.count ?? 0, "exif": exif,
+        "iccProfileBytes": info.iccProfile?.count ?? 0, "exif": exif
     ]
     object["format"] = info.format.rawValue
     if let gamma = info.gamma { object["gamma"] = gamma }
@@ -118,13 +129,13 @@ func infoJSON(_ info: ImageInfo) throws -> String {
         object["tiff"] = [
             "compression": tiff.compression, "compressionName": tiff.compressionName, "photometric": tiff.photometric,
             "samplesPerPixel": tiff.samplesPerPixel, "tiled": tiff.isTiled, "planar": tiff.isPlanar, "bigTIFF": tiff.isBigTIFF,
-            "bigEndian": tiff.isBigEndian, "associatedAlpha": tiff.alphaIsAssociated, "pages": tiff.pageCount,
+            "bigEndian": tiff.isBigEndian, "associatedAlpha": tiff.alphaIsAssociated, "pages": tiff.pageCount
         ]
     }
     if let j = info.jpeg2000 {
         object["jpeg2000"] = [
             "codestream": j.isCodestream, "tileWidth": j.tileWidth, "tileHeight": j.tileHeight, "tiles": j.tileCount,
-            "resolutionLevels": j.resolutionLevels,
+            "resolutionLevels": j.resolutionLevels
         ]
     }
     if let adobe = info.adobeTransform { object["adobeTransform"] = adobe }

@@ -16,7 +16,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Argument(help: "The folder of JPEGs, stores and pyramidal TIFFs to serve (or the setting folder).")
     var folder: String?
 
-    @Option(help: "A JSON file of settings, keyed as below in camel case ({\"cacheBudget\": 10000000000, \"allowedHosts\": [\"images.example.org\"]}); the environment (TILER_CACHE_BUDGET, TILER_ALLOWED_HOSTS=a,b) overrides it, the command line overrides both (default: $TILER_CONFIG).")
+    @Option(
+        help:
+            "A JSON file of settings, keyed as below in camel case ({\"cacheBudget\": 10000000000, \"allowedHosts\": [\"images.example.org\"]}); the environment (TILER_CACHE_BUDGET, TILER_ALLOWED_HOSTS=a,b) overrides it, the command line overrides both (default: $TILER_CONFIG)."
+    )
     var config: String?
 
     @Option(help: "The address to listen on (default 127.0.0.1).")
@@ -28,22 +31,33 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Where JPEGs are built into stores (default: FOLDER/.tiler-cache).")
     var cache: String?
 
-    @Option(help: "The server's URL as clients see it (https://example.org/images): info.json ids start with it and /iiif/3 or /iiif/2 (default: from a trusted proxy's headers, else each request's Host header).")
+    @Option(
+        help:
+            "The server's URL as clients see it (https://example.org/images): info.json ids start with it and /iiif/3 or /iiif/2 (default: from a trusted proxy's headers, else each request's Host header)."
+    )
     var publicURL: String?
 
-    @Flag(inversion: .prefixedNo, help: "Accept uploads: PUT /images/{id} with a JPEG body, built as it arrives, with the bearer token (default off).")
+    @Flag(
+        inversion: .prefixedNo, help: "Accept uploads: PUT /images/{id} with a JPEG body, built as it arrives, with the bearer token (default off).")
     var allowUploads: Bool?
 
     @Option(help: "The bearer token uploads must present (default: a random one, printed at start; never logged).")
     var uploadToken: String?
 
-    @Option(name: .customLong("allowed-host"), help: "A host name requests may name in Host (repeatable; default on a loopback address: localhost, 127.0.0.1, ::1; elsewhere any).")
+    @Option(
+        name: .customLong("allowed-host"),
+        help: "A host name requests may name in Host (repeatable; default on a loopback address: localhost, 127.0.0.1, ::1; elsewhere any).")
     var allowedHosts: [String] = []
 
-    @Option(name: .customLong("upload-origin"), help: "An origin (https://app.example) whose pages may upload across origins (repeatable; default none).")
+    @Option(
+        name: .customLong("upload-origin"), help: "An origin (https://app.example) whose pages may upload across origins (repeatable; default none).")
     var uploadOrigins: [String] = []
 
-    @Option(name: .customLong("trusted-proxy"), help: "An address or range (10.0.0.0/8, ::1) whose Forwarded and X-Forwarded-Proto/Host/Port/Prefix headers name the public URL (repeatable; default none: those headers are ignored).")
+    @Option(
+        name: .customLong("trusted-proxy"),
+        help:
+            "An address or range (10.0.0.0/8, ::1) whose Forwarded and X-Forwarded-Proto/Host/Port/Prefix headers name the public URL (repeatable; default none: those headers are ignored)."
+    )
     var trustedProxies: [String] = []
 
     @Flag(inversion: .prefixedNo, help: "Follow a symlink in the folder to a target inside it (default off: symlinks are skipped).")
@@ -61,10 +75,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Builds that may wait for their turn; a request needing one more gets 503 with Retry-After (default 16).")
     var maxPendingBuilds: Int?
 
-    @Option(help: "Bytes of stores in the cache folder past which the least recently used are removed, and /ready says not ready (default: a quarter of the free space of the cache folder's file system, at least 256 MiB). A build whose store does not fit is refused (507).")
+    @Option(
+        help:
+            "Bytes of stores in the cache folder past which the least recently used are removed, and /ready says not ready (default: a quarter of the free space of the cache folder's file system, at least 256 MiB). A build whose store does not fit is refused (507)."
+    )
     var cacheBudget: Int?
 
-    @Option(help: "What masters and uploads are built into: tiff (a tiled pyramidal TIFF, level 0 copied losslessly; the default; masters with alpha go into raw stores) or raw (RGBA tiles, one file per level: more disk, no decode on a read).")
+    @Option(
+        help:
+            "What masters and uploads are built into: tiff (a tiled pyramidal TIFF, level 0 copied losslessly; the default; masters with alpha go into raw stores) or raw (RGBA tiles, one file per level: more disk, no decode on a read)."
+    )
     var format: StoreFormatArgument?
 
     @Option(help: "The JPEG quality of a TIFF store's encoded levels, 1-100 (default 74).")
@@ -85,7 +105,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The bearer token of the admin API (/admin/...; at least 16 characters; never logged). Without one the admin API is off.")
     var adminToken: String?
 
-    @Option(name: .customLong("purge-url"), help: "A cache in front (a Varnish, http://127.0.0.1:6081) told of each admin purge with BAN and X-Image-Id (repeatable; default none).")
+    @Option(
+        name: .customLong("purge-url"),
+        help: "A cache in front (a Varnish, http://127.0.0.1:6081) told of each admin purge with BAN and X-Image-Id (repeatable; default none).")
     var purgeURLs: [String] = []
 
     @Flag(inversion: .prefixedNo, help: "Write one line per answered request to standard error, in the Common Log Format (default on).")
@@ -114,11 +136,13 @@ struct ServeCommand: AsyncParsableCommand {
                 uploads = UploadPolicy(token: token, maximumBytes: s.maxUploadBytes)
             }
             let registry = s.metrics ? ServerMetrics.bootstrapPrometheus() : nil
-            let descriptors = DescriptorBudget(limit: DescriptorBudget.raisedLimit(), maximumConnections: s.maxConnections, maximumUploads: s.maxUploads)
+            let descriptors = DescriptorBudget(
+                limit: DescriptorBudget.raisedLimit(), maximumConnections: s.maxConnections, maximumUploads: s.maxUploads)
             var server = try TileServer(
                 root: s.folder, cache: s.cache ?? "\(s.folder)/.tiler-cache", publicBaseURL: s.publicURL, uploads: uploads,
                 maximumPendingBuilds: s.maxPendingBuilds, cacheByteBudget: s.cacheBudget, descriptors: descriptors,
-                followsSymlinks: s.followSymlinks, storeFormat: s.format == .tiff ? .tiff(TIFFWriting(quality: s.quality, tables: s.tables.tables)) : .raw,
+                followsSymlinks: s.followSymlinks,
+                storeFormat: s.format == .tiff ? .tiff(TIFFWriting(quality: s.quality, tables: s.tables.tables)) : .raw,
                 cachePolicy: CachePolicy(imageMaxAge: s.imageMaxAge, documentMaxAge: s.documentMaxAge))
             server.idleTimeout = .seconds(s.idleTimeout)
             server.metricsRegistry = registry

@@ -43,7 +43,7 @@ struct ServeSettings {
     static let keys = [
         "folder", "host", "port", "cache", "publicURL", "allowUploads", "uploadToken", "allowedHosts", "uploadOrigins", "trustedProxies",
         "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality", "tables",
-        "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "logLevel", "idleTimeout", "adminToken", "purgeURLs",
+        "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "logLevel", "idleTimeout", "adminToken", "purgeURLs"
     ]
 
     /// Reads the settings: each from the command line when given there, else from the environment or
@@ -64,7 +64,8 @@ struct ServeSettings {
                 let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
                 let unknown = object.keys.sorted().first(where: { !keys.contains($0) })
             {
-                throw ValidationError("the config file \(configPath) has a key tiler serve does not know: \(unknown) (known: \(keys.joined(separator: ", ")))")
+                throw ValidationError(
+                    "the config file \(configPath) has a key tiler serve does not know: \(unknown) (known: \(keys.joined(separator: ", ")))")
             }
         }
         let reader = ConfigReader(providers: providers)
@@ -89,15 +90,23 @@ struct ServeSettings {
         s.maxUploadBytes = try command.maxUploadBytes ?? read.int("maxUploadBytes") ?? s.maxUploadBytes
         s.maxPendingBuilds = try command.maxPendingBuilds ?? read.int("maxPendingBuilds") ?? s.maxPendingBuilds
         s.cacheBudget = try command.cacheBudget ?? read.int("cacheBudget")
-        if let format = try command.format ?? read.string("format").map({ text in
-            guard let format = StoreFormatArgument(rawValue: text) else { throw ValidationError("format: \(text) is not tiff or raw") }
-            return format
-        }) { s.format = format }
+        if let format = try command.format
+            ?? read.string("format").map({ text in
+                guard let format = StoreFormatArgument(rawValue: text) else { throw ValidationError("format: \(text) is not tiff or raw") }
+                return format
+            })
+        {
+            s.format = format
+        }
         s.quality = try command.quality ?? read.int("quality") ?? s.quality
-        if let tables = try command.tables ?? read.string("tables").map({ text in
-            guard let tables = TablesArgument(rawValue: text) else { throw ValidationError("tables: \(text) is not flattened or annex-k") }
-            return tables
-        }) { s.tables = tables }
+        if let tables = try command.tables
+            ?? read.string("tables").map({ text in
+                guard let tables = TablesArgument(rawValue: text) else { throw ValidationError("tables: \(text) is not flattened or annex-k") }
+                return tables
+            })
+        {
+            s.tables = tables
+        }
         s.imageMaxAge = try command.imageMaxAge ?? read.int("imageMaxAge") ?? s.imageMaxAge
         s.documentMaxAge = try command.documentMaxAge ?? read.int("documentMaxAge") ?? s.documentMaxAge
         s.metrics = try command.metrics ?? read.bool("metrics") ?? s.metrics
@@ -122,9 +131,11 @@ struct ServeSettings {
         try require(maxPendingBuilds >= 0, "maxPendingBuilds (--max-pending-builds)", "must not be negative")
         try require(cacheBudget.map { $0 > 0 } ?? true, "cacheBudget (--cache-budget)", "must be positive")
         try require((1...100).contains(quality), "quality (--quality)", "must be 1-100")
-        try require(imageMaxAge >= 0 && documentMaxAge >= 0, "imageMaxAge and documentMaxAge (--image-max-age, --document-max-age)", "must not be negative")
+        try require(
+            imageMaxAge >= 0 && documentMaxAge >= 0, "imageMaxAge and documentMaxAge (--image-max-age, --document-max-age)", "must not be negative")
         try require(idleTimeout > 0, "idleTimeout (--idle-timeout)", "must be positive")
-        try require(Logger.Level(rawValue: logLevel) != nil, "logLevel (--log-level)", "must be trace, debug, info, notice, warning, error or critical")
+        try require(
+            Logger.Level(rawValue: logLevel) != nil, "logLevel (--log-level)", "must be trace, debug, info, notice, warning, error or critical")
         try require(adminToken.map { $0.count >= 16 } ?? true, "adminToken (--admin-token)", "must be at least 16 characters")
         for url in purgeURLs where !Self.isWebURL(url, pathAllowed: true) {
             throw ValidationError("purgeURLs (--purge-url): \(url) is not an http or https URL.")

@@ -11,7 +11,7 @@ struct Tiler: AsyncParsableCommand {
         abstract: "Turn huge JPEGs into zoomable tile pyramids with bounded memory.",
         subcommands: [
             DemoCommand.self, BuildCommand.self, ExportCommand.self, ServeCommand.self, RenderCommand.self, InfoCommand.self,
-            ThumbCommand.self,
+            ThumbCommand.self
         ])
 
     static func main() async {

@@ -49,11 +49,18 @@ public enum Corpus {
                 if c == "\"" {
                     let next = chars.next()
                     if next == "\"" { field.append("\"") } else { quoted = false; lookahead = next }
-                } else { field.append(c) }
-            } else if c == "\"" { quoted = true }
-            else if c == "," { row.append(field); field = "" }
-            else if c == "\n" || c == "\r\n" { row.append(field); rows.append(row); row = []; field = "" }
-            else if c != "\r" { field.append(c) }
+                } else {
+                    field.append(c)
+                }
+            } else if c == "\"" {
+                quoted = true
+            } else if c == "," {
+                row.append(field); field = ""
+            } else if c == "\n" || c == "\r\n" {
+                row.append(field); rows.append(row); row = []; field = ""
+            } else if c != "\r" {
+                field.append(c)
+            }
         }
         if !field.isEmpty || !row.isEmpty { row.append(field); rows.append(row) }
         return rows

@@ -104,7 +104,8 @@ public enum Reference {
                 let x0 = 2 * x, x1 = min(2 * x + 1, image.width - 1)
                 let y0 = 2 * y, y1 = min(2 * y + 1, image.height - 1)
                 for c in 0..<4 {
-                    let sum = Int(image[x0, y0][image[x0, y0].startIndex + c]) + Int(image[x1, y0][image[x1, y0].startIndex + c])
+                    let sum =
+                        Int(image[x0, y0][image[x0, y0].startIndex + c]) + Int(image[x1, y0][image[x1, y0].startIndex + c])
                         + Int(image[x0, y1][image[x0, y1].startIndex + c]) + Int(image[x1, y1][image[x1, y1].startIndex + c])
                     out[(y * w + x) * 4 + c] = UInt8((sum + 2) / 4)
                 }

@@ -30,7 +30,8 @@ public enum Synthetic {
 
         public var description: String {
             let kind = grayscale ? "gray" : "\(subsampling)"
-            return "\(width)x\(height) \(kind)\(progressive ? " progressive" : "")\(arithmetic ? " arithmetic" : "")\(restartRows > 0 ? " rst\(restartRows)" : "")"
+            return
+                "\(width)x\(height) \(kind)\(progressive ? " progressive" : "")\(arithmetic ? " arithmetic" : "")\(restartRows > 0 ? " rst\(restartRows)" : "")"
         }
     }
 

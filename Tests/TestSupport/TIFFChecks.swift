@@ -69,7 +69,9 @@ public enum TIFFChecks {
             if c == 0x23 { while index < bytes.count && bytes[index] != 0x0A { index += 1 }; continue }
             if c == 0x20 || c == 0x0A || c == 0x09 || c == 0x0D {
                 if !current.isEmpty { fields.append(current); current = "" }
-            } else { current.append(Character(UnicodeScalar(c))) }
+            } else {
+                current.append(Character(UnicodeScalar(c)))
+            }
         }
         guard fields.count == 4, let w = Int(fields[1]), let h = Int(fields[2]) else { throw CocoaError(.fileReadCorruptFile) }
         let channels = fields[0] == "P6" ? 3 : 1

@@ -9,7 +9,8 @@ public enum Tools {
     /// The program's path, or nil when it is not installed.
     public static func path(_ name: String) -> String? {
         if name.hasPrefix("/") { return FileManager.default.isExecutableFile(atPath: name) ? name : nil }
-        let folders = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+        let folders =
+            (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
             + ["/usr/sbin", "/usr/bin", "/sbin"]
         return folders.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }

@@ -51,10 +51,12 @@ struct ConcurrencyDefectTests {
         let late = NIOLockedValueBox(0)
         let last = NIOLockedValueBox<ImageBuilder.State?>(nil)
         let sources: [any ImageSource] = [ChunkSequenceSource(name: "x", chunks: [data].async)]
-        _ = await ImageLoader().load(sources, onProgress: { _, progress in
-            if returned.withLockedValue({ $0 }) { late.withLockedValue { $0 += 1 } }
-            last.withLockedValue { $0 = progress.state }
-        })
+        _ = await ImageLoader().load(
+            sources,
+            onProgress: { _, progress in
+                if returned.withLockedValue({ $0 }) { late.withLockedValue { $0 += 1 } }
+                last.withLockedValue { $0 = progress.state }
+            })
         returned.withLockedValue { $0 = true }
         #expect(last.withLockedValue { $0 } == .complete)
         #expect(late.withLockedValue { $0 } == 0)

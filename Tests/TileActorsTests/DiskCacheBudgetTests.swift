@@ -94,8 +94,9 @@ struct DiskCacheBudgetTests {
         _ = try openA.readTile(level: 0, column: 0, row: 0)
     }
 
-    @Test("a store another process has open (its folder held shared, as by an instance sharing the cache) is not evicted",
-          .enabled(if: Tools.have("flock"), Comment(rawValue: Tools.missing("flock"))))
+    @Test(
+        "a store another process has open (its folder held shared, as by an instance sharing the cache) is not evicted",
+        .enabled(if: Tools.have("flock"), Comment(rawValue: Tools.missing("flock"))))
     func keepsStoresOpenElsewhere() async throws {
         let folder = try Inputs.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

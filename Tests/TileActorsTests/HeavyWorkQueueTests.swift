@@ -14,15 +14,16 @@ struct HeavyWorkQueueTests {
         // The first `limit` jobs hold their turns until all jobs are submitted, so order is decided.
         var tasks: [Task<Int, any Error>] = []
         for i in 0..<6 {
-            tasks.append(Task {
-                try await queue.run {
-                    await recorder.record(.start(i))
-                    if i < limit { await gate.wait() }
-                    await Task.yield()
-                    await recorder.record(.end(i))
-                    return i
-                }
-            })
+            tasks.append(
+                Task {
+                    try await queue.run {
+                        await recorder.record(.start(i))
+                        if i < limit { await gate.wait() }
+                        await Task.yield()
+                        await recorder.record(.end(i))
+                        return i
+                    }
+                })
             while queue.currentCounts.active + queue.currentCounts.pending < i + 1 { await Task.yield() }
         }
         #expect(await queue.currentCounts == .init(pending: 6 - limit, active: limit))
@@ -49,7 +50,11 @@ struct HeavyWorkQueueTests {
         let queue = HeavyWorkQueue(maximumConcurrency: 1)
         let recorder = Recorder<Int>()
         let gate = Gate()
-        let first = Task { try await queue.run { await gate.wait(); await recorder.record(1) } }
+        let first = Task {
+            try await queue.run {
+                await gate.wait(); await recorder.record(1)
+            }
+        }
         while queue.currentCounts.active == 0 { await Task.yield() }
         let second = Task { try await queue.run { await recorder.record(2) } }
         while queue.currentCounts.pending == 0 { await Task.yield() }

@@ -63,7 +63,7 @@ struct LoaderTests {
         let data = try Synthetic.jpeg(.init(width: 1200, height: 900, progressive: true))
         let reports = NIOLockedValueBox<[Int: [ImageBuilder.Progress]]>([:])
         let sources: [any ImageSource] = [
-            NetworkLikeSource(data: data), ChunkSequenceSource(name: "file-like", chunks: Chunks(data: data, size: 4096)),
+            NetworkLikeSource(data: data), ChunkSequenceSource(name: "file-like", chunks: Chunks(data: data, size: 4096))
         ]
         let options = { () -> BuildOptions in
             var options = BuildOptions()
@@ -88,7 +88,7 @@ struct LoaderTests {
             ChunkSequenceSource(name: "good", chunks: Chunks(data: good, size: 1000)),
             ChunkSequenceSource(name: "truncated", chunks: Chunks(data: good.prefix(good.count / 2), size: 1000)),
             ChunkSequenceSource(name: "garbage", chunks: Chunks(data: Data(repeating: 7, count: 5000), size: 1000)),
-            FileImageSource(path: "/nonexistent/photo.jpg"),
+            FileImageSource(path: "/nonexistent/photo.jpg")
         ]
         let report = await ImageLoader(maximumConcurrency: 2).load(sources)
         #expect((try? report.images[0].result.get()) != nil)

@@ -14,8 +14,11 @@ struct ThumbnailerTests {
         #expect(FileManager.default.createFile(atPath: source, contents: try Inputs.jpeg(width: 800, height: 600)))
         let thumbnailer = Thumbnailer()
         let results = try await thumbnailer.makeCopies(
-            of: source, targets: [.init(maxEdge: 400, path: folder.appendingPathComponent("a.jpg").path),
-                                  .init(maxEdge: 100, path: folder.appendingPathComponent("b.jpg").path)])
+            of: source,
+            targets: [
+                .init(maxEdge: 400, path: folder.appendingPathComponent("a.jpg").path),
+                .init(maxEdge: 100, path: folder.appendingPathComponent("b.jpg").path)
+            ])
         #expect(results.map { [$0.width, $0.height] } == [[400, 300], [100, 75]])
         let pixels = try await thumbnailer.pixels(of: source, maxEdge: 64)
         #expect(pixels.width == 64 && pixels.height == 48)

@@ -20,8 +20,9 @@ struct AbandonedBuildTests {
         for file in files { #expect(FileManager.default.createFile(atPath: "\(parent)/\(name)/\(file)", contents: Data())) }
     }
 
-    @Test("stagings and set-aside stores no one holds are removed; held ones, other names and other contents are kept",
-          .enabled(if: Tools.have("flock"), Comment(rawValue: Tools.missing("flock"))))
+    @Test(
+        "stagings and set-aside stores no one holds are removed; held ones, other names and other contents are kept",
+        .enabled(if: Tools.have("flock"), Comment(rawValue: Tools.missing("flock"))))
     func removesOnlyAbandoned() throws {
         let parent = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: parent) }

@@ -75,7 +75,8 @@ struct ColorProfileTests {
     @Test("a gray JPEG's gray profile: kept in its gray TIFF tiles and gray outputs, left out of RGB renders")
     func grayProfile() throws {
         let profile = ICCProfiles.profile(space: "GRAY")
-        let image = try TileBuilder.build(data: ICCProfiles.jpeg(width: 300, height: 300, gray: true, profile: profile), options: TIFFChecks.options())
+        let image = try TileBuilder.build(
+            data: ICCProfiles.jpeg(width: 300, height: 300, gray: true, profile: profile), options: TIFFChecks.options())
         #expect(image.colorProfile?.bytes == profile)
         let stored = try #require(try image.storedJPEGTile(level: 0, column: 0, row: 0))
         #expect(try ICCProfiles.djpeg(stored) == (profile, true))
@@ -83,7 +84,9 @@ struct ColorProfileTests {
         #expect(try ICCProfiles.djpeg(image.renderEncoded(Self.request("0,0,300,300/100,/0/default.jpg", image))) == (nil, true))
     }
 
-    @Test("PNG and TIFF masters: an iCCP chunk and an InterColorProfile reach the outputs", .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))))
+    @Test(
+        "PNG and TIFF masters: an iCCP chunk and an InterColorProfile reach the outputs",
+        .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))))
     func otherMasters() throws {
         let profile = ICCProfiles.profile(padding: 2000)
         let folder = try ICCProfiles.folder()
@@ -113,7 +116,9 @@ struct ColorProfileTests {
             let tiles = try FileManager.default.subpathsOfDirectory(atPath: "\(out)/\(name)_files").filter { $0.hasSuffix(".jpg") }
             #expect(tiles.count > 10)
             for tile in tiles.prefix(12) {
-                #expect(try ICCProfiles.djpeg(Data(contentsOf: URL(fileURLWithPath: "\(out)/\(name)_files/\(tile)"))) == (profile, true), "\(name) \(tile)")
+                #expect(
+                    try ICCProfiles.djpeg(Data(contentsOf: URL(fileURLWithPath: "\(out)/\(name)_files/\(tile)"))) == (profile, true),
+                    "\(name) \(tile)")
             }
         }
     }

@@ -41,7 +41,9 @@ struct FaultTests {
             let data = try Synthetic.jpeg(.init(width: 1500, height: 1200))
             let code = thrownCode { try TileBuilder.build(data: data, options: FaultTests.storeOptions("\(folder)/big.tiles")) }
             let left = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
-            if code != .io || left != ["other.tiles"] || thrownError({ try TileBuilder.build(data: data, options: FaultTests.storeOptions("\(folder)/big.tiles")) })?.errno != EFBIG {
+            if code != .io || left != ["other.tiles"]
+                || thrownError({ try TileBuilder.build(data: data, options: FaultTests.storeOptions("\(folder)/big.tiles")) })?.errno != EFBIG
+            {
                 FileHandle.standardError.write(Data("fsize child: \(String(describing: code)), left \(left)\n".utf8))
                 _exit(1)
             }
@@ -166,8 +168,9 @@ struct DescriptorOwnershipTests {
 /// is replaced (dup2) by a read-only one half-way, so later writes fail with EBADF.
 @Suite("Write faults mid-build")
 struct MidBuildWriteFaultTests {
-    @Test("a write failing half-way through fails the pyramid with that errno, whichever thread writes",
-          arguments: [Int32(CJS_BANDS_ON_CALLER.rawValue), Int32(CJS_BANDS_ON_WORKER.rawValue), Int32(CJS_BANDS_WRITE_BEHIND.rawValue)])
+    @Test(
+        "a write failing half-way through fails the pyramid with that errno, whichever thread writes",
+        arguments: [Int32(CJS_BANDS_ON_CALLER.rawValue), Int32(CJS_BANDS_ON_WORKER.rawValue), Int32(CJS_BANDS_WRITE_BEHIND.rawValue)])
     func writeFailsHalfWay(threading: Int32) throws {
         let geometry = try TileGeometry(storedWidth: 1200, storedHeight: 1000)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("midfault-\(UUID().uuidString)").path

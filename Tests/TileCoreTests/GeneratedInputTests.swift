@@ -15,7 +15,7 @@ struct GeneratedInputTests {
         .init(width: 270, height: 300, subsampling: .s422, progressive: true, restartRows: 1),
         .init(width: 257, height: 255, restartRows: 2),
         .init(width: 13, height: 1000, subsampling: .s444),
-        .init(width: 1000, height: 7, grayscale: true),
+        .init(width: 1000, height: 7, grayscale: true)
     ]
 
     @Test("level 0 equals libjpeg's ordinary whole-image decode, byte for byte", arguments: specs)
@@ -54,7 +54,9 @@ struct GeneratedInputTests {
             for x in 0..<256 {
                 let alpha = tile[(y * 256 + x) * 4 + 3]
                 let inside = 256 + x < 300 && 256 + y < 270
-                if inside { #expect(alpha == 255) } else if alpha != 0 || tile[(y * 256 + x) * 4] != 0 {
+                if inside {
+                    #expect(alpha == 255)
+                } else if alpha != 0 || tile[(y * 256 + x) * 4] != 0 {
                     Issue.record("padding pixel (\(x), \(y)) is not zero")
                     return
                 }
@@ -93,7 +95,7 @@ struct GeneratedInputTests {
         ("bands on the caller, buffered", { $0.writer = .bands(.init(threading: .onCaller, bypassesPageCache: false)) }),
         ("bands on a worker", { $0.writer = .bands(.init(threading: .onWorker)) }),
         ("bands writing behind, buffered", { $0.writer = .bands(.init(bypassesPageCache: false)) }),
-        ("bands of whole tiles", { $0.writer = .bands(.init(rowsPerBlock: $0.tileSize)) }),
+        ("bands of whole tiles", { $0.writer = .bands(.init(rowsPerBlock: $0.tileSize)) })
     ]
 
     @Test("the window writer and the band writer (on the caller or a worker, direct or buffered) give identical files")

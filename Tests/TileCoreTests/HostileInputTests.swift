@@ -199,7 +199,8 @@ struct HostileInputTests {
         var out = Data(jpeg.prefix(2))
         for index in 0..<count {
             let (number, total) = sequence(index)
-            let payload = Array("ICC_PROFILE\0".utf8) + [UInt8(number), UInt8(total)]
+            let payload =
+                Array("ICC_PROFILE\0".utf8) + [UInt8(number), UInt8(total)]
                 + [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: size)
             out.append(contentsOf: [0xFF, 0xE2, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 255)])
             out.append(contentsOf: payload)
@@ -284,7 +285,9 @@ struct HostileInputTests {
         #expect(FileManager.default.createFile(atPath: "\(folder)/same.jpg", contents: jpeg))
         #expect(symlink("\(folder)/same.jpg", "\(folder)/link.jpg") == 0)
         for output in ["\(folder)/same.jpg", "\(folder)/link.jpg"] {
-            #expect(thrownCode { try ImageResizer.resize(contentsOfFile: "\(folder)/same.jpg", to: [.init(maxEdge: 32, path: output)]) } == .invalidArgument)
+            #expect(
+                thrownCode { try ImageResizer.resize(contentsOfFile: "\(folder)/same.jpg", to: [.init(maxEdge: 32, path: output)]) }
+                    == .invalidArgument)
         }
         #expect(FileManager.default.contents(atPath: "\(folder)/same.jpg") == jpeg)
     }
@@ -308,12 +311,13 @@ struct HostileInputTests {
 
     // MARK: 12. Messages
 
-    @Test("a damaged store manifest is reported in one sentence naming the field",
-          arguments: [
-              ("orientation", "0", "orientation 0"), ("orientation", "9", "orientation 9"),
-              ("storedWidth", "1800.5", "storedWidth` is not an integer"), ("tileSize", "\"x\"", "`tileSize` is not an integer"),
-              ("sourceFingerprint", "12", "`sourceFingerprint` is not a string"), ("warningCount", "null", "`warningCount`"),
-          ])
+    @Test(
+        "a damaged store manifest is reported in one sentence naming the field",
+        arguments: [
+            ("orientation", "0", "orientation 0"), ("orientation", "9", "orientation 9"),
+            ("storedWidth", "1800.5", "storedWidth` is not an integer"), ("tileSize", "\"x\"", "`tileSize` is not an integer"),
+            ("sourceFingerprint", "12", "`sourceFingerprint` is not a string"), ("warningCount", "null", "`warningCount`")
+        ])
     func manifestMessages(field: String, value: String, expected: String) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("manifest-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

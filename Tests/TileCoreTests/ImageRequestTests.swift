@@ -13,35 +13,39 @@ struct ImageRequestTests {
         try ImageRequest(path: path).resolve(width: width, height: height, limits: limits)
     }
 
-    @Test("regions: the examples of section 4.1", arguments: [
-        ("full/max/0/default.jpg", [0, 0, 300, 200], "full"),
-        ("square/max/0/default.jpg", [50, 0, 200, 200], "50,0,200,200"),
-        ("125,15,120,140/max/0/default.jpg", [125, 15, 120, 140], "125,15,120,140"),
-        ("pct:41.6,7.5,40,70/max/0/default.jpg", [125, 15, 120, 140], "125,15,120,140"),
-        ("125,15,200,200/max/0/default.jpg", [125, 15, 175, 185], "125,15,175,185"),
-        ("pct:41.6,7.5,66.6,100/max/0/default.jpg", [125, 15, 175, 185], "125,15,175,185"),
-        ("0,0,300,200/max/0/default.jpg", [0, 0, 300, 200], "full"),
-    ])
+    @Test(
+        "regions: the examples of section 4.1",
+        arguments: [
+            ("full/max/0/default.jpg", [0, 0, 300, 200], "full"),
+            ("square/max/0/default.jpg", [50, 0, 200, 200], "50,0,200,200"),
+            ("125,15,120,140/max/0/default.jpg", [125, 15, 120, 140], "125,15,120,140"),
+            ("pct:41.6,7.5,40,70/max/0/default.jpg", [125, 15, 120, 140], "125,15,120,140"),
+            ("125,15,200,200/max/0/default.jpg", [125, 15, 175, 185], "125,15,175,185"),
+            ("pct:41.6,7.5,66.6,100/max/0/default.jpg", [125, 15, 175, 185], "125,15,175,185"),
+            ("0,0,300,200/max/0/default.jpg", [0, 0, 300, 200], "full")
+        ])
     func regions(path: String, expected: [Int], canonical: String) throws {
         let r = try Self.resolve(path)
         #expect([r.x, r.y, r.width, r.height] == expected)
         #expect(r.canonicalPath == "\(canonical)/max/0/default.jpg")
     }
 
-    @Test("sizes: the examples of section 4.2", arguments: [
-        ("full/max/0/default.jpg", ImageRequest.Limits(maxWidth: 200), 200, 133),
-        ("full/^max/0/default.jpg", ImageRequest.Limits(maxWidth: 360), 360, 240),
-        ("full/150,/0/default.jpg", .init(), 150, 100),
-        ("full/^360,/0/default.jpg", .init(), 360, 240),
-        ("full/,150/0/default.jpg", .init(), 225, 150),
-        ("full/^,240/0/default.jpg", .init(), 360, 240),
-        ("full/pct:50/0/default.jpg", .init(), 150, 100),
-        ("full/^pct:120/0/default.jpg", .init(), 360, 240),
-        ("full/225,100/0/default.jpg", .init(), 225, 100),
-        ("full/^360,360/0/default.jpg", .init(), 360, 360),
-        ("full/!225,100/0/default.jpg", .init(), 150, 100),
-        ("full/^!360,360/0/default.jpg", .init(), 360, 240),
-    ])
+    @Test(
+        "sizes: the examples of section 4.2",
+        arguments: [
+            ("full/max/0/default.jpg", ImageRequest.Limits(maxWidth: 200), 200, 133),
+            ("full/^max/0/default.jpg", ImageRequest.Limits(maxWidth: 360), 360, 240),
+            ("full/150,/0/default.jpg", .init(), 150, 100),
+            ("full/^360,/0/default.jpg", .init(), 360, 240),
+            ("full/,150/0/default.jpg", .init(), 225, 150),
+            ("full/^,240/0/default.jpg", .init(), 360, 240),
+            ("full/pct:50/0/default.jpg", .init(), 150, 100),
+            ("full/^pct:120/0/default.jpg", .init(), 360, 240),
+            ("full/225,100/0/default.jpg", .init(), 225, 100),
+            ("full/^360,360/0/default.jpg", .init(), 360, 360),
+            ("full/!225,100/0/default.jpg", .init(), 150, 100),
+            ("full/^!360,360/0/default.jpg", .init(), 360, 240)
+        ])
     func sizes(path: String, limits: ImageRequest.Limits, width: Int, height: Int) throws {
         let r = try Self.resolve(path, limits: limits)
         #expect(r.scaledWidth == width && r.scaledHeight == height)
@@ -56,8 +60,10 @@ struct ImageRequestTests {
 
     @Test("sizes larger than the region need ^ (section 4.2), as do percentages over 100")
     func upscalingNeedsTheCaret() throws {
-        for path in ["full/301,/0/default.jpg", "full/,201/0/default.jpg", "full/pct:120/0/default.jpg",
-                     "full/360,360/0/default.jpg", "125,15,120,140/121,/0/default.jpg"] {
+        for path in [
+            "full/301,/0/default.jpg", "full/,201/0/default.jpg", "full/pct:120/0/default.jpg",
+            "full/360,360/0/default.jpg", "125,15,120,140/121,/0/default.jpg"
+        ] {
             #expect(thrownCode { try Self.resolve(path) } == .invalidArgument, "\(path)")
         }
         // !w,h never upscales without ^: it fits within the region.
@@ -69,7 +75,7 @@ struct ImageRequestTests {
         let cases: [(String, Int, Bool, String, Int, Int)] = [
             ("0", 0, false, "0", 300, 200), ("180", 2, false, "180", 300, 200), ("90", 1, false, "90", 200, 300),
             ("!0", 0, true, "!0", 300, 200), ("!180", 2, true, "!180", 300, 200), ("270.0", 3, false, "270", 200, 300),
-            ("360", 0, false, "360", 300, 200),
+            ("360", 0, false, "360", 300, 200)
         ]
         for (text, turns, mirrored, canonical, w, h) in cases {
             let r = try Self.resolve("full/max/\(text)/default.jpg")
@@ -100,8 +106,9 @@ struct ImageRequestTests {
         #expect(r.canonicalPath == "125,15,120,140/90,105/!270/gray.jpg")
     }
 
-    @Test("tiles as the implementation notes compute them, edge tiles rounded up, resolve to themselves",
-          arguments: [(1000, 700, 256), (6000, 4000, 512), (18000, 18000, 256), (257, 1, 256)])
+    @Test(
+        "tiles as the implementation notes compute them, edge tiles rounded up, resolve to themselves",
+        arguments: [(1000, 700, 256), (6000, 4000, 512), (18000, 18000, 256), (257, 1, 256)])
     func tileArithmetic(width: Int, height: Int, tile: Int) throws {
         var scale = 1
         while true {
@@ -124,17 +131,19 @@ struct ImageRequestTests {
         }
     }
 
-    @Test("malformed requests give invalidArgument naming the parameter, never a trap", arguments: [
-        "", "full", "full/max/0", "full/max/0/default.jpg/extra", "full//0/default.jpg", "/max/0/default.jpg",
-        "1,2,3/max/0/default.jpg", "1,2,3,4,5/max/0/default.jpg", "-1,0,10,10/max/0/default.jpg", "+1,0,10,10/max/0/default.jpg",
-        "1.5,0,10,10/max/0/default.jpg", "0,0,0,10/max/0/default.jpg", "pct:0,0,0,10/max/0/default.jpg",
-        "pct:.5,0,10,10/max/0/default.jpg", "pct:1e2,0,10,10/max/0/default.jpg", "pct:1..2,0,10,10/max/0/default.jpg",
-        "99999999999999999999,0,1,1/max/0/default.jpg", "full/0,/0/default.jpg", "full/,/0/default.jpg",
-        "full/!100,/0/default.jpg", "full/pct:0/0/default.jpg", "full/pct:/0/default.jpg", "full/^^max/0/default.jpg",
-        "full/,^240/0/default.jpg", "full/max/-90/default.jpg", "full/max/!!90/default.jpg", "full/max/9e1/default.jpg",
-        "full/max/0/default", "full/max/0/.jpg", "full/max/0/best.jpg", "full/max/0/default.bmp", "full/max/0/default.JPG",
-        "400,0,10,10/max/0/default.jpg", "0,300,10,10/max/0/default.jpg", "full/max/0/default.jpg\u{0}",
-    ])
+    @Test(
+        "malformed requests give invalidArgument naming the parameter, never a trap",
+        arguments: [
+            "", "full", "full/max/0", "full/max/0/default.jpg/extra", "full//0/default.jpg", "/max/0/default.jpg",
+            "1,2,3/max/0/default.jpg", "1,2,3,4,5/max/0/default.jpg", "-1,0,10,10/max/0/default.jpg", "+1,0,10,10/max/0/default.jpg",
+            "1.5,0,10,10/max/0/default.jpg", "0,0,0,10/max/0/default.jpg", "pct:0,0,0,10/max/0/default.jpg",
+            "pct:.5,0,10,10/max/0/default.jpg", "pct:1e2,0,10,10/max/0/default.jpg", "pct:1..2,0,10,10/max/0/default.jpg",
+            "99999999999999999999,0,1,1/max/0/default.jpg", "full/0,/0/default.jpg", "full/,/0/default.jpg",
+            "full/!100,/0/default.jpg", "full/pct:0/0/default.jpg", "full/pct:/0/default.jpg", "full/^^max/0/default.jpg",
+            "full/,^240/0/default.jpg", "full/max/-90/default.jpg", "full/max/!!90/default.jpg", "full/max/9e1/default.jpg",
+            "full/max/0/default", "full/max/0/.jpg", "full/max/0/best.jpg", "full/max/0/default.bmp", "full/max/0/default.JPG",
+            "400,0,10,10/max/0/default.jpg", "0,300,10,10/max/0/default.jpg", "full/max/0/default.jpg\u{0}"
+        ])
     func malformed(path: String) {
         let error = thrownError { try Self.resolve(path) }
         #expect(error?.code == .invalidArgument, "\(path): \(String(describing: error))")
@@ -149,7 +158,7 @@ struct ImageRequestTests {
             ("full/^pct:\(huge)/0/default.jpg", .tooLarge),
             ("full/^\(huge.prefix(9)),/0/default.jpg", .tooLarge),
             ("pct:\(huge),0,10,10/max/0/default.jpg", .invalidArgument),  // outside the image
-            ("full/^pct:0.00000000000000000000000000001/0/default.jpg", .invalidArgument),  // empty
+            ("full/^pct:0.00000000000000000000000000001/0/default.jpg", .invalidArgument)  // empty
         ]
         for (path, code) in cases {
             #expect(thrownCode { try Self.resolve(path, limits: .default) } == code, "\(path)")
@@ -160,13 +169,16 @@ struct ImageRequestTests {
         // Without limits, ^pct of 2^63 percent is a number, not a trap (2^53 at most).
         #expect(try Self.resolve("full/^pct:\(huge)/0/default.jpg").scaledWidth <= 1 << 53)
         // Values only a caller can give.
-        for region in [ImageRequest.Region.percent(x: .nan, y: 0, width: 10, height: 10), .percent(x: 0, y: 0, width: .infinity, height: -.infinity)] {
+        for region in [ImageRequest.Region.percent(x: .nan, y: 0, width: 10, height: 10), .percent(x: 0, y: 0, width: .infinity, height: -.infinity)]
+        {
             #expect(thrownCode { try ImageRequest(region: region).resolve(width: 300, height: 200) } == .invalidArgument)
         }
         #expect(thrownCode { try ImageRequest(size: .percent(.infinity), upscales: true).resolve(width: 300, height: 200) } == .invalidArgument)
         #expect(thrownCode { try ImageRequest(size: .percent(1e300), upscales: true).resolve(width: 300, height: 200) } == .tooLarge)
         #expect(thrownCode { try ImageRequest(size: .width(Int.max), upscales: true).resolve(width: 300, height: 200) } == .tooLarge)
-        #expect(thrownCode { try ImageRequest(size: .exactly(width: Int.max, height: Int.max), upscales: true).resolve(width: 300, height: 200) } == .tooLarge)
+        #expect(
+            thrownCode { try ImageRequest(size: .exactly(width: Int.max, height: Int.max), upscales: true).resolve(width: 300, height: 200) }
+                == .tooLarge)
         for rotation in [-90.0, 450, .nan, .infinity] {
             #expect(thrownCode { try ImageRequest(rotation: rotation).resolve(width: 300, height: 200) } != nil, "rotation \(rotation)")
         }
@@ -186,10 +198,14 @@ struct ImageRequestTests {
             return Int(state % UInt64(bound))
         }
         // Mostly numbers the parser takes (so that resolve sees extremes), some it refuses.
-        let numbers = ["0", "1", "255", "256", "299", "300", "999999999", "100", "100.0", "0.5", "9223372036854775807",
-                       "99999999999999999999999999999999", "0.00000000000000000000000000000001", "90", "180", "270", "360"]
-        let refused = ["-1", "1000000000", "9223372036854775808", "-9223372036854775808", "1e308", "nan", "inf", "", "1.",
-                       ".1", "+1", "0x10"]
+        let numbers = [
+            "0", "1", "255", "256", "299", "300", "999999999", "100", "100.0", "0.5", "9223372036854775807",
+            "99999999999999999999999999999999", "0.00000000000000000000000000000001", "90", "180", "270", "360"
+        ]
+        let refused = [
+            "-1", "1000000000", "9223372036854775808", "-9223372036854775808", "1e308", "nan", "inf", "", "1.",
+            ".1", "+1", "0x10"
+        ]
         func number() -> String { next(8) == 0 ? refused[next(refused.count)] : numbers[next(numbers.count)] }
         func region() -> String {
             switch next(4) {
@@ -214,7 +230,8 @@ struct ImageRequestTests {
         var resolved = 0
         for _ in 0..<20_000 {
             let rotation = (next(2) == 0 ? "!" : "") + number()
-            let path = "\(region())/\(size())/\(rotation)/\(["default", "gray", "color", "bitonal", "default", "x"][next(6)]).\(["jpg", "png", "jpg", "webp"][next(4)])"
+            let path =
+                "\(region())/\(size())/\(rotation)/\(["default", "gray", "color", "bitonal", "default", "x"][next(6)]).\(["jpg", "png", "jpg", "webp"][next(4)])"
             let (width, height) = sizes[next(sizes.count)]
             let limits = next(2) == 0 ? ImageRequest.Limits.default : ImageRequest.Limits()
             if let request = try? ImageRequest(path: path), let result = try? request.resolve(width: width, height: height, limits: limits) {

@@ -61,9 +61,11 @@ struct JPEG2000BoundedWorkTests {
         #expect(rows == expected)
     }
 
-    @Test("a codestream declaring more code-blocks than its bytes can code is refused before OpenJPEG allocates", arguments: [
-        (UInt32(16384), UInt8(0), UInt8(0)), (8192, 0, 0), (32768, 0, 0), (16384, 1, 0), (32768, 2, 2),
-    ])
+    @Test(
+        "a codestream declaring more code-blocks than its bytes can code is refused before OpenJPEG allocates",
+        arguments: [
+            (UInt32(16384), UInt8(0), UInt8(0)), (8192, 0, 0), (32768, 0, 0), (16384, 1, 0), (32768, 2, 2)
+        ])
     func codeBlockBomb(side: UInt32, xcb: UInt8, ycb: UInt8) throws {
         let data = Data(Self.emptyCodestream(width: side, height: side, xcb: xcb, ycb: ycb))
         #expect(data.count < 256)
@@ -77,7 +79,7 @@ struct JPEG2000BoundedWorkTests {
         // 64 x 64 code-blocks by the COD, but precincts of 2 x 2: OpenJPEG codes 1 x 1 blocks, 2^28 of them.
         for data in [
             Self.emptyCodestream(width: 16384, height: 16384, xcb: 4, ycb: 4, precinct: 1),
-            Self.emptyCodestream(width: 16384, height: 16384, xcb: 4, ycb: 4, coc: 0),
+            Self.emptyCodestream(width: 16384, height: 16384, xcb: 4, ycb: 4, coc: 0)
         ] {
             // Refused from the markers, before the (here far too few) packets are looked at.
             let error = try #require(throws: TileError.self) { try TileBuilder.build(data: Data(data)) }
@@ -86,7 +88,7 @@ struct JPEG2000BoundedWorkTests {
         // Small images with the same styles are read: every sample 128.
         for data in [
             Self.emptyCodestream(width: 64, height: 48, xcb: 4, ycb: 4, precinct: 1),
-            Self.emptyCodestream(width: 64, height: 48, xcb: 4, ycb: 4, coc: 0),
+            Self.emptyCodestream(width: 64, height: 48, xcb: 4, ycb: 4, coc: 0)
         ] {
             let image = try TileBuilder.build(data: Data(data))
             var rows: [UInt8] = []

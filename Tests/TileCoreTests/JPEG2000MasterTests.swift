@@ -25,15 +25,20 @@ struct JPEG2000MasterTests {
 
     static let kinds: [Kind] = [
         Kind(name: "RGB lossless, 64x64 tiles", channels: 3, options: ["-t", "64,64"]),
-        Kind(name: "RGB lossy J2K, one tile, precincts, RPCL", channels: 3, suffix: "j2k", options: ["-r", "20", "-c", "[64,64],[32,32]", "-p", "RPCL"], lossy: true),
-        Kind(name: "RGB irreversible, 96x96 tiles, SOP/EPH, 32x32 code-blocks", channels: 3, options: ["-I", "-r", "10", "-t", "96,96", "-SOP", "-EPH", "-b", "32,32"], lossy: true),
-        Kind(name: "gray lossless, 3 resolutions, image and tile offsets", channels: 1, options: ["-n", "3", "-t", "96,80", "-d", "7,5", "-T", "3,2"]),
+        Kind(
+            name: "RGB lossy J2K, one tile, precincts, RPCL", channels: 3, suffix: "j2k",
+            options: ["-r", "20", "-c", "[64,64],[32,32]", "-p", "RPCL"], lossy: true),
+        Kind(
+            name: "RGB irreversible, 96x96 tiles, SOP/EPH, 32x32 code-blocks", channels: 3,
+            options: ["-I", "-r", "10", "-t", "96,96", "-SOP", "-EPH", "-b", "32,32"], lossy: true),
+        Kind(
+            name: "gray lossless, 3 resolutions, image and tile offsets", channels: 1, options: ["-n", "3", "-t", "96,80", "-d", "7,5", "-T", "3,2"]),
         Kind(name: "gray 16-bit lossless, tiles", channels: 1, maxValue: 65535, options: ["-t", "128,128"]),
         Kind(name: "RGB 12-bit lossless", channels: 3, maxValue: 4095),
         Kind(name: "RGBA lossless", channels: 3, alpha: true, options: ["-t", "128,64"]),
         Kind(name: "gray+alpha lossless J2K", channels: 1, alpha: true, suffix: "j2k"),
         // 15,351 tiles: windows of many tile columns each (one codec per tile would read the main header 15,351 times).
-        Kind(name: "gray, 1x4 tiles", channels: 1, suffix: "j2k", options: ["-t", "1,4", "-n", "1"]),
+        Kind(name: "gray, 1x4 tiles", channels: 1, suffix: "j2k", options: ["-t", "1,4", "-n", "1"])
     ]
 
     static func folder() throws -> String {
@@ -119,7 +124,7 @@ struct JPEG2000MasterTests {
         #expect(info.jpeg2000?.isCodestream == (kind.suffix == "j2k"))
         let built = [
             ("file", try TileBuilder.build(contentsOfFile: path)), ("whole", try TileBuilder.build(data: data)),
-            ("pieces", try Synthetic.build(data, chunk: 997)),
+            ("pieces", try Synthetic.build(data, chunk: 997))
         ]
         for (way, image) in built {
             var rows: [UInt8] = []
@@ -143,7 +148,8 @@ struct JPEG2000MasterTests {
         var done = 0
         while done < 257 {
             let (got, step) = try pixels.withUnsafeMutableBytes { raw in
-                try decoder.readRows(into: UnsafeMutableRawBufferPointer(rebasing: raw[(done * 333 * 4)...]), stride: 333 * 4, maxRows: min(5, 257 - done))
+                try decoder.readRows(
+                    into: UnsafeMutableRawBufferPointer(rebasing: raw[(done * 333 * 4)...]), stride: 333 * 4, maxRows: min(5, 257 - done))
             }
             done += got
             if step == .done { break }
@@ -172,7 +178,9 @@ struct JPEG2000MasterTests {
         return out
     }
 
-    @Test("a vips JP2 (its tiles) is opj_decompress's pixels; a JP2's ICC profile reaches the image and its outputs", .enabled(if: Tools.have("vips", "djpeg"), Comment(rawValue: Tools.missing("vips", "djpeg"))))
+    @Test(
+        "a vips JP2 (its tiles) is opj_decompress's pixels; a JP2's ICC profile reaches the image and its outputs",
+        .enabled(if: Tools.have("vips", "djpeg"), Comment(rawValue: Tools.missing("vips", "djpeg"))))
     func vipsAndProfile() throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -210,7 +218,10 @@ struct JPEG2000MasterTests {
         #expect(thrownCode { try TileBuilder.build(data: levels) } == .corrupt)
         // A SIZ marker (a bare codestream's, from byte 2) declaring 1x1 tiles (60,000 of them in a few
         // kilobytes), or 5 components: refused before OpenJPEG allocates by it.
-        let codestream = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Self.master(Kind(name: "J2K", channels: 3, suffix: "j2k"), width: 300, height: 200, in: folder))))
+        let codestream = [UInt8](
+            try Data(
+                contentsOf: URL(fileURLWithPath: try Self.master(Kind(name: "J2K", channels: 3, suffix: "j2k"), width: 300, height: 200, in: folder)))
+        )
         var tiny = codestream
         tiny.replaceSubrange(24..<32, with: [0, 0, 0, 1, 0, 0, 0, 1])
         #expect(thrownCode { try TileBuilder.build(data: tiny) } == .corrupt)
@@ -224,7 +235,7 @@ struct JPEG2000MasterTests {
         // SOC and SIZ (184 MB): both refused before OpenJPEG allocates.
         let found = [
             "AAAADGpQICANCocKAAAAFGZ0eXBqcDIgAAAAAGpwMiAAAAAtanAyaAAAABZpaGRyAAABAQAAAP8AAwcHAAAAAAAPY29scgEAAAAAABAAAQAAanAyY/9P/1EALwEAAAAA/wAAAQEAAAAAAAAAAAAAAAEAAAABAAAAAAAAAAAAAwcBAQcBAQoBAf9SAAwAAAABAQQEBAAB/1wAEEBASEhQSEhQSEguNS4w/5DZ",
-            "/0//T/9RAC8BABAAACUAAAAdAAAAAQAAAAAAAEQlAAAAHQAAAAAAAAAAAAMHAQEHAQEKAQH/UgAMAAAAAQEEBAQAAf9cABBAQEhIUEhIUEhILjUuMP+Q2Q==",
+            "/0//T/9RAC8BABAAACUAAAAdAAAAAQAAAAAAAEQlAAAAHQAAAAAAAAAAAAMHAQEHAQEKAQH/UgAMAAAAAQEEBAQAAf9cABBAQEhIUEhIUEhILjUuMP+Q2Q=="
         ]
         for text in found {
             let bytes = try #require(Data(base64Encoded: text))
@@ -233,7 +244,11 @@ struct JPEG2000MasterTests {
         // Found by jp2_master_fuzz: 172 bytes whose COD declares 65,535 quality layers (OpenJPEG spent
         // 16 s allocating for them), and the same in a real file's main header and in a tile-part
         // header: more packets a tile (layers x resolutions x components) than bytes, refused first.
-        let layered = try #require(Data(base64Encoded: "/0//UQAvAAAAAAAlAAAA0gAAAAAAAAAAAAAAJR0AAAAAAAAAAAAAAAADBQEBBwEBBwEB/1IADAAA//8BBAQEAAH/XAAQQEBISFBISFBISFBKSFD/ZAAlAAFDcmVhdGVlIGJ5IE9wZW5KUHNHIHZlcnNpb24gMi41LjD/kAAKAAAAAAAwAAH/k8+AUAi+TAAAAAAAAAAP1guAgN8AoCVTPCEYgICAgICAgEWAgA=="))
+        let layered = try #require(
+            Data(
+                base64Encoded:
+                    "/0//UQAvAAAAAAAlAAAA0gAAAAAAAAAAAAAAJR0AAAAAAAAAAAAAAAADBQEBBwEBBwEB/1IADAAA//8BBAQEAAH/XAAQQEBISFBISFBISFBKSFD/ZAAlAAFDcmVhdGVlIGJ5IE9wZW5KUHNHIHZlcnNpb24gMi41LjD/kAAKAAAAAAAwAAH/k8+AUAi+TAAAAAAAAAAP1guAgN8AoCVTPCEYgICAgICAgEWAgA=="
+            ))
         #expect(thrownCode { try TileBuilder.build(data: layered) } == .corrupt)
         var layers = codestream
         let mainCOD = try #require((0..<(layers.count - 1)).first { layers[$0] == 0xFF && layers[$0 + 1] == 0x52 })
@@ -297,7 +312,8 @@ struct JPEG2000MasterTests {
         try cmyk.forEachRow(level: 0) { _, row in rows.append(contentsOf: row) }
         #expect(rows == expected)
         // sYCC (EnumCS 18) on a three-component file.
-        let rgb = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Self.master(Kind(name: "RGB", channels: 3), width: 64, height: 64, in: folder))))
+        let rgb = [UInt8](
+            try Data(contentsOf: URL(fileURLWithPath: try Self.master(Kind(name: "RGB", channels: 3), width: 64, height: 64, in: folder))))
         #expect(thrownCode { try TileBuilder.build(data: try Self.withColourSpace(rgb, 18)) } == .unsupported)
         // A palette: a pclr box (2 entries, 3 columns of 8 bits) put into jp2h.
         let pclr: [UInt8] = [0, 0, 0, 8 + 3 + 3 + 6] + Array("pclr".utf8) + [0, 2, 3, 7, 7, 7, 0, 0, 0, 255, 255, 255]

@@ -41,7 +41,9 @@ struct MasterResizeTests {
         #expect(Reference.psnr(written, reference) >= loss - 0.5)
     }
 
-    @Test("a TIFF (LZW, tiled) and its PNG twin give the same thumbnail; an image within the size is encoded, not copied", .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))))
+    @Test(
+        "a TIFF (LZW, tiled) and its PNG twin give the same thumbnail; an image within the size is encoded, not copied",
+        .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))))
     func tiff() throws {
         let folder = try ResizeTests.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -53,11 +55,15 @@ struct MasterResizeTests {
         try #require(run.status == 0, "\(run.stderr)")
         let expected = RenderTests.areaAverage(RGBAImage(width: 500, height: 300, pixels: pixels), 100, 60)
         for file in [tiff, png] {
-            let result = try #require(try ImageResizer.resize(contentsOfFile: file, to: [.init(maxEdge: 100, path: nil)], options: ResizeTests.pixelOptions()).first)
+            let result = try #require(
+                try ImageResizer.resize(contentsOfFile: file, to: [.init(maxEdge: 100, path: nil)], options: ResizeTests.pixelOptions()).first)
             #expect(Self.differences(ResizeTests.image(result.pixels), expected).max <= 1, "\(file)")
         }
         // In memory, the TIFF goes through a spool file.
-        let spooled = try #require(try ImageResizer.resize(data: Data(contentsOf: URL(fileURLWithPath: tiff)), to: [.init(maxEdge: 100, path: nil)], options: ResizeTests.pixelOptions()).first)
+        let spooled = try #require(
+            try ImageResizer.resize(
+                data: Data(contentsOf: URL(fileURLWithPath: tiff)), to: [.init(maxEdge: 100, path: nil)], options: ResizeTests.pixelOptions()
+            ).first)
         #expect(Self.differences(ResizeTests.image(spooled.pixels), expected).max <= 1)
         let out = folder.appendingPathComponent("same.jpg").path
         let same = try #require(try ImageResizer.resize(contentsOfFile: png, to: [.init(maxEdge: 800, path: out)]).first)
@@ -65,20 +71,26 @@ struct MasterResizeTests {
         #expect(try ImageInfo.read(data: Data(contentsOf: URL(fileURLWithPath: out))).format == .jpeg)
     }
 
-    @Test("a lossless JPEG 2000's thumbnail is the area average of its picture", .enabled(if: Tools.have("opj_compress"), Comment(rawValue: Tools.missing("opj_compress"))))
+    @Test(
+        "a lossless JPEG 2000's thumbnail is the area average of its picture",
+        .enabled(if: Tools.have("opj_compress"), Comment(rawValue: Tools.missing("opj_compress"))))
     func jpeg2000() throws {
         let folder = try ResizeTests.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let kind = JPEG2000MasterTests.Kind(name: "RGB", channels: 3, options: ["-t", "128,128"])
         let path = try JPEG2000MasterTests.master(kind, width: 500, height: 300, in: folder.path)
         let picture = JPEG2000MasterTests.reference(kind, width: 500, height: 300)
-        let result = try #require(try ImageResizer.resize(contentsOfFile: path, to: [.init(maxEdge: 100, path: nil)], options: ResizeTests.pixelOptions()).first)
+        let result = try #require(
+            try ImageResizer.resize(contentsOfFile: path, to: [.init(maxEdge: 100, path: nil)], options: ResizeTests.pixelOptions()).first)
         #expect(Self.differences(ResizeTests.image(result.pixels), RenderTests.areaAverage(picture, 100, 60)).max <= 1)
     }
 
     @Test("a cut PNG is refused as truncated")
     func cutPNG() throws {
         let png = try RGBAPixels(width: 300, height: 200, bytes: Synthetic.pixels(width: 300, height: 200)).encoded(as: .png)
-        #expect(thrownCode { try ImageResizer.resize(data: png.prefix(png.count / 2), to: [.init(maxEdge: 50, path: nil)], options: ResizeTests.pixelOptions()) } == .truncated)
+        #expect(
+            thrownCode {
+                try ImageResizer.resize(data: png.prefix(png.count / 2), to: [.init(maxEdge: 50, path: nil)], options: ResizeTests.pixelOptions())
+            } == .truncated)
     }
 }

@@ -59,8 +59,10 @@ struct MetadataTests {
         outOfRange[4...7] = [0xF0, 0xFF, 0xFF, 0x7F]  // IFD0 offset far outside
         var hugeCount = Self.exifBlock(bigEndian: false)
         hugeCount[14...17] = [0xFF, 0xFF, 0xFF, 0xFF]  // Make's count overflows
-        let cases: [[UInt8]] = [[], [0x49], Array(repeating: 0xFF, count: 40), loop, outOfRange, hugeCount,
-            Array(Self.exifBlock(bigEndian: true).prefix(20))]
+        let cases: [[UInt8]] = [
+            [], [0x49], Array(repeating: 0xFF, count: 40), loop, outOfRange, hugeCount,
+            Array(Self.exifBlock(bigEndian: true).prefix(20))
+        ]
         for block in cases {
             let info = try ImageInfo.read(data: try Self.jpeg(withEXIF: block))
             #expect(info.width == 16 && info.height == 8)

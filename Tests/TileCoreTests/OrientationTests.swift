@@ -85,8 +85,9 @@ struct CorpusOrientationTests {
 
 @Suite("Stores reopened with an orientation")
 struct StoreOrientationTests {
-    @Test("a store opened with .none shows the stored pixels, with .fixed any of the eight, by default its own",
-          arguments: [1, 6, 3, 7])
+    @Test(
+        "a store opened with .none shows the stored pixels, with .fixed any of the eight, by default its own",
+        arguments: [1, 6, 3, 7])
     func orientationOverrideOnAStore(built: Int) throws {
         let data = try Synthetic.jpeg(.init(width: 300, height: 170))
         let stored = try Reference.decode(data).image

@@ -10,8 +10,9 @@ import Glibc
 /// after those threads have stopped (issue 11).
 @Suite("Level file ownership")
 struct OwnershipTests {
-    @Test("a pyramid writer keeps its level files open while it lives, however its other owners let go",
-          arguments: [LevelWriter.bands(), .bands(.init(threading: .onCaller)), .window])
+    @Test(
+        "a pyramid writer keeps its level files open while it lives, however its other owners let go",
+        arguments: [LevelWriter.bands(), .bands(.init(threading: .onCaller)), .window])
     func writerOwnsItsFiles(writer kind: LevelWriter) throws {
         let geometry = try TileGeometry(storedWidth: 700, storedHeight: 500)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("owner-\(UUID().uuidString)").path

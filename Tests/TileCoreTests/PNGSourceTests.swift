@@ -34,7 +34,7 @@ struct PNGSourceTests {
         Kind(name: "gray 2-bit", channels: 1, maxValue: 255, colours: 4),
         Kind(name: "gray 4-bit", channels: 1, maxValue: 255, colours: 16),
         Kind(name: "gray+alpha 8-bit", channels: 1, maxValue: 255, alpha: true),
-        Kind(name: "bilevel with tRNS", channels: 0, maxValue: 1, options: ["-transparent", "white"]),
+        Kind(name: "bilevel with tRNS", channels: 0, maxValue: 1, options: ["-transparent", "white"])
     ]
 
     static func folder() throws -> String {
@@ -141,8 +141,9 @@ struct PNGSourceTests {
         return (width, height, channels, samples)
     }
 
-    @Test("level 0 of a PNG master is pngtopnm's pixels by the documented rules, fed whole or in pieces",
-          .enabled(if: tools, skip), arguments: kinds)
+    @Test(
+        "level 0 of a PNG master is pngtopnm's pixels by the documented rules, fed whole or in pieces",
+        .enabled(if: tools, skip), arguments: kinds)
     func levelZeroMatchesReference(kind: Kind) throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -176,8 +177,9 @@ struct PNGSourceTests {
         #expect(abs((withChunks.gamma ?? 0) - 0.45455) < 0.0001 && withChunks.sRGBIntent == 0, "\(withChunks.gamma ?? -1)")
     }
 
-    @Test("a TIFF store of an opaque PNG encodes level 0 from its rows; one with alpha goes into a raw store (JPEG tiles keep none), or is refused",
-          .enabled(if: tools, skip))
+    @Test(
+        "a TIFF store of an opaque PNG encodes level 0 from its rows; one with alpha goes into a raw store (JPEG tiles keep none), or is refused",
+        .enabled(if: tools, skip))
     func tiffStores() throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -235,8 +237,9 @@ struct PNGSourceTests {
         #expect(thrownCode { try TileBuilder.build(data: run.stdout) } == .corrupt)
     }
 
-    @Test("Adam7-interlaced PNGs are pngtopnm's pixels, their passes combined on disk, fed whole or in pieces",
-          .enabled(if: tools, skip), arguments: [0, 3, 4, 9])
+    @Test(
+        "Adam7-interlaced PNGs are pngtopnm's pixels, their passes combined on disk, fed whole or in pieces",
+        .enabled(if: tools, skip), arguments: [0, 3, 4, 9])
     func interlaced(index: Int) throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -21,7 +21,7 @@ struct ProgressiveFaultTests {
     /// Peak resident memory of this process (VmHWM), in bytes.
     static func peakResidentBytes() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
         else { return -1 }
         return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1) * 1024
     }
@@ -74,7 +74,8 @@ struct ProgressiveFaultTests {
             options.storage = .persistent(path: "\(folder)/photo.tiles")
             let error = thrownError { try TileBuilder.build(data: data, options: options) }
             let left = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? ["?"]
-            let fine = error?.code == .io && error?.errno == EFBIG && left.isEmpty
+            let fine =
+                error?.code == .io && error?.errno == EFBIG && left.isEmpty
                 && error?.message.contains("coefficient file") == true
             if !fine { FileHandle.standardError.write(Data("full disk child: \(String(describing: error)), left \(left)\n".utf8)) }
             // A memory budget for the same image keeps it off the disk and succeeds.
@@ -87,8 +88,9 @@ struct ProgressiveFaultTests {
         }
     }
 
-    @Test("a 105-megapixel progressive JPEG builds under 128 MiB of peak memory (its coefficients alone are 315 MB)",
-          .enabled(if: !underSanitizer, "peak memory means nothing under a sanitizer"))
+    @Test(
+        "a 105-megapixel progressive JPEG builds under 128 MiB of peak memory (its coefficients alone are 315 MB)",
+        .enabled(if: !underSanitizer, "peak memory means nothing under a sanitizer"))
     func boundedMemory() async throws {
         try FileManager.default.createDirectory(atPath: Self.root, withIntermediateDirectories: true)
         let path = "\(Self.root)/large-progressive.jpg"

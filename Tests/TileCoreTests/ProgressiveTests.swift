@@ -66,8 +66,9 @@ struct ProgressiveTests {
         #expect(try CorpusTests.rgbHash(image) == entry["rgb_sha256"])
     }
 
-    @Test("a generated progressive image on disk equals libjpeg's decode, fed in chunks of any size",
-          arguments: [(JPEGEncoder.Subsampling.s420, 1), (.s420, 777), (.s444, 4096), (.s422, 1 << 20)])
+    @Test(
+        "a generated progressive image on disk equals libjpeg's decode, fed in chunks of any size",
+        arguments: [(JPEGEncoder.Subsampling.s420, 1), (.s420, 777), (.s444, 4096), (.s422, 1 << 20)])
     func generatedOnDisk(subsampling: JPEGEncoder.Subsampling, chunk: Int) throws {
         // 1000 columns: a Y block row is 16 KB, so a window holds far fewer rows than the image has.
         let data = try Synthetic.jpeg(.init(width: 1000, height: 1400, subsampling: subsampling, progressive: true))
@@ -116,7 +117,10 @@ struct ProgressiveTests {
 
             let reference = try Reference.decode(prefix).image
             let accepted = try Synthetic.build(
-                prefix, chunk: 997, options: Self.options(.disk) { $0.allowTruncated = true; $0.warningLimit = nil })
+                prefix, chunk: 997,
+                options: Self.options(.disk) {
+                    $0.allowTruncated = true; $0.warningLimit = nil
+                })
             #expect(try accepted.pixels(level: 0) == reference, "cut at \(cut)")
         }
     }
@@ -156,7 +160,10 @@ struct ProgressiveTests {
     func previewsAfterEachScan() throws {
         let data = try Synthetic.jpeg(.init(width: 1200, height: 900, progressive: true))
         let ends = Self.scanEnds(data)
-        let builder = try TileBuilder(options: Self.options(.disk) { $0.levels = .count(6); $0.preview = .afterScans(2) })
+        let builder = try TileBuilder(
+            options: Self.options(.disk) {
+                $0.levels = .count(6); $0.preview = .afterScans(2)
+            })
         var fed = 0
         func feed(to end: Int) throws {
             try builder.append(data[fed..<end])
@@ -199,7 +206,10 @@ struct ProgressiveTests {
         #expect(try #require(builder.image).previewScan == nil)
 
         let baseline = try Synthetic.jpeg(.init(width: 1200, height: 900))
-        let other = try TileBuilder(options: Self.options(.default) { $0.levels = .count(6); $0.preview = .afterScans(2) })
+        let other = try TileBuilder(
+            options: Self.options(.default) {
+                $0.levels = .count(6); $0.preview = .afterScans(2)
+            })
         try other.append(baseline.prefix(baseline.count / 2))
         other.waitForPreview()
         #expect(try #require(other.image).previewScan == nil)

@@ -5,8 +5,9 @@ import TileCore
 /// `PyramidLayout` against DeepZoom's and IIIF's definitions written out plainly here.
 @Suite("Pyramid layout")
 struct PyramidLayoutTests {
-    @Test("every DeepZoom tile is the tile its IIIF request names, for every level and tile; none past the grid",
-          arguments: [(1500, 1100), (1, 1), (256, 256), (257, 3), (1300, 900)])
+    @Test(
+        "every DeepZoom tile is the tile its IIIF request names, for every level and tile; none past the grid",
+        arguments: [(1500, 1100), (1, 1), (256, 256), (257, 3), (1300, 900)])
     func deepZoomAndIIIF(width: Int, height: Int) throws {
         let layout = try PyramidLayout(width: width, height: height)
         // DeepZoom's levels from its definition: level n is the image halved (rounding up) top - n times,
@@ -29,7 +30,8 @@ struct PyramidLayoutTests {
                     }
                     // The IIIF request a viewer writes for this tile, from the IIIF specification's tile formula.
                     let (x, y) = (column * 256 << k, row * 256 << k)
-                    let path = "\(x),\(y),\(min(256 << k, width - x)),\(min(256 << k, height - y))/\(min(256, lw - column * 256)),\(min(256, lh - row * 256))/0/default.jpg"
+                    let path =
+                        "\(x),\(y),\(min(256 << k, width - x)),\(min(256 << k, height - y))/\(min(256, lw - column * 256)),\(min(256, lh - row * 256))/0/default.jpg"
                     let tile = try #require(found)
                     #expect(layout.iiifRequest(of: tile).path == path)
                     let resolved = try ImageRequest(path: path).resolve(width: width, height: height)
@@ -44,11 +46,13 @@ struct PyramidLayoutTests {
         #expect(layout.tile(DeepZoomTileAddress(level: Int.max, column: Int.max, row: Int.min)) == nil)
     }
 
-    @Test("DeepZoom paths parse only as DeepZoom writes them", arguments: [
-        ("11/5_3.jpg", true), ("0/0_0.png", true), ("11/5_3.gif", false), ("-1/0_0.jpg", false), ("1/+1_0.jpg", false),
-        ("1/0_0_0.jpg", false), ("1/0_0", false), ("9223372036854775807/0_0.jpg", false), ("1/36028797018963968_0.jpg", false),
-        ("1/ 1_0.jpg", false), ("1/0_0.jpg/x", false), ("", false), ("1/_0.jpg", false),
-    ])
+    @Test(
+        "DeepZoom paths parse only as DeepZoom writes them",
+        arguments: [
+            ("11/5_3.jpg", true), ("0/0_0.png", true), ("11/5_3.gif", false), ("-1/0_0.jpg", false), ("1/+1_0.jpg", false),
+            ("1/0_0_0.jpg", false), ("1/0_0", false), ("9223372036854775807/0_0.jpg", false), ("1/36028797018963968_0.jpg", false),
+            ("1/ 1_0.jpg", false), ("1/0_0.jpg/x", false), ("", false), ("1/_0.jpg", false)
+        ])
     func deepZoomPaths(path: String, parses: Bool) {
         let address = DeepZoomTileAddress(path: path)
         #expect((address != nil) == parses, "\(path)")
@@ -58,13 +62,16 @@ struct PyramidLayoutTests {
     @Test("a region or size off a tile's is no tile; turned, mirrored or gray neither")
     func notTiles() throws {
         let layout = try PyramidLayout(width: 1300, height: 900)
-        for path in ["0,0,256,256/128,128/0/default.jpg", "1,0,256,256/256,256/0/default.jpg", "0,0,256,256/256,256/90/default.jpg",
-                     "0,0,256,256/256,256/!0/default.jpg", "0,0,256,256/256,256/0/gray.jpg", "full/max/0/default.jpg"] {
+        for path in [
+            "0,0,256,256/128,128/0/default.jpg", "1,0,256,256/256,256/0/default.jpg", "0,0,256,256/256,256/90/default.jpg",
+            "0,0,256,256/256,256/!0/default.jpg", "0,0,256,256/256,256/0/gray.jpg", "full/max/0/default.jpg"
+        ] {
             #expect(layout.tile(exactly: try ImageRequest(path: path).resolve(width: 1300, height: 900)) == nil, "\(path)")
         }
         // The whole image at the first level that fits one tile (163x113) is that level's only tile.
-        #expect(layout.tile(exactly: try ImageRequest(path: "full/163,113/0/default.jpg").resolve(width: 1300, height: 900))
-            == PyramidLayout.Tile(level: 3, column: 0, row: 0))
+        #expect(
+            layout.tile(exactly: try ImageRequest(path: "full/163,113/0/default.jpg").resolve(width: 1300, height: 900))
+                == PyramidLayout.Tile(level: 3, column: 0, row: 0))
     }
 
     @Test("info.json and .dzi carry the IIIF and DeepZoom fields as the specifications name them")

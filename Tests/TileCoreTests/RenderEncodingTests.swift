@@ -9,20 +9,24 @@ import TestSupport
 @Suite("Encoded renders and waiting for rows")
 struct RenderEncodingTests {
     static func fixture() throws -> (data: Data, image: TiledImage, full: RGBAImage) {
-        let data = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1500, height: 1100), width: 1500, height: 1100, options: {
-            var o = JPEGEncoder.Options()
-            o.quality = 95
-            return o
-        }())
+        let data = try JPEGEncoder.encode(
+            pixels: Synthetic.smooth(width: 1500, height: 1100), width: 1500, height: 1100,
+            options: {
+                var o = JPEGEncoder.Options()
+                o.quality = 95
+                return o
+            }())
         return (data, try TileBuilder.build(data: data), try Reference.decode(data).image)
     }
 
     /// Off the grid, from the coarsest level with twice the output's resolution, edges rounded to it:
     /// within a mean absolute difference of 2 and a maximum of 16 levels per channel of the exact
     /// area average (smooth content; measured 0.10-0.72 mean, 1-7 max).
-    @Test("regions off every level's grid are close to an exact area average", arguments: [
-        "17,33,1400,1000/175,125", "3,1,1497,1099/!300,300", "101,99,803,611/100,", "pct:3.3,7.1,80,80/250,",
-    ])
+    @Test(
+        "regions off every level's grid are close to an exact area average",
+        arguments: [
+            "17,33,1400,1000/175,125", "3,1,1497,1099/!300,300", "101,99,803,611/100,", "pct:3.3,7.1,80,80/250,"
+        ])
     func unaligned(region: String) throws {
         let f = try Self.fixture()
         let request = try ImageRequest(path: "\(region)/0/default.png").resolve(width: 1500, height: 1100)
@@ -98,9 +102,12 @@ struct RenderEncodingTests {
 /// the same JPEG settings as any render, so its decode matches libjpeg's reference pyramid as closely.
 @Suite("Exact tile requests")
 struct ExactTileRequestTests {
-    @Test("tiles of every level, edge tiles included, decode to the reference pyramid's tiles within 38 dB",
-          arguments: ["0,0,256,256/256,256", "1280,1024,220,76/220,76", "512,512,512,512/256,256", "1024,512,476,512/238,256",
-                      "0,0,1500,1100/188,138"])
+    @Test(
+        "tiles of every level, edge tiles included, decode to the reference pyramid's tiles within 38 dB",
+        arguments: [
+            "0,0,256,256/256,256", "1280,1024,220,76/220,76", "512,512,512,512/256,256", "1024,512,476,512/238,256",
+            "0,0,1500,1100/188,138"
+        ])
     func exactTiles(path: String) throws {
         let f = try RenderEncodingTests.fixture()
         let request = try ImageRequest(path: "\(path)/0/default.jpg").resolve(width: 1500, height: 1100)

@@ -83,11 +83,13 @@ struct RenderTests {
 
     static func asImage(_ p: RGBAPixels) -> RGBAImage { RGBAImage(width: p.width, height: p.height, pixels: p.bytes) }
 
-    @Test("regions at full size are the exact crop, mirrored and turned as asked", arguments: [
-        ("0,0,1500,1100", false, 0), ("100,200,300,257", false, 0), ("250,500,700,600", false, 1),
-        ("1400,1000,300,300", false, 2), ("3,5,511,1", false, 3), ("100,200,300,257", true, 0),
-        ("17,33,600,300", true, 1), ("17,33,600,300", true, 2), ("17,33,600,300", true, 3),
-    ])
+    @Test(
+        "regions at full size are the exact crop, mirrored and turned as asked",
+        arguments: [
+            ("0,0,1500,1100", false, 0), ("100,200,300,257", false, 0), ("250,500,700,600", false, 1),
+            ("1400,1000,300,300", false, 2), ("3,5,511,1", false, 3), ("100,200,300,257", true, 0),
+            ("17,33,600,300", true, 1), ("17,33,600,300", true, 2), ("17,33,600,300", true, 3)
+        ])
     func crops(region: String, mirrored: Bool, turns: Int) throws {
         let parts = region.split(separator: ",").map { Int($0)! }
         let (x, y) = (parts[0], parts[1])
@@ -115,10 +117,12 @@ struct RenderTests {
     /// Reduced sizes are averaged from the coarsest level with enough pixels, itself a 2x2 average of
     /// the one above, so they differ a little from one exact area average of level 0. Tolerance: mean
     /// absolute difference under 1.5 levels per channel, and no channel more than 24 levels apart.
-    @Test("reduced sizes are close to an exact area average of the crop", arguments: [
-        "full/375,/0/default.jpg", "full/!200,200/0/default.jpg", "100,100,1000,800/333,250/0/default.jpg",
-        "square/pct:10/0/default.jpg", "1024,768,476,332/119,83/0/default.jpg",
-    ])
+    @Test(
+        "reduced sizes are close to an exact area average of the crop",
+        arguments: [
+            "full/375,/0/default.jpg", "full/!200,200/0/default.jpg", "100,100,1000,800/333,250/0/default.jpg",
+            "square/pct:10/0/default.jpg", "1024,768,476,332/119,83/0/default.jpg"
+        ])
     func reduced(path: String) throws {
         let f = try Fixture()
         let request = try ImageRequest(path: path).resolve(width: 1500, height: 1100)

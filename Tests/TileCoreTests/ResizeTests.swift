@@ -103,8 +103,11 @@ struct ResizeTests {
             let alone = try #require(try ImageResizer.resize(data: data, to: [result.target], options: options).first)
             let a = try #require(result.pixels), b = try #require(alone.pixels)
             #expect((a.width, a.height) == (b.width, b.height))
-            #expect(difference(RGBAImage(width: a.width, height: a.height, pixels: a.bytes),
-                               RGBAImage(width: b.width, height: b.height, pixels: b.bytes)).mean < Self.meanTolerance)
+            #expect(
+                difference(
+                    RGBAImage(width: a.width, height: a.height, pixels: a.bytes),
+                    RGBAImage(width: b.width, height: b.height, pixels: b.bytes)
+                ).mean < Self.meanTolerance)
         }
     }
 

@@ -20,8 +20,9 @@ struct RobustnessTests {
         return thrownCode { try TileBuilder.build(data: data, options: options) }
     }
 
-    @Test("every truncation point of a small baseline and a small progressive JPEG gives a typed error or a defined result, and no file left behind",
-          arguments: [false, true])
+    @Test(
+        "every truncation point of a small baseline and a small progressive JPEG gives a typed error or a defined result, and no file left behind",
+        arguments: [false, true])
     func everyTruncationPoint(progressive: Bool) throws {
         let data = try Synthetic.jpeg(.init(width: 40, height: 24, progressive: progressive, quality: 60))
         let folder = try Self.temporaryFolder()
@@ -52,7 +53,7 @@ struct RobustnessTests {
         let seeds = try [
             Synthetic.jpeg(.init(width: 64, height: 48, quality: 70)),
             Synthetic.jpeg(.init(width: 48, height: 40, progressive: true, quality: 70)),
-            Synthetic.jpeg(.init(width: 40, height: 40, subsampling: .s444, restartRows: 1, quality: 70)),
+            Synthetic.jpeg(.init(width: 40, height: 40, subsampling: .s444, restartRows: 1, quality: 70))
         ]
         let folder = try Self.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -96,7 +97,10 @@ struct RobustnessTests {
         let folder = try Self.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let bomb = try Self.claimingSize(width: 65000, height: 65000)
-        let builder = try TileBuilder(options: { var o = BuildOptions(); o.storage = .persistent(path: folder.appendingPathComponent("x.tiles").path); return o }())
+        let builder = try TileBuilder(
+            options: {
+                var o = BuildOptions(); o.storage = .persistent(path: folder.appendingPathComponent("x.tiles").path); return o
+            }())
         #expect(thrownCode { try builder.append(bomb) } == .tooLarge)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
     }

@@ -30,7 +30,7 @@ struct TIFFBoundedWorkTests {
         }
         let order = pointers ?? Array(strips.indices)
         let located: [(tag: UInt16, type: UInt16, values: [UInt32])] = [
-            (tiled ? 324 : 273, 4, order.map { offsets[$0] }), (tiled ? 325 : 279, 4, order.map { UInt32(strips[$0].count) }),
+            (tiled ? 324 : 273, 4, order.map { offsets[$0] }), (tiled ? 325 : 279, 4, order.map { UInt32(strips[$0].count) })
         ]
         let all = (entries + located).sorted { $0.tag < $1.tag }
         let directory = 8 + data.count + data.count % 2
@@ -55,8 +55,9 @@ struct TIFFBoundedWorkTests {
     /// Sample `c` of pixel (x, y) in the test images.
     static func sample(_ x: Int, _ y: Int, _ c: Int) -> UInt8 { UInt8((x * 31 + y * 17 + c * 7) & 255) }
 
-    @Test("RGB with 37 extra samples, alpha the third of them: R, G, B and that alpha, contiguous or in planes",
-          arguments: [false, true])
+    @Test(
+        "RGB with 37 extra samples, alpha the third of them: R, G, B and that alpha, contiguous or in planes",
+        arguments: [false, true])
     func manyExtraSamples(separate: Bool) throws {
         let (width, height, samples, alpha) = (5, 3, 40, 5)
         // ExtraSamples: 0 unspecified, 2 unassociated alpha (TIFF 6.0, section 18).
@@ -66,8 +67,10 @@ struct TIFFBoundedWorkTests {
             ? (0..<samples).map { c in (0..<height).flatMap { y in (0..<width).map { x in Self.sample(x, y, c) } } }
             : [(0..<height).flatMap { y in (0..<width).flatMap { x in (0..<samples).map { c in Self.sample(x, y, c) } } }]
         let bytes = Self.tiff(
-            [(256, 4, [UInt32(width)]), (257, 4, [UInt32(height)]), (258, 3, [8]), (259, 3, [1]), (262, 3, [2]),
-             (277, 3, [UInt32(samples)]), (278, 4, [UInt32(height)]), (284, 3, [separate ? 2 : 1]), (338, 3, extra)],
+            [
+                (256, 4, [UInt32(width)]), (257, 4, [UInt32(height)]), (258, 3, [8]), (259, 3, [1]), (262, 3, [2]),
+                (277, 3, [UInt32(samples)]), (278, 4, [UInt32(height)]), (284, 3, [separate ? 2 : 1]), (338, 3, extra)
+            ],
             strips: strips)
         let ours = try TileBuilder.build(data: Data(bytes)).pixels(level: 0)
         let reference = RGBAImage(
@@ -83,8 +86,10 @@ struct TIFFBoundedWorkTests {
         // ("1"); then EOFB, two EOLs (000000000001 000000000001).
         let rows = [UInt8](repeating: 0xFF, count: height / 8)
         let bytes = Self.tiff(
-            [(256, 4, [UInt32(width)]), (257, 4, [UInt32(height)]), (258, 3, [1]), (259, 3, [4]), (262, 3, [0]),
-             (277, 3, [65535]), (278, 4, [UInt32(height)])],
+            [
+                (256, 4, [UInt32(width)]), (257, 4, [UInt32(height)]), (258, 3, [1]), (259, 3, [4]), (262, 3, [0]),
+                (277, 3, [65535]), (278, 4, [UInt32(height)])
+            ],
             strips: [rows + [0x00, 0x10, 0x01]])
         let ours = try TileBuilder.build(data: Data(bytes)).pixels(level: 0)
         #expect(ours == RGBAImage(width: width, height: height, pixels: [UInt8](repeating: 255, count: width * height * 4)))
@@ -96,8 +101,10 @@ struct TIFFBoundedWorkTests {
         // to decode for 4,096 pixels.
         let zeros = (0..<(1 << 17)).flatMap { _ in [0x81, 0x00] as [UInt8] }  // 131,072 runs of 128 zeros
         let wide = Self.tiff(
-            [(256, 4, [1]), (257, 4, [4096]), (258, 3, [8]), (259, 3, [32773]), (262, 3, [1]), (277, 3, [1]),
-             (322, 4, [1 << 20]), (323, 4, [16])],
+            [
+                (256, 4, [1]), (257, 4, [4096]), (258, 3, [8]), (259, 3, [32773]), (262, 3, [1]), (277, 3, [1]),
+                (322, 4, [1 << 20]), (323, 4, [16])
+            ],
             strips: [zeros], tiled: true, pointers: Array(repeating: 0, count: 256))
         #expect(thrownCode { try TileBuilder.build(data: Data(wide)) } == .unsupported)
         // A 5 x 3 image in one 16 x 16 tile (raw): its pixels, the tile's other samples unused.
@@ -106,7 +113,11 @@ struct TIFFBoundedWorkTests {
             [(256, 4, [5]), (257, 4, [3]), (258, 3, [8]), (259, 3, [1]), (262, 3, [1]), (277, 3, [1]), (322, 4, [16]), (323, 4, [16])],
             strips: [tile], tiled: true)
         let ours = try TileBuilder.build(data: Data(small)).pixels(level: 0)
-        let gray: [UInt8] = (0..<3).flatMap { y in (0..<5).flatMap { x -> [UInt8] in let g = Self.sample(x, y, 0); return [g, g, g, 255] } }
+        let gray: [UInt8] = (0..<3).flatMap { y in
+            (0..<5).flatMap { x -> [UInt8] in
+                let g = Self.sample(x, y, 0); return [g, g, g, 255]
+            }
+        }
         #expect(ours == RGBAImage(width: 5, height: 3, pixels: gray))
     }
 }

@@ -58,7 +58,8 @@ struct TIFFHostileTests {
             var copy = bytes
             for _ in 0..<Int.random(in: 1...8, using: &generator) {
                 // Most changes land in the header and directories, where they do the most harm.
-                let position = Bool.random(using: &generator)
+                let position =
+                    Bool.random(using: &generator)
                     ? Int.random(in: 0..<min(64, copy.count), using: &generator)
                     : Int.random(in: 0..<copy.count, using: &generator)
                 copy[position] = UInt8.random(in: 0...255, using: &generator)

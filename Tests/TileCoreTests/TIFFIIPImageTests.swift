@@ -8,7 +8,11 @@ import Glibc
 
 /// IIPImage (Debian's `iipimage-server`, a FastCGI program) serves tiles from a TIFF this package
 /// wrote, run under spawn-fcgi behind nginx on loopback.
-@Suite("IIPImage serves our TIFF", .enabled(if: Tools.have("spawn-fcgi", "nginx", "/usr/lib/iipimage-server/iipsrv.fcgi"), Comment(rawValue: Tools.missing("spawn-fcgi", "nginx", "/usr/lib/iipimage-server/iipsrv.fcgi"))))
+@Suite(
+    "IIPImage serves our TIFF",
+    .enabled(
+        if: Tools.have("spawn-fcgi", "nginx", "/usr/lib/iipimage-server/iipsrv.fcgi"),
+        Comment(rawValue: Tools.missing("spawn-fcgi", "nginx", "/usr/lib/iipimage-server/iipsrv.fcgi"))))
 struct TIFFIIPImageTests {
     /// One HTTP/1.0 GET on loopback: the status and the body (nil when nothing answers).
     static func get(port: UInt16, _ target: String) -> (status: Int, body: [UInt8])? {

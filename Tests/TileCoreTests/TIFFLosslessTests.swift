@@ -20,7 +20,7 @@ struct TIFFLosslessTests {
         .init(width: 260, height: 530, grayscale: true, progressive: true),
         .init(width: 512, height: 512, restartRows: 1),
         .init(width: 1, height: 1),
-        .init(width: 17, height: 300, quality: 20),
+        .init(width: 17, height: 300, quality: 20)
     ]
 
     @Test("generated JPEGs: every level-0 tile holds the source's coefficients", arguments: generated)
@@ -38,8 +38,10 @@ struct TIFFLosslessTests {
         #expect(!image.isLevelZeroCopied)
         let reference = try Reference.decode(jpeg).image
         let tile = RGBAImage(width: 256, height: 256, pixels: try image.readTile(level: 0, column: 0, row: 0))
-        #expect(Reference.psnr(Reference.crop(tile, x: 0, y: 0, width: 256, height: 200),
-                               Reference.crop(reference, x: 0, y: 0, width: 256, height: 200)) > 38)
+        #expect(
+            Reference.psnr(
+                Reference.crop(tile, x: 0, y: 0, width: 256, height: 200),
+                Reference.crop(reference, x: 0, y: 0, width: 256, height: 200)) > 38)
     }
 
     /// Every 8-bit YCbCr and gray fixture libjpeg decodes, but `dc-predictor-overflow.jpg`: a fuzzer's

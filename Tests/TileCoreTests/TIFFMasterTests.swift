@@ -14,7 +14,8 @@ import TileCore
 @Suite("TIFF masters")
 struct TIFFMasterTests {
     static let tools = Tools.have("pnmtotiff", "pnmtotiffcmyk", "tiffcp", "tiffset", "tifftopnm", "vips", "vipsheader", "pnmtopng")
-    static let skip = Comment(rawValue: Tools.missing("pnmtotiff", "pnmtotiffcmyk", "tiffcp", "tiffset", "tifftopnm", "vips", "vipsheader", "pnmtopng"))
+    static let skip = Comment(
+        rawValue: Tools.missing("pnmtotiff", "pnmtotiffcmyk", "tiffcp", "tiffset", "tifftopnm", "vips", "vipsheader", "pnmtopng"))
 
     typealias Picture = PNGSourceTests.Kind
 
@@ -46,27 +47,51 @@ struct TIFFMasterTests {
 
     static let kinds = [
         Kind(name: "RGB 8-bit, strips, none", picture: rgb, maker: .pnmtotiff, options: ["-truecolor", "-none"]),
-        Kind(name: "RGB 8-bit, LZW + predictor, 7-row strips", picture: rgb, maker: .pnmtotiff, options: ["-truecolor"], copy: ["-c", "lzw:2", "-r", "7"]),
-        Kind(name: "RGB 8-bit, deflate, 64x64 tiles", picture: rgb, maker: .pnmtotiff, options: ["-truecolor"], copy: ["-c", "zip", "-t", "-w", "64", "-l", "64"]),
-        Kind(name: "RGB 8-bit, PackBits, separate planes", picture: rgb, maker: .pnmtotiff, options: ["-truecolor"], copy: ["-c", "packbits", "-p", "separate", "-r", "16"]),
+        Kind(
+            name: "RGB 8-bit, LZW + predictor, 7-row strips", picture: rgb, maker: .pnmtotiff, options: ["-truecolor"],
+            copy: ["-c", "lzw:2", "-r", "7"]),
+        Kind(
+            name: "RGB 8-bit, deflate, 64x64 tiles", picture: rgb, maker: .pnmtotiff, options: ["-truecolor"],
+            copy: ["-c", "zip", "-t", "-w", "64", "-l", "64"]),
+        Kind(
+            name: "RGB 8-bit, PackBits, separate planes", picture: rgb, maker: .pnmtotiff, options: ["-truecolor"],
+            copy: ["-c", "packbits", "-p", "separate", "-r", "16"]),
         Kind(name: "RGB 8-bit, big-endian BigTIFF", picture: rgb, maker: .pnmtotiff, options: ["-truecolor"], copy: ["-B", "-8", "-c", "lzw"]),
         Kind(name: "RGB 16-bit, LZW", picture: rgb16, maker: .pnmtotiff, options: ["-truecolor", "-lzw"]),
-        Kind(name: "RGB 16-bit, tiles", picture: rgb16, maker: .pnmtotiff, options: ["-truecolor"], copy: ["-c", "zip:2", "-t", "-w", "32", "-l", "48"]),
-        Kind(name: "RGB 8-bit, tiles in separate planes", picture: rgb, maker: .pnmtotiff, options: ["-truecolor"], copy: ["-c", "lzw", "-p", "separate", "-t", "-w", "48", "-l", "32"]),
+        Kind(
+            name: "RGB 16-bit, tiles", picture: rgb16, maker: .pnmtotiff, options: ["-truecolor"], copy: ["-c", "zip:2", "-t", "-w", "32", "-l", "48"]
+        ),
+        Kind(
+            name: "RGB 8-bit, tiles in separate planes", picture: rgb, maker: .pnmtotiff, options: ["-truecolor"],
+            copy: ["-c", "lzw", "-p", "separate", "-t", "-w", "48", "-l", "32"]),
         Kind(name: "gray 8-bit", picture: gray, maker: .pnmtotiff, options: ["-flate"]),
         Kind(name: "gray 8-bit, MinIsWhite", picture: gray, maker: .pnmtotiff, options: ["-miniswhite"]),
         Kind(name: "gray 16-bit, big-endian", picture: gray16, maker: .pnmtotiff, options: ["-msb2lsb"], copy: ["-B"]),
         Kind(name: "gray 4-bit", picture: Picture(name: "gray 4", channels: 1, maxValue: 15), maker: .pnmtotiff, options: []),
-        Kind(name: "gray 2-bit, tiles", picture: Picture(name: "gray 2", channels: 1, maxValue: 3), maker: .pnmtotiff, options: [], copy: ["-t", "-w", "16", "-l", "16"]),
-        Kind(name: "bilevel, CCITT G4", picture: Picture(name: "bilevel", channels: 0, maxValue: 1), maker: .pnmtotiff, options: [], copy: ["-c", "g4"]),
+        Kind(
+            name: "gray 2-bit, tiles", picture: Picture(name: "gray 2", channels: 1, maxValue: 3), maker: .pnmtotiff, options: [],
+            copy: ["-t", "-w", "16", "-l", "16"]),
+        Kind(
+            name: "bilevel, CCITT G4", picture: Picture(name: "bilevel", channels: 0, maxValue: 1), maker: .pnmtotiff, options: [], copy: ["-c", "g4"]
+        ),
         Kind(name: "palette 8-bit", picture: Picture(name: "palette", channels: 3, maxValue: 255, colours: 12), maker: .pnmtotiff, options: []),
-        Kind(name: "palette 4-bit, tiles", picture: Picture(name: "palette 4", channels: 3, maxValue: 255, colours: 2), maker: .pnmtotiff, options: ["-indexbits=4"], copy: ["-t", "-w", "32", "-l", "32"]),
+        Kind(
+            name: "palette 4-bit, tiles", picture: Picture(name: "palette 4", channels: 3, maxValue: 255, colours: 2), maker: .pnmtotiff,
+            options: ["-indexbits=4"], copy: ["-t", "-w", "32", "-l", "32"]),
         Kind(name: "CMYK 8-bit", picture: rgb, maker: .cmyk),
         Kind(name: "RGBA unassociated, deflate", picture: rgba, maker: .vips, options: ["--compression", "deflate"]),
-        Kind(name: "RGBA associated, tiles", picture: rgba, maker: .vips, options: ["--tile", "--tile-width", "64", "--tile-height", "64"], set: ["-s", "338", "1", "1"], associated: true),
-        Kind(name: "gray+alpha 16-bit", picture: Picture(name: "gray+alpha 16", channels: 1, maxValue: 65535, alpha: true), maker: .vips, options: ["--compression", "lzw"]),
-        Kind(name: "gray+alpha 8-bit, tiles", picture: Picture(name: "gray+alpha", channels: 1, maxValue: 255, alpha: true), maker: .vips, options: ["--tile", "--tile-width", "32", "--tile-height", "32"]),
-        Kind(name: "YCbCr JPEG, 4:2:0", picture: Picture(name: "smooth", channels: 3, maxValue: 255, smooth: true), maker: .vips, options: ["--compression", "jpeg", "--Q", "90"], lossy: true),
+        Kind(
+            name: "RGBA associated, tiles", picture: rgba, maker: .vips, options: ["--tile", "--tile-width", "64", "--tile-height", "64"],
+            set: ["-s", "338", "1", "1"], associated: true),
+        Kind(
+            name: "gray+alpha 16-bit", picture: Picture(name: "gray+alpha 16", channels: 1, maxValue: 65535, alpha: true), maker: .vips,
+            options: ["--compression", "lzw"]),
+        Kind(
+            name: "gray+alpha 8-bit, tiles", picture: Picture(name: "gray+alpha", channels: 1, maxValue: 255, alpha: true), maker: .vips,
+            options: ["--tile", "--tile-width", "32", "--tile-height", "32"]),
+        Kind(
+            name: "YCbCr JPEG, 4:2:0", picture: Picture(name: "smooth", channels: 3, maxValue: 255, smooth: true), maker: .vips,
+            options: ["--compression", "jpeg", "--Q", "90"], lossy: true)
     ]
 
     static func run(_ program: String, _ arguments: [String]) throws -> Data {
@@ -162,8 +187,9 @@ struct TIFFMasterTests {
         return (width, bands, bytes)
     }
 
-    @Test("level 0 of a TIFF master is tifftopnm's pixels by the documented rules, from its file, whole or in pieces",
-          .enabled(if: tools, skip), arguments: kinds)
+    @Test(
+        "level 0 of a TIFF master is tifftopnm's pixels by the documented rules, from its file, whole or in pieces",
+        .enabled(if: tools, skip), arguments: kinds)
     func levelZeroMatchesReference(kind: Kind) throws {
         let folder = try PNGSourceTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -195,8 +221,9 @@ extension TIFFMasterTests {
     /// The kind whose name begins with `prefix`.
     static func kind(_ prefix: String) -> Kind { kinds.first { $0.name.hasPrefix(prefix) }! }
 
-    @Test("a TIFF master's metadata is read from its directory: format, size, depth, alpha, resolution, orientation",
-          .enabled(if: tools, skip))
+    @Test(
+        "a TIFF master's metadata is read from its directory: format, size, depth, alpha, resolution, orientation",
+        .enabled(if: tools, skip))
     func metadata() throws {
         let folder = try PNGSourceTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -221,8 +248,9 @@ extension TIFFMasterTests {
         #expect(same)
     }
 
-    @Test("a multi-page TIFF builds the page asked for; a pyramidal TIFF builds from its full-resolution page",
-          .enabled(if: tools, skip))
+    @Test(
+        "a multi-page TIFF builds the page asked for; a pyramidal TIFF builds from its full-resolution page",
+        .enabled(if: tools, skip))
     func pages() throws {
         let folder = try PNGSourceTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -272,12 +300,14 @@ extension TIFFMasterTests {
         #expect(thrownCode { try TileBuilder.build(contentsOfFile: "\(folder)/float.tif") } == .unsupported)
     }
 
-    @Test("a TIFF store of an opaque TIFF master encodes level 0 from its rows; one with alpha goes into a raw store, or is refused",
-          .enabled(if: tools, skip))
+    @Test(
+        "a TIFF store of an opaque TIFF master encodes level 0 from its rows; one with alpha goes into a raw store, or is refused",
+        .enabled(if: tools, skip))
     func tiffStores() throws {
         let folder = try PNGSourceTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let smooth = Kind(name: "smooth", picture: Picture(name: "smooth", channels: 3, maxValue: 255, smooth: true), maker: .pnmtotiff, options: ["-truecolor"])
+        let smooth = Kind(
+            name: "smooth", picture: Picture(name: "smooth", channels: 3, maxValue: 255, smooth: true), maker: .pnmtotiff, options: ["-truecolor"])
         let path = try Self.tiff(smooth, width: 300, height: 190, in: folder)
         let image = try TileBuilder.build(contentsOfFile: path, options: TIFFChecks.options())
         #expect(!image.isLevelZeroCopied)
@@ -307,8 +337,9 @@ extension TIFFMasterTests {
         return paths.filter { FileManager.default.fileExists(atPath: $0) }
     }
 
-    @Test("real PNGs and TIFFs other packages ship (Debian's debconf and chromium, CPython) decode as pngtopnm and vips read them",
-          .enabled(if: tools, skip))
+    @Test(
+        "real PNGs and TIFFs other packages ship (Debian's debconf and chromium, CPython) decode as pngtopnm and vips read them",
+        .enabled(if: tools, skip))
     func realFilesMatch() throws {
         let files = Self.realFiles
         try #require(!files.isEmpty, "none of the real files is installed")

@@ -48,7 +48,9 @@ struct TIFFOutsideReaderTests {
         return squared == 0 ? .infinity : 10 * log10(255 * 255 / (squared / Double(a.count)))
     }
 
-    @Test("tiffinfo and tiffdump read every directory without a warning", .enabled(if: Tools.have("tiffinfo", "tiffdump"), Comment(rawValue: Tools.missing("tiffinfo", "tiffdump"))))
+    @Test(
+        "tiffinfo and tiffdump read every directory without a warning",
+        .enabled(if: Tools.have("tiffinfo", "tiffdump"), Comment(rawValue: Tools.missing("tiffinfo", "tiffdump"))))
     func libtiffTools() throws {
         let (folder, tiff, image) = try Self.store()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -68,7 +70,9 @@ struct TIFFOutsideReaderTests {
     func resolutionAndGray() throws {
         let folder = try TIFFStoreTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        for (file, expected) in [("Landscape_1.jpg", "Photometric Interpretation: YCbCr"), ("grayscale.jpg", "Photometric Interpretation: min-is-black")] {
+        for (file, expected) in [
+            ("Landscape_1.jpg", "Photometric Interpretation: YCbCr"), ("grayscale.jpg", "Photometric Interpretation: min-is-black")
+        ] {
             let store = "\(folder)/\(file).tiles"
             _ = try TileBuilder.build(
                 contentsOfFile: Corpus.folder.appendingPathComponent(file).path,
@@ -79,7 +83,9 @@ struct TIFFOutsideReaderTests {
         }
     }
 
-    @Test("vips reads every level: level 0 as ours exactly, the others within 50 dB", .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))))
+    @Test(
+        "vips reads every level: level 0 as ours exactly, the others within 50 dB",
+        .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))))
     func vipsReads() throws {
         let (folder, tiff, image) = try Self.store()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -91,7 +97,9 @@ struct TIFFOutsideReaderTests {
         }
     }
 
-    @Test("OpenSlide's generic TIFF reader opens it with our levels", .enabled(if: Tools.have("openslide-show-properties"), Comment(rawValue: Tools.missing("openslide-show-properties"))))
+    @Test(
+        "OpenSlide's generic TIFF reader opens it with our levels",
+        .enabled(if: Tools.have("openslide-show-properties"), Comment(rawValue: Tools.missing("openslide-show-properties"))))
     func openSlide() throws {
         let (folder, tiff, image) = try Self.store()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -104,10 +112,12 @@ struct TIFFOutsideReaderTests {
     static let vipsCodings: [(String, [String])] = [
         ("jpeg", ["--compression", "jpeg", "--Q", "90"]), ("deflate", ["--compression", "deflate"]),
         ("lzw", ["--compression", "lzw"]), ("none", ["--compression", "none"]),
-        ("jpeg subifd", ["--compression", "jpeg", "--subifd"]), ("deflate subifd", ["--compression", "deflate", "--subifd"]),
+        ("jpeg subifd", ["--compression", "jpeg", "--subifd"]), ("deflate subifd", ["--compression", "deflate", "--subifd"])
     ]
 
-    @Test("TiledImage reads vips' pyramidal TIFFs with the pixels vips decodes, at every level", .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))), arguments: vipsCodings.map(\.0))
+    @Test(
+        "TiledImage reads vips' pyramidal TIFFs with the pixels vips decodes, at every level",
+        .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))), arguments: vipsCodings.map(\.0))
     func readsVips(_ coding: String) throws {
         let folder = try TIFFStoreTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -134,7 +144,9 @@ struct TIFFOutsideReaderTests {
         }
     }
 
-    @Test("TiledImage reads vips' gray and RGBA TIFFs", .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))), arguments: ["gray", "rgba"])
+    @Test(
+        "TiledImage reads vips' gray and RGBA TIFFs", .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))),
+        arguments: ["gray", "rgba"])
     func readsVipsBands(_ kind: String) throws {
         let folder = try TIFFStoreTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -63,11 +63,15 @@ struct TIFFStoreTests {
 
     /// The JPEG standard's Annex K tables (K.1 luminance, K.2 chrominance), natural order.
     static let annexK: [[Int]] = [
-        [16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56,
-         14, 17, 22, 29, 51, 87, 80, 62, 18, 22, 37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113, 92,
-         49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99],
-        [17, 18, 24, 47, 99, 99, 99, 99, 18, 21, 26, 66, 99, 99, 99, 99, 24, 26, 56, 99, 99, 99, 99, 99,
-         47, 66, 99, 99, 99, 99, 99, 99] + Array(repeating: 99, count: 32),
+        [
+            16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56,
+            14, 17, 22, 29, 51, 87, 80, 62, 18, 22, 37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113, 92,
+            49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99
+        ],
+        [
+            17, 18, 24, 47, 99, 99, 99, 99, 18, 21, 26, 66, 99, 99, 99, 99, 24, 26, 56, 99, 99, 99, 99, 99,
+            47, 66, 99, 99, 99, 99, 99, 99
+        ] + Array(repeating: 99, count: 32)
     ]
 
     /// A table scaled to `quality` as the IJG's code scales (5000 / q under 50, else 200 - 2q percent),
@@ -81,8 +85,9 @@ struct TIFFStoreTests {
         }
     }
 
-    @Test("encoded levels are quantised with Annex K's tables, flattened by default, scaled by the quality",
-          arguments: [(TIFFWriting(), true), (TIFFWriting(quality: 85, tables: .annexK), false), (TIFFWriting(quality: 40), true)])
+    @Test(
+        "encoded levels are quantised with Annex K's tables, flattened by default, scaled by the quality",
+        arguments: [(TIFFWriting(), true), (TIFFWriting(quality: 85, tables: .annexK), false), (TIFFWriting(quality: 40), true)])
     func quantisationTables(coding: TIFFWriting, flattened: Bool) throws {
         let jpeg = try Synthetic.jpeg(.init(width: 900, height: 700))
         let image = try TileBuilder.build(data: jpeg, options: TIFFChecks.options { $0.format = .tiff(coding) })
@@ -183,7 +188,9 @@ struct TIFFStoreTests {
         #expect(try raw.storedJPEGTile(level: 0, column: 0, row: 0) == nil)
         #expect(raw.tileCoding(ofLevel: 0) == "raw RGBA" && !raw.isLevelZeroCopied)
         #expect(thrownCode { try TileBuilder.build(data: jpeg, options: TIFFChecks.options { $0.tileSize = 40 }) } == .invalidArgument)
-        #expect(thrownCode { try TileBuilder.build(data: jpeg, options: TIFFChecks.options { $0.format = .tiff(.init(quality: 0)) }) } == .invalidArgument)
+        #expect(
+            thrownCode { try TileBuilder.build(data: jpeg, options: TIFFChecks.options { $0.format = .tiff(.init(quality: 0)) }) } == .invalidArgument
+        )
     }
 
     @Test("the stored JPEG of a tile is the tables spliced before the tile's stream, a whole JPEG")
@@ -205,8 +212,10 @@ struct TIFFStoreTests {
     @Test(
         "an edge tile's exact JPEG is the stored tile cropped without decoding: jpegtran -crop's pixels at the edge tile's size",
         .enabled(if: Tools.have("djpeg", "jpegtran"), Comment(rawValue: Tools.missing("djpeg", "jpegtran"))),
-        arguments: [Synthetic.Spec(width: 700, height: 500), Synthetic.Spec(width: 650, height: 530, subsampling: .s444),
-                    Synthetic.Spec(width: 600, height: 300, grayscale: true)])
+        arguments: [
+            Synthetic.Spec(width: 700, height: 500), Synthetic.Spec(width: 650, height: 530, subsampling: .s444),
+            Synthetic.Spec(width: 600, height: 300, grayscale: true)
+        ])
     func exactEdgeTiles(spec: Synthetic.Spec) throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }

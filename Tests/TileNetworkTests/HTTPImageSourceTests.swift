@@ -77,8 +77,9 @@ struct HTTPImageSourceTests {
         await server.stop()
     }
 
-    @Test("a TIFF body (spooled to disk as it arrives, its directory last) builds the tiles of the same file",
-          .enabled(if: Tools.have("pnmtotiff"), Comment(rawValue: Tools.missing("pnmtotiff"))))
+    @Test(
+        "a TIFF body (spooled to disk as it arrives, its directory last) builds the tiles of the same file",
+        .enabled(if: Tools.have("pnmtotiff"), Comment(rawValue: Tools.missing("pnmtotiff"))))
     func downloadTIFF() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tiff-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -169,8 +170,9 @@ struct HTTPImageSourceTests {
         await server.stop()
     }
 
-    @Test("a body shorter than its Content-Length, or a dropped connection, is truncated and leaves no file",
-          arguments: ["/short-length", "/drop"])
+    @Test(
+        "a body shorter than its Content-Length, or a dropped connection, is truncated and leaves no file",
+        arguments: ["/short-length", "/drop"])
     func truncatedBodies(path: String) async throws {
         let data = try Self.jpeg()
         let server = try await TestHTTPServer(data: data, chunkSize: 4096)

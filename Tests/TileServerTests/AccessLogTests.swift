@@ -23,10 +23,11 @@ struct AccessLogTests {
             .init(seconds: 0, client: nil, method: "HEAD", target: "/a\"b\n127.0.0.1 c\\é", version: (1, 1), status: 404, bytes: 0),
             date: date, to: &text)
         // The first is Apache's documentation's example of the Common Log Format, but for its user field.
-        #expect(String(decoding: text, as: UTF8.self) == """
-            127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326
-            - - - [10/Oct/2000:13:55:36 -0700] "HEAD /a\\x22b\\x0A127.0.0.1\\x20c\\x5C\\xC3\\xA9 HTTP/1.1" 404 -
+        #expect(
+            String(decoding: text, as: UTF8.self) == """
+                127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326
+                - - - [10/Oct/2000:13:55:36 -0700] "HEAD /a\\x22b\\x0A127.0.0.1\\x20c\\x5C\\xC3\\xA9 HTTP/1.1" 404 -
 
-            """)
+                """)
     }
 }

@@ -6,7 +6,8 @@ import TileCore
 
 /// A master's ICC profile in what the server sends, read back by `djpeg -icc` and vips: tiles as stored
 /// (the connection handler's page-cache path), edge tiles cropped, regions rendered, PNGs.
-@Suite("Serving colour profiles", .serialized, .enabled(if: Tools.have("djpeg", "vipsheader"), Comment(rawValue: Tools.missing("djpeg", "vipsheader"))))
+@Suite(
+    "Serving colour profiles", .serialized, .enabled(if: Tools.have("djpeg", "vipsheader"), Comment(rawValue: Tools.missing("djpeg", "vipsheader"))))
 struct ColorProfileServingTests {
     @Test("tiles, regions and PNGs of a JPEG with a profile carry it, from TIFF and raw stores", arguments: [StoreFormat.tiff(), .raw])
     func servesProfile(format: StoreFormat) async throws {
@@ -17,7 +18,10 @@ struct ColorProfileServingTests {
         try await TileServerTests.withServer(folder, format: format) { base, client in
             _ = try await TileServerTests.settled(client, "\(base)/iiif/3/photo/info.json")
             // Level 10 is full size (700 px): tile (0, 0) is a whole stored tile, (2, 1) an edge tile.
-            for path in ["dzi/photo_files/10/0_0.jpg", "dzi/photo_files/10/0_0.jpg", "dzi/photo_files/10/2_1.jpg", "iiif/3/photo/100,50,300,200/150,/0/default.jpg"] {
+            for path in [
+                "dzi/photo_files/10/0_0.jpg", "dzi/photo_files/10/0_0.jpg", "dzi/photo_files/10/2_1.jpg",
+                "iiif/3/photo/100,50,300,200/150,/0/default.jpg"
+            ] {
                 let answer = try await TileServerTests.settled(client, "\(base)/\(path)")
                 #expect(answer.status == 200)
                 #expect(try ICCProfiles.djpeg(answer.body) == (profile, true), "\(path)")

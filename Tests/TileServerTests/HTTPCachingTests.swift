@@ -83,7 +83,7 @@ struct HTTPCachingTests {
                 ([("If-Modified-Since", asctime)], 304, "the asctime form"),
                 ([("If-Modified-Since", earlier)], 200, "an earlier date"),
                 ([("If-Modified-Since", "yesterday")], 200, "not a date"),
-                ([("If-None-Match", "\"other\""), ("If-Modified-Since", later)], 200, "If-None-Match decides when both are sent"),
+                ([("If-None-Match", "\"other\""), ("If-Modified-Since", later)], 200, "If-None-Match decides when both are sent")
             ]
             for (headers, status, what) in cases {
                 // Kept alive: answered from the cache by the connection's handler. `Connection: close`:
@@ -140,7 +140,8 @@ struct HTTPCachingTests {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // Every lookup looks at the source (no second of trust in a checked one).
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, sourceRecheckInterval: .zero, taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(
+            root: folder, cache: "\(folder)/.cache", storeFormat: .raw, sourceRecheckInterval: .zero, taskExecutor: ServerExecutor.shared)
         let server = TileServer(service: TileService(catalog: catalog, cachePolicy: CachePolicy(imageMaxAge: 7, documentMaxAge: 3)))
         try await TileServerTests.withServer(server) { base, client in
             let url = "\(base)/iiif/3/photo/full/max/0/default.jpg"
@@ -159,7 +160,8 @@ struct HTTPCachingTests {
             let old = [("If-None-Match", image.headers["etag"] ?? ""), ("If-Modified-Since", Self.modifiedText)]
             #expect(try await TileServerTests.get(client, url, headers: [old[0]]).status == 200)
             #expect(try await TileServerTests.get(client, url, headers: [old[1]]).status == 200)
-            let newInfo = try await SourceVersionTests.get(client, "\(base)/iiif/3/photo/info.json", headers: [("If-None-Match", info.headers["etag"] ?? "")])
+            let newInfo = try await SourceVersionTests.get(
+                client, "\(base)/iiif/3/photo/info.json", headers: [("If-None-Match", info.headers["etag"] ?? "")])
             #expect(newInfo.status == 200 && newInfo.headers["last-modified"] == Self.httpDate(Self.modified + 86_400))
         }
     }

@@ -34,7 +34,9 @@ struct IIIF2Tests {
             let tiles = try #require(info["tiles"] as? [[String: Any]])
             #expect(tiles.first?["width"] as? Int == 256 && tiles.first?["scaleFactors"] as? [Int] == [1, 2, 4, 8])
             let sizes = try #require(info["sizes"] as? [[String: Int]])
-            #expect(sizes.last == ["width": 163, "height": 113] && sizes.contains(["width": 82, "height": 57]) && sizes.contains(["width": 41, "height": 29]))
+            #expect(
+                sizes.last == ["width": 163, "height": 113] && sizes.contains(["width": 82, "height": 57])
+                    && sizes.contains(["width": 41, "height": 29]))
             #expect(info["id"] == nil && info["type"] == nil, "3.0's keys are not 2.1's")
 
             let linked = try await SourceVersionTests.get(client, "\(base)/iiif/2/photo/info.json", headers: [("Accept", "application/ld+json")])

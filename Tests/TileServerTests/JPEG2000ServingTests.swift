@@ -41,7 +41,9 @@ struct JPEG2000ServingTests {
                 let json = try #require(try JSONSerialization.jsonObject(with: info.body) as? [String: Any])
                 #expect(info.status == 200 && json["width"] as? Int == 700 && json["height"] as? Int == 500, "\(id)")
                 let region = try await TileServerTests.settled(client, "\(base)/iiif/3/\(id)/256,256,256,244/max/0/default.png")
-                #expect(try Reference.decodePNG(region.body) == Reference.crop(TIFFMasterServingTests.source, x: 256, y: 256, width: 256, height: 244), "\(id)")
+                #expect(
+                    try Reference.decodePNG(region.body) == Reference.crop(TIFFMasterServingTests.source, x: 256, y: 256, width: 256, height: 244),
+                    "\(id)")
             }
             let cut = try await TileServerTests.get(
                 client, "\(base)/images/cut", method: .PUT, headers: [("Authorization", "Bearer t")], body: upload.prefix(upload.count / 2))

@@ -15,7 +15,7 @@ struct LeftoverTests {
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
         for (parent, name, file) in [
             (folder, "..upload-scan-123.tiles.partial-4242-7", "pyramid.tif"), (cache, ".photo.tiles.partial-4242-8", "level-0.tiles"),
-            (folder, ".notes.partial-1-2", "notes.txt"),
+            (folder, ".notes.partial-1-2", "notes.txt")
         ] {
             try FileManager.default.createDirectory(atPath: "\(parent)/\(name)", withIntermediateDirectories: false)
             #expect(FileManager.default.createFile(atPath: "\(parent)/\(name)/\(file)", contents: Data("x".utf8)))

@@ -30,7 +30,7 @@ struct PipeliningTests {
                 "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
                 "HEAD \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
                 "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(tile.headers["etag"] ?? "")\r\n\r\n",
-                "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
             ]
             try connection.send(Data(requests.joined().utf8))
             let (bytes, closed) = await connection.received(timeout: LoopbackConnection.answerTimeout)
@@ -56,7 +56,7 @@ struct PipeliningTests {
             let requests = [
                 "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "HEAD \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
                 "GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: \(tile.headers["etag"] ?? "")\r\n\r\n",
-                "GET \(rendered) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "HEAD \(rendered) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                "GET \(rendered) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "HEAD \(rendered) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
             ]
             // One request at a time on one connection, so each cached answer is written right after NIO's decoder.
             let connection = try LoopbackConnection(port: port)
@@ -91,7 +91,8 @@ struct PipeliningTests {
             let old = try await Self.exchange(port, ["GET \(cached) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"], answers: 1, grace: .zero)
             #expect(old.answers.first?.body == tile.body)
             let chunked = try LoopbackConnection(port: port)
-            try chunked.send(Data("GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n".utf8))
+            try chunked.send(
+                Data("GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n".utf8))
             #expect(Self.responses(await chunked.received(timeout: LoopbackConnection.answerTimeout).bytes).first?.status == 200)
             let bad = try LoopbackConnection(port: port)
             try bad.send(Data("GET \(cached) HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n".utf8))
@@ -126,7 +127,9 @@ struct PipeliningTests {
     }
 
     /// As ``exchange(_:_:timeout:body:)``, blocking the calling thread (for tests' own threads).
-    static func blockingExchange(_ port: UInt16, _ requests: [String], timeout: Duration = LoopbackConnection.answerTimeout) throws -> [HTTPAnswers.Answer] {
+    static func blockingExchange(_ port: UInt16, _ requests: [String], timeout: Duration = LoopbackConnection.answerTimeout) throws -> [HTTPAnswers
+        .Answer]
+    {
         let connection = try LoopbackConnection(port: port)
         try connection.send(Data(requests.joined().utf8))
         return responses(connection.read(timeout: timeout).bytes)
@@ -137,11 +140,13 @@ struct PipeliningTests {
     static let malformed: [MalformedHead] = [
         MalformedHead("an unknown method", "FROB /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
         MalformedHead("Content-Length: +0", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: +0\r\n\r\n"),
-        MalformedHead("a duplicated Content-Length", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n"),
+        MalformedHead(
+            "a duplicated Content-Length",
+            "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n"),
         MalformedHead("a header name with a space", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Name: 1\r\n\r\n"),
         MalformedHead("a header name with a control byte", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nBad\u{01}Name: 1\r\n\r\n"),
         MalformedHead("a NUL byte", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\nHost: x\u{00}\r\n\r\n"),
-        MalformedHead("over 1000 fields", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\n" + String(repeating: "X-A: 1\r\n", count: 1001) + "\r\n"),
+        MalformedHead("over 1000 fields", "GET /dzi/kept_files/11/0_0.jpg HTTP/1.1\r\n" + String(repeating: "X-A: 1\r\n", count: 1001) + "\r\n")
     ]
 
     /// A malformed head named for the test's report: the head itself (up to 1,001 fields) is not printed.

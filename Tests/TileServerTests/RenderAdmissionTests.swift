@@ -141,7 +141,13 @@ struct RenderAdmissionTests {
         let request = try ImageRequest(path: "full/max/0/default.png").resolve(width: 1300, height: 900, limits: .default)
         let asked = NIOLockedValueBox(0)
         let error = try #require(throws: TileError.self) {
-            try image.renderEncoded(request, isCancelled: { asked.withLockedValue { $0 += 1; return $0 > 2 } })
+            try image.renderEncoded(
+                request,
+                isCancelled: {
+                    asked.withLockedValue {
+                        $0 += 1; return $0 > 2
+                    }
+                })
         }
         #expect(error.code == .cancelled)
         #expect(asked.withLockedValue { $0 } == 3, "asked once a tile row, stopped at the third of four")
@@ -160,7 +166,11 @@ struct RenderAdmissionTests {
             let port = UInt16(base.split(separator: ":").last!)!
             // The pool's one thread held until the probes have answered.
             let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-            let holder = Task { try await pool.runIfActive { held.signal(); release.wait() } }
+            let holder = Task {
+                try await pool.runIfActive {
+                    held.signal(); release.wait()
+                }
+            }
             await withCheckedContinuation { continuation in
                 DispatchQueue.global().async {
                     held.wait()

@@ -14,7 +14,8 @@ struct RequestGuardTests {
     static func withGuardedServer(
         _ folder: String, budget: Int? = nil, maximumUploads: Int = 8, _ body: (UInt16) async throws -> Void
     ) async throws {
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", maximumUploads: maximumUploads, cacheByteBudget: budget, taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(
+            root: folder, cache: "\(folder)/.cache", maximumUploads: maximumUploads, cacheByteBudget: budget, taskExecutor: ServerExecutor.shared)
         var server = TileServer(catalog: catalog, uploads: UploadPolicy(token: "t"))
         server.requestGuard = .defaults(bind: "127.0.0.1")
         try await TileServerTests.withServer(server) { base, _ in try await body(UInt16(base.split(separator: ":").last!)!) }
@@ -54,7 +55,8 @@ struct RequestGuardTests {
         let (folder, jpeg) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try await Self.withGuardedServer(folder) { port in
-            let put = "PUT /images/x HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n"
+            let put =
+                "PUT /images/x HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n"
             for origin in ["https://evil.example", "null", "http://127.0.0.1:1"] {
                 #expect(try await Self.send(port, put + "Origin: \(origin)\r\n\r\n", body: jpeg).status == 403, "\(origin)")
             }
@@ -100,7 +102,8 @@ struct RequestGuardTests {
         try FileManager.default.createDirectory(atPath: "\(folder)/empty.tiles", withIntermediateDirectories: false)
         try await Self.withGuardedServer(folder) { port in
             for name in ["plain", "link", "empty", "kept", "photo"] {
-                let head = "PUT /images/\(name) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
+                let head =
+                    "PUT /images/\(name) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
                 let status = try await Self.send(port, head, body: jpeg).status
                 #expect(status == 409, "\(name)")
             }
@@ -122,7 +125,8 @@ struct RequestGuardTests {
             var statuses: [Int] = []
             var others: [String] = []  // what an answer other than 201 or 507 said
             for i in 0..<110 {
-                let head = "PUT /images/u\(i) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
+                let head =
+                    "PUT /images/u\(i) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
                 let reply = try await Self.send(port, head, body: jpeg)
                 statuses.append(reply.status)
                 if reply.status == 507 { #expect(String(decoding: reply.body, as: UTF8.self).contains("disk budget")) }
@@ -157,7 +161,8 @@ struct RequestGuardTests {
             {
                 try await Task.sleep(for: .milliseconds(20))
             }
-            let other = "PUT /images/other HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
+            let other =
+                "PUT /images/other HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
             let reply = try await Self.send(port, other, body: jpeg)
             #expect(reply.status == 503 && reply.headers["retry-after"] != nil)
             slow.shutDown()
@@ -172,7 +177,8 @@ struct RequestGuardTests {
             for path in ["/view/photo", "/"] {
                 let reply = try await Self.send(port, "GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
                 let policy = reply.headers["content-security-policy"] ?? ""
-                #expect(reply.status == 200 && policy.contains("default-src 'none'") && policy.contains("frame-ancestors 'none'"), "\(path): \(policy)")
+                #expect(
+                    reply.status == 200 && policy.contains("default-src 'none'") && policy.contains("frame-ancestors 'none'"), "\(path): \(policy)")
                 // The page's own script and style run under the policy's nonce.
                 let nonce = policy.split(separator: "'").first { $0.hasPrefix("nonce-") }.map { String($0.dropFirst(6)) } ?? "-"
                 let html = String(decoding: reply.body, as: UTF8.self)

@@ -31,7 +31,7 @@ struct ServerAttackTests {
                 for _ in 0..<2 {
                     for host in [
                         "localhost:80@evil.example", "evil.example/x", "a b", "localhost:8o", "localhost:123456", "localhost:65536", "[::1",
-                        "[zz]:80", "[::1/0]", "[::1%25lo]:80",
+                        "[zz]:80", "[::1/0]", "[::1%25lo]:80"
                     ] {
                         let reply = try await Self.send(port, "GET \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
                         #expect(reply.status == 400, "\(path) \(host): \(reply.status)")
@@ -56,7 +56,10 @@ struct ServerAttackTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try await TileServerTests.withServer(folder) { base, _ in
             let port = UInt16(base.split(separator: ":").last!)!
-            for path in ["/iiif/3/absent/info.json", "/iiif/3/absent/full/max/0/default.jpg", "/dzi/absent.dzi", "/no/such/route", "/iiif/3/kept/full/max/0/default.xyz"] {
+            for path in [
+                "/iiif/3/absent/info.json", "/iiif/3/absent/full/max/0/default.jpg", "/dzi/absent.dzi", "/no/such/route",
+                "/iiif/3/kept/full/max/0/default.xyz"
+            ] {
                 let reply = try await Self.send(port, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
                 #expect(reply.status >= 400, "\(path): \(reply.status)")
                 #expect(reply.headers["cache-control"] == "no-store", "\(path): \(reply.headers)")
@@ -86,9 +89,11 @@ struct ServerAttackTests {
             for path in ["/iiif/3/kept/info.json", "/iiif/3/kept/0,0,256,256/256,/0/default.jpg"] {
                 let first = try await Self.send(port, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
                 #expect(first.status == 200 && first.headers["last-modified"] != nil)
-                let ahead = try await Self.send(port, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-Modified-Since: \(future)\r\nConnection: close\r\n\r\n")
+                let ahead = try await Self.send(
+                    port, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-Modified-Since: \(future)\r\nConnection: close\r\n\r\n")
                 #expect(ahead.status == 200, "\(path) since \(future): \(ahead.status)")
-                let since = try await Self.send(port, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-Modified-Since: \(recent)\r\nConnection: close\r\n\r\n")
+                let since = try await Self.send(
+                    port, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-Modified-Since: \(recent)\r\nConnection: close\r\n\r\n")
                 #expect(since.status == 304, "\(path) since \(recent): \(since.status)")
             }
         }
@@ -131,7 +136,8 @@ struct ServerAttackTests {
         withExtendedLifetime(open) {}
         try await TileServerTests.withServer(TileServer(catalog: catalog, uploads: UploadPolicy(token: "t"))) { base, _ in
             let port = UInt16(base.split(separator: ":").last!)!
-            let head = "PUT /images/up HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
+            let head =
+                "PUT /images/up HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
             let reply = try await Self.send(port, head, body: jpeg)
             #expect(reply.status == 201, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
             let info = try await Self.send(port, "GET /iiif/3/up/info.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
@@ -165,7 +171,8 @@ struct ServerAttackTests {
         let records = NIOLockedValueBox<[(message: String, metadata: Logger.Metadata)]>([])
         let logger = Logger(label: "test") { _ in RecordingLogHandler(records: records) }
         // No delay: each lookup tries again, and each failure counts one more attempt.
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", retryInterval: .zero, logger: logger, taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(
+            root: folder, cache: "\(folder)/.cache", retryInterval: .zero, logger: logger, taskExecutor: ServerExecutor.shared)
         let catalogService = catalog.started()
         defer { catalogService.cancel() }
         for attempt in 1...3 {
@@ -209,7 +216,9 @@ struct ServerAttackTests {
         }
     }
 
-    @Test("a folder build reserves its store before it writes: refused (507) when it cannot fit, nothing past the budget written; one that fits is built")
+    @Test(
+        "a folder build reserves its store before it writes: refused (507) when it cannot fit, nothing past the budget written; one that fits is built"
+    )
     func buildsReserveTheirStores() async throws {
         let (folder, _) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -219,8 +228,11 @@ struct ServerAttackTests {
             let server = try TileServer(root: folder, cache: cache, cacheByteBudget: budget, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
             try await TileServerTests.withServer(server) { base, _ in
                 let port = UInt16(base.split(separator: ":").last!)!
-                let reply = try await Self.send(port, "GET /iiif/3/photo/0,0,256,256/256,/0/default.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-                #expect(reply.status == (fits ? 200 : 507), "budget \(budget) for a store of \(store): \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+                let reply = try await Self.send(
+                    port, "GET /iiif/3/photo/0,0,256,256/256,/0/default.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                #expect(
+                    reply.status == (fits ? 200 : 507),
+                    "budget \(budget) for a store of \(store): \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
                 if !fits { #expect(String(decoding: reply.body, as: UTF8.self).contains("disk budget")) }
             }
             #expect(Self.diskBytes(below: cache) <= budget, "\(Self.diskBytes(below: cache)) bytes in the cache for a budget of \(budget)")
@@ -242,7 +254,8 @@ struct ServerAttackTests {
         #expect(png.count < 64 * 1024 && Self.rawStoreBytes(width: side, height: side) > 300_000_000)
         let budget = 64 << 20
         let cache = "\(folder)/.cache"
-        try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget, taskExecutor: ServerExecutor.shared)) { base, _ in
+        try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget, taskExecutor: ServerExecutor.shared))
+        { base, _ in
             let port = UInt16(base.split(separator: ":").last!)!
             let reply = try await Self.send(port, "GET /iiif/3/big/full/256,/0/default.png HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             #expect(reply.status == 507, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")

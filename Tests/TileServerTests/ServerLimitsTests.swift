@@ -93,7 +93,9 @@ struct ServerLimitsTests {
             // A head sent a byte every 300 ms: never silent for a second, never complete.
             let trickle = try LoopbackConnection(port: port)
             let trickling = Task.detached {
-                for byte in "GET /iiif/3/x/info.json HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ".utf8 + Array(repeating: UInt8(ascii: "a"), count: 100) {
+                for byte in "GET /iiif/3/x/info.json HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ".utf8
+                    + Array(repeating: UInt8(ascii: "a"), count: 100)
+                {
                     guard (try? trickle.send(Data([byte]))) != nil else { return true }  // closed by the server
                     try? await Task.sleep(for: .milliseconds(300))
                 }
@@ -126,7 +128,9 @@ struct ServerLimitsTests {
         // Room for one store at a time: a's raw store (3x2 + 2x1 + 1 tiles of 256 x 256 x 4 bytes), b's
         // smaller; each build fits alone, the two do not.
         let budget = (3 * 2 + 2 * 1 + 1) * 256 * 256 * 4
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", maximumOpenImages: 1, cacheByteBudget: budget, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(
+            root: folder, cache: "\(folder)/.cache", maximumOpenImages: 1, cacheByteBudget: budget, storeFormat: .raw,
+            taskExecutor: ServerExecutor.shared)
         let catalogService = catalog.started()
         defer { catalogService.cancel() }
         var events = catalog.budget.events.makeAsyncIterator()

@@ -41,15 +41,20 @@ struct StoredHeadTests {
         }
     }
 
-    @Test("a DeepZoom path read as bytes names what the routes' parser names", arguments: [
-        "/dzi/photo_files/11/5_3.jpg", "/dzi/photo_files/0/0_0.png", "/dzi/a_b_files/3/1_2.jpg", "/dzi/photo_files/11/5_3.gif",
-        "/dzi/photo_files/11/5_3", "/dzi/photo_files/11/-5_3.jpg", "/dzi/photo_files/11/5_3.jpg/", "/dzi/photo_files//5_3.jpg",
-        "/dzi/photo/11/5_3.jpg", "/dzi/_files/11/5_3.jpg", "/dzi/files/11/5_3.jpg", "/dzi/photo_files/11", "/dzi/x_files/1/2/3_4.jpg",
-        "/iiif/3/photo/full/max/0/default.jpg", "/dzi/ph%20oto_files/11/5_3.jpg", "/dzi/фото_files/2/0_1.jpg", "/dzi/photo_files/99999999999/0_0.jpg", "/dzi/p\u{301}_files/1/0_0.jpg",
-    ])
+    @Test(
+        "a DeepZoom path read as bytes names what the routes' parser names",
+        arguments: [
+            "/dzi/photo_files/11/5_3.jpg", "/dzi/photo_files/0/0_0.png", "/dzi/a_b_files/3/1_2.jpg", "/dzi/photo_files/11/5_3.gif",
+            "/dzi/photo_files/11/5_3", "/dzi/photo_files/11/-5_3.jpg", "/dzi/photo_files/11/5_3.jpg/", "/dzi/photo_files//5_3.jpg",
+            "/dzi/photo/11/5_3.jpg", "/dzi/_files/11/5_3.jpg", "/dzi/files/11/5_3.jpg", "/dzi/photo_files/11", "/dzi/x_files/1/2/3_4.jpg",
+            "/iiif/3/photo/full/max/0/default.jpg", "/dzi/ph%20oto_files/11/5_3.jpg", "/dzi/фото_files/2/0_1.jpg",
+            "/dzi/photo_files/99999999999/0_0.jpg", "/dzi/p\u{301}_files/1/0_0.jpg"
+        ])
     func deepZoomBytes(path: String) {
         var bytes = path
-        let fast = bytes.withUTF8 { TileService.deepZoomTile($0).map { (String(decoding: $0.id, as: UTF8.self), $0.address, String(decoding: $0.variant, as: UTF8.self)) } }
+        let fast = bytes.withUTF8 {
+            TileService.deepZoomTile($0).map { (String(decoding: $0.id, as: UTF8.self), $0.address, String(decoding: $0.variant, as: UTF8.self)) }
+        }
         let routes = TileService.imageRequest(path: path)
         if path.utf8.contains(where: { $0 >= 0x80 }) {
             #expect(fast == nil, "\(path): not ASCII, left to the routes")

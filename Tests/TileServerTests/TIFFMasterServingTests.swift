@@ -26,8 +26,9 @@ struct TIFFMasterServingTests {
         return run.stdout
     }
 
-    @Test("stripped and one-level tiled TIFFs in the folder are built; a tiled pyramid is served as it is",
-          .enabled(if: tools, skip))
+    @Test(
+        "stripped and one-level tiled TIFFs in the folder are built; a tiled pyramid is served as it is",
+        .enabled(if: tools, skip))
     func folderTIFFs() async throws {
         let folder = try ServerLimitsTests.folder([:])
         defer { try? FileManager.default.removeItem(atPath: folder) }

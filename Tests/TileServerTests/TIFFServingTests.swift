@@ -51,7 +51,7 @@ struct TIFFServingTests {
             for (target, fields) in [
                 ("/dzi/photo_files/11/2_1.jpg", ["etag", "last-modified", "cache-control", "content-type"]),
                 ("/iiif/3/photo/512,256,256,256/256,/0/default.jpg", ["etag", "last-modified", "cache-control", "content-type", "link"]),
-                ("/iiif/2/photo/512,256,256,256/256,/0/default.jpg", ["etag", "last-modified", "cache-control", "content-type", "link"]),
+                ("/iiif/2/photo/512,256,256,256/256,/0/default.jpg", ["etag", "last-modified", "cache-control", "content-type", "link"])
             ] {
                 let connection = try LoopbackConnection(port: port)
                 try connection.send(Data("GET \(target) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
@@ -136,7 +136,7 @@ struct TIFFServingTests {
                 "/dzi/photo_files/10/2_1.jpg",  // a lower level's corner (650x450)
                 "/iiif/3/photo/1280,256,20,256/20,/0/default.jpg",
                 "/iiif/2/photo/1280,768,20,132/20,/0/default.jpg",
-                "/iiif/3/photo/256,512,256,256/256,/0/default.jpg",  // whole, through IIIF
+                "/iiif/3/photo/256,512,256,256/256,/0/default.jpg"  // whole, through IIIF
             ] {
                 // The routes' answer (HTTP/1.0 is never answered by the connection handler); its read
                 // puts the stored tile in the page cache (the build wrote past it). Then the connection
@@ -167,7 +167,8 @@ struct TIFFServingTests {
                 // how the answer was made and the request after the identifier, written out plainly here.
                 let version = direct.version  // the source's fingerprint as the answer was made (not re-read: the catalog trusts it for a second)
                 #expect(!version.isEmpty)
-                let variant = target.hasPrefix("/dzi/")
+                let variant =
+                    target.hasPrefix("/dzi/")
                     ? "dzi/" + target.split(separator: "/").suffix(2).joined(separator: "/")
                     : (target.hasPrefix("/iiif/2/") ? "iiif2/" : "") + target.split(separator: "/").dropFirst(3).joined(separator: "/")
                 var fnv: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -191,15 +192,16 @@ struct TIFFServingTests {
                 let decoded = try Reference.decode(routed.body).image
                 let expected = [
                     "1_2": (256, 256), "5_1": (20, 256), "2_3": (256, 132), "5_3": (20, 132), "2_1": (138, 194), "1280,256": (20, 256),
-                    "1280,768": (20, 132), "256,512": (256, 256),
+                    "1280,768": (20, 132), "256,512": (256, 256)
                 ].first { target.contains("/\($0.key)") }?.value
                 #expect(expected.map { $0 == (decoded.width, decoded.height) } == true, "\(target): \(decoded.width)x\(decoded.height)")
             }
         }
     }
 
-    @Test("a tiled pyramidal TIFF dropped in the folder (vips tiffsave) is served as it is, nothing built",
-          .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))))
+    @Test(
+        "a tiled pyramidal TIFF dropped in the folder (vips tiffsave) is served as it is, nothing built",
+        .enabled(if: Tools.have("vips"), Comment(rawValue: Tools.missing("vips"))))
     func droppedTIFF() async throws {
         let folder = try ServerLimitsTests.folder([:])
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -208,11 +210,15 @@ struct TIFFServingTests {
         try jpeg.write(to: URL(fileURLWithPath: input))
         defer { try? FileManager.default.removeItem(atPath: input) }
         let run = try Tools.run(
-            "vips", ["tiffsave", input, "\(folder)/scan.tif", "--tile", "--pyramid", "--compression", "jpeg", "--Q", "85",
-                     "--tile-width", "256", "--tile-height", "256"])
+            "vips",
+            [
+                "tiffsave", input, "\(folder)/scan.tif", "--tile", "--pyramid", "--compression", "jpeg", "--Q", "85",
+                "--tile-width", "256", "--tile-height", "256"
+            ])
         try #require(run.status == 0, "vips tiffsave failed: \(run.stderr)")
         try await TileServerTests.withServer(folder, format: .tiff()) { base, client in
-            let info = try JSONSerialization.jsonObject(with: try await TileServerTests.get(client, "\(base)/iiif/3/scan/info.json").body) as? [String: Any]
+            let info =
+                try JSONSerialization.jsonObject(with: try await TileServerTests.get(client, "\(base)/iiif/3/scan/info.json").body) as? [String: Any]
             #expect(info?["width"] as? Int == 1300 && info?["height"] as? Int == 900)
             let tile = try await TileServerTests.get(client, "\(base)/dzi/scan_files/11/1_1.jpg")
             #expect(tile.status == 200)

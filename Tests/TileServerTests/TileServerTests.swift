@@ -35,7 +35,8 @@ struct TileServerTests {
     static func withServer(
         _ folder: String, uploads: UploadPolicy? = nil, format: StoreFormat = .raw, _ body: (String, HTTPClient) async throws -> Void
     ) async throws {
-        try await withServer(try TileServer(root: folder, cache: "\(folder)/.cache", uploads: uploads, storeFormat: format, taskExecutor: ServerExecutor.shared), body)
+        try await withServer(
+            try TileServer(root: folder, cache: "\(folder)/.cache", uploads: uploads, storeFormat: format, taskExecutor: ServerExecutor.shared), body)
     }
 
     /// Runs `body` against `server` on a free loopback port. Blocking calls on an event loop, or in a
@@ -135,7 +136,7 @@ struct TileServerTests {
             let dzi = try await Self.get(client, "\(base)/dzi/photo.dzi")
             let xml = String(decoding: dzi.body, as: UTF8.self)
             #expect(dzi.status == 200 && xml.contains("TileSize=\"256\"") && xml.contains("<Size Height=\"900\" Width=\"1300\"/>"))
-            // DeepZoom level 11 is the full size (2^11 >= 1300); its tile 4_3 is the 276x132 corner... 
+            // DeepZoom level 11 is the full size (2^11 >= 1300); its tile 4_3 is the 276x132 corner...
             let tile = try await Self.get(client, "\(base)/dzi/photo_files/11/5_3.jpg")
             #expect(tile.status == 200 && tile.headers["content-type"] == "image/jpeg")
             let decoded = try Reference.decode(tile.body).image
@@ -170,7 +171,9 @@ struct TileServerTests {
         }
     }
 
-    @Test("a repeated request is answered from the cache with the same bytes and headers; HEAD and 304 too; a render waiting on the application keeps the order")
+    @Test(
+        "a repeated request is answered from the cache with the same bytes and headers; HEAD and 304 too; a render waiting on the application keeps the order"
+    )
     func cachedAnswers() async throws {
         let (folder, _) = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -232,7 +235,8 @@ struct TileServerTests {
         try await Self.withServer(folder, uploads: policy) { base, client in
             let auth = [("Authorization", "Bearer s3cret")]
             #expect(try await Self.get(client, "\(base)/images/up", method: .PUT, body: jpeg).status == 401)
-            #expect(try await Self.get(client, "\(base)/images/up", method: .PUT, headers: [("Authorization", "Bearer nope")], body: jpeg).status == 401)
+            #expect(
+                try await Self.get(client, "\(base)/images/up", method: .PUT, headers: [("Authorization", "Bearer nope")], body: jpeg).status == 401)
             let created = try await Self.get(client, "\(base)/images/up", method: .PUT, headers: auth, body: jpeg)
             #expect(created.status == 201, "\(String(decoding: created.body, as: UTF8.self))")
             let state = try JSONSerialization.jsonObject(with: created.body) as! [String: Any]
@@ -274,7 +278,7 @@ struct TileServerTests {
                 ("/iiif/3/photo/full/100000,/0/default.jpg", 400),
                 ("/dzi/photo_files/12/0_0.jpg", 404),
                 ("/dzi/photo_files/11/6_0.jpg", 404),
-                ("/dzi/nothing.dzi", 404),
+                ("/dzi/nothing.dzi", 404)
             ]
             for (path, status) in cases {
                 let reply = try await Self.get(client, base + path)
@@ -289,7 +293,7 @@ struct TileServerTests {
                 ("/dzi/photo_files/11/36028797018963968_0.jpg", 404), ("/dzi/photo_files/11/0_36028797018963968.jpg", 404),
                 ("/dzi/photo_files/11/\(huge)_\(huge).jpg", 404), ("/dzi/photo_files/11/-1_0.jpg", 404),
                 ("/iiif/3/photo/full/pct:\(huge)/0/default.jpg", 400), ("/iiif/3/photo/full/^pct:\(huge)/0/default.jpg", 400),
-                ("/iiif/3/photo/pct:\(huge),0,10,10/max/0/default.jpg", 400),
+                ("/iiif/3/photo/pct:\(huge),0,10,10/max/0/default.jpg", 400)
             ]
             #expect(try await Self.get(client, base + "/dzi/photo_files/11/0_0.jpg").status == 200)
             for (path, status) in absurd {
@@ -315,13 +319,17 @@ struct TileServerTests {
             state ^= state << 17
             return Int(state % UInt64(bound))
         }
-        let pieces = ["0", "1", "-1", "11", "10", "12", "5", "9223372036854775807", "-9223372036854775808", "36028797018963968",
-                      "999999999", "pct:50", "pct:9223372036854775807", "^pct:9223372036854775807", "full", "max", "^max", "square",
-                      "!1,1", "0,0,1,1", "..", "%2e%2e", "%2F", "%00", "photo", "kept", "nothing", ".cache", "default.jpg",
-                      "gray.png", "0_0.jpg", "-1_-1.jpg", "9223372036854775807_0.jpg", "0_0.png", "x.jpg", "info.json", "", "%ZZ",
-                      "a%20b", "\u{e9}t\u{e9}", String(repeating: "a", count: 300)]
-        let numbers = ["0", "1", "-1", "5", "10", "11", "12", "90", "100", "9223372036854775807", "-9223372036854775808",
-                       "36028797018963968", "999999999", "1e308", "0.5", "99999999999999999999999999999999"]
+        let pieces = [
+            "0", "1", "-1", "11", "10", "12", "5", "9223372036854775807", "-9223372036854775808", "36028797018963968",
+            "999999999", "pct:50", "pct:9223372036854775807", "^pct:9223372036854775807", "full", "max", "^max", "square",
+            "!1,1", "0,0,1,1", "..", "%2e%2e", "%2F", "%00", "photo", "kept", "nothing", ".cache", "default.jpg",
+            "gray.png", "0_0.jpg", "-1_-1.jpg", "9223372036854775807_0.jpg", "0_0.png", "x.jpg", "info.json", "", "%ZZ",
+            "a%20b", "\u{e9}t\u{e9}", String(repeating: "a", count: 300)
+        ]
+        let numbers = [
+            "0", "1", "-1", "5", "10", "11", "12", "90", "100", "9223372036854775807", "-9223372036854775808",
+            "36028797018963968", "999999999", "1e308", "0.5", "99999999999999999999999999999999"
+        ]
         let prefixes = ["/dzi/photo_files/", "/dzi/kept_files/", "/dzi/", "/iiif/3/photo/", "/iiif/3/kept/", "/iiif/3/", "/images/", "/view/", "/"]
         let allowed: Set<Int> = [200, 303, 304, 400, 401, 403, 404, 405, 413, 501, 503]
         try await Self.withServer(folder) { base, client in
@@ -335,9 +343,15 @@ struct TileServerTests {
                 case 0:  // a DeepZoom tile's shape, hostile numbers
                     path = "/dzi/\(["photo", "kept", "nothing"][next(3)])_files/\(number())/\(number())_\(number()).\(["jpg", "png", "gif"][next(3)])"
                 case 1:  // an IIIF request's shape
-                    let region = ["full", "square", "\(number()),\(number()),\(number()),\(number())", "pct:\(number()),\(number()),\(number()),\(number())"][next(4)]
-                    let size = ["max", "^max", "\(number()),", ",\(number())", "pct:\(number())", "^pct:\(number())", "!\(number()),\(number())", "^\(number()),\(number())"][next(8)]
-                    path = "/iiif/3/\(["photo", "kept", "nothing"][next(3)])/\(region)/\(size)/\(number())/\(["default", "gray", "bitonal"][next(3)]).\(["jpg", "png", "webp"][next(3)])"
+                    let region = [
+                        "full", "square", "\(number()),\(number()),\(number()),\(number())", "pct:\(number()),\(number()),\(number()),\(number())"
+                    ][next(4)]
+                    let size = [
+                        "max", "^max", "\(number()),", ",\(number())", "pct:\(number())", "^pct:\(number())", "!\(number()),\(number())",
+                        "^\(number()),\(number())"
+                    ][next(8)]
+                    path =
+                        "/iiif/3/\(["photo", "kept", "nothing"][next(3)])/\(region)/\(size)/\(number())/\(["default", "gray", "bitonal"][next(3)]).\(["jpg", "png", "webp"][next(3)])"
                 default:
                     let segments = (0..<(1 + next(5))).map { _ in piece() }
                     path = prefixes[next(prefixes.count)] + segments.joined(separator: next(4) == 0 ? "_" : "/")

@@ -34,7 +34,8 @@ struct DeployTests {
     }
 
     /// Asks until the answer is not a 503 (a build in progress) or a minute passes.
-    static func settled(_ port: Int, _ path: String, _ fields: [(String, String)] = []) throws -> (status: Int, headers: [String: String], body: Data) {
+    static func settled(_ port: Int, _ path: String, _ fields: [(String, String)] = []) throws -> (status: Int, headers: [String: String], body: Data)
+    {
         var reply = try get(port, path, fields)
         for _ in 0..<600 where reply.status == 503 || reply.status == 0 {
             usleep(100_000)
@@ -87,11 +88,12 @@ struct DeployTests {
         var instances: [ServeCommandTests.Server] = []
         defer { for server in instances where server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         for _ in 0..<3 {
-            instances.append(try ServeCommandTests.Server([
-                folder, "--port", "0", "--cache", "\(folder)/.shared-cache", "--image-max-age", "3", "--document-max-age", "3",
-                "--trusted-proxy", "127.0.0.1", "--allowed-host", "127.0.0.1", "--allowed-host", "images.example.org",
-                "--admin-token", token, "--purge-url", "http://127.0.0.1:\(varnishPort)",
-            ]))
+            instances.append(
+                try ServeCommandTests.Server([
+                    folder, "--port", "0", "--cache", "\(folder)/.shared-cache", "--image-max-age", "3", "--document-max-age", "3",
+                    "--trusted-proxy", "127.0.0.1", "--allowed-host", "127.0.0.1", "--allowed-host", "images.example.org",
+                    "--admin-token", token, "--purge-url", "http://127.0.0.1:\(varnishPort)"
+                ]))
         }
         let ports = instances.map(\.port)
         var vcl = try String(contentsOfFile: "\(Self.repository)/deploy/varnish/tiler.vcl", encoding: .utf8)
@@ -101,10 +103,12 @@ struct DeployTests {
         // which Foundation's Process learns that a child ended; Foundation then waits for varnishd on
         // the one thread that reaps every Process of this test run, and no other test's child is
         // seen to end until varnishd does.
-        let varnish = try Daemon(varnishd, [
-            "-F", "-j", "none", "-n", "\(folder)/varnish", "-f", "\(folder)/tiler.vcl", "-a", "127.0.0.1:\(varnishPort)",
-            "-s", "malloc,64m", "-p", "ban_lurker_sleep=0.05",
-        ])
+        let varnish = try Daemon(
+            varnishd,
+            [
+                "-F", "-j", "none", "-n", "\(folder)/varnish", "-f", "\(folder)/tiler.vcl", "-a", "127.0.0.1:\(varnishPort)",
+                "-s", "malloc,64m", "-p", "ban_lurker_sleep=0.05"
+            ])
         defer { varnish.stop(SIGKILL) }
         var up = false
         for _ in 0..<300 where !up {
@@ -147,7 +151,7 @@ struct DeployTests {
         // https://evil.example/...). The request that tries, then a clean one (a hit): both the real URL.
         let poison = [
             ("X-Forwarded-Host", "evil.example"), ("X-Forwarded-Proto", "https"), ("X-Forwarded-Prefix", "/evil"),
-            ("X-Forwarded-Port", "444"), ("Forwarded", "host=evil.example;proto=https"),
+            ("X-Forwarded-Port", "444"), ("Forwarded", "host=evil.example;proto=https")
         ]
         for fields in [poison, [], poison] {
             let info = try Self.settled(varnishPort, "/iiif/3/img1/info.json", fields)
@@ -160,7 +164,8 @@ struct DeployTests {
         let notModified = try ports.map { try Self.metric($0, "tiler_requests_total{route=\"dzi_tile\",status=\"304\"}") }.reduce(0, +)
         // Past the lifetime (3 s): asked until Varnish revalidates (it serves the stored copy until then).
         var revalidated = try Self.get(varnishPort, tile(0))
-        for _ in 0..<200 where try ports.map({ try Self.metric($0, "tiler_requests_total{route=\"dzi_tile\",status=\"304\"}") }).reduce(0, +) == notModified {
+        for _ in 0..<200
+        where try ports.map({ try Self.metric($0, "tiler_requests_total{route=\"dzi_tile\",status=\"304\"}") }).reduce(0, +) == notModified {
             usleep(50_000)
             revalidated = try Self.get(varnishPort, tile(0))
         }
@@ -217,16 +222,20 @@ struct DeployTests {
         config = config.replacingOccurrences(of: "scrape_interval: 15s", with: "scrape_interval: 1s")
         try config.write(toFile: "\(folder)/prometheus.yml", atomically: true, encoding: .utf8)
         let prometheusPort = Int(Tools.freePort())
-        let scraper = try Daemon(prometheus, [
-            "--config.file=\(folder)/prometheus.yml", "--storage.tsdb.path=\(folder)/tsdb", "--web.listen-address=127.0.0.1:\(prometheusPort)",
-        ])
+        let scraper = try Daemon(
+            prometheus,
+            [
+                "--config.file=\(folder)/prometheus.yml", "--storage.tsdb.path=\(folder)/tsdb", "--web.listen-address=127.0.0.1:\(prometheusPort)"
+            ])
         defer { scraper.stop(SIGKILL) }
         var found = ""
-        for _ in 0..<300 where !(found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[2])\"")) {
+        for _ in 0..<300 where !(found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[2])\""))
+        {
             usleep(200_000)
             found = String(decoding: (try? Self.get(prometheusPort, "/api/v1/query?query=tiler_requests_total").body) ?? Data(), as: UTF8.self)
         }
-        #expect(found.contains("\"status\":\"success\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"")
-            && found.contains("\"instance\":\"127.0.0.1:\(ports[2])\""), "\(found.prefix(500))")
+        #expect(
+            found.contains("\"status\":\"success\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"")
+                && found.contains("\"instance\":\"127.0.0.1:\(ports[2])\""), "\(found.prefix(500))")
     }
 }

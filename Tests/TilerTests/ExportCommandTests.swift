@@ -35,8 +35,10 @@ struct ExportCommandTests {
         #expect(try TilerCommandTests.run(["export", "photo.jpg", "--out", "web", "--force"], in: folder).status == 0)
 
         let iiif = try TilerCommandTests.run(
-            ["export", "-", "--name", "p", "--layout", "iiif3", "--id", "https://example.org/iiif", "--out", "web",
-             "--keep-store", "p.tiles"], in: folder, stdin: "photo.jpg")
+            [
+                "export", "-", "--name", "p", "--layout", "iiif3", "--id", "https://example.org/iiif", "--out", "web",
+                "--keep-store", "p.tiles"
+            ], in: folder, stdin: "photo.jpg")
         #expect(iiif.status == 0, "\(iiif)")
         let info = try String(contentsOfFile: "\(folder)/web/p/info.json", encoding: .utf8)
         #expect(info.contains("\"id\" : \"https://example.org/iiif/p\""), "\(info)")
@@ -51,11 +53,13 @@ struct ExportCommandTests {
         let bad = try TilerCommandTests.run(["export", "bad.jpg", "--out", "web"], in: folder)
         #expect(bad.status == 1 && bad.stderr.hasPrefix("tiler: bad.jpg: "), "\(bad.stderr)")
         #expect(bad.stderr.split(separator: "\n").count == 1)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: "\(folder)/web").sorted() == ["p", "photo.dzi", "photo_files", "s.dzi", "s_files"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: "\(folder)/web").sorted() == ["p", "photo.dzi", "photo_files", "s.dzi", "s_files"])
     }
 
     @Test(
-        "The same files as vips dzsave writes, and tiles within 35 dB of its tiles", .enabled(if: ExportCommandTests.vips != nil, "vips is not installed (apt-get install libvips-tools)"),
+        "The same files as vips dzsave writes, and tiles within 35 dB of its tiles",
+        .enabled(if: ExportCommandTests.vips != nil, "vips is not installed (apt-get install libvips-tools)"),
         arguments: [(256, 0), (254, 1)])
     func sameAsVips(tile: Int, overlap: Int) throws {
         let vips = try #require(Self.vips)
@@ -69,7 +73,7 @@ struct ExportCommandTests {
         process.executableURL = URL(fileURLWithPath: vips)
         process.arguments = [
             "dzsave", "\(folder)/photo.jpg", "\(folder)/theirs/photo", "--tile-size", "\(tile)", "--overlap", "\(overlap)",
-            "--suffix", ".jpg[Q=80]",
+            "--suffix", ".jpg[Q=80]"
         ]
         try FileManager.default.createDirectory(atPath: "\(folder)/theirs", withIntermediateDirectories: false)
         try process.run()

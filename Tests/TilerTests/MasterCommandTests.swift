@@ -63,8 +63,9 @@ struct MasterCommandTests {
         #expect(try TilerCommandTests.run(["build", "pages.tif", "--page", "-1"], in: folder).status == 64)
     }
 
-    @Test("a cut JPEG's error offers --allow-truncated; a cut TIFF's, a cut PNG's and an empty input's do not",
-          .enabled(if: tools, skip))
+    @Test(
+        "a cut JPEG's error offers --allow-truncated; a cut TIFF's, a cut PNG's and an empty input's do not",
+        .enabled(if: tools, skip))
     func truncationHint() throws {
         let folder = try TilerCommandTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -145,7 +145,9 @@ struct ServeCommandTests {
         // answers (the second from the encoded-tile cache, the connection handler's) and the refusal.
         let tileLine = "\"GET /dzi/photo_files/11/1_1.jpg HTTP/1.1\" 200 \(tileBytes)"
         let refusalLine = "\"GET /iiif/3/..%2Fetc/info.json HTTP/1.1\" 400 "
-        func logged() -> [Substring] { server.errorsSoFar().split(separator: "\n").filter { $0.hasPrefix("127.0.0.1 - - [") && $0.contains("/20") && $0.contains(" +0000] \"") } }
+        func logged() -> [Substring] {
+            server.errorsSoFar().split(separator: "\n").filter { $0.hasPrefix("127.0.0.1 - - [") && $0.contains("/20") && $0.contains(" +0000] \"") }
+        }
         let logDeadline = ContinuousClock.now + .seconds(30)
         while !logged().contains(where: { $0.contains(refusalLine) }), ContinuousClock.now < logDeadline { usleep(20_000) }
         #expect(logged().filter { $0.hasSuffix(tileLine) }.count == 2, "\(logged())")
@@ -156,7 +158,8 @@ struct ServeCommandTests {
         // waits holding its thread, on purpose: a wait for a thread of the cooperative pool, busy with
         // other tests, could outlast the idle timeout.)
         let built = ContinuousClock.now + .seconds(60)
-        while !String(decoding: try Self.request(port, "GET", "/images/photo").body, as: UTF8.self).contains("\"ready\""), ContinuousClock.now < built {
+        while !String(decoding: try Self.request(port, "GET", "/images/photo").body, as: UTF8.self).contains("\"ready\""), ContinuousClock.now < built
+        {
             usleep(50_000)
         }
         // An upload that stops half-way: being built when SIGTERM arrives.
@@ -299,7 +302,8 @@ struct ServeCommandTests {
         defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         #expect(server.port > 0, "the file's port 0: any free port")
         let connection = try LoopbackConnection(port: UInt16(server.port))
-        let head = "GET /iiif/3/photo/info.json HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-Host: public.example\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n"
+        let head =
+            "GET /iiif/3/photo/info.json HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-Host: public.example\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n"
         try connection.send(Data(head.utf8))
         let info = String(decoding: connection.read(timeout: .seconds(60)).bytes, as: UTF8.self)
         #expect(info.contains("Cache-Control: public, max-age=22"), "the environment over the file: \(info)")
@@ -327,12 +331,13 @@ struct ServeCommandTests {
             ("{}", [:], ["--upload-origin", "null"], "uploadOrigins"),
             ("{}", [:], ["--upload-origin", "*"], "uploadOrigins"),
             ("{}", [:], ["--upload-origin", "https://app.example/page"], "uploadOrigins"),
-            ("{}", [:], ["--purge-url", "ftp://varnish"], "purgeURLs"),
+            ("{}", [:], ["--purge-url", "ftp://varnish"], "purgeURLs")
         ]
         for (json, environment, arguments, named) in cases {
             try write(json)
             // An address that cannot be bound: were the value taken, the server would fail, not hang.
-            let run = try TilerCommandTests.run(["serve", folder, "--config", config, "--host", "256.1.1.1"] + arguments, in: folder, environment: environment)
+            let run = try TilerCommandTests.run(
+                ["serve", folder, "--config", config, "--host", "256.1.1.1"] + arguments, in: folder, environment: environment)
             #expect(run.status == 64 && run.stderr.contains(named), "\(json) \(environment) \(arguments): \(run.status) \(run.stderr)")
         }
         // A cache folder that is the folder served (an admin purge would then delete the folder's own stores).

@@ -38,12 +38,12 @@ struct ServeFuzzCommandTests {
         let valid = [
             "GET /dzi/kept_files/11/0_0.jpg", "GET /dzi/kept_files/11/5_3.jpg", "HEAD /dzi/kept_files/10/1_1.jpg", "GET /iiif/3/kept/info.json",
             "GET /iiif/3/kept/256,256,512,512/256,/0/default.jpg", "GET /iiif/3/kept/full/100,/0/gray.png", "GET /health", "GET /images/kept",
-            "GET /nothing", "GET /iiif/3/kept/bogus/max/0/default.jpg", "GET /dzi/kept_files/99/0_0.jpg", "HEAD /iiif/3/kept/info.json",
+            "GET /nothing", "GET /iiif/3/kept/bogus/max/0/default.jpg", "GET /dzi/kept_files/99/0_0.jpg", "HEAD /iiif/3/kept/info.json"
         ].map { $0 + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" }
         let malformed = [
             "FROB / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: +0\r\n\r\n",
             "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", "GET / HTTP/1.1\r\nBad Name: 1\r\n\r\n",
-            "GET / HTTP/1.1\r\nHost: 127.0.0.1\u{0}\r\n\r\n", "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            "GET / HTTP/1.1\r\nHost: 127.0.0.1\u{0}\r\n\r\n", "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"
         ]
         // The reference: each valid request alone, on a connection of its own (its variable fields
         // aside: Date, and an ETag's value is kept, since it must not change).
@@ -111,7 +111,8 @@ struct ServeFuzzCommandTests {
             expected = Array(expected.prefix(at)) + before + [Answer(status: 400, length: -1, etag: nil)]
         } else if plan.stall {
             // A name of its own: four clients stall at once, and a second upload of one name is a 409.
-            texts.append("PUT /images/stall-\(plan.seed) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: 1000\r\n\r\n\u{FF}\u{D8}")
+            texts.append(
+                "PUT /images/stall-\(plan.seed) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: 1000\r\n\r\n\u{FF}\u{D8}")
         }
         let isHead = texts.map { $0.hasPrefix("HEAD") }
         let bytes = Data(texts.joined().utf8)
@@ -130,7 +131,8 @@ struct ServeFuzzCommandTests {
         var got = answers.map(Self.answer)
         // A body that stalls ends at the idle timeout: its request may be answered (the body ended early).
         if plan.stall, got.count == expected.count + 1, [400, 408].contains(got.last?.status) { got.removeLast() }
-        let matches = got.count == expected.count
+        let matches =
+            got.count == expected.count
             && zip(got, expected).allSatisfy { $0.status == $1.status && ($1.length < 0 || ($0.length == $1.length && $0.etag == $1.etag)) }
         return matches ? nil : "sent \(texts.map { $0.prefix(40) }), expected \(expected.map(\.status)), got \(got.map(\.status))"
     }

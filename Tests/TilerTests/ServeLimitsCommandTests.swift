@@ -81,7 +81,8 @@ struct ServeLimitsCommandTests {
         #expect(after <= baseline + 2, "descriptors: \(baseline) before, \(most) at most, \(after) after")
         let log = server.errorsSoFar()
         #expect(log.contains("connection limit reached"), "\(log.suffix(500))")
-        FileHandle.standardError.write(Data("descriptor budget: \(baseline) descriptors before, \(most) at most with 600 clients, \(after) after\n".utf8))
+        FileHandle.standardError.write(
+            Data("descriptor budget: \(baseline) descriptors before, \(most) at most with 600 clients, \(after) after\n".utf8))
         #expect(server.terminate(within: 30)?.status == 0)
     }
 
@@ -94,7 +95,9 @@ struct ServeLimitsCommandTests {
         defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         let (port, pid) = (server.port, server.process.processIdentifier)
         #expect(try ServeCommandTests.request(port, "GET", "/dzi/kept_files/11/0_0.jpg").status == 200)
-        let (files, fds, rss) = (try FileManager.default.contentsOfDirectory(atPath: folder).sorted(), Self.descriptors(pid), ServeCommandTests.memory(pid, "VmRSS"))
+        let (files, fds, rss) = (
+            try FileManager.default.contentsOfDirectory(atPath: folder).sorted(), Self.descriptors(pid), ServeCommandTests.memory(pid, "VmRSS")
+        )
         var clients: [LoopbackConnection] = []
         for i in 0..<300 {
             let head = "PUT /images/up\(i) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\n\r\n"
@@ -120,11 +123,16 @@ struct ServeLimitsCommandTests {
         let nowRSS = ServeCommandTests.memory(pid, "VmRSS")
         #expect(nowFiles == files, "left: \(nowFiles)")
         #expect(nowFDs <= fds + 2 && (Sanitizers.address || nowRSS < rss + 32), "descriptors \(fds) -> \(nowFDs), RSS \(rss) -> \(nowRSS) MiB")
-        FileHandle.standardError.write(Data("300 stalled uploads: descriptors \(fds), at most \(peakFDs), after \(nowFDs); RSS \(rss), peak \(peakRSS), after \(nowRSS) MiB\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "300 stalled uploads: descriptors \(fds), at most \(peakFDs), after \(nowFDs); RSS \(rss), peak \(peakRSS), after \(nowRSS) MiB\n"
+                    .utf8))
         #expect(server.terminate(within: 30)?.status == 0)
     }
 
-    @Test("a source swapped for a symlink or a FIFO while requests run: no request hangs, the file outside is never served, SIGTERM ends the server within 2 s")
+    @Test(
+        "a source swapped for a symlink or a FIFO while requests run: no request hangs, the file outside is never served, SIGTERM ends the server within 2 s"
+    )
     func swappedSources() async throws {
         let folder = try TilerCommandTests.folder(), outside = try TilerCommandTests.folder()
         defer { for f in [folder, outside] { try? FileManager.default.removeItem(atPath: f) } }
@@ -172,7 +180,9 @@ struct ServeLimitsCommandTests {
         #expect(ended?.status == 0 && clock.now - start < .seconds(2), "SIGTERM took \(clock.now - start): \(String(describing: ended))")
     }
 
-    @Test("a client pipelining 10,000 tile and region requests without reading the answers grows the server by less than 32 MiB; others are served meanwhile")
+    @Test(
+        "a client pipelining 10,000 tile and region requests without reading the answers grows the server by less than 32 MiB; others are served meanwhile"
+    )
     func pipelinedWithoutReading() throws {
         let folder = try TilerCommandTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -208,8 +218,10 @@ struct ServeLimitsCommandTests {
         // count of image answers the same twice running, a fifth of a second apart.
         func answered() -> Double {
             let text = (try? DeployTests.get(port, "/metrics").body).map { String(decoding: $0, as: UTF8.self) } ?? ""
-            return ServeCommandTests.samples(text).filter { $0.key.hasPrefix("tiler_requests_total{route=\"dzi_tile\"") || $0.key.hasPrefix("tiler_requests_total{route=\"iiif_image\"") }
-                .values.reduce(0, +)
+            return ServeCommandTests.samples(text).filter {
+                $0.key.hasPrefix("tiler_requests_total{route=\"dzi_tile\"") || $0.key.hasPrefix("tiler_requests_total{route=\"iiif_image\"")
+            }
+            .values.reduce(0, +)
         }
         var (last, now) = (-1.0, answered())
         for _ in 0..<300 where now != last || now == 0 {

@@ -43,7 +43,9 @@ struct TIFFCommandTests {
     func options() throws {
         let folder = try TilerCommandTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        for arguments in [["build", "base.jpg", "--quality", "0"], ["build", "base.jpg", "--tile-size", "40"], ["build", "base.jpg", "--format", "png"]] {
+        for arguments in [
+            ["build", "base.jpg", "--quality", "0"], ["build", "base.jpg", "--tile-size", "40"], ["build", "base.jpg", "--format", "png"]
+        ] {
             let run = try TilerCommandTests.run(arguments, in: folder)
             #expect(run.status == 64, "\(arguments): \(run)")
         }

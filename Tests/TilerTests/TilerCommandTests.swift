@@ -93,7 +93,7 @@ struct TilerCommandTests {
         #expect(symlink("base.jpg", "\(folder)/link.jpg") == 0)
         for arguments in [
             ["thumb", "base.jpg", "--max-edge", "32", "--out", "base.jpg"], ["thumb", "base.jpg", "--max-edge", "32", "--out", "link.jpg"],
-            ["render", "base.jpg", "--out", "base.jpg"], ["render", "link.jpg", "--out", "base.jpg"],
+            ["render", "base.jpg", "--out", "base.jpg"], ["render", "link.jpg", "--out", "base.jpg"]
         ] {
             let run = try Self.run(arguments, in: folder)
             #expect(run.status != 0 && run.stderr.contains("input"), "\(arguments): \(run)")
@@ -139,19 +139,20 @@ struct TilerCommandTests {
         #expect(Self.exists("\(folder)/many/base.jpg.tiles/manifest.json") && Self.exists("\(folder)/many/p.jpg.tiles/manifest.json"))
     }
 
-    @Test("bad option values are usage errors at parse time, with one message and nothing written",
-          arguments: [
-              ["thumb", "base.jpg", "--max-edge", "32", "--sizes", "a,b", "--out", "o"],
-              ["thumb", "base.jpg", "--max-edge", "32", "--sizes", "50,abc,20", "--out", "o"],
-              ["thumb", "base.jpg", "--max-edge", "32", "--sizes", "99999999999999999999", "--out", "o"],
-              ["thumb", "base.jpg", "--max-edge", "32", "--sizes", "1e3", "--out", "o"],
-              ["thumb", "base.jpg", "--max-edge", "7", "--sizes", "7,7,7", "--out", "o"],
-              ["thumb", "base.jpg", "--max-edge", "0", "--out", "o"],
-              ["thumb", "base.jpg", "--max-edge", "32", "--quality", "0", "--out", "o"],
-              ["thumb", "base.jpg", "--max-edge", "32", "--quality", "1000", "--out", "o"],
-              ["build", "base.jpg", "--jobs", "0", "--out", "o"], ["build", "base.jpg", "--jobs=-1", "--out", "o"],
-              ["build", "base.jpg", "p.jpg", "--tile-size", "7", "--out", "o"],
-          ])
+    @Test(
+        "bad option values are usage errors at parse time, with one message and nothing written",
+        arguments: [
+            ["thumb", "base.jpg", "--max-edge", "32", "--sizes", "a,b", "--out", "o"],
+            ["thumb", "base.jpg", "--max-edge", "32", "--sizes", "50,abc,20", "--out", "o"],
+            ["thumb", "base.jpg", "--max-edge", "32", "--sizes", "99999999999999999999", "--out", "o"],
+            ["thumb", "base.jpg", "--max-edge", "32", "--sizes", "1e3", "--out", "o"],
+            ["thumb", "base.jpg", "--max-edge", "7", "--sizes", "7,7,7", "--out", "o"],
+            ["thumb", "base.jpg", "--max-edge", "0", "--out", "o"],
+            ["thumb", "base.jpg", "--max-edge", "32", "--quality", "0", "--out", "o"],
+            ["thumb", "base.jpg", "--max-edge", "32", "--quality", "1000", "--out", "o"],
+            ["build", "base.jpg", "--jobs", "0", "--out", "o"], ["build", "base.jpg", "--jobs=-1", "--out", "o"],
+            ["build", "base.jpg", "p.jpg", "--tile-size", "7", "--out", "o"]
+        ])
     func badOptions(arguments: [String]) throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }

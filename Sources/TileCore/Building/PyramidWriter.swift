@@ -114,7 +114,6 @@ final class PyramidWriter {
 
     func finish() throws(TileError) { try check(cjs_pyramid_finish(handle)) }
 
-
     private func check(_ status: cjs_status) throws(TileError) {
         switch status {
         case CJS_OK: return

@@ -103,8 +103,11 @@ struct StoreManifest: Codable, Equatable {
     /// One sentence for a decoding error, naming the field (not Swift's debug dump).
     static func describe(_ error: DecodingError) -> String {
         func field(_ path: [any CodingKey]) -> String {
-            path.isEmpty ? "the document" : "`" + path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
-                .joined(separator: ".").replacingOccurrences(of: ".[", with: "[") + "`"
+            path.isEmpty
+                ? "the document"
+                : "`"
+                    + path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+                    .joined(separator: ".").replacingOccurrences(of: ".[", with: "[") + "`"
         }
         switch error {
         case .keyNotFound(let key, let context):

@@ -22,7 +22,8 @@ extension TileBuilder {
             }
             // JPEG tiles keep no alpha: a raw store keeps it, unless the caller would rather fail.
             guard tiff.mastersWithAlpha == .rawStore else {
-                throw TileError(.unsupported, "a TIFF store's JPEG tiles keep no alpha: build a raw store of this \(info.format.rawValue.uppercased())")
+                throw TileError(
+                    .unsupported, "a TIFF store's JPEG tiles keep no alpha: build a raw store of this \(info.format.rawValue.uppercased())")
             }
         }
         return (try makeRawPipeline(header, info: info, orientation: orientation, storage: options.storage), info)
@@ -41,7 +42,9 @@ extension TileBuilder {
         guard let limit = storeByteLimit else { return }
         let bytes = Self.storeByteEstimate(geometry, tiff: tiff)
         guard bytes <= limit else {
-            throw TileError(.overBudget, "the store of \(geometry.width)x\(geometry.height) takes about \(bytes) bytes, over the \(limit) bytes the disk budget has room for")
+            throw TileError(
+                .overBudget,
+                "the store of \(geometry.width)x\(geometry.height) takes about \(bytes) bytes, over the \(limit) bytes the disk budget has room for")
         }
     }
 

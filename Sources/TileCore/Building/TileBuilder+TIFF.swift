@@ -82,7 +82,9 @@ extension TileBuilder {
     {
         let full = geometry.levels[0]
         var first: TIFFLevelCoding
-        if let copied { first = copied } else {
+        if let copied {
+            first = copied
+        } else {
             first = try TIFFLevelCoding(encodedAs: coding, width: full.width, height: full.height, like: template(info))
         }
         var codings = [first]

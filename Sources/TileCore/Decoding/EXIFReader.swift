@@ -124,11 +124,13 @@ struct EXIFReader {
         case 4: return .integers((0..<count).map { u32(start + $0 * 4)! })
         case 9: return .integers((0..<count).map { signed(u32(start + $0 * 4)!, bits: 32) })
         case 5, 10:
-            return .rationals((0..<count).map {
-                let n = u32(start + $0 * 8)!, d = u32(start + $0 * 8 + 4)!
-                return type == 5 ? EXIFRational(numerator: n, denominator: d)
-                    : EXIFRational(numerator: signed(n, bits: 32), denominator: signed(d, bits: 32))
-            })
+            return .rationals(
+                (0..<count).map {
+                    let n = u32(start + $0 * 8)!, d = u32(start + $0 * 8 + 4)!
+                    return type == 5
+                        ? EXIFRational(numerator: n, denominator: d)
+                        : EXIFRational(numerator: signed(n, bits: 32), denominator: signed(d, bits: 32))
+                })
         default: return .bytes(Array(bytes[start..<(start + total)]))
         }
     }
@@ -155,6 +157,6 @@ struct EXIFReader {
         0xA002: "PixelXDimension", 0xA003: "PixelYDimension", 0xA005: "InteroperabilityIFD",
         0xA402: "ExposureMode", 0xA403: "WhiteBalance", 0xA405: "FocalLengthIn35mmFilm",
         0xA406: "SceneCaptureType", 0xA434: "LensModel", 0x0201: "JPEGInterchangeFormat",
-        0x0202: "JPEGInterchangeFormatLength",
+        0x0202: "JPEGInterchangeFormatLength"
     ]
 }

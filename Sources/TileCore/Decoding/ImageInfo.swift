@@ -83,7 +83,7 @@ public struct ImageInfo: Sendable, Hashable {
         public var compressionName: String {
             let names = [
                 1: "none", 2: "CCITT RLE", 3: "CCITT G3", 4: "CCITT G4", 5: "LZW", 6: "old JPEG", 7: "JPEG", 8: "deflate",
-                32946: "deflate", 32773: "PackBits", 34925: "LZMA", 50000: "Zstandard", 50001: "WebP",
+                32946: "deflate", 32773: "PackBits", 34925: "LZMA", 50000: "Zstandard", 50001: "WebP"
             ]
             return names[compression] ?? "compression \(compression)"
         }
@@ -124,7 +124,9 @@ public struct ImageInfo: Sendable, Hashable {
         components = frame.components.count
         bitsPerSample = frame.precision
         let kind = frame.marker & 0x03
-        coding = kind == 0 ? (frame.marker == 0xC0 ? .baseline : .extendedSequential)
+        coding =
+            kind == 0
+            ? (frame.marker == 0xC0 ? .baseline : .extendedSequential)
             : kind == 2 ? .progressive : kind == 3 ? .lossless : .extendedSequential
         isArithmetic = frame.marker >= 0xC9
         restartInterval = s.restartInterval

@@ -79,7 +79,7 @@ final class JPEGDecoder: RowDecoder {
         let spaces: [Int32: JPEGHeader.ColorSpace] = [
             Int32(CJS_COLOR_GRAYSCALE.rawValue): .grayscale, Int32(CJS_COLOR_RGB.rawValue): .rgb,
             Int32(CJS_COLOR_YCBCR.rawValue): .ycbcr, Int32(CJS_COLOR_CMYK.rawValue): .cmyk,
-            Int32(CJS_COLOR_YCCK.rawValue): .ycck,
+            Int32(CJS_COLOR_YCCK.rawValue): .ycck
         ]
         return JPEGHeader(
             width: Int(h.width), height: Int(h.height), components: Int(h.components),

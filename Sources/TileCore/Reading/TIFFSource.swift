@@ -118,7 +118,8 @@ final class TIFFSource: @unchecked Sendable {
     func storedBytesIfCached(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8]? {
         let location = try locate(level: level, column: column, row: row)
         let bytes = [UInt8](unsafeUninitializedCapacity: location.length) { buffer, count in
-            let read = location.length == 0
+            let read =
+                location.length == 0
                 || SystemCall.readIfCached(location.descriptor, into: buffer.baseAddress!, count: location.length, offset: location.offset)
             count = read ? location.length : 0
         }
@@ -205,7 +206,8 @@ extension TIFFSource {
         guard isJPEG(level: level),
             photometric == Int32(CJS_PHOTOMETRIC_YCBCR.rawValue) || photometric == Int32(CJS_PHOTOMETRIC_GRAY.rawValue)
         else { return nil }
-        let stored = waitsForDisk
+        let stored =
+            waitsForDisk
             ? try storedBytes(level: level, column: column, row: row, path: path)
             : try storedBytesIfCached(level: level, column: column, row: row)
         guard let tile = stored else { return nil }
@@ -243,7 +245,9 @@ extension TIFFSource {
     }
 
     /// The byte count of ``completeJPEG(level:column:row:path:)``'s answer, and where the tile lies.
-    func completeJPEGLength(level: Int, column: Int, row: Int) throws(TileError) -> (length: Int, tile: (descriptor: Int32, offset: Int, length: Int))? {
+    func completeJPEGLength(level: Int, column: Int, row: Int) throws(TileError) -> (
+        length: Int, tile: (descriptor: Int32, offset: Int, length: Int)
+    )? {
         guard isJPEG(level: level) else { return nil }
         let tile = try locate(level: level, column: column, row: row)
         guard tile.length >= 4 else { throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) does not start a JPEG stream") }
@@ -333,7 +337,6 @@ final class TIFFFileReader: @unchecked Sendable {
         else { throw TileError(.corrupt, "tile (\(column), \(row)) is outside directory \(directory)") }
         return (fileDescriptor, Int(offset), Int(length))
     }
-
 
     func decode(directory: UInt32, column: Int, row: Int, into destination: UnsafeMutableRawPointer, stride: Int)
         throws(TileError)

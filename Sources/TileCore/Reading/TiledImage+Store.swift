@@ -34,8 +34,9 @@ extension TiledImage {
                 orientation: option.resolve(exif: orientation.rawValue), placement: orientation,
                 tileSize: manifest.tileSize, levels: .count(manifest.levels.count))
         } catch { throw TileError(.invalidStore, "\(path): the manifest's \(error.message)") }
-        guard geometry.levels.map({ StoreManifest.Level(storedWidth: $0.storedWidth, storedHeight: $0.storedHeight) })
-            == manifest.levels
+        guard
+            geometry.levels.map({ StoreManifest.Level(storedWidth: $0.storedWidth, storedHeight: $0.storedHeight) })
+                == manifest.levels
         else { throw TileError(.invalidStore, "\(path): the manifest's levels do not match its size") }
         let files = try LevelFiles.opening(geometry.levels.count) { index throws(TileError) in
             let file = "\(path)/\(StoreManifest.levelFileName(index))"

@@ -180,8 +180,11 @@ public final class TiledImage: Sendable {
         guard geometry.readsWholeTiles, tiff == nil else {
             let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: geometry.tileByteCount, alignment: 16)
             defer { scratch.deallocate() }
-            if tiff != nil { try readTIFFTile(level: level, column: column, row: row, into: scratch.baseAddress!) }
-            else { try readAssembledTile(level: level, column: column, row: row, into: scratch.baseAddress!) }
+            if tiff != nil {
+                try readTIFFTile(level: level, column: column, row: row, into: scratch.baseAddress!)
+            } else {
+                try readAssembledTile(level: level, column: column, row: row, into: scratch.baseAddress!)
+            }
             return try body(UnsafeRawBufferPointer(scratch))
         }
         let (offset, _) = try checkedLocation(level: level, column: column, row: row)

@@ -35,7 +35,9 @@ extension ImageRequest {
             throw TileError(
                 .invalidArgument, "an image request has 4 segments, {region}/{size}/{rotation}/{quality}.{format}: \(Self.quoted(path))")
         }
-        guard !parts[1].hasPrefix("^") else { throw Self.invalid("size", parts[1], "Image API 2.1 has no ^ (sizes above the full size are not offered)") }
+        guard !parts[1].hasPrefix("^") else {
+            throw Self.invalid("size", parts[1], "Image API 2.1 has no ^ (sizes above the full size are not offered)")
+        }
         try self.init(region: parts[0], size: parts[1] == "full" ? "max" : parts[1], rotation: parts[2], qualityAndFormat: parts[3])
     }
 }

@@ -150,7 +150,9 @@ extension ImageRequest {
         case .height(let height):
             (sw, sh) = (aspect(height, w, h), height)
         case .percent(let n):
-            guard n.isFinite, n >= 0 else { throw TileError(.invalidArgument, "size \(describe(size)): the percentage must be finite and not negative") }
+            guard n.isFinite, n >= 0 else {
+                throw TileError(.invalidArgument, "size \(describe(size)): the percentage must be finite and not negative")
+            }
             sw = Self.integer(Double(w) * n / 100)
             sh = Self.integer(Double(h) * n / 100)
         case .exactly(let width, let height):
@@ -195,8 +197,10 @@ extension ImageRequest {
     }
 
     private func describe(_ limits: Limits) -> String {
-        [limits.maxWidth.map { "maxWidth \($0)" }, limits.effectiveMaxHeight.map { "maxHeight \($0)" },
-         limits.maxArea.map { "maxArea \($0)" }].compactMap { $0 }.joined(separator: ", ")
+        [
+            limits.maxWidth.map { "maxWidth \($0)" }, limits.effectiveMaxHeight.map { "maxHeight \($0)" },
+            limits.maxArea.map { "maxArea \($0)" }
+        ].compactMap { $0 }.joined(separator: ", ")
     }
 
     /// A number as the canonical form writes it: an integer when it is one, else the shortest decimal

@@ -207,6 +207,7 @@ public struct ImageRequest: Sendable, Hashable {
     /// A value quoted for a message, shortened and with control characters escaped.
     static func quoted(_ text: String) -> String {
         let short = text.count > 64 ? String(text.prefix(64)) + "..." : text
-        return "\"" + short.unicodeScalars.map { $0.value < 32 || $0.value == 127 ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined() + "\""
+        return "\"" + short.unicodeScalars.map { $0.value < 32 || $0.value == 127 ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined()
+            + "\""
     }
 }

@@ -64,7 +64,9 @@ public final class TileJPEGEncoder {
         var output: UnsafeRawPointer?
         var length = 0
         let status = cjs_tile_encoder_encode(handle, rows.baseAddress, stride, UInt32(width), UInt32(height), &output, &length)
-        guard status == CJS_OK, let output else { throw TileError(.io, "libjpeg could not encode a \(width)x\(height) tile (status \(status.rawValue))") }
+        guard status == CJS_OK, let output else {
+            throw TileError(.io, "libjpeg could not encode a \(width)x\(height) tile (status \(status.rawValue))")
+        }
         return Data(bytes: output, count: length)
     }
 }

@@ -38,7 +38,8 @@ extension TiledImage {
         if pixels.width != request.scaledWidth || pixels.height != request.scaledHeight {
             pixels = pixels.nearest(width: request.scaledWidth, height: request.scaledHeight)
         }
-        let turns: [ImageOrientation] = request.mirrored
+        let turns: [ImageOrientation] =
+            request.mirrored
             ? [.flipHorizontal, .transverse, .flipVertical, .transpose] : [.identity, .rotate90, .rotate180, .rotate270]
         pixels = pixels.oriented(turns[request.quarterTurns & 3])
         if request.quality == .gray || request.quality == .bitonal { pixels.makeGray() }
@@ -52,7 +53,7 @@ extension TiledImage {
     package func sourceRect(for request: ImageRequest.Resolved) throws(TileError) -> (level: Int, x0: Int, y0: Int, x1: Int, y1: Int) {
         let full = try level(0)
         guard request.x >= 0, request.y >= 0, request.width > 0, request.height > 0,
-              request.x + request.width <= full.width, request.y + request.height <= full.height
+            request.x + request.width <= full.width, request.y + request.height <= full.height
         else { throw TileError(.invalidArgument, "the request was resolved for another image size") }
         // The coarsest level whose copy of the region is still at least as large as the output, and on
         // whose pixel grid the region lies exactly (its edges on multiples of 2^k, or the image's edge):

@@ -26,7 +26,8 @@ struct ResizeJob {
             // A JPEG already within the target is copied through; a PNG or TIFF is always encoded.
             if within && info.format == .jpeg && !options.reencodesSmallImages && !options.returnsPixels && target.path != nil {
                 try copyThrough(to: target.path!)
-                results[i] = .init(target: target, width: uprightWidth, height: uprightHeight, wasCopied: true,
+                results[i] = .init(
+                    target: target, width: uprightWidth, height: uprightHeight, wasCopied: true,
                     decodedWidth: 0, decodedHeight: 0, pixels: nil)
             } else {
                 toDecode.append(i)
@@ -42,7 +43,8 @@ struct ResizeJob {
         for (k, i) in toDecode.enumerated() {
             let pixels = RGBAPixels(width: stored[k].0, height: stored[k].1, bytes: resamplers[k].output).oriented(orientation)
             if let path = targets[i].path { try encode(pixels, to: path) }
-            results[i] = .init(target: targets[i], width: pixels.width, height: pixels.height, wasCopied: false,
+            results[i] = .init(
+                target: targets[i], width: pixels.width, height: pixels.height, wasCopied: false,
                 decodedWidth: decoded.width, decodedHeight: decoded.height, pixels: options.returnsPixels ? pixels : nil)
         }
         return results.map { $0! }
@@ -84,8 +86,9 @@ struct ResizeJob {
             try jpeg.storeCoefficients(options.coefficientStorage, in: LevelFiles.defaultDirectory, windowBytes: nil)
         }
         var resamplers = storedSizes.map {
-            AreaResampler(inputWidth: size.width, inputHeight: size.height,
-                          outputWidth: min($0.0, size.width), outputHeight: min($0.1, size.height))
+            AreaResampler(
+                inputWidth: size.width, inputHeight: size.height,
+                outputWidth: min($0.0, size.width), outputHeight: min($0.1, size.height))
         }
         let stride = size.width * 4
         let strip = UnsafeMutableRawBufferPointer.allocate(byteCount: stride * 16, alignment: 64)

@@ -35,7 +35,7 @@ public struct SourceFingerprint: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         [
             identity.device, identity.inode, UInt64(identity.byteCount), UInt64(bitPattern: identity.modificationTime),
-            UInt64(bitPattern: identity.changeTime), sampleHash,
+            UInt64(bitPattern: identity.changeTime), sampleHash
         ].map { String($0, radix: 16) }.joined(separator: "-")
     }
 
