@@ -386,9 +386,7 @@ extension TIFFMasterTests {
         #expect(calls == 12)  // 190 rows, 16 a call
         #expect(try image!.allTiles() == TileBuilder.build(data: bytes).allTiles())
     }
-}
 
-extension TIFFMasterTests {
     @Test("a TIFF reached through a symbolic link is read from its file, as a JPEG or PNG would be", .enabled(if: tools, skip))
     func throughSymlink() throws {
         let folder = try PNGSourceTests.folder()
