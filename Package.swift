@@ -82,7 +82,9 @@ let package = Package(
         ),
         .target(
             name: "TileActors",
-            dependencies: ["TileCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "TileCore", .product(name: "Logging", package: "swift-log"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 /// Runs memory-heavy jobs (whole-image decodes, thumbnails, exports) at most `maximumConcurrency` at a
 /// time, in the order they were submitted.
 ///
@@ -23,8 +23,8 @@ public actor HeavyWorkQueue {
     public nonisolated let counts: AsyncStream<Counts>
     private let countsContinuation: AsyncStream<Counts>.Continuation
     /// Who runs and who waits, under a lock: a waiter's cancellation handler (synchronous, on any
-    /// thread) takes it out of the line at once.
-    private let line = Mutex(Line())
+    /// thread) takes it out of the line at once. A pthread mutex (NIO's), which ThreadSanitizer sees.
+    private let line = NIOLockedValueBox(Line())
 
     private struct Line {
         var active = 0
@@ -44,7 +44,7 @@ public actor HeavyWorkQueue {
     deinit { countsContinuation.finish() }
 
     /// The current counts.
-    public nonisolated var currentCounts: Counts { line.withLock { $0.counts } }
+    public nonisolated var currentCounts: Counts { line.withLockedValue { $0.counts } }
 
     /// Waits for a turn, then runs `job` in the caller's task. For blocking work use
     /// ``runBlocking(_:)``: `job` here runs on the caller's executor.
@@ -72,7 +72,7 @@ public actor HeavyWorkQueue {
 
     private nonisolated func acquire() async throws {
         try Task.checkCancellation()
-        let id = line.withLock { line -> Int? in
+        let id = line.withLockedValue { line -> Int? in
             if line.active < maximumConcurrency && line.waiters.isEmpty {
                 line.active += 1
                 countsContinuation.yield(line.counts)
@@ -86,7 +86,7 @@ public actor HeavyWorkQueue {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 // Under the lock: a cancellation either finds the waiter in the line, or comes before
                 // it joins (the task is marked cancelled before its handler runs) and is seen here.
-                let joined = line.withLock { line -> Bool in
+                let joined = line.withLockedValue { line -> Bool in
                     guard !Task.isCancelled else { return false }
                     line.waiters.append((id, continuation))
                     countsContinuation.yield(line.counts)
@@ -96,7 +96,7 @@ public actor HeavyWorkQueue {
             }
         } onCancel: {
             // Not in the line: not joined yet (it will not), or its turn has come (it runs).
-            let waiter = line.withLock { line -> CheckedContinuation<Void, any Error>? in
+            let waiter = line.withLockedValue { line -> CheckedContinuation<Void, any Error>? in
                 guard let index = line.waiters.firstIndex(where: { $0.id == id }) else { return nil }
                 defer { countsContinuation.yield(line.counts) }
                 return line.waiters.remove(at: index).continuation
@@ -106,7 +106,7 @@ public actor HeavyWorkQueue {
     }
 
     private nonisolated func release() {
-        let next = line.withLock { line -> CheckedContinuation<Void, any Error>? in
+        let next = line.withLockedValue { line -> CheckedContinuation<Void, any Error>? in
             defer { countsContinuation.yield(line.counts) }
             if line.waiters.isEmpty {
                 line.active -= 1

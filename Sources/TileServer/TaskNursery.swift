@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Where the catalog's long-lived work runs: builds' feeds and watchers, lookups shared by concurrent
 /// requests, waiters' deadlines, admin builds. Each job is a child of the one task group that
@@ -40,14 +40,16 @@ final class TaskNursery: Sendable {
         var waiting: [ObjectIdentifier: any Runnable] = [:]
     }
 
-    private let line = Mutex(Line())
+    /// A pthread mutex (NIO's): ThreadSanitizer sees its order, which it does not see of the standard
+    /// library's `Mutex` on Linux (a futex of its own: CI's TSan stage reported races under it).
+    private let line = NIOLockedValueBox(Line())
 
     /// Runs `operation` as a child of the nursery's group.
     /// - Parameter ifNotRun: what the handle's value is when the job is spawned as a run ends.
     @discardableResult
     func spawn<Value: Sendable>(ifNotRun: Value, _ operation: @escaping @Sendable () async -> Value) -> Handle<Value> {
         let job = Job(operation, ifNotRun: ifNotRun)
-        let taken = line.withLock { line -> Bool in
+        let taken = line.withLockedValue { line -> Bool in
             switch line.phase {
             case .ending: return false
             case .idle: line.waiting[ObjectIdentifier(job)] = job
@@ -73,7 +75,7 @@ final class TaskNursery: Sendable {
     /// another runs takes the jobs over, and the other ends.
     func run(preferring executor: (any TaskExecutor)?) async {
         let (jobs, submit) = AsyncStream.makeStream(of: (any Runnable).self)
-        let generation = line.withLock { line in
+        let generation = line.withLockedValue { line in
             line.submit?.finish()
             (line.phase, line.submit) = (.running, submit)
             line.generation += 1
@@ -81,13 +83,13 @@ final class TaskNursery: Sendable {
             return line.generation
         }
         let take = { @Sendable (job: any Runnable) -> Bool in
-            self.line.withLock { $0.waiting.removeValue(forKey: ObjectIdentifier(job)) } != nil
+            self.line.withLockedValue { $0.waiting.removeValue(forKey: ObjectIdentifier(job)) } != nil
         }
         await withDiscardingTaskGroup { group in
             for await job in jobs where take(job) {
                 group.addTask(executorPreference: executor) { await job.run() }
             }
-            let left = line.withLock { line -> [any Runnable] in
+            let left = line.withLockedValue { line -> [any Runnable] in
                 guard line.generation == generation else { return [] }  // a newer run has them
                 line.submit?.finish()
                 (line.phase, line.submit) = (.ending, nil)
@@ -96,7 +98,7 @@ final class TaskNursery: Sendable {
             }
             for job in left { group.addTask(executorPreference: executor) { await job.run() } }
         }
-        line.withLock { line in
+        line.withLockedValue { line in
             if line.generation == generation { line.phase = .idle }
         }
     }
@@ -123,18 +125,18 @@ private final class Job<Value: Sendable>: Runnable {
 
     /// The operation, until it runs: let go of then, as a task lets go of its closure (what it
     /// captures may hold the handle: a build's watcher captures the build, which holds the watcher).
-    private let operation: Mutex<(@Sendable () async -> Value)?>
+    private let operation: NIOLockedValueBox<(@Sendable () async -> Value)?>
     private let ifNotRun: Value
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     init(_ operation: @escaping @Sendable () async -> Value, ifNotRun: Value) {
-        self.operation = Mutex(operation)
+        self.operation = NIOLockedValueBox(operation)
         self.ifNotRun = ifNotRun
     }
 
     /// The operation in a child task, beside a watcher that cancels it when ``cancel()`` is called.
     func run() async {
-        guard let operation = operation.withLock({ $0.take() }) else { return }
+        guard let operation = operation.withLockedValue({ $0.take() }) else { return }
         let result = await withTaskGroup(of: Value?.self) { group in
             group.addTask { await operation() }
             group.addTask { [self] in
@@ -156,12 +158,12 @@ private final class Job<Value: Sendable>: Runnable {
     }
 
     func abandon() {
-        _ = operation.withLock { $0.take() }
+        _ = operation.withLockedValue { $0.take() }
         finish(with: ifNotRun)
     }
 
     func cancel() {
-        let watcher = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let watcher = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
             state.isCancelled = true
             defer { state.watcher = nil }
             return state.watcher
@@ -171,7 +173,7 @@ private final class Job<Value: Sendable>: Runnable {
 
     func value() async -> Value {
         await withCheckedContinuation { continuation in
-            let result = state.withLock { state -> Value? in
+            let result = state.withLockedValue { state -> Value? in
                 if let result = state.result { return result }
                 state.waiters.append(continuation)
                 return nil
@@ -182,7 +184,7 @@ private final class Job<Value: Sendable>: Runnable {
 
     private func watchForCancel() async {
         await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> Bool in
+            let now = state.withLockedValue { state -> Bool in
                 if state.isCancelled || state.isOver { return true }
                 state.watcher = continuation
                 return false
@@ -192,7 +194,7 @@ private final class Job<Value: Sendable>: Runnable {
     }
 
     private func stopWatching() {
-        let watcher = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let watcher = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
             state.isOver = true
             defer { state.watcher = nil }
             return state.watcher
@@ -201,7 +203,7 @@ private final class Job<Value: Sendable>: Runnable {
     }
 
     private func finish(with result: Value) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Value, Never>] in
+        let waiters = state.withLockedValue { state -> [CheckedContinuation<Value, Never>] in
             state.isOver = true
             state.result = result
             defer { state.waiters = [] }
