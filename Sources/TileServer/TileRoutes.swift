@@ -62,7 +62,8 @@ public struct TileRoutes: Sendable {
             router.get("\(version.path)/:id/info.json") { request, context in
                 await info(id: context.parameters.get("id") ?? "", version: version, base: base(request, version), request: request)
             }
-            router.get("\(version.path)/:id/:region/:size/:rotation/:file") { request, context in
+            // HEAD has its own handler: a render's head is answered without rendering.
+            let imageRoute: @Sendable (Request, Context) async -> Response = { request, context in
                 let p = context.parameters
                 let segments = [p.get("region"), p.get("size"), p.get("rotation"), p.get("file")].map { $0 ?? "" }
                 let path = segments.joined(separator: "/")
@@ -73,11 +74,13 @@ public struct TileRoutes: Sendable {
                     id: p.get("id") ?? "", target: target, variant: variant, link: version.profileLink, request: request,
                     client: Self.client(request, context))
             }
+            router.get("\(version.path)/:id/:region/:size/:rotation/:file", use: imageRoute)
+            router.head("\(version.path)/:id/:region/:size/:rotation/:file", use: imageRoute)
         }
         router.get("dzi/:name") { request, context in
             await deepZoomDescriptor(name: context.parameters.get("name") ?? "", request: request)
         }
-        router.get("dzi/:name/:level/:tile") { request, context in
+        let deepZoomRoute: @Sendable (Request, Context) async -> Response = { request, context in
             let p = context.parameters
             let (files, level, tile) = (p.get("name") ?? "", p.get("level") ?? "", p.get("tile") ?? "")
             guard files.hasSuffix("_files"), let address = DeepZoomTileAddress(level: level, tile: tile) else {
@@ -87,6 +90,8 @@ public struct TileRoutes: Sendable {
                 id: String(files.dropLast(6)), target: .deepZoom(address), variant: "dzi/\(level)/\(tile)", link: nil, request: request,
                 client: Self.client(request, context))
         }
+        router.get("dzi/:name/:level/:tile", use: deepZoomRoute)
+        router.head("dzi/:name/:level/:tile", use: deepZoomRoute)
     }
 
     /// What answers naming the server's URL vary on: nothing when ``publicBaseURL`` names it, else
@@ -184,6 +189,11 @@ public struct TileRoutes: Sendable {
             guard let resolved = try service.resolve(target, of: image.pyramid) else {
                 return Self.plain(.notFound, "no tile \(variant) of \(image.id)")
             }
+            if request.method == .head,
+                let fields = service.renderFields(resolved, path: request.uri.path, variant: variant, link: link, of: image)
+            {
+                return Self.bodilessHead(fields, request: request)
+            }
             let encoded = try await service.encoded(resolved, path: request.uri.path, variant: variant, link: link, of: image, for: client)
             var headers = HTTPFields()
             for (name, value) in encoded.fields { headers[HTTPField.Name(name)!] = value }
@@ -198,6 +208,18 @@ public struct TileRoutes: Sendable {
         } catch {
             return Self.failure(error, link: link)
         }
+    }
+
+    /// A `HEAD` answer with `fields` and no `Content-Length` (the length is known only once the image
+    /// is rendered): 200, or 304 when the request's conditions say the client has it.
+    static func bodilessHead(_ fields: [(String, String)], request: Request) -> Response {
+        var headers = HTTPFields()
+        for (name, value) in fields { headers[HTTPField.Name(name)!] = value }
+        let notModified = isNotModified(
+            request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: headers[.eTag],
+            lastModified: headers[.lastModified])
+        // A body of unknown length, never written: NIO's encoder frames the head and writes no body for a HEAD.
+        return Response(status: notModified ? .notModified : .ok, headers: headers, body: ResponseBody(contentLength: nil) { _ in })
     }
 
     /// The header fields of an image answer, in the order both the routes and the cached-tile handler

@@ -179,6 +179,25 @@ public final class TileService: Sendable {
         return kept(body, resolved, stored: sentStored, caches: !whole, path: path, variant: variant, link: link, of: image, version: version)
     }
 
+    /// The header fields of the 200 answer ``encoded(_:path:variant:link:of:for:)`` would give, when
+    /// they are known without rendering: a render of a complete pyramid that is not in the cache. Its
+    /// entity tag, `Last-Modified` and `Cache-Control` do not depend on the bytes; only the length
+    /// does, which a `HEAD` answer may leave out (RFC 9110, 9.3.2). Nil otherwise (a stored tile, read
+    /// at once; a cached answer; a pyramid still being built).
+    func renderFields(_ resolved: ImageRequest.Resolved, path: String, variant: String, link: String?, of image: ImageCatalog.Image)
+        -> [(String, String)]?
+    {
+        let pyramid = image.pyramid
+        guard pyramid.isComplete, let version = image.version, Self.storedTile(resolved, of: pyramid) == nil,
+            cache.image(for: path)?.version != version
+        else { return nil }
+        var tag = entityTag(version: version, stored: false, of: image)
+        tag.combine(variant.utf8)
+        return TileRoutes.imageFields(
+            mediaType: resolved.format.mediaType, entityTag: tag.text, lastModified: image.lastModified, cacheControl: imageCacheControl,
+            link: link)
+    }
+
     /// `resolved` rendered and encoded on the thread pool once ``renders`` admits it.
     private func render(_ resolved: ImageRequest.Resolved, of pyramid: TiledImage, for client: RenderAdmission.Client?) async throws(TileError)
         -> Data

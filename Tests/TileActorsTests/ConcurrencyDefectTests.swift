@@ -130,12 +130,20 @@ struct ConcurrencyDefectTests {
         // The store is damaged behind the budget's back: removing it as a store now fails.
         try FileManager.default.removeItem(atPath: "\(path)/manifest.json")
         await budget.close(id)
+        // The first event about the store after the close: a failure, not a quiet success or nothing.
+        var outcome: DiskCacheBudget.Event?
         for await event in budget.events {
-            if case .failed(let operation, let failedPath, let error) = event {
-                #expect(operation == "evict" && failedPath == path && error.code == .invalidStore)
-                break
-            }
+            if case .flushed = event { continue }
+            outcome = event
+            break
         }
+        guard case .failed(let operation, let failedPath, let error) = outcome else {
+            Issue.record("the eviction of a damaged store was reported as \(String(describing: outcome)), not as a failure")
+            return
+        }
+        #expect(operation == "evict")
+        #expect(failedPath == path)
+        #expect(error.code == .invalidStore)
     }
 }
 

@@ -135,6 +135,37 @@ struct HTTPCachingTests {
         }
     }
 
+    @Test("HEAD of a render answers the GET's fields without rendering it (no length: RFC 9110 9.3.2); 304 on its tag")
+    func headWithoutRendering() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        try await TileServerTests.withServer(server) { base, client in
+            _ = try await Self.complete(client, "\(base)/iiif/3/photo/full/max/0/default.jpg")
+            let path = "/iiif/3/photo/0,0,500,300/250,/90/default.png"
+            let head = try await TileServerTests.get(client, base + path, method: .HEAD)
+            #expect(head.status == 200 && head.body.isEmpty)
+            #expect(head.headers["content-length"] == nil, "the length is known only once rendered")
+            // A render is kept in the cache of encoded images: nothing there, nothing rendered.
+            #expect(server.routes.service.cache.image(for: path) == nil, "the HEAD rendered the image")
+            let get = try await TileServerTests.get(client, base + path)
+            #expect(get.status == 200 && get.headers["content-type"] == "image/png" && !get.body.isEmpty)
+            #expect(server.routes.service.cache.image(for: path) != nil)
+            for name in ["etag", "last-modified", "cache-control", "content-type", "link"] {
+                #expect(head.headers[name] != nil && head.headers[name] == get.headers[name], "\(name)")
+            }
+            let tag = try #require(head.headers["etag"])
+            let other = "/iiif/3/photo/0,0,500,300/250,/90/gray.png"
+            let revalidated = try await TileServerTests.get(client, base + other, method: .HEAD, headers: [("If-None-Match", tag)])
+            #expect(revalidated.status == 200, "another image, another tag")
+            let unchanged = try await TileServerTests.get(
+                client, base + other, method: .HEAD, headers: [("If-None-Match", try #require(revalidated.headers["etag"]))])
+            #expect(unchanged.status == 304 && server.routes.service.cache.image(for: other) == nil)
+            // Another request on the same connection after the HEADs is framed right.
+            #expect(try await TileServerTests.get(client, "\(base)/iiif/3/photo/info.json").status == 200)
+        }
+    }
+
     @Test("lifetimes are the policy's; a replaced source gets a new Last-Modified and its old validators no longer match")
     func policyAndReplacement() async throws {
         let folder = try Self.folder()
