@@ -48,7 +48,8 @@ public actor ImageCatalog {
         public let fingerprint: SourceFingerprint?
         /// The fingerprint's text, made once: what cache keys and entity tags are derived from.
         public let version: String?
-        /// The source's modification time as an HTTP date (`Last-Modified`), made once.
+        /// When the source last changed (``TileCore/SourceFingerprint/Identity/lastChangeTime``) as an
+        /// HTTP date (`Last-Modified`), made once.
         public let lastModified: String?
 
         /// The entity tag of its stored tiles' answers, made up to the request's variant (which the
@@ -58,7 +59,7 @@ public actor ImageCatalog {
         init(id: String, pyramid: TiledImage, fingerprint: SourceFingerprint?) {
             let version = fingerprint?.description
             (self.id, self.pyramid, self.fingerprint, self.version) = (id, pyramid, fingerprint, version)
-            lastModified = fingerprint.map { HTTPDate.string(nanosecondsSinceEpoch: $0.identity.modificationTime) }
+            lastModified = fingerprint.map { HTTPDate.string(nanosecondsSinceEpoch: $0.identity.lastChangeTime) }
             storedEntityTag = version.map { EntityTag(version: $0, made: "stored", profile: pyramid.colorProfile != nil) }
         }
     }
@@ -259,13 +260,13 @@ public actor ImageCatalog {
         public var geometry: TileGeometry
         /// The source's fingerprint as text (``Image/version``); nil for an upload in progress.
         public var version: String?
-        /// The source's modification time as an HTTP date (`Last-Modified`); nil for an upload in progress.
+        /// When the source last changed as an HTTP date (`Last-Modified`); nil for an upload in progress.
         public var lastModified: String?
 
         init(geometry: TileGeometry, fingerprint: SourceFingerprint?) {
             self.geometry = geometry
             version = fingerprint?.description
-            lastModified = fingerprint.map { HTTPDate.string(nanosecondsSinceEpoch: $0.identity.modificationTime) }
+            lastModified = fingerprint.map { HTTPDate.string(nanosecondsSinceEpoch: $0.identity.lastChangeTime) }
         }
     }
 

@@ -18,6 +18,14 @@ public enum FileFacts {
         return Int(info.st_blocks) * 512
     }
 
+    /// When the file at `path` last changed, in whole seconds since the epoch: the later of its
+    /// modification and change (`st_ctim`) times; nil when it cannot be read.
+    public static func lastChange(_ path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return max(info.st_mtim.tv_sec, info.st_ctim.tv_sec)
+    }
+
     /// Sets the file's access and modification times to `seconds` since the epoch (and `nanoseconds`).
     @discardableResult
     public static func setModificationTime(_ path: String, seconds: Int, nanoseconds: Int = 0) -> Bool {

@@ -14,17 +14,34 @@ import Glibc
 /// document, both kinds of conditional request, lifetimes per kind, and JSON-LD only when asked for.
 @Suite("HTTP caching", .serialized)
 struct HTTPCachingTests {
-    /// The source's modification time: 2021-03-04 05:06:07 UTC, a Thursday.
+    /// The source's modification time as the folder is made: 2021-03-04 05:06:07 UTC, a Thursday. Its
+    /// `Last-Modified` is the later of that and when it was written here (its change time, which no one
+    /// can set back): ``lastChange(_:)``.
     static let modified: time_t = 1_614_834_367
-    static let modifiedText = "Thu, 04 Mar 2021 05:06:07 GMT"
 
-    /// An IMF-fixdate written with the C library (an outside reference for the server's dates).
-    static func httpDate(_ seconds: time_t) -> String {
+    /// An HTTP date written with the C library (an outside reference for the server's dates): an
+    /// IMF-fixdate, or another `strftime` form.
+    static func httpDate(_ seconds: time_t, format: String = "%a, %d %b %Y %H:%M:%S GMT") -> String {
         var t = seconds, parts = tm()
         gmtime_r(&t, &parts)
         var buffer = [CChar](repeating: 0, count: 64)
-        let n = strftime(&buffer, buffer.count, "%a, %d %b %Y %H:%M:%S GMT", &parts)
+        let n = strftime(&buffer, buffer.count, format, &parts)
         return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// When the file at `path` last changed, by `stat`: the later of its modification and change times.
+    static func lastChange(_ path: String) throws -> time_t {
+        guard let seconds = FileFacts.lastChange(path) else { throw TileError(.io, "stat \(path) failed") }
+        return time_t(seconds)
+    }
+
+    /// ``lastChange(_:)`` of the folder's `photo.jpg` as an HTTP date.
+    static func lastModified(_ folder: String) throws -> String { httpDate(try lastChange("\(folder)/photo.jpg")) }
+
+    /// Waits, in steps of 10 ms, until the clock is past the second `seconds` (so that a file written
+    /// now has a later `Last-Modified` than one written then).
+    static func waitForSecond(after seconds: time_t) async throws {
+        while time(nil) <= seconds { try await Task.sleep(for: .milliseconds(10)) }
     }
 
     /// A folder with `photo.jpg` (600x400) dated ``modified``.
@@ -50,14 +67,15 @@ struct HTTPCachingTests {
 
     @Test("tiles: ETag, Last-Modified from the source, a day's max-age; 304 on either validator, answered alike once cached")
     func images() async throws {
-        #expect(Self.httpDate(Self.modified) == Self.modifiedText)
+        #expect(Self.httpDate(Self.modified) == "Thu, 04 Mar 2021 05:06:07 GMT")
         let folder = try Self.folder()
+        let changed = try Self.lastChange("\(folder)/photo.jpg"), modifiedText = Self.httpDate(changed)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try await TileServerTests.withServer(folder) { base, client in
             let url = "\(base)/dzi/photo_files/10/1_1.jpg"
             let first = try await Self.complete(client, url)
             #expect(first.status == 200)
-            #expect(first.headers["last-modified"] == Self.modifiedText)
+            #expect(first.headers["last-modified"] == modifiedText)
             #expect(first.headers["cache-control"] == "public, max-age=86400")
             #expect(first.headers["vary"] == nil)
             let tag = try #require(first.headers["etag"])
@@ -69,15 +87,16 @@ struct HTTPCachingTests {
 
             // Conditional requests, each on a cached tile and on one asked for the first time (another
             // tile each time, so that the routes answer it).
-            let later = Self.httpDate(Self.modified + 3600), earlier = Self.httpDate(Self.modified - 1)
-            let rfc850 = "Thursday, 04-Mar-21 05:06:07 GMT", asctime = "Thu Mar  4 05:06:07 2021"
+            // Later by a second at most: a date past the server's clock is ignored (RFC 9110, 13.1.3).
+            let later = Self.httpDate(changed + 1), earlier = Self.httpDate(changed - 1)
+            let rfc850 = Self.httpDate(changed, format: "%A, %d-%b-%y %H:%M:%S GMT"), asctime = Self.httpDate(changed, format: "%a %b %e %H:%M:%S %Y")
             let cases: [([(String, String)], Int, String)] = [
                 ([("If-None-Match", tag)], 304, "the tag"),
                 ([("If-None-Match", "\"other\", \(tag)")], 304, "a list naming the tag"),
                 ([("If-None-Match", "W/\(tag)")], 304, "the weak form (GET compares weakly)"),
                 ([("If-None-Match", "*")], 304, "any"),
                 ([("If-None-Match", "\"other\"")], 200, "another tag"),
-                ([("If-Modified-Since", Self.modifiedText)], 304, "Last-Modified as sent"),
+                ([("If-Modified-Since", modifiedText)], 304, "Last-Modified as sent"),
                 ([("If-Modified-Since", later)], 304, "a later date"),
                 ([("If-Modified-Since", rfc850)], 304, "the RFC 850 form"),
                 ([("If-Modified-Since", asctime)], 304, "the asctime form"),
@@ -94,7 +113,7 @@ struct HTTPCachingTests {
                     #expect(reply.status == status, "\(path): \(what)")
                     guard reply.status == 304 else { continue }
                     #expect(reply.body.isEmpty, "\(path): \(what): a 304 has no body")
-                    #expect(reply.headers["etag"] == tag && reply.headers["last-modified"] == Self.modifiedText, "\(path): \(what)")
+                    #expect(reply.headers["etag"] == tag && reply.headers["last-modified"] == modifiedText, "\(path): \(what)")
                     #expect(reply.headers["cache-control"] == "public, max-age=86400", "\(path): \(what)")
                 }
             }
@@ -105,6 +124,7 @@ struct HTTPCachingTests {
     func documents() async throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
+        let modifiedText = try Self.lastModified(folder)
         try await TileServerTests.withServer(folder) { base, client in
             let info = "\(base)/iiif/3/photo/info.json"
             let plain = try await SourceVersionTests.get(client, info)
@@ -117,16 +137,16 @@ struct HTTPCachingTests {
                 // Accept, and the forwarded headers that name the URL in the id (no public URL configured).
                 #expect(reply.headers["vary"]?.hasPrefix("Accept, ") == true && reply.headers["vary"]?.contains("X-Forwarded-Host") == true)
                 #expect(reply.headers["cache-control"] == "public, max-age=300")
-                #expect(reply.headers["last-modified"] == Self.modifiedText)
+                #expect(reply.headers["last-modified"] == modifiedText)
             }
             let tag = try #require(plain.headers["etag"])
             #expect(linked.headers["etag"] != tag, "two representations, two strong tags")
             #expect(try await TileServerTests.get(client, info, headers: [("If-None-Match", tag)]).status == 304)
-            #expect(try await TileServerTests.get(client, info, headers: [("If-Modified-Since", Self.modifiedText)]).status == 304)
+            #expect(try await TileServerTests.get(client, info, headers: [("If-Modified-Since", modifiedText)]).status == 304)
             #expect(try await TileServerTests.get(client, info, headers: [("If-None-Match", try #require(linked.headers["etag"]))]).status == 200)
 
             let dzi = try await SourceVersionTests.get(client, "\(base)/dzi/photo.dzi")
-            #expect(dzi.status == 200 && dzi.headers["cache-control"] == "public, max-age=300" && dzi.headers["last-modified"] == Self.modifiedText)
+            #expect(dzi.status == 200 && dzi.headers["cache-control"] == "public, max-age=300" && dzi.headers["last-modified"] == modifiedText)
             let dziTag = try #require(dzi.headers["etag"])
             let head = try await TileServerTests.get(client, "\(base)/dzi/photo.dzi", method: .HEAD)
             #expect(head.status == 200 && head.headers["etag"] == dziTag && head.body.isEmpty)
@@ -166,7 +186,7 @@ struct HTTPCachingTests {
         }
     }
 
-    @Test("lifetimes are the policy's; a replaced source gets a new Last-Modified and its old validators no longer match")
+    @Test("lifetimes are the policy's; a source replaced by an older-dated file gets a later Last-Modified, and its old validators no longer match")
     func policyAndReplacement() async throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -181,19 +201,28 @@ struct HTTPCachingTests {
             let info = try await SourceVersionTests.get(client, "\(base)/iiif/3/photo/info.json")
             #expect(info.headers["cache-control"] == "public, max-age=3")
 
-            // The source replaced by other pixels, a day later.
+            #expect(image.headers["last-modified"] == (try Self.lastModified(folder)))
+
+            // The source replaced by other pixels dated a day earlier (a backup put back, `cp -p` of an
+            // older file): its Last-Modified still moves forward, and the old date no longer matches.
+            try await Self.waitForSecond(after: try Self.lastChange("\(folder)/photo.jpg"))
             let other = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 600, height: 400), width: 600, height: 400)
             try SourceVersionTests.replace("\(folder)/photo.jpg", with: other)
-            #expect(FileFacts.setModificationTime("\(folder)/photo.jpg", seconds: Int(Self.modified) + 86_400))
+            #expect(FileFacts.setModificationTime("\(folder)/photo.jpg", seconds: Int(Self.modified) - 86_400))
             let replaced = try await Self.complete(client, url)
-            #expect(replaced.headers["last-modified"] == Self.httpDate(Self.modified + 86_400))
+            let replacedText = try Self.lastModified(folder)
+            #expect(replaced.headers["last-modified"] == replacedText)
+            let (before, after) = (image.headers["last-modified"].flatMap(HTTPDate.parse), replaced.headers["last-modified"].flatMap(HTTPDate.parse))
+            #expect(
+                before != nil && after != nil && after! > before!,
+                "Last-Modified went from \(String(describing: before)) to \(String(describing: after))")
             #expect(replaced.headers["etag"] != image.headers["etag"])
-            let old = [("If-None-Match", image.headers["etag"] ?? ""), ("If-Modified-Since", Self.modifiedText)]
+            let old = [("If-None-Match", image.headers["etag"] ?? ""), ("If-Modified-Since", image.headers["last-modified"] ?? "")]
             #expect(try await TileServerTests.get(client, url, headers: [old[0]]).status == 200)
             #expect(try await TileServerTests.get(client, url, headers: [old[1]]).status == 200)
             let newInfo = try await SourceVersionTests.get(
                 client, "\(base)/iiif/3/photo/info.json", headers: [("If-None-Match", info.headers["etag"] ?? "")])
-            #expect(newInfo.status == 200 && newInfo.headers["last-modified"] == Self.httpDate(Self.modified + 86_400))
+            #expect(newInfo.status == 200 && newInfo.headers["last-modified"] == replacedText)
         }
     }
 }

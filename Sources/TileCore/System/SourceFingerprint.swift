@@ -22,6 +22,12 @@ public struct SourceFingerprint: Sendable, Hashable, CustomStringConvertible {
         public var modificationTime: Int64
         /// When the file's contents or attributes last changed (`st_ctim`), nanoseconds since the epoch.
         public var changeTime: Int64 = 0
+
+        /// When the file last changed here, nanoseconds since the epoch: the later of its modification
+        /// and change times. Unlike the modification time, which anyone may set back (`touch -d`,
+        /// `cp -p`, a backup put back), it never goes backwards when the file is replaced or written:
+        /// what a `Last-Modified` must be for `If-Modified-Since` to stay right.
+        public var lastChangeTime: Int64 { max(modificationTime, changeTime) }
     }
 
     public var identity: Identity
