@@ -197,6 +197,26 @@ public actor DiskCacheBudget {
     /// Removes a store from the accounts (a failed or cancelled build; its files are gone).
     public func unregister(_ id: StoreID) { entries[id.value] = nil }
 
+    /// Forgets the complete stores registered at `path` when nothing is there any more: deleted by
+    /// hand, or by another process. Their bytes leave ``totalBytes`` (a store still open somewhere
+    /// frees its blocks when it is closed). A store at `path` again (rebuilt, published anew) is kept.
+    /// - Returns: the bytes forgotten.
+    @discardableResult
+    public func forgetIfRemoved(path: String) async -> Int {
+        guard entries.values.contains(where: { $0.path == path && $0.isComplete }) else { return 0 }
+        let isGone = await BlockingWork.run { !FileManager.default.fileExists(atPath: path) }
+        guard isGone else { return 0 }
+        var forgotten = 0
+        for (id, entry) in entries where entry.path == path && entry.isComplete {
+            forgotten += entry.byteCount
+            entries[id] = nil
+        }
+        if forgotten > 0 {
+            logger.notice("a store was removed from outside", metadata: ["path": .string(path), "bytes": .stringConvertible(forgotten)])
+        }
+        return forgotten
+    }
+
     /// Opens a registered persistent store, marking it in use: an open store is never evicted.
     /// - Throws: what `TiledImage.open(store:)` throws.
     public func open(_ id: StoreID) throws(TileError) -> TiledImage {

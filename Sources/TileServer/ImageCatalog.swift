@@ -119,19 +119,8 @@ public actor ImageCatalog {
     /// Ready images and when their source was last checked (``readyImage(_:)``), readable from any
     /// thread without a hop to the actor.
     private nonisolated let readyImages = ReadyImages()
-    /// Forgets the ready images whose files change in the folder, as they change.
-    private nonisolated let watcher: FolderWatcher?
-
-    /// A lock around the ready images (a class: the folder watcher's thread shares it).
-    final class ReadyImages: Sendable {
-        let entries = NIOLockedValueBox<[String: (image: Image, checked: ContinuousClock.Instant)]>([:])
-
-        /// Forgets the image of the folder entry `name` (`photo.jpg`, `kept.tiles`).
-        func forget(entry name: String) {
-            let id = (name as NSString).deletingPathExtension
-            _ = entries.withLockedValue { $0.removeValue(forKey: id) }
-        }
-    }
+    /// The folder's and the cache folder's watchers (``watch(root:cache:)``).
+    private nonisolated let watchers: [FolderWatcher]
     /// How long ``readyImage(_:)`` trusts a source checked without looking at the folder again, by
     /// default (the folder's watcher says most changes at once; this bounds the others').
     public nonisolated static let defaultSourceRecheckInterval: Duration = .seconds(1)
@@ -207,10 +196,10 @@ public actor ImageCatalog {
         TileStorage.removeAbandonedBuilds(in: self.cache)
         TileStorage.removeUnpublishedStores(in: self.root, prefix: Self.uploadStagingPrefix)
         budget = DiskCacheBudget(totalByteBudget: cacheByteBudget, folder: self.cache)
-        watcher = FolderWatcher(folder: self.root) { [readyImages] name in readyImages.forget(entry: name) }
+        watchers = Self.watch(root: self.root, cache: self.cache, readyImages: readyImages, tasks: tasks, budget: budget)
     }
 
-    deinit { watcher?.stop() }
+    deinit { for watcher in watchers { watcher.stop() } }
 
     /// The image named `id`: a store opened, or a JPEG's build started (or joined), returned once its
     /// header is read (its tiles become readable as their rows are written).

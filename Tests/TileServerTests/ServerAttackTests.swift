@@ -73,7 +73,7 @@ struct ServerAttackTests {
     func futureIfModifiedSince() async throws {
         let (folder, _) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        // The store made two hours ago: a date a few seconds back is after its Last-Modified.
+        // The store dated two hours ago (its change time stays now).
         let made = Date().addingTimeInterval(-7200)
         for name in try FileManager.default.contentsOfDirectory(atPath: "\(folder)/kept.tiles") + [""] {
             try FileManager.default.setAttributes([.modificationDate: made], ofItemAtPath: "\(folder)/kept.tiles/\(name)")
@@ -85,10 +85,14 @@ struct ServerAttackTests {
             formatter.timeZone = TimeZone(identifier: "GMT")
             formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
             let future = formatter.string(from: Date().addingTimeInterval(86_400 * 365))
-            let recent = formatter.string(from: Date().addingTimeInterval(-5))
             for path in ["/iiif/3/kept/info.json", "/iiif/3/kept/0,0,256,256/256,/0/default.jpg"] {
                 let first = try await Self.send(port, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
                 #expect(first.status == 200 && first.headers["last-modified"] != nil)
+                // Last-Modified is when the store was written here (its change time, now-ish, not its
+                // modification time): a date between it and the clock, once the clock is 2 s past it.
+                let modified = try #require(first.headers["last-modified"].flatMap(HTTPDate.parse))
+                while Date() < modified.addingTimeInterval(2) { try await Task.sleep(for: .milliseconds(10)) }
+                let recent = formatter.string(from: modified.addingTimeInterval(1))
                 let ahead = try await Self.send(
                     port, "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-Modified-Since: \(future)\r\nConnection: close\r\n\r\n")
                 #expect(ahead.status == 200, "\(path) since \(future): \(ahead.status)")
@@ -196,6 +200,30 @@ struct ServerAttackTests {
         defer { minuteService.cancel() }
         let delays = (1...9).map { minute.retryDelay(afterAttempts: $0) }
         #expect(delays == [60, 120, 240, 480, 960, 1920, 3840, 3840, 3840].map { Duration.seconds($0) })
+    }
+
+    @Test("a store deleted from the cache folder by hand leaves the budget's accounts (and /ready's count)")
+    func storeDeletedByHand() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let catalogService = catalog.started()
+        defer { catalogService.cancel() }
+        let deadline = ContinuousClock.now + .seconds(120)
+        while try await !catalog.image("photo").pyramid.isComplete, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let store = "\(catalog.cache)/photo.tiles"
+        let used = await catalog.health().diskBytesUsed
+        #expect(used >= Self.diskBytes(below: store) / 2 && used > 0, "the built store is counted: \(used) bytes")
+        try FileManager.default.removeItem(atPath: store)
+        var left = used
+        while left > 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+            left = await catalog.health().diskBytesUsed
+        }
+        #expect(left == 0, "the deleted store still counts \(left) bytes")
+        #expect(await catalog.health().isReady)
     }
 
     /// Bytes of every file below `folder`, as the disk counts them.
