@@ -5,18 +5,39 @@ import NIOCore
 import NIOFoundationCompat
 
 extension TileRoutes {
-    /// `GET /`: a page listing the images (name, size, build state, a thumbnail through IIIF),
-    /// `GET /images/{id}`: an image's build state as JSON, and `GET /view/{id}`: the viewer.
+    /// `GET /`: a page listing the images (name, size, build state, a thumbnail through IIIF), in
+    /// pages of ``listingPageSize`` (`GET /?page=2`), `GET /images/{id}`: an image's build state as
+    /// JSON, and `GET /view/{id}`: the viewer.
     public func registerPages<Context: RequestContext>(on router: Router<Context>) {
-        router.get("") { _, _ in await listing() }
+        router.get("") { request, _ in
+            guard let page = Self.pageNumber(request.uri.queryParameters.get("page")) else {
+                return Self.plain(.badRequest, "page is a number from 1")
+            }
+            return await listing(page: page)
+        }
         router.get("images/:id") { _, context in await state(id: context.parameters.get("id") ?? "") }
         router.get("view/:id") { _, context in await viewer(id: context.parameters.get("id") ?? "") }
     }
 
-    func listing() async -> Response {
+    /// The page a listing's `page` parameter names: 1 without one, nil for anything but a number from 1.
+    static func pageNumber(_ text: String?) -> Int? {
+        guard let text else { return 1 }
+        guard text.count <= 9, let page = Int(text), page >= 1 else { return nil }
+        return page
+    }
+
+    /// Page `page` (from 1) of the listing: ``listingPageSize`` images in the order of their names,
+    /// each summarized (a look at its file's header), with links to the pages beside it. 404 past the
+    /// last page.
+    func listing(page: Int) async -> Response {
         let nonce = ViewerPage.nonce()
+        let identifiers = await catalog.identifiers()
+        let size = max(1, listingPageSize)
+        let pages = max(1, (identifiers.count + size - 1) / size)
+        guard page <= pages else { return Self.plain(.notFound, "no page \(page): the listing has \(pages)") }
+        let shown = identifiers[((page - 1) * size)..<min(identifiers.count, page * size)]
         var rows = ""
-        for id in await catalog.identifiers() {
+        for id in shown {
             guard let s = await catalog.summary(id) else { continue }
             let size = s.width.map { "\($0) x \(s.height ?? 0)" } ?? "?"
             let name = Self.html(id)
@@ -32,11 +53,22 @@ extension TileRoutes {
             <html lang="en"><head><meta charset="utf-8"><title>tiler</title>
             <style nonce="\(nonce)">body{font:15px system-ui,sans-serif;margin:2em}td{padding:.3em 1em;vertical-align:middle}img{max-width:160px;max-height:160px}</style>
             </head><body><h1>Images</h1>
+            \(Self.pageLinks(page: page, pages: pages, first: shown.startIndex + 1, last: shown.endIndex, total: identifiers.count))
             <table><tr><th></th><th>name</th><th>size</th><th>state</th></tr>
             \(rows)</table></body></html>
 
             """
         return Self.response(.ok, headers: ViewerPage.headers(nonce: nonce), body: ByteBuffer(string: page))
+    }
+
+    /// Where a listing's page is among the others: "12 images" on a single page, else "images 101-200
+    /// of 2000" with links to the previous and next pages.
+    static func pageLinks(page: Int, pages: Int, first: Int, last: Int, total: Int) -> String {
+        guard pages > 1 else { return "<p>\(total) image\(total == 1 ? "" : "s")</p>" }
+        var links = "<p>images \(first)-\(last) of \(total)"
+        if page > 1 { links += " <a href=\"?page=\(page - 1)\" rel=\"prev\">previous</a>" }
+        if page < pages { links += " <a href=\"?page=\(page + 1)\" rel=\"next\">next</a>" }
+        return links + "</p>"
     }
 
     func state(id encoded: String) async -> Response {

@@ -26,6 +26,9 @@ public struct TileRoutes: Sendable {
     public var uploads: UploadPolicy?
     /// The admin API (`/admin/...`): nil, the default, turns it off.
     public var admin: AdminPolicy?
+    /// Images a page of the listing (`GET /`) shows at most (default 100): a page costs a look at
+    /// each one's file, and a thumbnail request each in the browser.
+    public var listingPageSize = 100
 
     public init(service: TileService, publicBaseURL: String? = nil) {
         self.service = service
