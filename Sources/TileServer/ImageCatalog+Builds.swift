@@ -61,21 +61,27 @@ extension ImageCatalog {
         // before anything is read or built there.
         await budget.waitForRemoval(at: store)
         let deadline = ContinuousClock.now + headerWaitLimit
-        var lock: BuildLock?
+        let lock: BuildLock
+        let cache = self.cache
+        do { lock = try await threadPool.blocking { () throws(TileError) in try BuildLock.open(id, in: cache) } } catch {
+            setFailed(id, error, source.fingerprint, attempts: attempts + 1)
+            return nil
+        }
+        let lockName = BuildLock.fileName(id)
         while true {
+            let changes = cacheChanges.count(of: lockName)
             if await reuse(id, source, store) { return nil }
-            let cache = self.cache
-            do {
-                lock = try await threadPool.blocking { () throws(TileError) in try BuildLock.take(id, in: cache) }
-            } catch {
-                setFailed(id, error, source.fingerprint, attempts: attempts + 1)
-                return nil
-            }
-            if lock != nil { break }
-            // Another server is building it: its store is reused once its lock is released. (Another
-            // process's lock has no event to wait on here; a tenth of a second's sleep between looks.)
-            guard ContinuousClock.now < deadline, (try? await Task.sleep(for: .milliseconds(100))) != nil else {
+            if lock.tryTake() { break }
+            // Another server is building it: its store is reused once it releases its lock (closes the
+            // lock file: the cache folder's watcher says so). Where the folder is not watched, a look
+            // every tenth of a second.
+            guard ContinuousClock.now < deadline, !Task.isCancelled else {
                 return .failed(TileError(.notReady, "another server sharing the cache is building \(id)"))
+            }
+            if watchesCache {
+                await cacheChanges.wait(for: lockName, after: changes, until: deadline)
+            } else {
+                try? await Task.sleep(for: .milliseconds(100))
             }
         }
         guard !isShutDown else {

@@ -17,12 +17,16 @@ extension ImageCatalog {
     /// Watches the two folders (where `inotify` is refused, nothing: the periodic checks apply):
     /// - the folder served: the ready image of an entry that changes is forgotten, so that its next
     ///   request looks at the file again;
-    /// - the cache folder: a store removed from outside (by hand, by another instance) leaves the
-    ///   budget's accounts as it goes (``TileActors/DiskCacheBudget/forgetIfRemoved(path:)``, a job
-    ///   of the catalog's run).
-    static func watch(root: String, cache: String, readyImages: ReadyImages, tasks: TaskNursery, budget: DiskCacheBudget) -> [FolderWatcher] {
+    /// - the cache folder: every change is told to `changes` (a build lock released wakes who waits
+    ///   for it), and a store removed from outside (by hand, by another instance) leaves the budget's
+    ///   accounts as it goes (``TileActors/DiskCacheBudget/forgetIfRemoved(path:)``, a job of the
+    ///   catalog's run).
+    static func watch(
+        root: String, cache: String, readyImages: ReadyImages, tasks: TaskNursery, budget: DiskCacheBudget, changes: FolderChanges
+    ) -> [FolderWatcher] {
         let served = FolderWatcher(folder: root) { name in readyImages.forget(entry: name) }
         let stores = FolderWatcher(folder: cache) { name in
+            changes.changed(name)
             guard name.hasSuffix(".tiles"), !name.hasPrefix(".") else { return }
             _ = tasks.spawn { await budget.forgetIfRemoved(path: "\(cache)/\(name)") }
         }

@@ -119,8 +119,11 @@ public actor ImageCatalog {
     /// Ready images and when their source was last checked (``readyImage(_:)``), readable from any
     /// thread without a hop to the actor.
     private nonisolated let readyImages = ReadyImages()
-    /// The folder's and the cache folder's watchers (``watch(root:cache:)``).
+    /// The folder's and the cache folder's watchers (``watch(root:cache:readyImages:tasks:budget:changes:)``),
+    /// and the changes of the cache folder's entries they report.
     private nonisolated let watchers: [FolderWatcher]
+    nonisolated let cacheChanges = FolderChanges()
+    nonisolated var watchesCache: Bool { watchers.count == 2 }
     /// How long ``readyImage(_:)`` trusts a source checked without looking at the folder again, by
     /// default (the folder's watcher says most changes at once; this bounds the others').
     public nonisolated static let defaultSourceRecheckInterval: Duration = .seconds(1)
@@ -196,7 +199,7 @@ public actor ImageCatalog {
         TileStorage.removeAbandonedBuilds(in: self.cache)
         TileStorage.removeUnpublishedStores(in: self.root, prefix: Self.uploadStagingPrefix)
         budget = DiskCacheBudget(totalByteBudget: cacheByteBudget, folder: self.cache)
-        watchers = Self.watch(root: self.root, cache: self.cache, readyImages: readyImages, tasks: tasks, budget: budget)
+        watchers = Self.watch(root: self.root, cache: self.cache, readyImages: readyImages, tasks: tasks, budget: budget, changes: cacheChanges)
     }
 
     deinit { for watcher in watchers { watcher.stop() } }

@@ -78,7 +78,7 @@ public struct TileRoutes: Sendable {
                     client: Self.client(request, context))
             }
             router.get("\(version.path)/:id/:region/:size/:rotation/:file", use: imageRoute)
-            router.head("\(version.path)/:id/:region/:size/:rotation/:file", use: imageRoute)
+            router.head("\(version.path)/:id/:region/:size/:rotation/:file") { Self.head(await imageRoute($0, $1)) }
         }
         router.get("dzi/:name") { request, context in
             await deepZoomDescriptor(name: context.parameters.get("name") ?? "", request: request)
@@ -94,7 +94,7 @@ public struct TileRoutes: Sendable {
                 client: Self.client(request, context))
         }
         router.get("dzi/:name/:level/:tile", use: deepZoomRoute)
-        router.head("dzi/:name/:level/:tile", use: deepZoomRoute)
+        router.head("dzi/:name/:level/:tile") { Self.head(await deepZoomRoute($0, $1)) }
     }
 
     /// What answers naming the server's URL vary on: nothing when ``publicBaseURL`` names it, else
@@ -211,6 +211,12 @@ public struct TileRoutes: Sendable {
         } catch {
             return Self.failure(error, link: link)
         }
+    }
+
+    /// `response` as the answer to a `HEAD`: without its body and with its length (as Hummingbird's
+    /// generated `HEAD` routes answer), or as it is when it has no length (``bodilessHead(_:request:)``'s).
+    static func head(_ response: Response) -> Response {
+        response.headers[.contentLength] == nil ? response : response.createHeadResponse()
     }
 
     /// A `HEAD` answer with `fields` and no `Content-Length` (the length is known only once the image
