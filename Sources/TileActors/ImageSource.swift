@@ -38,21 +38,39 @@ public struct FileImageSource: ImageSource {
         self.chunkSize = max(1, chunkSize)
     }
 
-    /// Reads the file chunk by chunk into `builder`, up to the end of the image.
+    /// Reads the file chunk by chunk into `builder`, up to the end of the image. The opening and every
+    /// read run on the blocking threads (``BlockingWork``), never on Swift's cooperative pool: standard
+    /// input or a FIFO may wait for its writer.
     /// - Throws: `TileError.Code.io` naming the file and the cause, and the builder's errors.
     public func feed(into builder: ImageBuilder) async throws {
-        let file = try InputFile(path: path)
+        let path = self.path
+        let file = try await BlockingWork.run { FeedFile(try InputFile(path: path)) }
         await builder.setExpectedBytes(file.byteCount)
-        var chunk = Data(count: chunkSize)
+        let size = chunkSize
         while true {
             try Task.checkCancellation()
-            chunk.count = chunkSize
-            let n = try chunk.withUnsafeMutableBytes { raw throws(TileError) in try file.read(into: raw) }
-            if n == 0 { return }
-            chunk.count = n
+            let chunk = try await BlockingWork.run { try file.next(size) }
+            if chunk.isEmpty { return }
             try await builder.append(chunk)
             if await builder.hasReachedEndOfImage { return }
         }
+    }
+}
+
+/// The file a ``FileImageSource`` feeds from, handed to the blocking threads one read at a time (the
+/// feed awaits each read before the next: never two at once).
+private final class FeedFile: @unchecked Sendable {
+    private let input: InputFile
+    let byteCount: Int?
+
+    init(_ input: InputFile) { (self.input, byteCount) = (input, input.byteCount) }
+
+    /// The next bytes, at most `size`; empty at the end.
+    func next(_ size: Int) throws -> Data {
+        var chunk = Data(count: size)
+        let n = try chunk.withUnsafeMutableBytes { raw throws(TileError) in try input.read(into: raw) }
+        chunk.count = n
+        return chunk
     }
 }
 

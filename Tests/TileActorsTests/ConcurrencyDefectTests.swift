@@ -32,6 +32,52 @@ struct ConcurrencyDefectTests {
         #expect(allStarted == Array(repeating: true, count: 8))
     }
 
+    /// Threads of this process now inside `openat` (`/proc/self/task/*/syscall`: its number first).
+    static func threadsOpening() -> Int {
+        #if arch(x86_64)
+        let openat = "257"
+        #else
+        let openat = "56"
+        #endif
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter { task in
+            let call = (try? String(contentsOfFile: "/proc/self/task/\(task)/syscall", encoding: .utf8)) ?? ""
+            return call.split(separator: " ").first == Substring(openat)
+        }.count
+    }
+
+    @Test(
+        "file sources wait for their bytes off the cooperative pool: eight FIFOs without a writer yet hold none of its threads",
+        .timeLimit(.minutes(2)))
+    func fileSourcesLeaveTheCooperativePool() async throws {
+        let data = try Inputs.jpeg(width: 300, height: 200)
+        let folder = try Inputs.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fifos = (0..<8).map { folder.appendingPathComponent("fifo\($0)").path }
+        for fifo in fifos { #expect(mkfifo(fifo, 0o600) == 0) }
+        let expected = try TileBuilder.build(data: data).allTiles()
+        try await withThrowingTaskGroup(of: [[UInt8]].self) { group in
+            for fifo in fifos {
+                group.addTask {
+                    let builder = try ImageBuilder()
+                    try await FileImageSource(path: fifo).feed(into: builder)
+                    return try await builder.finish().allTiles()
+                }
+            }
+            // Every feed waits in `open` for a writer. On the cooperative pool (one thread a core) two
+            // at most could, and this task could not run again until a writer came: it would hang here.
+            while Self.threadsOpening() < fifos.count { try await Task.sleep(for: .milliseconds(5)) }
+            for fifo in fifos {
+                Thread.detachNewThread {
+                    guard let handle = FileHandle(forWritingAtPath: fifo) else { return }
+                    handle.write(data)
+                    try? handle.close()
+                }
+            }
+            for try await tiles in group { #expect(tiles == expected) }
+        }
+    }
+
     @Test("a loader used again does not pre-cancel the indices cancelled in its previous batch")
     func loaderReuseForgetsCancellations() async throws {
         let data = try Inputs.jpeg(width: 300, height: 200)
