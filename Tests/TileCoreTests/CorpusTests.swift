@@ -16,12 +16,7 @@ struct CorpusTests {
 
     static func rgbHash(_ image: TiledImage) throws -> String {
         var hasher = SHA256()
-        var rgb = [UInt8]()
-        try image.forEachRow(level: 0) { _, row in
-            rgb.removeAll(keepingCapacity: true)
-            for i in stride(from: 0, to: row.count, by: 4) { rgb.append(contentsOf: row[i..<(i + 3)]) }
-            hasher.update(rgb)
-        }
+        try image.forEachRow(level: 0) { _, row in hasher.updateRGB(fromRGBA: row) }
         return hasher.finalize()
     }
 

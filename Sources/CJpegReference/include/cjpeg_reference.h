@@ -59,4 +59,18 @@ void cjs_reference_free_coefficients(cjs_reference_coefficients *c);
 /** Frees what cjs_reference_decode returned. */
 void cjs_reference_free(void *pointer);
 
+/** A SHA-256 (FIPS 180-4) in progress: a plain reference for the tests' pixel hashes. */
+typedef struct {
+    uint32_t state[8];
+    uint64_t length;
+    uint8_t block[64];
+    uint32_t pending;
+} cjs_sha256;
+void cjs_sha256_init(cjs_sha256 *context);
+void cjs_sha256_update(cjs_sha256 *context, const void *data, size_t count);
+/** Hashes the RGB of `pixels` RGBA pixels (alpha left out), as a PPM's samples are. */
+void cjs_sha256_update_rgb(cjs_sha256 *context, const uint8_t *rgba, size_t pixels);
+/** The digest; the context is used up. */
+void cjs_sha256_final(cjs_sha256 *context, uint8_t digest[32]);
+
 #endif
