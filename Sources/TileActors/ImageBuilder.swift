@@ -1,4 +1,5 @@
 import Dispatch
+import NIOConcurrencyHelpers
 public import Foundation
 public import TileCore
 
@@ -83,6 +84,10 @@ public actor ImageBuilder {
     public var info: ImageInfo? { builder.info }
     /// Where the build stands.
     public var currentState: State { state }
+    /// The last progress report (nil before the first), read without waiting for the actor: a
+    /// status page asks while a slice of decoding, or the last long step of a build, holds it.
+    public nonisolated var latestProgress: Progress? { reported.withLockedValue { $0 } }
+    private nonisolated let reported = NIOLockedValueBox<Progress?>(nil)
     /// The store's account in the budget given at init, once the first bytes are written (a completed
     /// build stays registered: its owner closes or unregisters it).
     public var budgetStoreID: DiskCacheBudget.StoreID? { budgetID }
@@ -283,13 +288,14 @@ public actor ImageBuilder {
 
     private func report() {
         let image = builder.image
-        progressContinuation.yield(
-            Progress(
+        let progress = Progress(
                 bytesReceived: builder.bytesReceived, expectedBytes: expectedBytes, rowsDecoded: builder.rowsDecoded,
                 height: builder.info?.height,
                 levelTileRowsComplete: image.map { i in (0..<i.levelCount).map { i.storedTileRowsComplete(level: $0) } } ?? [],
                 levelTileRowsPreliminary: image.map { i in (0..<i.levelCount).map { i.previewTileRows(level: $0) } } ?? [],
-                previewScan: image?.previewScan, state: state))
+                previewScan: image?.previewScan, state: state)
+        reported.withLockedValue { $0 = progress }
+        progressContinuation.yield(progress)
     }
 
     /// Sets the total the source announced (shown in progress reports).

@@ -41,9 +41,10 @@ extension ImageCatalog {
         switch states[id] {
         case .building(let build):
             summary.state = .building
-            let builder = build.builder
+            // The builder's last report: its actor may be busy for a while (a slice, a build's last step).
+            let progress = build.builder.latestProgress
             (summary.bytesReceived, summary.expectedBytes, summary.rowsDecoded) =
-                (await builder.bytesReceived, await builder.expectedBytes, await builder.rowsDecoded)
+                (progress?.bytesReceived ?? 0, progress?.expectedBytes, progress?.rowsDecoded ?? 0)
             if let image = build.image { fill(&summary, from: image) }
             return summary
         case .ready(let image, _):

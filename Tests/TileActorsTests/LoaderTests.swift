@@ -150,6 +150,8 @@ struct LoaderTests {
         #expect(last?.bytesReceived == data.count)
         #expect(last?.rowsDecoded == 600)
         #expect(last?.levelTileRowsComplete == image.geometry.levels.map(\.rows))
+        // The same last report, read without waiting for the actor (a status page's read).
+        #expect(builder.latestProgress == last && last != nil)
     }
 }
 
