@@ -289,11 +289,11 @@ public actor ImageBuilder {
     private func report() {
         let image = builder.image
         let progress = Progress(
-                bytesReceived: builder.bytesReceived, expectedBytes: expectedBytes, rowsDecoded: builder.rowsDecoded,
-                height: builder.info?.height,
-                levelTileRowsComplete: image.map { i in (0..<i.levelCount).map { i.storedTileRowsComplete(level: $0) } } ?? [],
-                levelTileRowsPreliminary: image.map { i in (0..<i.levelCount).map { i.previewTileRows(level: $0) } } ?? [],
-                previewScan: image?.previewScan, state: state)
+            bytesReceived: builder.bytesReceived, expectedBytes: expectedBytes, rowsDecoded: builder.rowsDecoded,
+            height: builder.info?.height,
+            levelTileRowsComplete: image.map { i in (0..<i.levelCount).map { i.storedTileRowsComplete(level: $0) } } ?? [],
+            levelTileRowsPreliminary: image.map { i in (0..<i.levelCount).map { i.previewTileRows(level: $0) } } ?? [],
+            previewScan: image?.previewScan, state: state)
         reported.withLockedValue { $0 = progress }
         progressContinuation.yield(progress)
     }
