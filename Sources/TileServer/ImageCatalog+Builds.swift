@@ -29,6 +29,8 @@ extension ImageCatalog {
         var lock: BuildLock?
         /// Earlier builds of this version of the source that failed in a row.
         var attempts = 0
+        /// Who asked first (an address), when it was asked for: its builds count against it.
+        var client: String?
         let started = ContinuousClock.now
 
         init(builder: ImageBuilder, fingerprint: SourceFingerprint?, sourcePath: String?) {
@@ -55,7 +57,7 @@ extension ImageCatalog {
     /// Reuses the cache store of `source` when it was built from this version, else starts a build,
     /// holding the cache folder's lock on `id`; while another server sharing the folder holds it (and
     /// builds the image), waits for its store, up to ``headerWaitLimit``.
-    func buildOrReuse(_ id: String, _ source: SourceFile, attempts: Int = 0) async -> LookupError? {
+    func buildOrReuse(_ id: String, _ source: SourceFile, attempts: Int = 0, for client: String? = nil) async -> LookupError? {
         let store = "\(cache)/\(id).tiles"
         // An eviction of this store (it leaves the budget's accounts before its files are deleted) done
         // before anything is read or built there.
@@ -88,8 +90,9 @@ extension ImageCatalog {
             states[id] = .failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, at: .now, attempts: attempts)
             return nil
         }
-        let building = states.values.filter { if case .building(let b) = $0 { !b.isUpload } else { false } }.count
-        guard building - concurrentBuilds < maximumPendingBuilds else { return .busy }
+        let building = states.values.compactMap { if case .building(let b) = $0, !b.isUpload { b } else { nil } }
+        guard building.count - concurrentBuilds < maximumPendingBuilds else { return .busy }
+        if let client, building.count(where: { $0.client == client }) >= maximumBuildsPerClient { return .busy }
         var options = BuildOptions()
         options.storage = .persistent(path: store)
         options.format = storeFormat
@@ -101,6 +104,7 @@ extension ImageCatalog {
         let build = Build(builder: builder, fingerprint: source.fingerprint, sourcePath: source.path)
         build.attempts = attempts
         build.lock = lock
+        build.client = client
         states[id] = .building(build)
         CacheStoreRecord.remove(forStore: store)  // a record of an older version
         let (queue, pool, path) = (builds, threadPool, source.path)

@@ -69,6 +69,9 @@ public actor ImageCatalog {
     /// Builds waiting for their turn at most; a lookup that would start one more fails with
     /// ``LookupError/busy``.
     public nonisolated let maximumPendingBuilds: Int
+    /// Builds one client (``image(_:for:)``'s `client`) may have running or waiting at once: half of
+    /// what may run and wait, so that one client asking for many images never takes every turn.
+    public nonisolated var maximumBuildsPerClient: Int { max(1, (concurrentBuilds + maximumPendingBuilds) / 2) }
     /// Images of cache stores kept open at most; the least recently used of the others may be evicted.
     public nonisolated let maximumOpenImages: Int
     /// Uploads in progress at most; one more is refused with ``UploadRefusal/busy``.
@@ -206,12 +209,14 @@ public actor ImageCatalog {
 
     /// The image named `id`: a store opened, or a JPEG's build started (or joined), returned once its
     /// header is read (its tiles become readable as their rows are written).
+    /// - Parameter client: who asks (an address): a build it would start is refused (``LookupError/busy``)
+    ///   while it already has ``maximumBuildsPerClient`` running or waiting; nil: no one in particular.
     /// - Throws: ``LookupError``.
-    public func image(_ id: String) async throws(LookupError) -> Image {
+    public func image(_ id: String, for client: String? = nil) async throws(LookupError) -> Image {
         guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
         touch(id)
         if case .building(let build) = states[id], build.isUpload { return try await header(of: build, id) }
-        if let refusal = await refresh(id) { throw refusal }
+        if let refusal = await refresh(id, for: client) { throw refusal }
         switch states[id] {
         case .ready(let image, _): return image
         case .building(let build): return try await header(of: build, id)
@@ -264,11 +269,12 @@ public actor ImageCatalog {
 
     /// The geometry of `id` (display size, levels, tiles) as soon as it is known: for a JPEG whose
     /// build has not read its header yet (waiting for its turn), from the file's header alone.
+    /// - Parameter client: who asks (see ``image(_:for:)``).
     /// - Throws: ``LookupError``.
-    public func outline(_ id: String) async throws(LookupError) -> Outline {
+    public func outline(_ id: String, for client: String? = nil) async throws(LookupError) -> Outline {
         guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
         touch(id)
-        let refusal = await refresh(id)
+        let refusal = await refresh(id, for: client)
         if case .building(let build) = states[id], build.image == nil, let path = build.sourcePath {
             let geometry = try? await threadPool.blocking { () throws(TileError) in
                 let info = try ImageInfo.read(regularFile: path)
@@ -284,21 +290,22 @@ public actor ImageCatalog {
         return Outline(geometry: image.pyramid.geometry, fingerprint: image.fingerprint)
     }
 
-    /// Looks at the file behind `id` and brings its state up to date, once for all concurrent callers.
+    /// Looks at the file behind `id` and brings its state up to date, once for all concurrent callers
+    /// (a build it starts is counted as the first caller's, `client`).
     /// - Returns: why no image can be had now (too many builds waiting), or nil.
-    private func refresh(_ id: String) async -> LookupError? {
+    private func refresh(_ id: String, for client: String? = nil) async -> LookupError? {
         if let pending = refreshes[id] { return await pending.value }
         // A job of its own, not the caller's task: a request that goes away does not cancel the
         // lookup the others share (nor a build it starts).
         let stopped = LookupError.failed(TileError(.cancelled, "the server is shutting down"))
-        let job = tasks.spawn(ifNotRun: stopped) { await self.reconcile(id) }
+        let job = tasks.spawn(ifNotRun: stopped) { await self.reconcile(id, for: client) }
         refreshes[id] = job
         let outcome = await job.value
         if refreshes[id]?.isSame(as: job) == true { refreshes[id] = nil }
         return outcome
     }
 
-    private func reconcile(_ id: String) async -> LookupError? {
+    private func reconcile(_ id: String, for client: String?) async -> LookupError? {
         if case .building(let build) = states[id], build.isUpload { return nil }  // no file yet: the upload's own
         let (root, seen, follows, logger) = (self.root, known[id], followsSymlinks, logger)
         let found = try? await threadPool.blocking { () throws(TileError) in
@@ -337,14 +344,14 @@ public actor ImageCatalog {
                     source.kind == .tiff ? try Self.openPyramid(tiff: source.path) : try TiledImage.open(store: source.path)
                 }
                 // A TIFF that is not a whole tiled pyramid of tiles this package reads is a master.
-                guard let pyramid else { return await buildOrReuse(id, source, attempts: attempts) }
+                guard let pyramid else { return await buildOrReuse(id, source, attempts: attempts, for: client) }
                 setReady(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: nil)
             } catch {
                 setFailed(id, error, source.fingerprint, attempts: attempts + 1)
             }
             return nil
         case .master:
-            return await buildOrReuse(id, source, attempts: attempts)
+            return await buildOrReuse(id, source, attempts: attempts, for: client)
         }
     }
 

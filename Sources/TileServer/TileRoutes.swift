@@ -63,7 +63,9 @@ public struct TileRoutes: Sendable {
                     ])
             }
             router.get("\(version.path)/:id/info.json") { request, context in
-                await info(id: context.parameters.get("id") ?? "", version: version, base: base(request, version), request: request)
+                await info(
+                    id: context.parameters.get("id") ?? "", version: version, base: base(request, version), request: request,
+                    client: Self.client(request, context)?.address)
             }
             // HEAD has its own handler: a render's head is answered without rendering.
             let imageRoute: @Sendable (Request, Context) async -> Response = { request, context in
@@ -81,7 +83,7 @@ public struct TileRoutes: Sendable {
             router.head("\(version.path)/:id/:region/:size/:rotation/:file") { Self.head(await imageRoute($0, $1)) }
         }
         router.get("dzi/:name") { request, context in
-            await deepZoomDescriptor(name: context.parameters.get("name") ?? "", request: request)
+            await deepZoomDescriptor(name: context.parameters.get("name") ?? "", request: request, client: Self.client(request, context)?.address)
         }
         let deepZoomRoute: @Sendable (Request, Context) async -> Response = { request, context in
             let p = context.parameters
@@ -126,10 +128,10 @@ public struct TileRoutes: Sendable {
         return ForwardedOrigin(request.headers, authority: request.head.authority).base + "/" + version.path
     }
 
-    func info(id encoded: String, version: IIIFVersion, base: String, request: Request) async -> Response {
+    func info(id encoded: String, version: IIIFVersion, base: String, request: Request, client: String? = nil) async -> Response {
         guard let id = encoded.removingPercentEncoding else { return Self.plain(.badRequest, "not an image identifier") }
         let outline: ImageCatalog.Outline
-        do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id) } catch { return Self.refusal(error, id: id) }
+        do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch { return Self.refusal(error, id: id) }
         let layout = outline.geometry.layout
         let body =
             version == .v3
@@ -142,12 +144,12 @@ public struct TileRoutes: Sendable {
         return document(ByteBuffer(data: body), headers: headers, outline: outline, variant: "info.json|\(mediaType)|\(base)", request: request)
     }
 
-    func deepZoomDescriptor(name: String, request: Request) async -> Response {
+    func deepZoomDescriptor(name: String, request: Request, client: String? = nil) async -> Response {
         guard name.hasSuffix(".dzi"), let id = String(name.dropLast(4)).removingPercentEncoding else {
             return Self.plain(.notFound, "not a DeepZoom descriptor: \(name)")
         }
         let outline: ImageCatalog.Outline
-        do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id) } catch { return Self.refusal(error, id: id) }
+        do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch { return Self.refusal(error, id: id) }
         let xml = outline.geometry.layout.deepZoomDescriptor().xml
         return document(ByteBuffer(string: xml), headers: [.contentType: "application/xml"], outline: outline, variant: "dzi", request: request)
     }
@@ -186,7 +188,9 @@ public struct TileRoutes: Sendable {
             image = ready
         } else {
             guard let id = encoded.removingPercentEncoding else { return Self.plain(.badRequest, "not an image identifier") }
-            do throws(ImageCatalog.LookupError) { image = try await catalog.image(id) } catch { return Self.refusal(error, id: id) }
+            do throws(ImageCatalog.LookupError) { image = try await catalog.image(id, for: client?.address) } catch {
+                return Self.refusal(error, id: id)
+            }
         }
         do {
             guard let resolved = try service.resolve(target, of: image.pyramid) else {

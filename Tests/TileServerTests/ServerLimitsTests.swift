@@ -74,6 +74,40 @@ struct ServerLimitsTests {
         }
     }
 
+    @Test("one client starts at most half of the builds that may run and wait; another client's still start")
+    func buildsPerClient() async throws {
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 300, height: 200), width: 300, height: 200)
+        let names = ["a0", "a1", "a2", "b0"]
+        let folder = try Self.folder(Dictionary(uniqueKeysWithValues: names.map { ("\($0).jpg", jpeg) }))
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // The build queue is held by a job of the test's (a gate): every build waits its turn.
+        let queue = HeavyWorkQueue(maximumConcurrency: 1)
+        let (gate, opener) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task { try await queue.run { for await _ in gate { break } } }
+        var counts = queue.counts.makeAsyncIterator()
+        while let c = await counts.next(), c.active == 0 {}
+        let catalog = try ImageCatalog(
+            root: folder, cache: "\(folder)/.cache", maximumPendingBuilds: 4, buildQueue: queue, storeFormat: .raw,
+            taskExecutor: ServerExecutor.shared)
+        let catalogService = catalog.started()
+        defer { catalogService.cancel() }
+        // One running and four waiting at most: two for one client.
+        #expect(catalog.maximumBuildsPerClient == 2)
+        _ = try await catalog.outline("a0", for: "192.0.2.1")
+        _ = try await catalog.outline("a1", for: "192.0.2.1")
+        await #expect(throws: ImageCatalog.LookupError.busy) { try await catalog.outline("a2", for: "192.0.2.1") }
+        #expect(await !catalog.isBuilding("a2"))
+        // Another client, and the server's own lookups (no client), still start builds.
+        _ = try await catalog.outline("a2", for: "192.0.2.2")
+        _ = try await catalog.outline("b0")
+        for name in names { #expect(await catalog.isBuilding(name), "\(name)") }
+        opener.yield()
+        _ = try await holder.value
+        for name in names { try await Self.waitForBuild(catalog, name) }
+        // Done: the first client's builds no longer count.
+        #expect(try await catalog.image("a0", for: "192.0.2.1").pyramid.isComplete)
+    }
+
     @Test("a connection that stops sending is closed at the idle timeout; a stalled upload leaves nothing")
     func idleTimeout() async throws {
         let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 600, height: 400), width: 600, height: 400)
