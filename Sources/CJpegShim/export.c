@@ -105,7 +105,7 @@ static cjs_status encode_tile(cjs_export *e, tile_jpeg *jpeg, const strip *s, ui
     const uint8_t *first = s->data + (size_t)x0 * 4;
     const void *icc = e->options.icc_profile;
     size_t n = e->options.icc_profile_length;
-    if (e->options.format == CJS_TILE_PNG) return tile_png_encode(first, stride, (uint32_t)x1 - x0, s->rows, 0, icc, n, out);
+    if (e->options.format == CJS_TILE_PNG) return tile_png_encode(first, stride, (uint32_t)x1 - x0, s->rows, 0, icc, n, out, NULL, NULL);
     return tile_jpeg_encode(jpeg, first, stride, (uint32_t)x1 - x0, s->rows, icc, n, out);
 }
 

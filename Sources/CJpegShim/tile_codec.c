@@ -153,7 +153,8 @@ static int has_transparency(const uint8_t *rows, size_t stride, uint32_t width, 
 }
 
 cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, uint32_t height, int gray,
-                           const void *icc, size_t icc_length, cjs_bytes *out) {
+                           const void *icc, size_t icc_length, cjs_bytes *out, int32_t (*cancelled)(void *),
+                           void *context) {
     if (width == 0 || height == 0 || width > 1u << 20 || height > 1u << 20) return CJS_ERR_ARGUMENT;
     if (icc_length > UINT32_MAX / 2 || (icc_length && !icc)) return CJS_ERR_ARGUMENT;
     png_sink sink = {.out = out};
@@ -176,19 +177,27 @@ cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, u
     if (icc_length) png_set_iCCP(png, info, "ICC profile", PNG_COMPRESSION_TYPE_BASE, icc, (png_uint_32)icc_length);
     png_write_info(png, info);
     if (!gray && !alpha) png_set_filler(png, 0, PNG_FILLER_AFTER); /* opaque: the rows' 4th byte is dropped */
-    for (uint32_t y = 0; y < height; y++) png_write_row(png, (png_const_bytep)(rows + (size_t)y * stride));
+    for (uint32_t y = 0; y < height; y++) {
+        /* Asked outside libpng's calls (no longjmp crosses the caller's frames). */
+        if (cancelled && y % 64 == 0 && cancelled(context)) {
+            png_destroy_write_struct(&png, &info);
+            return CJS_ERR_CANCELLED;
+        }
+        png_write_row(png, (png_const_bytep)(rows + (size_t)y * stride));
+    }
     png_write_end(png, info);
     png_destroy_write_struct(&png, &info);
     return CJS_OK;
 }
 
 cjs_status cjs_png_encode(const void *rows, size_t stride, uint32_t width, uint32_t height, int32_t gray,
-                          const void *icc, size_t icc_length, void **out, size_t *length) {
+                          const void *icc, size_t icc_length, void **out, size_t *length,
+                          int32_t (*cancelled)(void *), void *context) {
     if (!rows || !out || !length || stride < (size_t)width * (gray == 2 ? 2 : gray ? 1 : 4)) return CJS_ERR_ARGUMENT;
     *out = NULL;
     *length = 0;
     cjs_bytes bytes = {0};
-    cjs_status status = tile_png_encode(rows, stride, width, height, gray, icc, icc_length, &bytes);
+    cjs_status status = tile_png_encode(rows, stride, width, height, gray, icc, icc_length, &bytes, cancelled, context);
     if (status != CJS_OK) {
         free(bytes.data);
         return status;

@@ -43,8 +43,10 @@ cjs_status tile_jpeg_encode(tile_jpeg *t, const uint8_t *rows, size_t stride, ui
 
 /** Encodes RGBA rows (an RGB PNG when every pixel is opaque, else RGBA) or, with `gray` 1, 1-byte rows (gray),
     with `gray` 2, 2-byte rows (gray and alpha) into `out`;
-    an ICC profile (`icc_length` bytes at `icc`, none when 0) as an iCCP chunk. */
+    an ICC profile (`icc_length` bytes at `icc`, none when 0) as an iCCP chunk. `cancelled` (may be NULL)
+    is asked every 64 rows, with `context`: nonzero stops the encode (CJS_ERR_CANCELLED). */
 cjs_status tile_png_encode(const uint8_t *rows, size_t stride, uint32_t width, uint32_t height, int gray,
-                           const void *icc, size_t icc_length, cjs_bytes *out);
+                           const void *icc, size_t icc_length, cjs_bytes *out, int32_t (*cancelled)(void *),
+                           void *context);
 
 #endif

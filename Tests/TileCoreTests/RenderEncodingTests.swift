@@ -139,4 +139,28 @@ struct ExactTileRequestTests {
         let jpeg = try pixels.withUnsafeBytes { raw in try encoder.encode(raw, stride: 64, width: 16, height: 16) }
         #expect(try Reference.decode(jpeg).image.pixels.enumerated().allSatisfy { $0.offset % 4 == 3 || abs(Int($0.element) - 128) <= 1 })
     }
+
+    @Test("a PNG encode asks its cancellation check every 64 rows and stops when it says so; never asked, the same PNG")
+    func pngEncodeCancels() throws {
+        let (width, height) = (300, 1000)
+        let pixels = RGBAPixels(width: width, height: height, bytes: Synthetic.smooth(width: width, height: height))
+        var asked = 0
+        let code = thrownCode {
+            try pixels.encoded(as: .png) {
+                asked += 1
+                return asked > 3  // rows 0, 64 and 128 go on; at row 192 it stops
+            }
+        }
+        #expect(code == .cancelled)
+        #expect(asked == 4, "asked \(asked) times")
+        // Never cancelled: every 64th row asked, and the PNG is the pixels, as libpng's reader gives them.
+        asked = 0
+        let png = try pixels.encoded(as: .png) {
+            asked += 1
+            return false
+        }
+        #expect(asked == (height + 63) / 64)
+        #expect(try Reference.decodePNG(png).pixels == pixels.bytes)
+        #expect(png == (try pixels.encoded(as: .png)))
+    }
 }

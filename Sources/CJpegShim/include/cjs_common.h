@@ -31,6 +31,8 @@ typedef enum {
     /** A system call failed; the errno is available from the handle. */
     CJS_ERR_IO = -4,
     CJS_ERR_ARGUMENT = -5,
+    /** The caller's cancellation check said stop (cjs_png_encode). */
+    CJS_ERR_CANCELLED = -6,
 } cjs_status;
 
 /** What kind of failure a libjpeg error was, so Swift can map it to a stable error code. */

@@ -74,9 +74,11 @@ uint64_t cjs_export_tiles_taken(cjs_export *e);
 
 /** Encodes rows as a PNG (from 4-byte RGBA rows: RGB when every pixel is opaque, else RGBA; with `gray`
     1, 1-byte gray rows; with `gray` 2, 2-byte gray and alpha rows) into a buffer the caller frees with cjs_free; an ICC profile (`icc_length` bytes at `icc`,
-    none when 0) as its iCCP chunk, unless libpng finds it does not fit the colour type. */
+    none when 0) as its iCCP chunk, unless libpng finds it does not fit the colour type. `cancelled` (may be
+    NULL) is asked every 64 rows with `context`: nonzero stops the encode, CJS_ERR_CANCELLED, nothing out. */
 cjs_status cjs_png_encode(const void *rows, size_t stride, uint32_t width, uint32_t height, int32_t gray,
-                          const void *icc, size_t icc_length, void **out, size_t *length);
+                          const void *icc, size_t icc_length, void **out, size_t *length,
+                          int32_t (*cancelled)(void *), void *context);
 #ifdef __cplusplus
 }
 #endif

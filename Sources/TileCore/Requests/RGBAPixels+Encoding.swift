@@ -11,11 +11,12 @@ extension RGBAPixels {
     ///   - gray: the pixels are gray (R = G = B): a one-component JPEG or a gray PNG.
     ///   - colorProfile: a colour profile to carry (JPEG APP2 chunks, PNG `iCCP`) when it describes the
     ///     output's channels (``ColorProfile/describes(channels:)``); otherwise left out.
+    ///   - isCancelled: asked every 64 rows of a PNG (a large one takes seconds): true stops it.
     /// - Throws: ``TileError/Code/unsupported`` for other formats, ``TileError/Code/invalidArgument``
-    ///   for a quality out of range, what the encoders throw.
+    ///   for a quality out of range, ``TileError/Code/cancelled``, what the encoders throw.
     public func encoded(
         as format: ImageRequest.Format, quality: Int = TileJPEGEncoder.defaultQuality, gray: Bool = false,
-        colorProfile: ColorProfile? = nil
+        colorProfile: ColorProfile? = nil, isCancelled: (() -> Bool)? = nil
     ) throws(TileError) -> Data {
         guard (1...100).contains(quality) else { throw TileError(.invalidArgument, "JPEG quality \(quality) is not within 1...100") }
         let profile = colorProfile.flatMap { $0.describes(channels: gray ? 1 : 3) ? $0 : nil }
@@ -37,13 +38,16 @@ extension RGBAPixels {
             let icc = profile?.bytes ?? []
             var pointer: UnsafeMutableRawPointer?
             var length = 0
-            let status = rows.withUnsafeBytes { raw in
-                icc.withUnsafeBytes {
-                    cjs_png_encode(
-                        raw.baseAddress, rowBytes, UInt32(width), UInt32(height), grayAlpha ? 2 : gray ? 1 : 0, $0.baseAddress, $0.count, &pointer,
-                        &length)
+            let status = Self.withCancellationCallback(isCancelled) { check, context in
+                rows.withUnsafeBytes { raw in
+                    icc.withUnsafeBytes {
+                        cjs_png_encode(
+                            raw.baseAddress, rowBytes, UInt32(width), UInt32(height), grayAlpha ? 2 : gray ? 1 : 0, $0.baseAddress, $0.count,
+                            &pointer, &length, check, context)
+                    }
                 }
             }
+            if status == CJS_ERR_CANCELLED { throw TileError(.cancelled, "the PNG encode was stopped") }
             guard status == CJS_OK, let pointer else {
                 throw TileError(.io, "libpng could not encode a \(width)x\(height) image (status \(status.rawValue))")
             }
@@ -51,6 +55,22 @@ extension RGBAPixels {
             return Data(bytes: pointer, count: length)
         default:
             throw TileError(.unsupported, "the \(format.rawValue) format is not offered (jpg and png are)")
+        }
+    }
+
+    /// Calls `body` with a C callback and its context that answer `isCancelled` (nil: no callback).
+    private static func withCancellationCallback<R>(
+        _ isCancelled: (() -> Bool)?, _ body: (@convention(c) (UnsafeMutableRawPointer?) -> Int32, UnsafeMutableRawPointer?) -> R
+    ) -> R {
+        let never: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = { _ in 0 }
+        guard let isCancelled else { return body(never, nil) }
+        return withoutActuallyEscaping(isCancelled) { escaping in
+            let check = CancellationCheck(escaping)
+            return withExtendedLifetime(check) {
+                body(
+                    { context in Unmanaged<CancellationCheck>.fromOpaque(context!).takeUnretainedValue().isCancelled() ? 1 : 0 },
+                    Unmanaged.passUnretained(check).toOpaque())
+            }
         }
     }
 
@@ -94,6 +114,12 @@ extension TiledImage {
         let pixels = try render(request, waitingUntil: deadline, isCancelled: isCancelled)
         return try pixels.encoded(
             as: request.format, quality: quality, gray: request.quality == .gray || request.quality == .bitonal,
-            colorProfile: colorProfile)
+            colorProfile: colorProfile, isCancelled: isCancelled)
     }
+}
+
+/// A cancellation check handed to C as a context pointer (``RGBAPixels/encoded(as:quality:gray:colorProfile:isCancelled:)``).
+private final class CancellationCheck {
+    let isCancelled: () -> Bool
+    init(_ isCancelled: @escaping () -> Bool) { self.isCancelled = isCancelled }
 }
