@@ -217,6 +217,13 @@ public actor DiskCacheBudget {
         return forgotten
     }
 
+    /// Evicts the least recently used complete stores nobody has open until `byteCount` bytes are free
+    /// beside the budget's room (as far as such stores go): the disk was found full before the budget
+    /// (another program's files, a budget larger than the disk).
+    public func makeRoom(byteCount: Int) async {
+        await evictIfNeeded(making: max(0, totalByteBudget - totalBytes) + byteCount)
+    }
+
     /// Opens a registered persistent store, marking it in use: an open store is never evicted.
     /// - Throws: what `TiledImage.open(store:)` throws.
     public func open(_ id: StoreID) throws(TileError) -> TiledImage {

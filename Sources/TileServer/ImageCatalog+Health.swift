@@ -39,6 +39,9 @@ extension ImageCatalog {
         if access(cache, R_OK | W_OK | X_OK) != 0 { problems.append("the cache folder cannot be written: \(String(cString: strerror(errno)))") }
         if isShutDown { problems.append("shutting down") }
         if used > limit { problems.append("the cache holds \(used) bytes, past its budget of \(limit)") }
+        if let full = diskFullAt, ContinuousClock.now - full < Self.diskFullInterval {
+            problems.append("the cache's disk is full: a build found no space \((ContinuousClock.now - full).components.seconds) s ago")
+        }
         return Health(
             isReady: problems.isEmpty, problems: problems, buildsRunning: running, buildsQueued: queued, imagesFailed: failed,
             diskBytesUsed: used, diskBytesLimit: limit)

@@ -119,6 +119,8 @@ public actor ImageCatalog {
     var nextWaiter = 0
     /// Set once the catalog has shut down: no build starts after it.
     var isShutDown = false
+    /// When a build last found the cache's disk full (``setFailed(_:_:_:attempts:)``).
+    var diskFullAt: ContinuousClock.Instant?
     /// Ready images and when their source was last checked (``readyImage(_:)``), readable from any
     /// thread without a hop to the actor.
     private nonisolated let readyImages = ReadyImages()

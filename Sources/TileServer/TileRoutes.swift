@@ -279,6 +279,8 @@ public struct TileRoutes: Sendable {
         case .failed(let failure) where failure.code == .cancelled:
             return Self.failure(TileError(.notReady, "the build of \(id) was stopped: \(failure.message)"))
         case .failed(let failure) where failure.code == .notReady: return Self.failure(failure)
+        case .failed(let failure) where ImageCatalog.isDiskFull(failure):
+            return plain(HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), "the image could not be built: the disk is full")
         case .failed(let failure) where failure.code == .overBudget:
             return plain(HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), "the image could not be built: \(failure.message)")
         case .failed(let failure): return plain(.internalServerError, "the image could not be built: \(failure.message)")

@@ -33,3 +33,34 @@ public enum FileFacts {
         return utimensat(AT_FDCWD, path, &times, 0) == 0
     }
 }
+
+/// A small tmpfs of the test's own, to fill a disk on purpose (mounting needs root with
+/// `CAP_SYS_ADMIN`: ``isAvailable`` says whether this process may).
+public enum Tmpfs {
+    /// Whether a tmpfs can be mounted here (tried once, on a folder of its own).
+    public static let isAvailable: Bool = {
+        guard let path = mount(bytes: 1 << 20) else { return false }
+        unmount(path)
+        return true
+    }()
+
+    public static let unavailableMessage = "mounting a tmpfs needs root with CAP_SYS_ADMIN"
+
+    /// Mounts a tmpfs of `bytes` on a new temporary folder; nil when refused.
+    public static func mount(bytes: Int) -> String? {
+        var template = Array("/tmp/tiledimagekit-tmpfs-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { return nil }
+        let path = String(cString: made)
+        guard Glibc.mount("tmpfs", path, "tmpfs", 0, "size=\(bytes)") == 0 else {
+            rmdir(path)
+            return nil
+        }
+        return path
+    }
+
+    /// Unmounts and removes a folder ``mount(bytes:)`` made.
+    public static func unmount(_ path: String) {
+        umount2(path, Int32(MNT_DETACH))
+        rmdir(path)
+    }
+}

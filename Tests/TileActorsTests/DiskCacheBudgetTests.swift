@@ -94,6 +94,25 @@ struct DiskCacheBudgetTests {
         _ = try openA.readTile(level: 0, column: 0, row: 0)
     }
 
+    @Test("room made for a full disk: the least recently used unopened stores go until the bytes asked for are free, within the budget")
+    func makesRoomForAFullDisk() async throws {
+        let folder = try Inputs.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let paths = try Self.threeStores(in: folder)
+        // A budget far larger than the three: nothing is evicted for it.
+        let roomy = DiskCacheBudget(dirtyByteThreshold: 1 << 40, totalByteBudget: 1 << 40)
+        var ids: [DiskCacheBudget.StoreID] = []
+        for path in paths { ids.append(await roomy.register(image: try TiledImage.open(store: path), path: path)) }
+        let each = await roomy.totalBytes / 3
+        #expect(each > 0)
+        // The disk is full all the same: room for one byte more than one store takes, so two go, "a" and
+        // "b", the least recently used; "c" stays.
+        await roomy.makeRoom(byteCount: each + 1)
+        #expect(!FileManager.default.fileExists(atPath: paths[0]) && !FileManager.default.fileExists(atPath: paths[1]))
+        let kept = await roomy.isRegistered(ids[2])
+        #expect(FileManager.default.fileExists(atPath: paths[2]) && kept)
+    }
+
     @Test(
         "a store another process has open (its folder held shared, as by an instance sharing the cache) is not evicted",
         .enabled(if: Tools.have("flock"), Comment(rawValue: Tools.missing("flock"))))

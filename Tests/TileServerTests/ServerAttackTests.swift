@@ -226,6 +226,26 @@ struct ServerAttackTests {
         #expect(await catalog.health().isReady)
     }
 
+    @Test(
+        "a build that finds the cache's disk full answers 507 and /ready says why (a 4 MiB tmpfs)",
+        .enabled(if: Tmpfs.isAvailable, Comment(rawValue: Tmpfs.unavailableMessage)))
+    func diskFull() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let cache = try #require(Tmpfs.mount(bytes: 4 << 20))
+        defer { Tmpfs.unmount(cache) }
+        // A raw store of the 1300x900 photo takes about 6 MiB: its build runs out of space.
+        let server = try TileServer(root: folder, cache: cache, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        try await TileServerTests.withServer(server) { base, client in
+            let reply = try await TileServerTests.settled(client, "\(base)/iiif/3/photo/full/100,/0/default.jpg")
+            #expect(reply.status == 507, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+            #expect(String(decoding: reply.body, as: UTF8.self).contains("disk is full"))
+            let ready = try await TileServerTests.get(client, "\(base)/ready")
+            #expect(ready.status == 503)
+            #expect(String(decoding: ready.body, as: UTF8.self).contains("disk is full"), "\(String(decoding: ready.body, as: UTF8.self))")
+        }
+    }
+
     /// Bytes of every file below `folder`, as the disk counts them.
     static func diskBytes(below folder: String) -> Int {
         guard let walker = FileManager.default.enumerator(atPath: folder) else { return 0 }
