@@ -42,7 +42,6 @@ public actor DiskCacheBudget {
         var flushedByteCount: Int
         var isComplete: Bool
         var openCount: Int
-        var lastUse: UInt64
         /// A reservation (``reserve(byteCount:path:)``): counted, never evicted.
         var isPinned = false
         /// Bytes a build in progress is counted for at the least (``register(image:path:reserving:)``).
@@ -65,7 +64,8 @@ public actor DiskCacheBudget {
     private let eventsContinuation: AsyncStream<Event>.Continuation
     private var entries: [Int: Entry] = [:]
     private var nextID = 0
-    private var useCounter: UInt64 = 0
+    /// When each store was last registered, opened or kept: the least recently used go first.
+    private var uses = UseOrder<Int>()
     /// While a flush runs: the callers waiting for it to end (nil when none runs). The flush runs in
     /// the task of the caller that started it; the others wait here.
     private var flushWaiters: [CheckedContinuation<Void, Never>]?
@@ -121,11 +121,10 @@ public actor DiskCacheBudget {
     public func register(image: TiledImage, path: String?) -> StoreID {
         let id = nextID
         nextID += 1
-        useCounter += 1
+        uses.use(id)
         entries[id] = Entry(
             image: image, path: path, byteCount: image.bytesWritten, scratchByteCount: image.scratchByteCount,
-            flushedByteCount: 0,
-            isComplete: image.isComplete, openCount: 0, lastUse: useCounter)
+            flushedByteCount: 0, isComplete: image.isComplete, openCount: 0)
         return StoreID(value: id)
     }
 
@@ -168,10 +167,10 @@ public actor DiskCacheBudget {
         guard totalBytes + byteCount <= totalByteBudget else { return nil }
         let id = nextID
         nextID += 1
-        useCounter += 1
+        uses.use(id)
         entries[id] = Entry(
             image: nil, path: path, byteCount: byteCount, scratchByteCount: 0, flushedByteCount: byteCount, isComplete: false,
-            openCount: 0, lastUse: useCounter, isPinned: true)
+            openCount: 0, isPinned: true)
         return StoreID(value: id)
     }
 
@@ -231,9 +230,8 @@ public actor DiskCacheBudget {
             throw TileError(.invalidStore, "the store is not registered with this budget (or was evicted)")
         }
         let image = try TiledImage.open(store: path)
-        useCounter += 1
+        uses.use(id.value)
         entry.openCount += 1
-        entry.lastUse = useCounter
         entries[id.value] = entry
         return image
     }
@@ -244,9 +242,8 @@ public actor DiskCacheBudget {
     /// - Returns: the store's folder, or nil when it is no longer registered (evicted).
     public func checkOut(_ id: StoreID) -> String? {
         guard var entry = entries[id.value], let path = entry.path else { return nil }
-        useCounter += 1
+        uses.use(id.value)
         entry.openCount += 1
-        entry.lastUse = useCounter
         entries[id.value] = entry
         return path
     }
@@ -324,6 +321,7 @@ public actor DiskCacheBudget {
 
     private func evictIfNeeded(making room: Int = 0) async {
         entries = entries.filter { $0.value.image != nil || $0.value.path != nil }
+        uses.removeAll { entries[$0] == nil }  // what left the accounts since (unregistered, forgotten)
         // Stores found open in another process this round: kept, and not tried again in it.
         var openElsewhere: Set<Int> = []
         while totalBytes + room > totalByteBudget {
@@ -332,7 +330,8 @@ public actor DiskCacheBudget {
                 $0.value.isComplete && $0.value.path != nil && $0.value.openCount == 0 && $0.value.image == nil && !$0.value.isPinned
                     && !openElsewhere.contains($0.key)
             }
-            guard let victim = candidates.min(by: { $0.value.lastUse < $1.value.lastUse }) else { return }
+            guard let key = uses.oldest(of: candidates.keys), let value = candidates[key] else { return }
+            let victim = (key: key, value: value)
             // Out of the accounts first: the actor may run other calls while the files are deleted.
             entries[victim.key] = nil
             let path = victim.value.path!
@@ -349,10 +348,8 @@ public actor DiskCacheBudget {
             case .success(true): eventsContinuation.yield(.evicted(path: path, byteCount: victim.value.byteCount))
             case .success(false):
                 // Another process (an instance sharing the cache) has it open: it stays, as if just used.
-                var kept = victim.value
-                useCounter += 1
-                kept.lastUse = useCounter
-                entries[victim.key] = kept
+                entries[victim.key] = victim.value
+                uses.use(victim.key)
                 openElsewhere.insert(victim.key)
             }
         }

@@ -1,5 +1,6 @@
 public import NIOCore
 import NIOConcurrencyHelpers
+import TileCore
 
 /// An encoded image (a tile, a region), as the server answers it: immutable, shared by reference
 /// between the cache and every answer that sends it.
@@ -65,9 +66,9 @@ public final class EncodedTileCache: Sendable {
     private let shards: [NIOLockedValueBox<Shard>]
 
     private struct Shard {
-        var entries: [String: (image: EncodedImage, lastUse: UInt64)] = [:]
+        var entries: [String: EncodedImage] = [:]
+        var uses = UseOrder<String>()
         var bytes = 0
-        var clock: UInt64 = 0
         /// Hashes of the keys ``isRepeated(_:)`` was asked about, cleared when it holds `seenLimit`.
         var seen = Set<Int>()
     }
@@ -93,10 +94,9 @@ public final class EncodedTileCache: Sendable {
     /// The image kept for `key` (sharing the cache's storage), marked as just used; nil when none is.
     public func image(for key: String) -> EncodedImage? {
         shard(key).withLockedValue { s in
-            guard let entry = s.entries[key] else { return nil }
-            s.clock += 1
-            s.entries[key]!.lastUse = s.clock
-            return entry.image
+            guard let image = s.entries[key] else { return nil }
+            s.uses.use(key)
+            return image
         }
     }
 
@@ -105,16 +105,16 @@ public final class EncodedTileCache: Sendable {
         let limit = shardCapacity, size = image.body.readableBytes
         guard size <= limit else { return }
         shard(key).withLockedValue { s in
-            s.clock += 1
-            if let old = s.entries.updateValue((image, s.clock), forKey: key) { s.bytes -= old.image.body.readableBytes }
+            s.uses.use(key)
+            if let old = s.entries.updateValue(image, forKey: key) { s.bytes -= old.body.readableBytes }
             s.bytes += size
             guard s.bytes > limit else { return }
             // Evict in one pass: oldest first, until a quarter below the capacity (so that a full shard
             // does not sort on every insert).
             let target = limit - limit / 4
-            for (oldKey, entry) in s.entries.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where s.bytes > target {
-                s.entries[oldKey] = nil
-                s.bytes -= entry.image.body.readableBytes
+            for oldKey in s.uses.oldestFirst(s.entries.keys) where s.bytes > target {
+                s.bytes -= s.entries.removeValue(forKey: oldKey)?.body.readableBytes ?? 0
+                s.uses.remove(oldKey)
             }
         }
     }
@@ -136,9 +136,10 @@ public final class EncodedTileCache: Sendable {
     public func removeAll(of id: String) {
         for shard in shards {
             shard.withLockedValue { s in
-                for (key, entry) in s.entries where entry.image.id == id {
+                for (key, image) in s.entries where image.id == id {
                     s.entries[key] = nil
-                    s.bytes -= entry.image.body.readableBytes
+                    s.uses.remove(key)
+                    s.bytes -= image.body.readableBytes
                 }
             }
         }

@@ -10,9 +10,9 @@ extension ImageCatalog {
             return nil
         }
         guard open.count > maximumOpenImages else { return }
-        for (id, storeID, fingerprint) in open.sorted(by: { lastUse[$0.0, default: 0] < lastUse[$1.0, default: 0] })
-            .prefix(open.count - maximumOpenImages)
-        {
+        let stores = Dictionary(uniqueKeysWithValues: open.map { ($0.0, ($0.1, $0.2)) })
+        for id in uses.oldestFirst(stores.keys).prefix(open.count - maximumOpenImages) {
+            let (storeID, fingerprint) = stores[id]!
             states[id] = .closed(storeID, fingerprint)
             forgetReady(id)
             await budget.close(storeID)  // evicts what the budget then allows

@@ -112,10 +112,11 @@ public actor ImageCatalog {
     private var known: [String: SourceFingerprint] = [:]
     /// Lookups in progress: concurrent requests for one identifier share one.
     private var refreshes: [String: TaskNursery.Handle<LookupError?>] = [:]
-    var lastUse: [String: UInt64] = [:]
+    /// When each image was last asked for: the open stores past ``maximumOpenImages`` are closed
+    /// least recently used first.
+    var uses = UseOrder<String>()
     /// Stores opened so far (for tests: concurrent first requests open a store once).
     package internal(set) var storesOpened = 0
-    private var useClock: UInt64 = 0
     var nextWaiter = 0
     /// Set once the catalog has shut down: no build starts after it.
     var isShutDown = false
@@ -317,6 +318,7 @@ public actor ImageCatalog {
         }
         guard let source = found ?? nil else {
             await retire(id)
+            uses.remove(id)  // asked for, but no such image: nothing to remember (any number of names may be asked)
             return nil
         }
         known[id] = source.fingerprint
@@ -393,8 +395,5 @@ public actor ImageCatalog {
         rememberReady(image)
     }
 
-    func touch(_ id: String) {
-        useClock += 1
-        lastUse[id] = useClock
-    }
+    func touch(_ id: String) { uses.use(id) }
 }
