@@ -44,20 +44,9 @@ enum BusyServeScenario {
             for copy in 0..<4 where link(input, "\(folder)/images/big\(run)-\(copy).jpg") != 0 {
                 try FileManager.default.copyItem(atPath: input, toPath: "\(folder)/images/big\(run)-\(copy).jpg")
             }
-            let server = try BackgroundProcess(
-                tiler, ["serve", "\(folder)/images", "--port", "0", "--cache", "\(folder)/cache"], outputPath: "\(folder)/tiler-\(run).log")
+            let (server, base) = try CLIServeScenario.start(
+                tiler, images: "\(folder)/images", cache: "\(folder)/cache", log: "\(folder)/tiler-\(run).log")
             defer { server.stop() }
-            var base = ""
-            for _ in 0..<600 where base.isEmpty {
-                if let range = server.output.range(of: "at http://127.0.0.1:"),
-                    let port = Int(server.output[range.upperBound...].prefix { $0.isNumber })
-                {
-                    base = "http://127.0.0.1:\(port)"
-                } else {
-                    usleep(50_000)
-                }
-            }
-            guard !base.isEmpty else { throw BenchmarkError("tiler serve did not start: \(server.output.suffix(2000))") }
             let root = base
             let client = HTTPClient(eventLoopGroupProvider: .singleton)
             do {

@@ -29,13 +29,7 @@ enum CLIServeScenario {
             defer { nginx.stop() }
             let (server, base) = try start(tiler, setup)
             defer { server.stop() }
-            _ = try WrkResult.run(url: base, connections: 64, seconds: 3, script: script)
-            _ = try WrkResult.run(url: nginxBase, connections: 64, seconds: 3, script: script)
-            var (ours, theirs): ([WrkResult], [WrkResult]) = ([], [])
-            for _ in 0..<min(runs, 3) {
-                theirs.append(try WrkResult.run(url: nginxBase, connections: 64, seconds: 10, script: script))
-                ours.append(try WrkResult.run(url: base, connections: 64, seconds: 10, script: script))
-            }
+            let (ours, theirs) = try WrkResult.alternating(ours: base, nginx: nginxBase, script: script, runs: runs)
             let (rate, nginxRate) = (ScenarioResult.median(ours.map(\.requestsPerSecond)), ScenarioResult.median(theirs.map(\.requestsPerSecond)))
             lines.append(
                 String(
@@ -69,8 +63,12 @@ enum CLIServeScenario {
 
     /// `tiler serve FOLDER --port 0` with a cache of its own, once it says its port; its base URL.
     static func start(_ tiler: String, _ setup: LoadScenarios.Setup) throws -> (BackgroundProcess, String) {
-        let log = "\(setup.folder)/tiler-\(UUID().uuidString).log"
-        let process = try BackgroundProcess(tiler, ["serve", setup.images, "--port", "0", "--cache", "\(setup.folder)/cli-cache"], outputPath: log)
+        try start(tiler, images: setup.images, cache: "\(setup.folder)/cli-cache", log: "\(setup.folder)/tiler-\(UUID().uuidString).log")
+    }
+
+    /// `tiler serve IMAGES --port 0 --cache CACHE` (its output to `log`), once it says its port; its base URL.
+    static func start(_ tiler: String, images: String, cache: String, log: String) throws -> (BackgroundProcess, String) {
+        let process = try BackgroundProcess(tiler, ["serve", images, "--port", "0", "--cache", cache], outputPath: log)
         for _ in 0..<600 {
             if let range = process.output.range(of: "at http://127.0.0.1:"),
                 let port = Int(process.output[range.upperBound...].prefix { $0.isNumber })

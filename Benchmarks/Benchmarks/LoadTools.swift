@@ -82,6 +82,19 @@ final class BackgroundProcess: Sendable {
 struct WrkResult {
     /// Each run's rate over the rate of the run of `reference` made just before it ("0.91, 0.89"): the
     /// machine's speed drifts from run to run.
+    /// wrk against our server and nginx alternately, 64 connections: 3 s of each untimed, then up to
+    /// three timed runs of 10 s each, nginx's first in each pair (``pairedRatios(_:to:)`` pairs them).
+    static func alternating(ours: String, nginx: String, script: String, runs: Int) throws -> (ours: [WrkResult], nginx: [WrkResult]) {
+        _ = try run(url: ours, connections: 64, seconds: 3, script: script)
+        _ = try run(url: nginx, connections: 64, seconds: 3, script: script)
+        var (mine, theirs): ([WrkResult], [WrkResult]) = ([], [])
+        for _ in 0..<min(runs, 3) {
+            theirs.append(try run(url: nginx, connections: 64, seconds: 10, script: script))
+            mine.append(try run(url: ours, connections: 64, seconds: 10, script: script))
+        }
+        return (mine, theirs)
+    }
+
     static func pairedRatios(_ runs: [WrkResult], to reference: [WrkResult]) -> String {
         zip(runs, reference).map { String(format: "%.2f", $0.requestsPerSecond / $1.requestsPerSecond) }.joined(separator: ", ")
     }

@@ -90,13 +90,7 @@ enum TIFFServeScenarios {
         defer { server.stop() }
         guard let (nginx, nginxBase) = try LoadScenarios.startNginx(setup, root: root) else { return ["serve-tiff-warm: skipped (no nginx)"] }
         defer { nginx.stop() }
-        _ = try WrkResult.run(url: base, connections: 64, seconds: 3, script: script)
-        _ = try WrkResult.run(url: nginxBase, connections: 64, seconds: 3, script: script)
-        var (ours, theirs): ([WrkResult], [WrkResult]) = ([], [])
-        for _ in 0..<min(runs, 3) {
-            theirs.append(try WrkResult.run(url: nginxBase, connections: 64, seconds: 10, script: script))
-            ours.append(try WrkResult.run(url: base, connections: 64, seconds: 10, script: script))
-        }
+        let (ours, theirs) = try WrkResult.alternating(ours: base, nginx: nginxBase, script: script, runs: runs)
         let (rate, nginxRate) = (ScenarioResult.median(ours.map(\.requestsPerSecond)), ScenarioResult.median(theirs.map(\.requestsPerSecond)))
         let paired = WrkResult.pairedRatios(ours, to: theirs)
         return [
