@@ -24,6 +24,17 @@ struct ServerLimitsTests {
         return path
     }
 
+    /// A build queue of one, held by a job of the test's until `opener` yields (then `holder` ends):
+    /// every build waits its turn meanwhile. Returns once the job holds it.
+    static func heldQueue() async -> (HeavyWorkQueue, opener: AsyncStream<Void>.Continuation, holder: Task<Void, any Error>) {
+        let queue = HeavyWorkQueue(maximumConcurrency: 1)
+        let (gate, opener) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task { try await queue.run { for await _ in gate { break } } }
+        var counts = queue.counts.makeAsyncIterator()
+        while let c = await counts.next(), c.active == 0 {}
+        return (queue, opener, holder)
+    }
+
     /// Waits (polling the catalog) until `id` is no longer being built.
     static func waitForBuild(_ catalog: ImageCatalog, _ id: String) async throws {
         for _ in 0..<1200 where await catalog.isBuilding(id) { try await Task.sleep(for: .milliseconds(25)) }
@@ -37,11 +48,7 @@ struct ServerLimitsTests {
         let folder = try Self.folder(["big.jpg": big, "small.jpg": small])
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // The build queue is held by a job of the test's (a gate), so big's build waits its turn.
-        let queue = HeavyWorkQueue(maximumConcurrency: 1)
-        let (gate, opener) = AsyncStream.makeStream(of: Void.self)
-        let holder = Task { try await queue.run { for await _ in gate { break } } }
-        var counts = queue.counts.makeAsyncIterator()
-        while let c = await counts.next(), c.active == 0 {}
+        let (queue, opener, holder) = await Self.heldQueue()
         let catalog = try ImageCatalog(
             root: folder, cache: "\(folder)/.cache", maximumPendingBuilds: 0, buildQueue: queue, headerWaitLimit: .milliseconds(300),
             storeFormat: .raw)
@@ -81,11 +88,7 @@ struct ServerLimitsTests {
         let folder = try Self.folder(Dictionary(uniqueKeysWithValues: names.map { ("\($0).jpg", jpeg) }))
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // The build queue is held by a job of the test's (a gate): every build waits its turn.
-        let queue = HeavyWorkQueue(maximumConcurrency: 1)
-        let (gate, opener) = AsyncStream.makeStream(of: Void.self)
-        let holder = Task { try await queue.run { for await _ in gate { break } } }
-        var counts = queue.counts.makeAsyncIterator()
-        while let c = await counts.next(), c.active == 0 {}
+        let (queue, opener, holder) = await Self.heldQueue()
         let catalog = try ImageCatalog(
             root: folder, cache: "\(folder)/.cache", maximumPendingBuilds: 4, buildQueue: queue, storeFormat: .raw,
             taskExecutor: ServerExecutor.shared)
