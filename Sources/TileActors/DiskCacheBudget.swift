@@ -202,13 +202,14 @@ public actor DiskCacheBudget {
     /// - Returns: the bytes forgotten.
     @discardableResult
     public func forgetIfRemoved(path: String) async -> Int {
-        guard entries.values.contains(where: { $0.path == path && $0.isComplete }) else { return 0 }
+        // The stores there now: one registered while the file system is asked (published anew) stays.
+        let there = entries.filter { $0.value.path == path && $0.value.isComplete }.keys
+        guard !there.isEmpty else { return 0 }
         let isGone = await BlockingWork.run { !FileManager.default.fileExists(atPath: path) }
         guard isGone else { return 0 }
         var forgotten = 0
-        for (id, entry) in entries where entry.path == path && entry.isComplete {
-            forgotten += entry.byteCount
-            entries[id] = nil
+        for id in there {
+            forgotten += entries.removeValue(forKey: id)?.byteCount ?? 0
         }
         if forgotten > 0 {
             logger.notice("a store was removed from outside", metadata: ["path": .string(path), "bytes": .stringConvertible(forgotten)])

@@ -299,7 +299,10 @@ public actor ImageBuilder {
     }
 
     /// Sets the total the source announced (shown in progress reports).
-    public func setExpectedBytes(_ count: Int?) { expectedBytes = count }
+    public func setExpectedBytes(_ count: Int?) {
+        expectedBytes = count
+        report()
+    }
 }
 
 /// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`).

@@ -54,6 +54,11 @@ extension ImageCatalog {
         }
     }
 
+    /// Builds running or waiting that `client` started.
+    func builds(of client: String) -> Int {
+        states.values.count { if case .building(let b) = $0 { !b.isUpload && b.client == client } else { false } }
+    }
+
     /// Reuses the cache store of `source` when it was built from this version, else starts a build,
     /// holding the cache folder's lock on `id`; while another server sharing the folder holds it (and
     /// builds the image), waits for its store, up to ``headerWaitLimit``.
@@ -73,15 +78,18 @@ extension ImageCatalog {
         while true {
             let changes = cacheChanges.count(of: lockName)
             if await reuse(id, source, store) { return nil }
+            // A client past its share of the builds starts none (nor waits for another server's).
+            if let client, builds(of: client) >= maximumBuildsPerClient { return .busy }
             if lock.tryTake() { break }
             // Another server is building it: its store is reused once it releases its lock (closes the
-            // lock file: the cache folder's watcher says so). Where the folder is not watched, a look
-            // every tenth of a second.
+            // lock file: the cache folder's watcher says so; a look each second all the same, for what
+            // inotify does not see: another host's build on a shared file system, a lost event). Where
+            // the folder is not watched, a look every tenth of a second.
             guard ContinuousClock.now < deadline, !Task.isCancelled else {
                 return .failed(TileError(.notReady, "another server sharing the cache is building \(id)"))
             }
             if watchesCache {
-                await cacheChanges.wait(for: lockName, after: changes, until: deadline)
+                await cacheChanges.wait(for: lockName, after: changes, until: min(deadline, .now + .seconds(1)))
             } else {
                 try? await Task.sleep(for: .milliseconds(100))
             }
@@ -90,9 +98,9 @@ extension ImageCatalog {
             states[id] = .failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, at: .now, attempts: attempts)
             return nil
         }
-        let building = states.values.compactMap { if case .building(let b) = $0, !b.isUpload { b } else { nil } }
-        guard building.count - concurrentBuilds < maximumPendingBuilds else { return .busy }
-        if let client, building.count(where: { $0.client == client }) >= maximumBuildsPerClient { return .busy }
+        let building = states.values.count { if case .building(let b) = $0 { !b.isUpload } else { false } }
+        guard building - concurrentBuilds < maximumPendingBuilds else { return .busy }
+        if let client, builds(of: client) >= maximumBuildsPerClient { return .busy }
         var options = BuildOptions()
         options.storage = .persistent(path: store)
         options.format = storeFormat

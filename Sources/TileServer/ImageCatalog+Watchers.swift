@@ -17,7 +17,7 @@ extension ImageCatalog {
     /// Watches the two folders (where `inotify` is refused, nothing: the periodic checks apply):
     /// - the folder served: the ready image of an entry that changes is forgotten, so that its next
     ///   request looks at the file again;
-    /// - the cache folder: every change is told to `changes` (a build lock released wakes who waits
+    /// - the cache folder: a build lock's changes are told to `changes` (one released wakes who waits
     ///   for it), and a store removed from outside (by hand, by another instance) leaves the budget's
     ///   accounts as it goes (``TileActors/DiskCacheBudget/forgetIfRemoved(path:)``, a job of the
     ///   catalog's run).
@@ -26,7 +26,7 @@ extension ImageCatalog {
     ) -> [FolderWatcher] {
         let served = FolderWatcher(folder: root) { name in readyImages.forget(entry: name) }
         let stores = FolderWatcher(folder: cache) { name in
-            changes.changed(name)
+            if name.hasSuffix(".lock") { changes.changed(name) }  // build locks only: other names come and go
             guard name.hasSuffix(".tiles"), !name.hasPrefix(".") else { return }
             _ = tasks.spawn { await budget.forgetIfRemoved(path: "\(cache)/\(name)") }
         }

@@ -44,6 +44,12 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var allowedHost: String?
     /// Requests passed on to the application whose responses have not ended.
     private var requestsWithApplication = 0
+    /// The methods of the requests passed on whose answers' heads have not been written, oldest first.
+    private var applicationMethods = CircularBuffer<HTTPMethod>()
+    /// The answer being written is a `HEAD`'s without a length (a render's, known without rendering):
+    /// NIO's encoder, which is not told the methods, frames it as chunked, and its end is not written
+    /// (the chunked terminator would be a body).
+    private var endsWithoutBytes = false
     /// A request passed on whose body has not ended.
     private var isPassingBody = false
     /// A head that may be answered here once its end arrives, and when it arrived.
@@ -157,6 +163,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private func pass(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
         held = nil
         requestsWithApplication += 1
+        applicationMethods.append(head.method)
         isPassingBody = true
         hasPassedReads = true
         context.fireChannelRead(wrapInboundOut(.head(head)))
@@ -175,9 +182,24 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .end = unwrapOutboundIn(data) else { return context.write(data, promise: promise) }
+        switch unwrapOutboundIn(data) {
+        case .head(let response):
+            if response.status.code >= 200, let method = applicationMethods.popFirst() {
+                endsWithoutBytes = method == .HEAD && !response.headers.contains(name: "content-length")
+            }
+            return context.write(data, promise: promise)
+        case .body:
+            return context.write(data, promise: promise)
+        case .end:
+            break
+        }
         requestsWithApplication = max(0, requestsWithApplication - 1)
-        context.write(data, promise: promise)
+        if endsWithoutBytes {
+            endsWithoutBytes = false
+            promise?.succeed(())
+        } else {
+            context.write(data, promise: promise)
+        }
         guard requestsWithApplication == 0, !isPassingBody, held == nil else { return }
         if closesWhenIdle {
             context.flush()

@@ -231,8 +231,10 @@ public struct TileRoutes: Sendable {
         let notModified = isNotModified(
             request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: headers[.eTag],
             lastModified: headers[.lastModified])
-        // A body of unknown length, never written: NIO's encoder frames the head and writes no body for a HEAD.
-        return Response(status: notModified ? .notModified : .ok, headers: headers, body: ResponseBody(contentLength: nil) { _ in })
+        // A body of unknown length with no bytes: NIO's encoder frames it as chunked, and the connection's
+        // handler does not pass on its end (``TileConnectionHandler``), whose terminator would be a body.
+        return Response(
+            status: notModified ? .notModified : .ok, headers: headers, body: ResponseBody(contentLength: nil) { try await $0.finish(nil) })
     }
 
     /// The header fields of an image answer, in the order both the routes and the cached-tile handler

@@ -47,13 +47,14 @@ struct ConcurrencyDefectTests {
     }
 
     @Test(
-        "file sources wait for their bytes off the cooperative pool: eight FIFOs without a writer yet hold none of its threads",
+        "file sources wait for their bytes off the cooperative pool: more FIFOs without a writer yet than it has threads hold none of them",
         .timeLimit(.minutes(2)))
     func fileSourcesLeaveTheCooperativePool() async throws {
         let data = try Inputs.jpeg(width: 300, height: 200)
         let folder = try Inputs.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        let fifos = (0..<8).map { folder.appendingPathComponent("fifo\($0)").path }
+        // More than the cooperative pool has threads (one a core).
+        let fifos = (0..<(ProcessInfo.processInfo.activeProcessorCount + 2)).map { folder.appendingPathComponent("fifo\($0)").path }
         for fifo in fifos { #expect(mkfifo(fifo, 0o600) == 0) }
         let expected = try TileBuilder.build(data: data).allTiles()
         try await withThrowingTaskGroup(of: [[UInt8]].self) { group in
@@ -64,8 +65,8 @@ struct ConcurrencyDefectTests {
                     return try await builder.finish().allTiles()
                 }
             }
-            // Every feed waits in `open` for a writer. On the cooperative pool (one thread a core) two
-            // at most could, and this task could not run again until a writer came: it would hang here.
+            // Every feed waits in `open` for a writer. On the cooperative pool (one thread a core) fewer
+            // could, and this task could not run again until a writer came: it would hang here.
             while Self.threadsOpening() < fifos.count { try await Task.sleep(for: .milliseconds(5)) }
             for fifo in fifos {
                 Thread.detachNewThread {

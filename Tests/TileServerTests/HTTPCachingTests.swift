@@ -181,8 +181,27 @@ struct HTTPCachingTests {
             let unchanged = try await TileServerTests.get(
                 client, base + other, method: .HEAD, headers: [("If-None-Match", try #require(revalidated.headers["etag"]))])
             #expect(unchanged.status == 304 && server.routes.service.cache.image(for: other) == nil)
-            // Another request on the same connection after the HEADs is framed right.
-            #expect(try await TileServerTests.get(client, "\(base)/iiif/3/photo/info.json").status == 200)
+            // On one connection, pipelined: a HEAD of a render not made yet, then a GET, then one that
+            // closes. The HEAD's answer has no body at all (no chunked terminator), so the next two are
+            // framed right.
+            let port = UInt16(base.split(separator: ":").last!)!
+            let connection = try LoopbackConnection(port: port)
+            let requests = [
+                "HEAD /iiif/3/photo/full/123,/0/default.png HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                "GET /iiif/3/photo/info.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                "HEAD /iiif/3/photo/full/124,/0/default.png HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            ]
+            try connection.send(Data(requests.joined().utf8))
+            let (bytes, closed) = await connection.received(timeout: LoopbackConnection.answerTimeout)
+            #expect(closed)
+            let answers = HTTPAnswers.split(bytes) { $0 != 1 }
+            #expect(answers.map(\.status) == [200, 200, 200])
+            guard answers.count == 3 else { return }
+            #expect(answers[0].headers["content-length"] == nil && answers[0].headers["etag"] != nil && answers[0].body.isEmpty)
+            #expect(answers[1].headers["content-type"] == "application/json" && (try? JSONSerialization.jsonObject(with: answers[1].body)) != nil)
+            // Nothing after the last head: every byte the server sent belongs to an answer.
+            #expect(String(decoding: bytes, as: UTF8.self).hasSuffix("\r\n\r\n"))
+            #expect(server.routes.service.cache.image(for: "/iiif/3/photo/full/123,/0/default.png") == nil)
         }
     }
 

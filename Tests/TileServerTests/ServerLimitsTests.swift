@@ -85,7 +85,7 @@ struct ServerLimitsTests {
     func buildsPerClient() async throws {
         let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 300, height: 200), width: 300, height: 200)
         let names = ["a0", "a1", "a2", "b0"]
-        let folder = try Self.folder(Dictionary(uniqueKeysWithValues: names.map { ("\($0).jpg", jpeg) }))
+        let folder = try Self.folder(Dictionary(uniqueKeysWithValues: (names + ["a3"]).map { ("\($0).jpg", jpeg) }))
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // The build queue is held by a job of the test's (a gate): every build waits its turn.
         let (queue, opener, holder) = await Self.heldQueue()
@@ -107,8 +107,10 @@ struct ServerLimitsTests {
         opener.yield()
         _ = try await holder.value
         for name in names { try await Self.waitForBuild(catalog, name) }
-        // Done: the first client's builds no longer count.
-        #expect(try await catalog.image("a0", for: "192.0.2.1").pyramid.isComplete)
+        // Done: the first client's builds no longer count, and it starts another.
+        _ = try await catalog.outline("a3", for: "192.0.2.1")
+        try await Self.waitForBuild(catalog, "a3")
+        #expect(try await catalog.image("a3", for: "192.0.2.1").pyramid.isComplete)
     }
 
     @Test("a connection that stops sending is closed at the idle timeout; a stalled upload leaves nothing")

@@ -58,12 +58,11 @@ extension RGBAPixels {
         }
     }
 
-    /// Calls `body` with a C callback and its context that answer `isCancelled` (nil: no callback).
+    /// Calls `body` with a C callback and its context that answer `isCancelled` (nil for both without one).
     private static func withCancellationCallback<R>(
-        _ isCancelled: (() -> Bool)?, _ body: (@convention(c) (UnsafeMutableRawPointer?) -> Int32, UnsafeMutableRawPointer?) -> R
+        _ isCancelled: (() -> Bool)?, _ body: ((@convention(c) (UnsafeMutableRawPointer?) -> Int32)?, UnsafeMutableRawPointer?) -> R
     ) -> R {
-        let never: @convention(c) (UnsafeMutableRawPointer?) -> Int32 = { _ in 0 }
-        guard let isCancelled else { return body(never, nil) }
+        guard let isCancelled else { return body(nil, nil) }
         return withoutActuallyEscaping(isCancelled) { escaping in
             let check = CancellationCheck(escaping)
             return withExtendedLifetime(check) {
