@@ -42,6 +42,9 @@ struct cjs_tiff_writer {
     uint64_t bytes_written;
     int failed;
     int finished;
+    /* Set when finish starts: it lets go of the lock while it reads the spool, and nothing else may
+       write meanwhile. */
+    int finishing;
 };
 
 /* Records the first failure (lock held); later calls fail with CJS_ERR_STATE. */
@@ -223,7 +226,7 @@ cjs_status cjs_tiff_writer_put_tile(cjs_tiff_writer *w, uint32_t level, uint32_t
     if (!bytes || length == 0 || length > (1u << 30)) return CJS_ERR_ARGUMENT;
     pthread_mutex_lock(&w->lock);
     cjs_status status;
-    if (w->failed || w->finished) status = CJS_ERR_STATE;
+    if (w->failed || w->finished || w->finishing) status = CJS_ERR_STATE;
     else if (level >= w->count || column >= w->levels[level].columns || row >= w->levels[level].rows)
         status = CJS_ERR_ARGUMENT;
     else if (level == 0) status = write_raw(w, level, column, row, bytes, length);
@@ -248,7 +251,9 @@ cjs_status cjs_tiff_writer_locate(cjs_tiff_writer *w, uint32_t level, uint32_t c
     return status;
 }
 
-/* Copies lower level `level`'s tiles from the spool into its directory (lock held). */
+/* Copies lower level `level`'s tiles from the spool into its directory (lock held, except while a
+   tile is read from the spool: its bytes there never move, and reads of the image, which take the
+   lock to locate a tile, wait for one tile's copy at most, not for the whole of the levels'). */
 static cjs_status copy_level(cjs_tiff_writer *w, uint32_t level, uint8_t **buffer, size_t *capacity) {
     writer_level *l = &w->levels[level];
     if (set_fields(w, level) != 0) return fail_locked(w, 0, "libtiff refused a level's fields");
@@ -256,14 +261,19 @@ static cjs_status copy_level(cjs_tiff_writer *w, uint32_t level, uint8_t **buffe
         for (uint32_t column = 0; column < l->columns; column++) {
             size_t index = (size_t)row * l->columns + column;
             size_t length = (size_t)l->length[index];
+            off_t offset = (off_t)l->offset[index];
             if (length > *capacity) {
                 uint8_t *grown = realloc(*buffer, length);
                 if (!grown) return fail_locked(w, ENOMEM, "out of memory");
                 *buffer = grown;
                 *capacity = length;
             }
-            ssize_t n = pread(w->spool_fd, *buffer, length, (off_t)l->offset[index]);
-            if (n != (ssize_t)length) return fail_locked(w, n < 0 ? errno : EIO, "cannot read the spool file");
+            pthread_mutex_unlock(&w->lock);
+            ssize_t n = pread(w->spool_fd, *buffer, length, offset);
+            int read_errno = errno;
+            pthread_mutex_lock(&w->lock);
+            if (w->failed) return CJS_ERR_STATE; /* failed from outside meanwhile (a cancelled build) */
+            if (n != (ssize_t)length) return fail_locked(w, n < 0 ? read_errno : EIO, "cannot read the spool file");
             w->bytes_written -= length; /* counted again as it lands in the TIFF */
             if (write_raw(w, level, column, row, *buffer, length) != CJS_OK) return CJS_ERR_IO;
         }
@@ -272,9 +282,10 @@ static cjs_status copy_level(cjs_tiff_writer *w, uint32_t level, uint8_t **buffe
 
 cjs_status cjs_tiff_writer_finish(cjs_tiff_writer *w) {
     pthread_mutex_lock(&w->lock);
-    cjs_status status = w->failed || w->finished ? CJS_ERR_STATE : CJS_OK;
+    cjs_status status = w->failed || w->finished || w->finishing ? CJS_ERR_STATE : CJS_OK;
     for (uint32_t i = 0; i < w->count && status == CJS_OK; i++)
         if (w->levels[i].rows_complete != w->levels[i].rows) status = CJS_ERR_STATE;
+    if (status == CJS_OK) w->finishing = 1;
     uint8_t *buffer = NULL;
     size_t capacity = 0;
     if (status == CJS_OK && !TIFFWriteDirectory(w->tif)) status = fail_locked(w, w->file.error_number, "cannot write a directory");
