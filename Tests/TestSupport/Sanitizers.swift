@@ -18,6 +18,18 @@ public enum FileFacts {
         return Int(info.st_blocks) * 512
     }
 
+    /// The text of a small file whose size `stat` does not tell (`/proc`), read with the C library
+    /// (Foundation's reader leaks its buffer on such files, which LeakSanitizer reports); nil when it
+    /// cannot be read.
+    public static func procText(_ path: String, limit: Int = 4096) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: limit)
+        let count = read(fd, &bytes, limit)
+        return count < 0 ? nil : String(decoding: bytes[..<count], as: UTF8.self)
+    }
+
     /// When the file at `path` last changed, in whole seconds since the epoch: the later of its
     /// modification and change (`st_ctim`) times; nil when it cannot be read.
     public static func lastChange(_ path: String) -> Int? {

@@ -41,7 +41,7 @@ struct ConcurrencyDefectTests {
         #endif
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.filter { task in
-            let call = (try? String(contentsOfFile: "/proc/self/task/\(task)/syscall", encoding: .utf8)) ?? ""
+            let call = FileFacts.procText("/proc/self/task/\(task)/syscall") ?? ""
             return call.split(separator: " ").first == Substring(openat)
         }.count
     }

@@ -20,7 +20,7 @@ struct ProgressiveFaultTests {
 
     /// Peak resident memory of this process (VmHWM), in bytes.
     static func peakResidentBytes() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        guard let status = FileFacts.procText("/proc/self/status"),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
         else { return -1 }
         return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1) * 1024

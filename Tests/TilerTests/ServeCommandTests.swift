@@ -348,7 +348,7 @@ struct ServeCommandTests {
 
     /// `VmRSS` or `VmHWM` of a process, in MiB.
     static func memory(_ pid: Int32, _ field: String) -> Double {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let status = FileFacts.procText("/proc/\(pid)/status") ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") } ?? ""
         return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? .nan) / 1024
     }
