@@ -1,4 +1,5 @@
 public import Foundation
+import NIOConcurrencyHelpers
 import TileCore
 
 /// Somewhere the bytes of a master (JPEG, PNG, TIFF) come from: a file, a sequence of chunks, or (in TileNetwork) an HTTP
@@ -38,39 +39,71 @@ public struct FileImageSource: ImageSource {
         self.chunkSize = max(1, chunkSize)
     }
 
-    /// Reads the file chunk by chunk into `builder`, up to the end of the image. The opening and every
-    /// read run on the blocking threads (``BlockingWork``), never on Swift's cooperative pool: standard
-    /// input or a FIFO may wait for its writer.
+    /// Reads the file chunk by chunk into `builder`, up to the end of the image. The file is opened and
+    /// read on a thread of the feed's own, one chunk ahead, never on Swift's cooperative pool nor on a
+    /// shared pool: standard input or a FIFO may wait for its writer for as long as it likes.
     /// - Throws: `TileError.Code.io` naming the file and the cause, and the builder's errors.
     public func feed(into builder: ImageBuilder) async throws {
-        let path = self.path
-        let file = try await BlockingWork.run { FeedFile(try InputFile(path: path)) }
-        await builder.setExpectedBytes(file.byteCount)
-        let size = chunkSize
+        let reader = FeedReader(path: path, chunkSize: chunkSize)
+        defer { reader.stop() }
+        var parts = reader.parts.makeAsyncIterator()
+        guard case .opened(let byteCount)? = try await parts.next() else { return try Task.checkCancellation() }
+        await builder.setExpectedBytes(byteCount)
         while true {
             try Task.checkCancellation()
-            let chunk = try await BlockingWork.run { try file.next(size) }
-            if chunk.isEmpty { return }
+            reader.readNext()
+            guard case .chunk(let chunk)? = try await parts.next() else { return try Task.checkCancellation() }
             try await builder.append(chunk)
             if await builder.hasReachedEndOfImage { return }
         }
     }
 }
 
-/// The file a ``FileImageSource`` feeds from, handed to the blocking threads one read at a time (the
-/// feed awaits each read before the next: never two at once).
-private final class FeedFile: @unchecked Sendable {
-    private let input: InputFile
-    let byteCount: Int?
+/// A ``FileImageSource``'s file, opened and read on a thread of its own, a chunk at a time as the feed
+/// asks (``readNext()``). The thread owns the file; it ends at the end of the file, at an error, or
+/// once stopped (after the read in progress, which for a FIFO lasts until its writer writes or closes).
+private final class FeedReader: Sendable {
+    enum Part: Sendable {
+        case opened(byteCount: Int?)
+        case chunk(Data)
+    }
 
-    init(_ input: InputFile) { (self.input, byteCount) = (input, input.byteCount) }
+    let parts: AsyncThrowingStream<Part, any Error>
+    private let demand = DispatchSemaphore(value: 0)
+    private let stopped = NIOLockedValueBox(false)
 
-    /// The next bytes, at most `size`; empty at the end.
-    func next(_ size: Int) throws -> Data {
-        var chunk = Data(count: size)
-        let n = try chunk.withUnsafeMutableBytes { raw throws(TileError) in try input.read(into: raw) }
-        chunk.count = n
-        return chunk
+    init(path: String, chunkSize: Int) {
+        let (parts, continuation) = AsyncThrowingStream.makeStream(of: Part.self)
+        self.parts = parts
+        let thread = Thread { [demand, stopped] in
+            do throws(TileError) {
+                let file = try InputFile(path: path)
+                continuation.yield(.opened(byteCount: file.byteCount))
+                while true {
+                    demand.wait()
+                    if stopped.withLockedValue({ $0 }) { break }
+                    var chunk = Data(count: chunkSize)
+                    let count = try chunk.withUnsafeMutableBytes { raw in Result { () throws(TileError) in try file.read(into: raw) } }.get()
+                    if count == 0 { break }
+                    chunk.count = count
+                    continuation.yield(.chunk(chunk))
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        thread.name = "TiledImageKit.read"
+        thread.start()
+    }
+
+    /// Lets the thread read the next chunk.
+    func readNext() { demand.signal() }
+
+    /// Ends the thread after the read in progress.
+    func stop() {
+        stopped.withLockedValue { $0 = true }
+        demand.signal()
     }
 }
 

@@ -12,8 +12,10 @@ import TileCore
 ///   `GET /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format}`: IIIF Image API 3.0, level 2.
 /// - `GET /dzi/{id}.dzi`, `GET /dzi/{id}_files/{level}/{column}_{row}.{jpg|png}`: DeepZoom, no overlap.
 ///
-/// `HEAD` is answered where the router generates it (`Router(options: .autoGenerateHeadEndpoints)`,
-/// as ``TileServer/router()`` makes it). Every response carries `Access-Control-Allow-Origin: *`;
+/// `HEAD` of an image has routes of its own: an image that would be rendered is answered with the
+/// `GET`'s validators and no length, without rendering; the other `HEAD`s where the router generates
+/// them (`Router(options: .autoGenerateHeadEndpoints)`, as ``TileServer/router()`` makes it). Every
+/// response carries `Access-Control-Allow-Origin: *`;
 /// image requests for rows still being decoded wait for them (up to ``TileService/waitLimit``), then
 /// answer 503 with `Retry-After`.
 public struct TileRoutes: Sendable {
