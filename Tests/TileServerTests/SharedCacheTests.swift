@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import NIOPosix
 import Testing
 import TestSupport
 import TileCore
@@ -23,8 +24,13 @@ struct SharedCacheTests {
         let (folder, _) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let cache = "\(folder)/.cache"
+        // A thread pool of the test's own: the catalogs' file checks and lock opens never wait behind
+        // other suites' work on NIO's shared pool (two threads here) while the whole suite runs.
+        let pool = NIOThreadPool(numberOfThreads: 2)
+        pool.start()
         let first = try ImageCatalog(
-            root: folder, cache: cache, headerWaitLimit: .seconds(120), storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+            root: folder, cache: cache, headerWaitLimit: .seconds(120), threadPool: pool, storeFormat: .raw,
+            taskExecutor: ServerExecutor.shared)
         let firstService = first.started()
         defer { firstService.cancel() }
         // Another instance's build in progress: its lock on the image, held on a descriptor of its own
@@ -39,9 +45,10 @@ struct SharedCacheTests {
                 looked.withLockedValue { $0 = true }
             }
             // Until the catalog has the lock file open (it then tries the lock, and waits).
-            let deadline = ContinuousClock.now + .seconds(60)
+            let deadline = ContinuousClock.now + .seconds(120)
             while Self.descriptors(on: lockPath) < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-            #expect(Self.descriptors(on: lockPath) == 2, "the catalog never opened the lock file")
+            let building = await first.isBuilding("photo")
+            #expect(Self.descriptors(on: lockPath) == 2, "the catalog never opened the lock file (building: \(building))")
             let endedEarly = looked.withLockedValue { $0 }
             #expect(!endedEarly, "the lookup ended while another process held the lock")
             #expect(!FileManager.default.fileExists(atPath: "\(first.cache)/photo.tiles"))
@@ -56,7 +63,7 @@ struct SharedCacheTests {
         #expect(built != nil)
 
         // A second server sharing the folder: the store is reused, not built again.
-        let second = try ImageCatalog(root: folder, cache: cache, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let second = try ImageCatalog(root: folder, cache: cache, threadPool: pool, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
         let secondService = second.started()
         defer { secondService.cancel() }
         let image = try await second.image("photo")
@@ -64,5 +71,10 @@ struct SharedCacheTests {
         let (opened, building) = (await second.storesOpened, await second.isBuilding("photo"))
         #expect(opened == 1 && !building)
         #expect(try FileManager.default.attributesOfItem(atPath: store)[.systemFileNumber] as? Int == built)
+        for service in [firstService, secondService] {
+            service.cancel()
+            await service.value
+        }
+        try await pool.shutdownGracefully()
     }
 }
