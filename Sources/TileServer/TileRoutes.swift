@@ -204,8 +204,7 @@ public struct TileRoutes: Sendable {
                 return Self.bodilessHead(fields, request: request)
             }
             let encoded = try await service.encoded(resolved, path: request.uri.path, variant: variant, link: link, of: image, for: client)
-            var headers = HTTPFields()
-            for (name, value) in encoded.fields { headers[HTTPField.Name(name)!] = value }
+            var headers = Self.headerFields(encoded.fields)
             if Self.isNotModified(
                 request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: encoded.entityTag,
                 lastModified: encoded.lastModified)
@@ -228,8 +227,7 @@ public struct TileRoutes: Sendable {
     /// A `HEAD` answer with `fields` and no `Content-Length` (the length is known only once the image
     /// is rendered): 200, or 304 when the request's conditions say the client has it.
     static func bodilessHead(_ fields: [(String, String)], request: Request) -> Response {
-        var headers = HTTPFields()
-        for (name, value) in fields { headers[HTTPField.Name(name)!] = value }
+        let headers = headerFields(fields)
         let notModified = isNotModified(
             request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: headers[.eTag],
             lastModified: headers[.lastModified])
@@ -237,6 +235,13 @@ public struct TileRoutes: Sendable {
         // handler does not pass on its end (``TileConnectionHandler``), whose terminator would be a body.
         return Response(
             status: notModified ? .notModified : .ok, headers: headers, body: ResponseBody(contentLength: nil) { try await $0.finish(nil) })
+    }
+
+    /// ``imageFields(mediaType:entityTag:lastModified:cacheControl:link:)``'s fields as Hummingbird's.
+    static func headerFields(_ fields: [(String, String)]) -> HTTPFields {
+        var headers = HTTPFields()
+        for (name, value) in fields { headers[HTTPField.Name(name)!] = value }
+        return headers
     }
 
     /// The header fields of an image answer, in the order both the routes and the cached-tile handler

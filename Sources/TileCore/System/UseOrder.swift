@@ -22,9 +22,6 @@ package struct UseOrder<Key: Hashable & Sendable>: Sendable {
     /// Forgets `key`.
     package mutating func remove(_ key: Key) { lastUse[key] = nil }
 
-    /// Forgets every key.
-    package mutating func removeAll() { lastUse.removeAll() }
-
     /// Forgets the keys `shouldRemove` says to.
     package mutating func removeAll(where shouldRemove: (Key) -> Bool) {
         lastUse = lastUse.filter { !shouldRemove($0.key) }
