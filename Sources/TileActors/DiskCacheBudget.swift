@@ -322,7 +322,8 @@ public actor DiskCacheBudget {
 
     private func evictIfNeeded(making room: Int = 0) async {
         entries = entries.filter { $0.value.image != nil || $0.value.path != nil }
-        uses.removeAll { entries[$0] == nil }  // what left the accounts since (unregistered, forgotten)
+        // What left the accounts since (unregistered, forgotten); only when something did (this runs on every write report).
+        if uses.count > entries.count { uses.removeAll { entries[$0] == nil } }
         // Stores found open in another process this round: kept, and not tried again in it.
         var openElsewhere: Set<Int> = []
         while totalBytes + room > totalByteBudget {
