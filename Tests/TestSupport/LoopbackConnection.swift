@@ -40,9 +40,18 @@ public final class LoopbackConnection: @unchecked Sendable {
     /// Shuts the connection down both ways (a send blocked on it returns).
     public func shutDown() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
 
+    /// Sends all of `data`, blocking while the peer's window is full. A blocking `send` interrupted by
+    /// a signal returns what it has sent so far (`SIGCHLD` from the children other tests start; seen in
+    /// CI's ASan stage, where a server that reads slowly kept a 50 KB send blocked): the rest is sent.
+    /// - Throws: when the connection is reset or shut down before everything is sent.
     public func send(_ data: Data) throws {
-        let sent = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        guard sent == data.count else { throw TileError(.io, "short send") }
+        var offset = 0
+        while offset < data.count {
+            let sent = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if sent < 0, errno == EINTR { continue }
+            guard sent > 0 else { throw TileError(.io, "send failed after \(offset) of \(data.count) bytes: errno \(errno)") }
+            offset += sent
+        }
     }
 
     /// Everything the peer sends until it closes the connection, or until `timeout` passes.
