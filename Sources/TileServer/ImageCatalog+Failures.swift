@@ -16,17 +16,10 @@ extension ImageCatalog {
     /// Marks `id` failed (its `attempts`-th failure in a row for this version of its source) and logs
     /// why, once: the one place a failure is recorded.
     ///
-    /// A build that found the cache's disk full (`ENOSPC`, `EDQUOT`) also makes room: the least recently
-    /// used stores nobody has open are evicted until what the failed store needed is free, and `/ready`
-    /// says the disk is full for ``diskFullInterval``.
+    /// A build that found the cache's disk full (`ENOSPC`, `EDQUOT`) also makes room
+    /// (``noteDiskFull(building:)``).
     func setFailed(_ id: String, _ error: TileError, _ fingerprint: SourceFingerprint?, attempts: Int) {
-        if Self.isDiskFull(error) {
-            var needed = 1
-            if case .building(let build) = states[id], let image = build.image { needed = max(1, image.estimatedStoreByteCount) }
-            diskFullAt = .now
-            let budget = self.budget
-            _ = tasks.spawn { [needed] in await budget.makeRoom(byteCount: needed) }
-        }
+        if Self.isDiskFull(error) { noteDiskFull(building: id) }
         states[id] = .failed(error, fingerprint, at: .now, attempts: attempts)
         logger.error(
             "build failed",
@@ -36,10 +29,21 @@ extension ImageCatalog {
             ])
     }
 
+    /// Notes that the build (or upload) of `id` found its disk full: the least recently used stores
+    /// nobody has open are evicted until what its store needed is free, and `/ready` says the disk is
+    /// full for ``diskFullInterval``.
+    func noteDiskFull(building id: String) {
+        var needed = 1
+        if case .building(let build) = states[id], let image = build.image { needed = max(1, image.estimatedStoreByteCount) }
+        diskFullAt = .now
+        let budget = self.budget
+        _ = tasks.spawn { [needed] in await budget.makeRoom(byteCount: needed) }
+    }
+
     /// Whether `error` says the disk (or the user's quota on it) is full.
     static func isDiskFull(_ error: TileError) -> Bool { error.errno == ENOSPC || error.errno == EDQUOT }
 
-    /// How long `/ready` says the cache's disk is full after a build found it so.
+    /// How long `/ready` says the disk is full after a build or an upload found it so.
     static let diskFullInterval: Duration = .seconds(60)
 
     /// How long a version that failed `attempts` times in a row stays failed: ``retryInterval``,

@@ -40,7 +40,7 @@ extension ImageCatalog {
         if isShutDown { problems.append("shutting down") }
         if used > limit { problems.append("the cache holds \(used) bytes, past its budget of \(limit)") }
         if let full = diskFullAt, ContinuousClock.now - full < Self.diskFullInterval {
-            problems.append("the cache's disk is full: a build found no space \((ContinuousClock.now - full).components.seconds) s ago")
+            problems.append("the disk is full: a build or an upload found no space \((ContinuousClock.now - full).components.seconds) s ago")
         }
         return Health(
             isReady: problems.isEmpty, problems: problems, buildsRunning: running, buildsQueued: queued, imagesFailed: failed,

@@ -89,6 +89,13 @@ extension ImageCatalog {
     /// Ends an upload that will not be published: waits until its build has ended (its files
     /// removed by its builder), and gives its room in the budget back.
     public func endUpload(_ id: String) async {
+        await endUpload(id, failure: nil)
+    }
+
+    /// Ends an upload that failed with `failure`: when it found the disk full, room is made and
+    /// `/ready` says so for a while, as for a build (``noteDiskFull(building:)``).
+    func endUpload(_ id: String, failure: TileError?) async {
+        if let failure, Self.isDiskFull(failure) { noteDiskFull(building: id) }
         guard case .building(let build) = states[id], build.isUpload else { return }
         await build.watcher?.value
     }

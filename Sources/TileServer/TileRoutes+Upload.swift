@@ -56,7 +56,8 @@ extension TileRoutes {
     /// the JPEG's header, is counted against the disk budget before any of it is written. 201 with
     /// the build state when complete; 403 when uploads are off, 401 without the token, 409 for a name
     /// in use, 413 past the size limit, 503 with `Retry-After` past the uploads at once, 507 past the
-    /// disk budget, 400 for a body that is not a whole JPEG (nothing is kept). `Expect: 100-continue`
+    /// disk budget or on a full disk (`/ready` then says so for a while), 500 for a store that could
+    /// not be written otherwise, 400 for a body that is not a whole JPEG (nothing is kept). `Expect: 100-continue`
     /// is answered once these checks pass.
     public func registerUploads<Context: ChannelRequestContext>(on router: Router<Context>) {
         router.put("images/:id") { request, context in
@@ -89,10 +90,16 @@ extension TileRoutes {
             try await catalog.publishUpload(id)
         } catch {
             await builder.cancel()
-            await catalog.endUpload(id)
+            await catalog.endUpload(id, failure: error as? TileError)
             switch error {
             case is TooLarge: return Self.plain(.contentTooLarge, "the body is over the limit of \(policy.maximumBytes) bytes")
             case let refusal as ImageCatalog.UploadRefusal: return Self.refusal(refusal, id: id)
+            case let failure as TileError where ImageCatalog.isDiskFull(failure):
+                return Self.plain(Self.insufficientStorage, "the upload could not be stored: the disk is full")
+            case let failure as TileError where failure.code == .overBudget:
+                return Self.plain(Self.insufficientStorage, "the upload could not be stored: \(failure.message)")
+            case let failure as TileError where failure.code == .io:
+                return Self.plain(.internalServerError, "the upload could not be stored: \(failure.message)")
             default:
                 let failure = error as? TileError ?? TileError(.truncated, "the body ended early: \(error)")
                 return Self.plain(.badRequest, "not a whole image: \(failure.message)")
@@ -158,7 +165,7 @@ extension TileRoutes {
         case .busy: return failure(TileError(.notReady, "too many uploads are in progress; try again shortly"))
         case .overBudget(let bytes):
             return plain(
-                HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"),
+                insufficientStorage,
                 "the image needs \(bytes) bytes of store, over the server's disk budget")
         case .failed(let failure): return Self.failure(failure)
         }

@@ -289,12 +289,15 @@ public struct TileRoutes: Sendable {
             return Self.failure(TileError(.notReady, "the build of \(id) was stopped: \(failure.message)"))
         case .failed(let failure) where failure.code == .notReady: return Self.failure(failure)
         case .failed(let failure) where ImageCatalog.isDiskFull(failure):
-            return plain(HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), "the image could not be built: the disk is full")
+            return plain(insufficientStorage, "the image could not be built: the disk is full")
         case .failed(let failure) where failure.code == .overBudget:
-            return plain(HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage"), "the image could not be built: \(failure.message)")
+            return plain(insufficientStorage, "the image could not be built: \(failure.message)")
         case .failed(let failure): return plain(.internalServerError, "the image could not be built: \(failure.message)")
         }
     }
+
+    /// 507 (RFC 4918, 11.5): past the disk budget, or the disk is full.
+    static let insufficientStorage = HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
 
     static func failure(_ error: TileError, link: String? = nil) -> Response {
         var response: Response

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,6 +18,14 @@ public enum FileFacts {
         var info = stat()
         guard stat(path, &info) == 0 else { return 0 }
         return Int(info.st_blocks) * 512
+    }
+
+    /// Bytes every file below `folder` takes on disk, 0 when it cannot be read.
+    public static func diskBytes(below folder: String) -> Int {
+        guard let walker = FileManager.default.enumerator(atPath: folder) else { return 0 }
+        var total = 0
+        while let name = walker.nextObject() as? String { total += diskBytes("\(folder)/\(name)") }
+        return total
     }
 
     /// The text of a small file whose size `stat` does not tell (`/proc`), read with the C library

@@ -215,7 +215,7 @@ struct ServerAttackTests {
         }
         let store = "\(catalog.cache)/photo.tiles"
         let used = await catalog.health().diskBytesUsed
-        #expect(used >= Self.diskBytes(below: store) / 2 && used > 0, "the built store is counted: \(used) bytes")
+        #expect(used >= FileFacts.diskBytes(below: store) / 2 && used > 0, "the built store is counted: \(used) bytes")
         try FileManager.default.removeItem(atPath: store)
         var left = used
         while left > 0, ContinuousClock.now < deadline {
@@ -246,12 +246,31 @@ struct ServerAttackTests {
         }
     }
 
-    /// Bytes of every file below `folder`, as the disk counts them.
-    static func diskBytes(below folder: String) -> Int {
-        guard let walker = FileManager.default.enumerator(atPath: folder) else { return 0 }
-        var total = 0
-        while let name = walker.nextObject() as? String { total += FileFacts.diskBytes("\(folder)/\(name)") }
-        return total
+    @Test(
+        "an upload that finds the folder's disk full answers 507 and /ready says why (a 4 MiB tmpfs)",
+        .enabled(if: Tmpfs.isAvailable, Comment(rawValue: Tmpfs.unavailableMessage)))
+    func uploadDiskFull() async throws {
+        let (folder, jpeg) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let root = try #require(Tmpfs.mount(bytes: 4 << 20))
+        defer { Tmpfs.unmount(root) }
+        // The upload's raw store (about 6 MiB for the 1300x900 photo) is made in the folder served; the
+        // budget has room for it, the disk has not.
+        let catalog = try ImageCatalog(
+            root: root, cache: "\(folder)/.cache", cacheByteBudget: 1 << 30, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        try await TileServerTests.withServer(TileServer(catalog: catalog, uploads: UploadPolicy(token: "t"))) { base, client in
+            let port = UInt16(base.split(separator: ":").last!)!
+            let head =
+                "PUT /images/up HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
+            let reply = try await Self.send(port, head, body: jpeg)
+            #expect(reply.status == 507, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+            #expect(String(decoding: reply.body, as: UTF8.self).contains("disk is full"))
+            let ready = try await TileServerTests.get(client, "\(base)/ready")
+            #expect(ready.status == 503)
+            #expect(String(decoding: ready.body, as: UTF8.self).contains("disk is full"), "\(String(decoding: ready.body, as: UTF8.self))")
+        }
+        // Nothing of the upload is left on the full disk.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root).filter { $0.contains("up") } == [])
     }
 
     /// A raw store's bytes, written plainly: every level's tiles, padding included, 4 bytes a pixel.
@@ -283,7 +302,7 @@ struct ServerAttackTests {
                     "budget \(budget) for a store of \(store): \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
                 if !fits { #expect(String(decoding: reply.body, as: UTF8.self).contains("disk budget")) }
             }
-            #expect(Self.diskBytes(below: cache) <= budget, "\(Self.diskBytes(below: cache)) bytes in the cache for a budget of \(budget)")
+            #expect(FileFacts.diskBytes(below: cache) <= budget, "\(FileFacts.diskBytes(below: cache)) bytes in the cache for a budget of \(budget)")
         }
     }
 
@@ -308,7 +327,7 @@ struct ServerAttackTests {
             let reply = try await Self.send(port, "GET /iiif/3/big/full/256,/0/default.png HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             #expect(reply.status == 507, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
         }
-        #expect(Self.diskBytes(below: cache) <= budget)
+        #expect(FileFacts.diskBytes(below: cache) <= budget)
     }
 }
 
