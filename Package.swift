@@ -173,7 +173,7 @@ let package = Package(
         .executableTarget(
             name: "Benchmarks",
             dependencies: [
-                "TileCore", "TileActors", "TileNetwork", "TileServer", "CJpegShim", "CJpegReference",
+                "TileCore", "TileActors", "TileNetwork", "TileServer", "CJpegShim", "CJpegReference", "TestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

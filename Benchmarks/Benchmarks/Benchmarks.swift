@@ -49,7 +49,7 @@ struct Benchmarks: AsyncParsableCommand {
         guard rateMbps > 0 else { throw ValidationError("--rate-mbps must be positive.") }
         let names = Set(
             Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name) + LoadScenarios.names + [
-                "tiff-compare", "serve-tiff", MasterScenarios.name, BusyServeScenario.name
+                "tiff-compare", "serve-tiff", MasterScenarios.name, BusyServeScenario.name, AttackScenario.name
             ])
         for name in selected ?? [] where !names.contains(name) {
             throw ValidationError("no scenario named '\(name)' (BENCHMARKS.md lists them).")
@@ -136,6 +136,11 @@ struct Benchmarks: AsyncParsableCommand {
         if !json && selected?.contains(BusyServeScenario.name) == true {
             print("serve-busy: tiler serve building four copies of \(input) while a built image is looked at")
             for line in try await BusyServeScenario.run(input: input, runs: min(runs, 3)) { print("  " + line) }
+        }
+        // Issue 37's attack, re-measured: only when named.
+        if !json && selected?.contains(AttackScenario.name) == true {
+            print("serve-attack: renders abandoned by 24 connections beside a victim (tiler serve over \(input)), bombs, a PNG past the budget")
+            for line in try AttackScenario.run(input: input, runs: min(runs, 3)) { print("  " + line) }
         }
         // Masters in other formats, made from the input, beside vips: only when named.
         if !json && selected?.contains(MasterScenarios.name) == true {

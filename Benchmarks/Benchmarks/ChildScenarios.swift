@@ -21,6 +21,9 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
         guard cjs_reference_decode_file_discard(input, &result) == 0 else {
             throw BenchmarkError("decode failed")
         }
+    case "bomb":
+        try AttackScenario.bombChild(input: input, report: report)
+        return
     case "master-tiff", "master-raw":
         let (elapsed, extras) = try MasterScenarios.build(name, input: input)
         try writeReport(elapsed, extras: extras)

@@ -120,8 +120,7 @@ enum ExportScenarios {
     }
 
     private static func modified(_ path: String) -> Double {
-        var info = stat()
-        return stat(path, &info) == 0 ? Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9 : 0
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
     }
 
     private static func files(_ root: String) -> [String] {

@@ -62,7 +62,8 @@ enum TIFFScenarios {
 
 /// A file's size in bytes.
 func fileSize(_ path: String) throws -> Int {
-    var info = stat()
-    guard stat(path, &info) == 0 else { throw BenchmarkError("cannot stat \(path)") }
-    return Int(info.st_size)
+    guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int else {
+        throw BenchmarkError("cannot stat \(path)")
+    }
+    return size
 }

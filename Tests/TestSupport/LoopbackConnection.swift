@@ -20,15 +20,25 @@ public final class LoopbackConnection: @unchecked Sendable {
     /// time while they wait for child processes (a CI run once saw no `421` within 30 s).
     public static let answerTimeout = Duration.seconds(120)
 
-    public init(port: UInt16) throws {
+    /// Connects to `port` on 127.0.0.1.
+    /// - Parameter source: the local address to connect from (another of 127/8's, so that a server
+    ///   sees another client), or the kernel's choice.
+    public init(port: UInt16, from source: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        func address(_ text: String, _ port: UInt16) -> sockaddr_in {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr(text)
+            return address
         }
+        func call(_ address: sockaddr_in, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+            withUnsafePointer(to: address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        }
+        let bound = source.map { source in call(address(source, 0)) { bind(fd, $0, $1) } } ?? 0
+        let connected = bound == 0 ? call(address("127.0.0.1", port)) { connect(fd, $0, $1) } : -1
         guard fd >= 0, connected == 0 else {
             if fd >= 0 { close(fd) }
             throw TileError(.io, "cannot connect to port \(port)")
@@ -39,6 +49,10 @@ public final class LoopbackConnection: @unchecked Sendable {
 
     /// Shuts the connection down both ways (a send blocked on it returns).
     public func shutDown() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+
+    /// Closes the sending side only (a FIN): what the peer sees when a client hangs up, as a closed
+    /// socket, while the answer can still be read here.
+    public func shutDownWrites() { _ = Glibc.shutdown(fd, Int32(SHUT_WR)) }
 
     /// Sends all of `data`, blocking while the peer's window is full. A blocking `send` interrupted by
     /// a signal returns what it has sent so far (`SIGCHLD` from the children other tests start; seen in

@@ -123,18 +123,14 @@ struct HostileInputTests {
         .enabled(if: Tools.have("cjpeg"), Comment(rawValue: Tools.missing("cjpeg"))))
     func scanPasses() throws {
         // Issue 37: a valid 492-scan progressive JPEG of zeros (8192 x 8192 in 192 KB) cost 19 s of CPU.
-        // cjpeg writes at most 100 scans: successive approximation of the DC and of AC 1 to 8, bit by
-        // bit (11 scans each, libjpeg's 10 bits at most), then AC 9-63 at once.
+        // cjpeg writes at most 100 scans (`Bombs.hundredScans`).
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("passes-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var script = ["0: 0-0, 0, 10;"] + (0...9).reversed().map { "0: 0-0, \($0 + 1), \($0);" }
-        for k in 1...8 { script += ["0: \(k)-\(k), 0, 10;"] + (0...9).reversed().map { "0: \(k)-\(k), \($0 + 1), \($0);" } }
-        script.append("0: 9-63, 0, 0;")
-        #expect(script.count == 100)
-        try script.joined(separator: "\n").write(toFile: "\(folder)/scans.txt", atomically: true, encoding: .utf8)
+        #expect(Bombs.hundredScans.split(separator: "\n").count == 100)
+        try Bombs.hundredScans.write(toFile: "\(folder)/scans.txt", atomically: true, encoding: .utf8)
         let side = 4096  // 512 x 512 blocks: 100 scans are 26.2 M block-scans, past 2^24 + 16 x 262,144 at scan 81
-        try (Data("P5\n\(side) \(side)\n255\n".utf8) + Data(count: side * side)).write(to: URL(fileURLWithPath: "\(folder)/zeros.pgm"))
+        try Bombs.blackPGM(side: side).write(to: URL(fileURLWithPath: "\(folder)/zeros.pgm"))
         let bomb = try Tools.run("cjpeg", ["-grayscale", "-scans", "\(folder)/scans.txt", "\(folder)/zeros.pgm"]).stdout
         #expect(bomb.count > 1000 && [UInt8](bomb).indices.dropLast().filter { bomb[$0] == 0xFF && bomb[$0 + 1] == 0xDA }.count == 100)
         let error = try #require(thrownError { try TileBuilder.build(data: bomb) })
