@@ -261,15 +261,21 @@ extension ImageCatalog {
         guard !build.hasEnded else { return true }
         nextWaiter += 1
         let key = nextWaiter
-        return await withCheckedContinuation { continuation in
-            // Weakly: a pending deadline must not keep an ended build (and its pyramid, which the budget
-            // evicts only once released) alive.
-            let held = WeakBuild(build)
-            let expiry = tasks.spawn {
-                guard (try? await Task.sleep(until: deadline)) != nil else { return }  // the wait ended first
-                await self.expire(held, key)
+        // Weakly: a pending deadline must not keep an ended build (and its pyramid, which the budget
+        // evicts only once released) alive.
+        let held = WeakBuild(build)
+        // A cancelled wait ends as one past its deadline (its waiter is registered before the actor
+        // runs the expiry, even when the task was cancelled before it began).
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let expiry = tasks.spawn {
+                    guard (try? await Task.sleep(until: deadline)) != nil else { return }  // the wait ended first
+                    await self.expire(held, key)
+                }
+                build.waiters[key] = Waiter(condition: condition, continuation: continuation, deadline: expiry)
             }
-            build.waiters[key] = Waiter(condition: condition, continuation: continuation, deadline: expiry)
+        } onCancel: {
+            Task { await self.expire(held, key) }
         }
     }
 

@@ -32,8 +32,8 @@ public struct RenderLimits: Sendable, Hashable {
 
 /// Admits renders to the thread pool by ``RenderLimits``: a render waits its turn here (a
 /// continuation, no thread held), first come first served; past the limits it is refused at once.
-/// A render whose client has gone (its connection closed) is dropped when its turn comes, and one
-/// running stops between tile rows (``TileCore/TiledImage/renderEncoded(_:quality:waitingUntil:isCancelled:)``).
+/// A render whose client has gone (its connection closed, or its side of it: ``peerClosed(_:)``) is
+/// refused before it waits, dropped when its turn comes, and stopped between tile rows when running (``TileCore/TiledImage/renderEncoded(_:quality:waitingUntil:isCancelled:)``).
 final class RenderAdmission: Sendable {
     /// Who asks: an address, and whether its connection is still open (safe to call from any thread).
     struct Client: Sendable {
@@ -41,6 +41,8 @@ final class RenderAdmission: Sendable {
         var isConnected: @Sendable () -> Bool
         /// Whether the per-client limits apply (a library caller with no connection: not).
         var isCounted = true
+        /// Its connection (its channel's identity), whose hang-up ``untilHangUp(of:_:)`` watches for.
+        var connection: ObjectIdentifier?
     }
 
     /// What a render asking for its turn is told.
@@ -66,8 +68,69 @@ final class RenderAdmission: Sendable {
 
     let limits: RenderLimits
     private let state = NIOLockedValueBox(State())
+    /// Connections whose peer has closed its side (``peerClosed(_:)``), by the channel's identity, and
+    /// what to do when one does (``untilHangUp(of:_:)``).
+    private struct HangUps {
+        var closed = Set<ObjectIdentifier>()
+        var watchers: [ObjectIdentifier: [Int: @Sendable () -> Void]] = [:]
+        var nextWatcher = 0
+    }
+    private let hangUps = NIOLockedValueBox(HangUps())
 
     init(limits: RenderLimits) { self.limits = limits }
+
+    /// Notes that the peer of `connection` (a channel's identity) has closed its side: the server lets
+    /// peers half-close (Hummingbird's channels do, to answer what they asked), so the channel stays
+    /// open, but a client that hangs up while its render runs or waits is gone for this purpose, as
+    /// nginx takes it (499): the render stops. Until ``connectionEnded(_:)``.
+    func peerClosed(_ connection: ObjectIdentifier) {
+        let watchers = hangUps.withLockedValue { hangUps in
+            hangUps.closed.insert(connection)
+            return hangUps.watchers.removeValue(forKey: connection).map { Array($0.values) } ?? []
+        }
+        for watcher in watchers { watcher() }
+    }
+
+    /// Forgets `connection` (its channel is gone: its identity may be another's next).
+    func connectionEnded(_ connection: ObjectIdentifier) {
+        hangUps.withLockedValue { hangUps in
+            hangUps.closed.remove(connection)
+            hangUps.watchers[connection] = nil
+        }
+    }
+
+    /// Whether the peer of `connection` has closed its side.
+    func hasHungUp(_ connection: ObjectIdentifier) -> Bool { hangUps.withLockedValue { $0.closed.contains(connection) } }
+
+    /// Whether `client` has gone: its connection closed, or its side of it.
+    func hasGone(_ client: Client?) -> Bool { client.map { !$0.isConnected() } ?? false }
+
+    /// `wait` in a task of its own, cancelled when `client`'s peer hangs up (at once if it has), or
+    /// when the caller's task is cancelled. For waits that are not renders (a render checks
+    /// ``Client/isConnected`` itself), such as a request's wait for rows still being built.
+    func untilHangUp<T: Sendable>(of client: Client?, _ wait: @escaping @Sendable () async -> T) async -> T {
+        guard let connection = client?.connection else { return await wait() }
+        let task = Task { await wait() }
+        let key = hangUps.withLockedValue { hangUps -> Int? in
+            guard !hangUps.closed.contains(connection) else { return nil }
+            hangUps.nextWatcher += 1
+            hangUps.watchers[connection, default: [:]][hangUps.nextWatcher] = { task.cancel() }
+            return hangUps.nextWatcher
+        }
+        if key == nil { task.cancel() }
+        let value = await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
+        }
+        if let key {
+            hangUps.withLockedValue { hangUps in
+                hangUps.watchers[connection]?[key] = nil
+                if hangUps.watchers[connection]?.isEmpty == true { hangUps.watchers[connection] = nil }
+            }
+        }
+        return value
+    }
 
     /// Renders running and waiting now.
     var counts: (running: Int, waiting: Int) { state.withLockedValue { ($0.running, $0.queue.count) } }
@@ -80,6 +143,7 @@ final class RenderAdmission: Sendable {
     func run<T>(for client: Client?, pixels: Int, _ render: () async throws(TileError) -> T) async throws(TileError) -> T {
         if pixels <= limits.cheapPixels { return try await render() }
         let client = client ?? Client(address: "", isConnected: { true }, isCounted: false)
+        guard client.isConnected() else { throw TileError(.cancelled, "the client went away before its render was admitted") }
         // Decided and queued under one lock: a render ending meanwhile sees the waiter.
         let turn = await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
             var gone: [CheckedContinuation<Turn, Never>] = []

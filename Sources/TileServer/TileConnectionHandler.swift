@@ -61,6 +61,8 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Whether a read was passed on since the last read completed: the application's handlers need
     /// the completion only then.
     private var hasPassedReads = false
+    /// Whether the peer has closed its side (its renders are stopped: ``RenderAdmission/peerClosed(_:)``).
+    private var peerHasClosed = false
 
     init(service: TileService, rules: RequestGuard, accessLog: AccessLog?, headTimeout: TimeAmount) {
         self.service = service
@@ -81,6 +83,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        if peerHasClosed { service.renders.connectionEnded(ObjectIdentifier(context.channel)) }
         encoder = nil
         headDeadline?.cancel()
         writeDeadline?.cancel()
@@ -228,6 +231,11 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             if requestsWithApplication == 0 || isPassingBody || held != nil { context.close(promise: nil) }
         case is ChannelShouldQuiesceEvent:
             if requestsWithApplication == 0 { context.close(promise: nil) } else { closesWhenIdle = true }
+        case ChannelEvent.inputClosed:
+            // The peer hung up (or half-closed): what it asked is still answered, but a render stops.
+            if !peerHasClosed { service.renders.peerClosed(ObjectIdentifier(context.channel)) }
+            peerHasClosed = true
+            context.fireUserInboundEventTriggered(event)
         default:
             context.fireUserInboundEventTriggered(event)
         }

@@ -67,7 +67,7 @@ public struct TileRoutes: Sendable {
             router.get("\(version.path)/:id/info.json") { request, context in
                 await info(
                     id: context.parameters.get("id") ?? "", version: version, base: base(request, version), request: request,
-                    client: Self.client(request, context)?.address)
+                    client: client(request, context)?.address)
             }
             // HEAD has its own handler: a render's head is answered without rendering.
             let imageRoute: @Sendable (Request, Context) async -> Response = { request, context in
@@ -79,13 +79,13 @@ public struct TileRoutes: Sendable {
                 let variant = version == .v3 ? path : "iiif2/\(path)"
                 return await image(
                     id: p.get("id") ?? "", target: target, variant: variant, link: version.profileLink, request: request,
-                    client: Self.client(request, context))
+                    client: client(request, context))
             }
             router.get("\(version.path)/:id/:region/:size/:rotation/:file", use: imageRoute)
             router.head("\(version.path)/:id/:region/:size/:rotation/:file") { Self.head(await imageRoute($0, $1)) }
         }
         router.get("dzi/:name") { request, context in
-            await deepZoomDescriptor(name: context.parameters.get("name") ?? "", request: request, client: Self.client(request, context)?.address)
+            await deepZoomDescriptor(name: context.parameters.get("name") ?? "", request: request, client: client(request, context)?.address)
         }
         let deepZoomRoute: @Sendable (Request, Context) async -> Response = { request, context in
             let p = context.parameters
@@ -95,7 +95,7 @@ public struct TileRoutes: Sendable {
             }
             return await image(
                 id: String(files.dropLast(6)), target: .deepZoom(address), variant: "dzi/\(level)/\(tile)", link: nil, request: request,
-                client: Self.client(request, context))
+                client: client(request, context))
         }
         router.get("dzi/:name/:level/:tile", use: deepZoomRoute)
         router.head("dzi/:name/:level/:tile") { Self.head(await deepZoomRoute($0, $1)) }
@@ -110,14 +110,17 @@ public struct TileRoutes: Sendable {
 
     /// Whom a request's render is admitted for (``RenderAdmission``): its peer's address, or the
     /// client's as a trusted proxy appended it to `X-Forwarded-For` (the request guard removes the
-    /// header from other peers), and whether its connection is still open.
-    static func client(_ request: Request, _ context: some RequestContext) -> RenderAdmission.Client? {
+    /// header from other peers), and whether it is still there: its connection open, and its side of
+    /// it not closed (a client that hung up has closed only its side as the server sees it).
+    func client(_ request: Request, _ context: some RequestContext) -> RenderAdmission.Client? {
         guard let channel = (context as? any ChannelRequestContext)?.channel else { return nil }
         var address = channel.remoteAddress?.ipAddress ?? ""
         if let forwarded = request.headers[values: .xForwardedFor].last?.split(separator: ",").last {
             address = forwarded.trimmingCharacters(in: .whitespaces)
         }
-        return RenderAdmission.Client(address: address, isConnected: { channel.isActive })
+        let (renders, connection) = (service.renders, ObjectIdentifier(channel))
+        return RenderAdmission.Client(
+            address: address, isConnected: { channel.isActive && !renders.hasHungUp(connection) }, connection: connection)
     }
 
     /// The base URI of `version`'s image services: the server's public URL (`publicBaseURL`, else from
@@ -296,6 +299,10 @@ public struct TileRoutes: Sendable {
         }
     }
 
+    /// 499, nginx's "Client Closed Request": what the access log and the metrics record for work given
+    /// up because its client hung up (nobody reads the answer).
+    static let clientClosedRequest = HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request")
+
     /// 507 (RFC 4918, 11.5): past the disk budget, or the disk is full.
     static let insufficientStorage = HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
 
@@ -307,6 +314,7 @@ public struct TileRoutes: Sendable {
         case .notReady:
             response = plain(.serviceUnavailable, error.message)
             response.headers[.retryAfter] = "2"
+        case .cancelled: response = plain(clientClosedRequest, error.message)
         default: response = plain(.internalServerError, error.message)
         }
         if let link { response.headers[.link] = link }

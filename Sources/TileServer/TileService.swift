@@ -158,8 +158,11 @@ public final class TileService: Sendable {
         }
         let stored = Self.storedTile(resolved, of: pyramid)
         if !pyramid.isComplete, !pyramid.canRender(resolved) {
-            let written = await catalog.waitUntil(image.id, deadline: .now + waitLimit) { $0.canRender(resolved) }
+            // The wait ends when the client hangs up, too.
+            let (catalog, deadline) = (self.catalog, ContinuousClock.now + waitLimit)
+            let written = await renders.untilHangUp(of: client) { await catalog.waitUntil(image.id, deadline: deadline) { $0.canRender(resolved) } }
             guard written || pyramid.canRender(resolved) else {
+                if renders.hasGone(client) { throw TileError(.cancelled, "the client closed the connection while its rows were being built") }
                 throw TileError(.notReady, "the rows this request needs are not written yet")
             }
         }
@@ -204,10 +207,10 @@ public final class TileService: Sendable {
     {
         let source = try pyramid.sourceRect(for: resolved)
         let pixels = (source.x1 - source.x0) * (source.y1 - source.y0) + resolved.scaledWidth * resolved.scaledHeight
-        let quality = jpegQuality
+        let (quality, renders) = (jpegQuality, self.renders)
         return try await renders.run(for: client, pixels: pixels) { () throws(TileError) in
             try await threadPool.blocking { () throws(TileError) in
-                try pyramid.renderEncoded(resolved, quality: quality, isCancelled: { client.map { !$0.isConnected() } ?? false })
+                try pyramid.renderEncoded(resolved, quality: quality, isCancelled: { renders.hasGone(client) })
             }
         }
     }

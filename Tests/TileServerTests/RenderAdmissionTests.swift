@@ -134,6 +134,49 @@ struct RenderAdmissionTests {
         #expect(log.withLockedValue { $0 } == ["ran a", "b1: cancelled", "ran b2"])
     }
 
+    @Test("a peer that closes its side is gone: a wait it started ends, a later one ends at once, its render is dropped; others are untouched")
+    func hangUps() async throws {
+        let admission = RenderAdmission(limits: RenderLimits(threads: 1, waiting: 8, perClient: 8))
+        // Connections are told apart by their channels' identities: two objects (kept alive to the
+        // end) stand for them here.
+        let channels = (NSObject(), NSObject())
+        defer { withExtendedLifetime(channels) {} }
+        let (mine, other) = (ObjectIdentifier(channels.0), ObjectIdentifier(channels.1))
+        let client: @Sendable (ObjectIdentifier) -> RenderAdmission.Client = { id in
+            RenderAdmission.Client(address: "a", isConnected: { !admission.hasHungUp(id) }, connection: id)
+        }
+        // A wait that would never end but for a cancellation; started, then the peer hangs up.
+        let (started, start) = AsyncStream.makeStream(of: Void.self)
+        let waiting = Task {
+            await admission.untilHangUp(of: client(mine)) { @Sendable () async -> Bool in
+                start.yield()
+                return (try? await Task.sleep(for: .seconds(86_400))) != nil
+            }
+        }
+        for await _ in started { break }
+        #expect(!admission.hasGone(client(mine)))
+        admission.peerClosed(mine)
+        #expect(await waiting.value == false, "the wait was cancelled")
+        #expect(admission.hasGone(client(mine)) && !admission.hasGone(client(other)))
+        // A wait after the hang-up is cancelled before it begins.
+        let late = await admission.untilHangUp(of: client(mine)) { @Sendable () async -> Bool in (try? await Task.sleep(for: .seconds(86_400))) != nil
+        }
+        #expect(late == false)
+        // Its render waiting behind another's is dropped at its turn.
+        let log = NIOLockedValueBox<[String]>([])
+        let gate = Gate()
+        let running = Self.ask(admission, client(other), name: "other", gate: gate, log: log)
+        await gate.waitUntilStarted()
+        let dropped = Self.ask(admission, client(mine), name: "mine", log: log)
+        await dropped.value  // refused at once: its client is gone before it waits
+        gate.release()
+        await running.value
+        #expect(log.withLockedValue { $0 } == ["ran other", "mine: cancelled"])
+        // Once its channel is gone, its identity is forgotten (another connection may have it next).
+        admission.connectionEnded(mine)
+        #expect(!admission.hasGone(client(mine)))
+    }
+
     @Test("a render stops between tile rows once its client has gone")
     func runningRenderStops() throws {
         let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1300, height: 900), width: 1300, height: 900)

@@ -273,6 +273,41 @@ struct ServerAttackTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: root).filter { $0.contains("up") } == [])
     }
 
+    @Test("a request whose client hangs up while it waits for rows of an upload is given up at once (499), not at the wait's limit")
+    func hangUpEndsTheWait() async throws {
+        let (folder, jpeg) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", taskExecutor: ServerExecutor.shared)
+        // A wait for rows, and an idle timeout (which would end the stalled upload, and so the wait),
+        // far longer than the test waits for the answer: only the hang-up ends the wait in time.
+        var server = TileServer(service: TileService(catalog: catalog, waitLimit: .seconds(3600)), uploads: UploadPolicy(token: "t"))
+        server.idleTimeout = .seconds(3600)
+        try await TileServerTests.withServer(server) { base, client in
+            let port = UInt16(base.split(separator: ":").last!)!
+            // An upload of the photo that stops half-way: its last rows are never written.
+            let upload = try LoopbackConnection(port: port)
+            defer { upload.shutDown() }
+            let head = "PUT /images/up HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\n\r\n"
+            try upload.send(Data(head.utf8) + jpeg.prefix(jpeg.count / 2))
+            let received = "\"bytesReceived\":\(jpeg.count / 2)"
+            var state = ""
+            let deadline = ContinuousClock.now + .seconds(60)
+            while !(state.contains("\"building\"") && state.contains(received)), ContinuousClock.now < deadline {
+                state = String(decoding: try await TileServerTests.get(client, "\(base)/images/up").body, as: UTF8.self)
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(state.contains(received), "\(state)")
+            // The photo's last rows asked for (kept alive), then the client's side closed.
+            let asking = try LoopbackConnection(port: port)
+            try asking.send(Data("GET /iiif/3/up/0,850,256,50/256,/0/default.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+            asking.shutDownWrites()
+            let reply = await LoopbackConnection.onOwnThread {
+                asking.read(timeout: LoopbackConnection.answerTimeout) { $0.range(of: Data("\r\n\r\n".utf8)) != nil }
+            }
+            #expect(String(decoding: reply.bytes.prefix(12), as: UTF8.self) == "HTTP/1.1 499", "\(String(decoding: reply.bytes, as: UTF8.self))")
+        }
+    }
+
     /// A raw store's bytes, written plainly: every level's tiles, padding included, 4 bytes a pixel.
     static func rawStoreBytes(width: Int, height: Int, tile: Int = 256) -> Int {
         var (w, h, total) = (width, height, 0)
