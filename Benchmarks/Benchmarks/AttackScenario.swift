@@ -13,6 +13,11 @@ import Glibc
 ///   200-px region and `/ready`, while the 24 are in and just after they closed; the server's CPU in
 ///   the 3 s after the hang-up (work nobody waits for). Twice: the 24 from one address (a second
 ///   machine), and from 24 addresses (127.0.0.2 to .25, the per-client caps out of the way).
+/// - Reads flooded: 3000 connections from one address each ask a 512-px region never asked before
+///   (cheap renders, run at once rather than queued); the victim's region and `/ready` meanwhile,
+///   and how many of the 3000 were answered 200 and 503.
+/// - Builds purged: the input (and its progressive twin, when there is one) built by the server, and
+///   `DELETE /admin/images/{id}` once a quarter of its rows are decoded: how long the answer takes.
 /// - Bombs, each built in a child process (`TileBuilder.build(contentsOfFile:)`): the empty-packet
 ///   JPEG 2000 codestreams declaring 16384 and 32768 a side in 4 x 4 code-blocks, and a valid
 ///   100-scan progressive JPEG of 8192 x 8192 zeros (cjpeg's most scans): outcome, CPU seconds
@@ -43,7 +48,8 @@ enum AttackScenario {
     static func abandonedRenders(_ tiler: String, input: String, folder: String, runs: Int) throws -> [String] {
         if link(input, "\(folder)/images/huge.jpg") != 0 { try FileManager.default.copyItem(atPath: input, toPath: "\(folder)/images/huge.jpg") }
         let info = try ImageInfo.read(contentsOfFile: input)
-        let (server, base) = try CLIServeScenario.start(tiler, images: "\(folder)/images", cache: "\(folder)/cache", log: "\(folder)/tiler.log")
+        let (server, base) = try CLIServeScenario.start(
+            tiler, images: "\(folder)/images", cache: "\(folder)/cache", log: "\(folder)/tiler.log", options: ["--admin-token", adminToken])
         defer { server.stop() }
         let port = UInt16(base.split(separator: ":").last!)!
         // The store built before the clock starts.
@@ -65,15 +71,7 @@ enum AttackScenario {
                     return connection
                 }
                 usleep(300_000)  // in the render queue, or running
-                // Each victim's region is one no one asked for: a new place on the image each time.
-                func victim() throws -> Double {
-                    victimIndex += 1
-                    let (x, y) = ((victimIndex * 1913) % max(1, info.width - 1024), (victimIndex * 1409) % max(1, info.height - 1024))
-                    let answer = try get(port, "/iiif/3/huge/\(x),\(y),1024,1024/200,/0/default.jpg", from: "127.0.0.1")
-                    guard answer.status == 200 else { throw BenchmarkError("the victim's region: \(answer.status)") }
-                    return answer.seconds
-                }
-                during.append(try victim())
+                during.append(try victim(port, info, &victimIndex))
                 readyDuring.append(try get(port, "/ready", from: "127.0.0.1").seconds)
                 // Answers already there (503s past a cap) read, then every attacker hangs up at once.
                 for attacker in attackers
@@ -82,9 +80,9 @@ enum AttackScenario {
                 }
                 let before = cpuSeconds(server.pid)
                 attackers.forEach { $0.shutDown() }
-                after.append(try victim())
-                readyAfter.append(try get(port, "/ready", from: "127.0.0.1").seconds)
                 let closedAt = ContinuousClock.now
+                after.append(try victim(port, info, &victimIndex))
+                readyAfter.append(try get(port, "/ready", from: "127.0.0.1").seconds)
                 usleep(UInt32(max(0, 3.0 - seconds(ContinuousClock.now - closedAt)) * 1e6))
                 cpu.append(cpuSeconds(server.pid) - before)
             }
@@ -97,7 +95,97 @@ enum AttackScenario {
                     "full/{w},/0/default.png (about 4000 px)", spread ? "24 addresses" : "one address", ms(during), ms(after), ms(readyDuring),
                     ms(readyAfter), ScenarioResult.median(cpu), refused, 24 * runs))
         }
+        lines.append(try readFlood(port, info, runs: runs, victimIndex: &victimIndex))
+        lines += try deletesDuringBuilds(port, input: input, folder: folder, runs: runs)
         return lines
+    }
+
+    static let adminToken = "attack-scenario-admin-token"
+
+    /// The input, and its progressive twin when there is one (`huge-progressive.jpg` beside
+    /// `huge.jpg`), built by the server; a quarter of its rows decoded (a progressive JPEG's rows come
+    /// in its last phase, after every scan), `DELETE /admin/images/{id}`: seconds until it is answered
+    /// (the build stopped, its files removed).
+    static func deletesDuringBuilds(_ port: UInt16, input: String, folder: String, runs: Int) throws -> [String] {
+        var sources = [("baseline", input)]
+        let twin = (input as NSString).deletingPathExtension + "-progressive.jpg"
+        if FileManager.default.fileExists(atPath: twin) { sources.append(("progressive", twin)) }
+        var lines: [String] = []
+        for (kind, source) in sources {
+            let height = try ImageInfo.read(contentsOfFile: source).height
+            var seconds: [Double] = []
+            for run in 0..<runs {
+                let id = "deleted-\(kind)-\(run)"
+                if link(source, "\(folder)/images/\(id).jpg") != 0 {
+                    try FileManager.default.copyItem(atPath: source, toPath: "\(folder)/images/\(id).jpg")
+                }
+                _ = try get(port, "/iiif/3/\(id)/info.json")
+                let deadline = ContinuousClock.now + .seconds(600)
+                while ContinuousClock.now < deadline {
+                    let state = String(decoding: try get(port, "/images/\(id)").body, as: UTF8.self)
+                    guard let range = state.range(of: "\"rowsDecoded\":") else { break }  // not building any more
+                    if let rows = Int(state[range.upperBound...].prefix { $0.isNumber }), rows >= height / 4 { break }
+                    usleep(20_000)
+                }
+                let start = ContinuousClock.now
+                let connection = try LoopbackConnection(port: port)
+                try connection.send(
+                    Data(
+                        "DELETE /admin/images/\(id) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(adminToken)\r\nConnection: close\r\n\r\n"
+                            .utf8))
+                let answer = connection.read(timeout: .seconds(300)) { $0.count >= 12 }.bytes
+                guard answer.starts(with: Data("HTTP/1.1 2".utf8)) else {
+                    throw BenchmarkError("DELETE of \(id): \(String(decoding: answer.prefix(40), as: UTF8.self))")
+                }
+                seconds.append(Self.seconds(ContinuousClock.now - start))
+                unlink("\(folder)/images/\(id).jpg")
+            }
+            lines.append(
+                String(
+                    format:
+                        "serve-attack-delete   DELETE /admin/images/{id} of a %@ build with a quarter of its rows decoded: answered in %.0f ms (max %.0f)",
+                    kind, ScenarioResult.median(seconds) * 1000, (seconds.max() ?? .nan) * 1000))
+        }
+        return lines
+    }
+
+    /// A victim's uncached 200-px region (a new place on the image each time, from 127.0.0.1): its seconds.
+    static func victim(_ port: UInt16, _ info: ImageInfo, _ index: inout Int) throws -> Double {
+        index += 1
+        let (x, y) = ((index * 1913) % max(1, info.width - 1024), (index * 1409) % max(1, info.height - 1024))
+        let answer = try get(port, "/iiif/3/huge/\(x),\(y),1024,1024/200,/0/default.jpg", from: "127.0.0.1")
+        guard answer.status == 200 else { throw BenchmarkError("the victim's region: \(answer.status)") }
+        return answer.seconds
+    }
+
+    /// 3000 connections from one address, each asking a 512-px region never asked before (a cheap
+    /// render: a few milliseconds, run at once, not queued as large renders are), and a victim's
+    /// region and `/ready` while they are answered.
+    static func readFlood(_ port: UInt16, _ info: ImageInfo, runs: Int, victimIndex: inout Int) throws -> String {
+        var (victims, ready, answered, refused) = ([Double](), [Double](), 0, 0)
+        for run in 0..<runs {
+            let attackers = try (0..<3000).map { index -> LoopbackConnection in
+                let connection = try LoopbackConnection(port: port, from: "127.0.0.2")
+                let k = run * 3000 + index
+                let (x, y) = ((k * 7919) % (info.width - 512), (k * 104_729) % (info.height - 512))
+                try connection.send(request(port, "/iiif/3/huge/\(x),\(y),512,512/512,/0/default.jpg"))
+                return connection
+            }
+            usleep(100_000)
+            victims.append(try victim(port, info, &victimIndex))
+            ready.append(try get(port, "/ready", from: "127.0.0.1").seconds)
+            for attacker in attackers {
+                let head = attacker.read(timeout: .seconds(60)) { $0.count >= 12 }.bytes
+                if head.starts(with: Data("HTTP/1.1 200".utf8)) { answered += 1 }
+                if head.starts(with: Data("HTTP/1.1 503".utf8)) { refused += 1 }
+                attacker.shutDown()
+            }
+        }
+        return String(
+            format:
+                "serve-attack-reads    3000 connections from one address asking 512-px regions never asked before: victim's uncached 200-px region %.0f ms (max %.0f); /ready %.0f ms (max %.0f); the 3000 answered 200 %d, 503 %d of %d",
+            ScenarioResult.median(victims) * 1000, (victims.max() ?? .nan) * 1000, ScenarioResult.median(ready) * 1000, (ready.max() ?? .nan) * 1000,
+            answered, refused, 3000 * runs)
     }
 
     /// A GET with `Connection: close`, answered in full: its status, body and seconds.

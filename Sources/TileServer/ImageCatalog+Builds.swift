@@ -274,8 +274,8 @@ extension ImageCatalog {
                 }
                 build.waiters[key] = Waiter(condition: condition, continuation: continuation, deadline: expiry)
             }
-        } onCancel: {
-            Task { await self.expire(held, key) }
+        } onCancel: { [tasks] in
+            _ = tasks.spawn { await self.expire(held, key) }
         }
     }
 

@@ -1,10 +1,11 @@
 import NIOConcurrencyHelpers
-public import TileCore
+import TileCore
 
 /// How many renders (a region read, resized and encoded: up to seconds of CPU for a large one) a
 /// server runs and keeps waiting, in all and for one client address. Renders that read and write at
 /// most ``cheapPixels`` (a viewer's tiles: a millisecond or two each) run at once, as reads of stored
-/// tiles do: a browser asks for a screenful of them at a time.
+/// tiles do: a browser asks for a screenful of them at a time; but one client address has at most
+/// ``readsPerClient`` of those under way.
 public struct RenderLimits: Sendable, Hashable {
     /// Pixels read and written at most by a render that is not admitted, only run. Default 2^20
     /// (a 256-pixel tile read from its level and written is 2^17).
@@ -21,12 +22,22 @@ public struct RenderLimits: Sendable, Hashable {
     /// for one client address, past which another of its renders is refused; a client with none may
     /// always have one. Default 2^28.
     public var pixelsPerClient: Int
+    /// Cheap renders and reads of stored tiles under way (on the thread pool or waiting for one of its
+    /// threads) for one client address; one more is refused (503 with `Retry-After`). Default 256: a
+    /// browser has at most 6 connections to a server, a load test or a proxy not trusted to name its
+    /// clients may have hundreds; a client with thousands would otherwise queue that many reads ahead
+    /// of everyone else's (600 connections asking 512-px regions: seconds).
+    public var readsPerClient: Int
 
     /// - Parameters: see the properties; `threads` is the thread pool's size.
-    public init(threads: Int, waiting: Int = 32, perClient: Int = 4, pixelsPerClient: Int = 1 << 28, cheapPixels: Int = 1 << 20) {
+    public init(
+        threads: Int, waiting: Int = 32, perClient: Int = 4, pixelsPerClient: Int = 1 << 28, cheapPixels: Int = 1 << 20,
+        readsPerClient: Int = 256
+    ) {
         running = max(1, threads - 1)
         self.cheapPixels = max(0, cheapPixels)
         (self.waiting, self.perClient, self.pixelsPerClient) = (max(0, waiting), max(1, perClient), max(1, pixelsPerClient))
+        self.readsPerClient = max(1, readsPerClient)
     }
 }
 
@@ -64,6 +75,8 @@ final class RenderAdmission: Sendable {
         var queue: [Waiter] = []
         /// Renders running or waiting, and their pixels, by client address.
         var clients: [String: (count: Int, pixels: Int)] = [:]
+        /// Cheap renders and reads under way, by client address.
+        var reads: [String: Int] = [:]
     }
 
     let limits: RenderLimits
@@ -105,31 +118,52 @@ final class RenderAdmission: Sendable {
     /// Whether `client` has gone: its connection closed, or its side of it.
     func hasGone(_ client: Client?) -> Bool { client.map { !$0.isConnected() } ?? false }
 
-    /// `wait` in a task of its own, cancelled when `client`'s peer hangs up (at once if it has), or
-    /// when the caller's task is cancelled. For waits that are not renders (a render checks
+    /// `wait` in a child task, cancelled when `client`'s peer hangs up (at once if it has), or when
+    /// the caller's task is cancelled. For waits that are not renders (a render checks
     /// ``Client/isConnected`` itself), such as a request's wait for rows still being built.
     func untilHangUp<T: Sendable>(of client: Client?, _ wait: @escaping @Sendable () async -> T) async -> T {
         guard let connection = client?.connection else { return await wait() }
-        let task = Task { await wait() }
-        let key = hangUps.withLockedValue { hangUps -> Int? in
-            guard !hangUps.closed.contains(connection) else { return nil }
+        return await withTaskGroup(of: T?.self) { group in
+            group.addTask { await wait() }
+            group.addTask {
+                await self.hangUp(of: connection)
+                return nil
+            }
+            // The first to end cancels the other: the wait's value is kept whichever it was.
+            var value: T?
+            for await result in group {
+                if let result { value = result }
+                group.cancelAll()
+            }
+            return value!  // the wait's child always gives one
+        }
+    }
+
+    /// Returns when the peer of `connection` hangs up (at once if it has), or when the task is cancelled.
+    private func hangUp(of connection: ObjectIdentifier) async {
+        let key = hangUps.withLockedValue { hangUps in
             hangUps.nextWatcher += 1
-            hangUps.watchers[connection, default: [:]][hangUps.nextWatcher] = { task.cancel() }
             return hangUps.nextWatcher
         }
-        if key == nil { task.cancel() }
-        let value = await withTaskCancellationHandler {
-            await task.value
-        } onCancel: {
-            task.cancel()
-        }
-        if let key {
-            hangUps.withLockedValue { hangUps in
-                hangUps.watchers[connection]?[key] = nil
-                if hangUps.watchers[connection]?.isEmpty == true { hangUps.watchers[connection] = nil }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // Registered, or resumed at once, under the lock that a hang-up and a cancellation take
+                // to find it: it is resumed exactly once.
+                let now = hangUps.withLockedValue { hangUps -> Bool in
+                    if hangUps.closed.contains(connection) || Task.isCancelled { return true }
+                    hangUps.watchers[connection, default: [:]][key] = { continuation.resume() }
+                    return false
+                }
+                if now { continuation.resume() }
             }
+        } onCancel: {
+            let watcher = hangUps.withLockedValue { hangUps -> (@Sendable () -> Void)? in
+                let watcher = hangUps.watchers[connection]?.removeValue(forKey: key)
+                if hangUps.watchers[connection]?.isEmpty == true { hangUps.watchers[connection] = nil }
+                return watcher
+            }
+            watcher?()
         }
-        return value
     }
 
     /// Renders running and waiting now.
@@ -141,7 +175,7 @@ final class RenderAdmission: Sendable {
     /// - Parameter client: who asks; nil (a caller of the library's own, no connection): only the
     ///   server-wide limits apply.
     func run<T>(for client: Client?, pixels: Int, _ render: () async throws(TileError) -> T) async throws(TileError) -> T {
-        if pixels <= limits.cheapPixels { return try await render() }
+        if pixels <= limits.cheapPixels { return try await read(for: client, render) }
         let client = client ?? Client(address: "", isConnected: { true }, isCounted: false)
         guard client.isConnected() else { throw TileError(.cancelled, "the client went away before its render was admitted") }
         // Decided and queued under one lock: a render ending meanwhile sees the waiter.
@@ -175,6 +209,27 @@ final class RenderAdmission: Sendable {
         }
         defer { finish(client.isCounted ? client.address : nil, pixels: pixels) }
         return try await render()
+    }
+
+    /// Runs `read` (a stored tile's read, or a cheap render) at once, unless its client already has
+    /// ``RenderLimits/readsPerClient`` under way.
+    /// - Throws: ``TileCore/TileError/Code/notReady`` past that (503); what `read` throws.
+    func read<T>(for client: Client?, _ read: () async throws(TileError) -> T) async throws(TileError) -> T {
+        guard let client, client.isCounted else { return try await read() }
+        let underWay = state.withLockedValue { state -> Int? in
+            let count = state.reads[client.address, default: 0]
+            guard count < limits.readsPerClient else { return count }
+            state.reads[client.address] = count + 1
+            return nil
+        }
+        if let underWay { throw TileError(.notReady, "the server is busy: \(underWay) reads of this client are under way; try again shortly") }
+        defer {
+            state.withLockedValue { state in
+                let count = state.reads[client.address, default: 1] - 1
+                state.reads[client.address] = count > 0 ? count : nil
+            }
+        }
+        return try await read()
     }
 
     /// A render's end: its client's count down, and the next waiting render whose client is still

@@ -169,8 +169,10 @@ public final class TileService: Sendable {
         // The stored tile's bytes when the pyramid has them as JPEG (an edge tile cropped), else a render.
         var storedBytes: Data?
         if let stored {
-            storedBytes = try await threadPool.blocking { () throws(TileError) in
-                try pyramid.exactJPEGTile(level: stored.level, column: stored.column, row: stored.row)
+            storedBytes = try await renders.read(for: client) { () throws(TileError) in
+                try await threadPool.blocking { () throws(TileError) in
+                    try pyramid.exactJPEGTile(level: stored.level, column: stored.column, row: stored.row)
+                }
             }
         }
         let sentStored = storedBytes != nil

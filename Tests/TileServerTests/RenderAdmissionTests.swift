@@ -115,6 +115,27 @@ struct RenderAdmissionTests {
         #expect(admission.counts == (0, 0))
     }
 
+    @Test("a client has at most its reads under way (cheap renders, stored tiles' reads): one more is refused, another client's run")
+    func readsPerClient() async throws {
+        let admission = RenderAdmission(limits: RenderLimits(threads: 2, readsPerClient: 2))
+        let log = NIOLockedValueBox<[String]>([])
+        let gates = [Gate(), Gate()]
+        // Two tiles' renders (2^17 pixels each) of client a, held under way.
+        let held = gates.indices.map { Self.ask(admission, Self.client("a"), pixels: 1 << 17, name: "a\($0)", gate: gates[$0], log: log) }
+        for gate in gates { await gate.waitUntilStarted() }
+        await Self.ask(admission, Self.client("a"), pixels: 1 << 17, name: "a2", log: log).value
+        await Self.ask(admission, Self.client("b"), pixels: 1 << 17, name: "b", log: log).value
+        // A stored tile's read is counted with them.
+        var refused: TileError?
+        do throws(TileError) { _ = try await admission.read(for: Self.client("a")) { () throws(TileError) in 1 } } catch { refused = error }
+        #expect(refused?.code == .notReady)
+        for gate in gates { gate.release() }
+        for task in held { await task.value }
+        await Self.ask(admission, Self.client("a"), pixels: 1 << 17, name: "a3", log: log).value  // room again
+        let outcomes = log.withLockedValue { $0 }
+        #expect(Set(outcomes.prefix(2)) == ["ran a0", "ran a1"] && Array(outcomes.dropFirst(2)) == ["a2: notReady", "ran b", "ran a3"], "\(outcomes)")
+    }
+
     @Test("a client's waiting renders whose connections have closed stop counting against it at its next request")
     func goneWaitersFreeTheirClient() async throws {
         let admission = RenderAdmission(limits: RenderLimits(threads: 2, waiting: 8, perClient: 1))
