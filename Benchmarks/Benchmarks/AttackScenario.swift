@@ -18,6 +18,8 @@ import Glibc
 ///   and how many of the 3000 were answered 200 and 503.
 /// - Builds purged: the input (and its progressive twin, when there is one) built by the server, and
 ///   `DELETE /admin/images/{id}` once a quarter of its rows are decoded: how long the answer takes.
+/// - Status during builds: the input (and a PNG of it, made by vips: a raw store) built by the
+///   server, its status and first tile asked for every 20 ms until it is ready: the slowest answers.
 /// - Bombs, each built in a child process (`TileBuilder.build(contentsOfFile:)`): the empty-packet
 ///   JPEG 2000 codestreams declaring 16384 and 32768 a side in 4 x 4 code-blocks, and a valid
 ///   100-scan progressive JPEG of 8192 x 8192 zeros (cjpeg's most scans): outcome, CPU seconds
@@ -97,6 +99,51 @@ enum AttackScenario {
         }
         lines.append(try readFlood(port, info, runs: runs, victimIndex: &victimIndex))
         lines += try deletesDuringBuilds(port, input: input, folder: folder, runs: runs)
+        lines += try statusDuringBuilds(port, input: input, folder: folder)
+        return lines
+    }
+
+    /// The input built by the server (and, when vips is here, a PNG of it (compression 1): a master
+    /// whose store is finished in a last phase of its own), its status (`/images/{id}`) and its top-left
+    /// level-0 tile asked for every 20 ms from the first request until it is ready: the slowest
+    /// answers (issue 37: 2.7 s in the last phase of a 268 MP build).
+    static func statusDuringBuilds(_ port: UInt16, input: String, folder: String) throws -> [String] {
+        let jpeg = "\(folder)/images/status-jpeg.jpg"
+        if link(input, jpeg) != 0 { try FileManager.default.copyItem(atPath: input, toPath: jpeg) }
+        var sources = [("JPEG", jpeg)]
+        // Written before it is first asked for: the server builds on request.
+        if let vips = Scenario.which("vips"),
+            try BackgroundProcess(vips, ["copy", input, "\(folder)/images/status-png.png[compression=1]"], outputPath: "/dev/null").wait() == 0
+        {
+            sources.append(("PNG (made by vips)", "\(folder)/images/status-png.png"))
+        }
+        var lines: [String] = []
+        for (kind, path) in sources {
+            let id = ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+            let info = try ImageInfo.read(contentsOfFile: path)
+            let top = try TileGeometry(storedWidth: info.width, storedHeight: info.height).deepZoomTopLevel
+            let start = ContinuousClock.now
+            _ = try get(port, "/iiif/3/\(id)/info.json")
+            var (status, tile): ([Double], [Double]) = ([], [])
+            let deadline = ContinuousClock.now + .seconds(900)
+            while ContinuousClock.now < deadline {
+                let answer = try get(port, "/images/\(id)")
+                status.append(answer.seconds)
+                let state = String(decoding: answer.body, as: UTF8.self)
+                if state.contains("\"ready\"") { break }
+                // The first tile once its rows are written (before, a request for it waits for them).
+                if let range = state.range(of: "\"rowsDecoded\":"), let rows = Int(state[range.upperBound...].prefix { $0.isNumber }), rows >= 512 {
+                    tile.append(try get(port, "/dzi/\(id)_files/\(top)/0_0.jpg").seconds)
+                }
+                usleep(20_000)
+            }
+            lines.append(
+                String(
+                    format:
+                        "serve-attack-status   %@ of %d x %d built (%.0f s): its status asked %d times, slowest %.0f ms (p50 %.0f); its first tile once written, %d times, slowest %.0f ms (p50 %.0f)",
+                    kind, info.width, info.height, seconds(ContinuousClock.now - start), status.count, (status.max() ?? .nan) * 1000,
+                    ScenarioResult.median(status) * 1000, tile.count, (tile.max() ?? .nan) * 1000, ScenarioResult.median(tile) * 1000))
+        }
         return lines
     }
 
