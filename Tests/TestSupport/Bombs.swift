@@ -55,4 +55,41 @@ public enum Bombs {
 
     /// A binary PGM (`P5`) of `side` x `side` zeros, the picture the scan bomb codes.
     public static func blackPGM(side: Int) -> Data { Data("P5\n\(side) \(side)\n255\n".utf8) + Data(count: side * side) }
+
+    /// A little-endian TIFF of one directory: `entries` as (tag, type, values) with type 3 SHORT or 4
+    /// LONG, then `strips` (or tiles), whose offsets and byte counts the writer adds (tags 273 and 279,
+    /// or 324 and 325); `pointers` (strip or tile, index in `strips`) when several share bytes.
+    public static func tiff(
+        _ entries: [(tag: UInt16, type: UInt16, values: [UInt32])], strips: [[UInt8]], tiled: Bool = false, pointers: [Int]? = nil
+    ) -> [UInt8] {
+        func le(_ value: UInt32, _ bytes: Int) -> [UInt8] { (0..<bytes).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        var data: [UInt8] = []  // the strips (arrays too long for their entries go after the directory)
+        var offsets: [UInt32] = []
+        for strip in strips {
+            offsets.append(UInt32(8 + data.count))
+            data += strip
+        }
+        let order = pointers ?? Array(strips.indices)
+        let located: [(tag: UInt16, type: UInt16, values: [UInt32])] = [
+            (tiled ? 324 : 273, 4, order.map { offsets[$0] }), (tiled ? 325 : 279, 4, order.map { UInt32(strips[$0].count) })
+        ]
+        let all = (entries + located).sorted { $0.tag < $1.tag }
+        let directory = 8 + data.count + data.count % 2
+        if data.count % 2 == 1 { data.append(0) }
+        var arrays: [UInt8] = []
+        let arraysAt = directory + 2 + 12 * all.count + 4
+        var body: [UInt8] = le(UInt32(all.count), 2)
+        for entry in all {
+            let size = entry.type == 3 ? 2 : 4
+            let bytes = entry.values.flatMap { le($0, size) }
+            body += le(UInt32(entry.tag), 2) + le(UInt32(entry.type), 2) + le(UInt32(entry.values.count), 4)
+            if bytes.count <= 4 {
+                body += bytes + [UInt8](repeating: 0, count: 4 - bytes.count)
+            } else {
+                body += le(UInt32(arraysAt + arrays.count), 4)
+                arrays += bytes
+            }
+        }
+        return [0x49, 0x49, 42, 0] + le(UInt32(directory), 4) + data + body + le(0, 4) + arrays
+    }
 }

@@ -255,5 +255,10 @@ struct PNGSourceTests {
         let builder = try TileBuilder()
         try builder.append(png)
         #expect(builder.info?.format == .png && builder.rowsDecoded == 187)
+        // Half of it in: no row is whole yet, the passes so far are in the spool, which the build counts
+        // as its scratch bytes (a disk budget counts them with the store's).
+        let half = try TileBuilder()
+        try half.append(png.prefix(png.count / 2))
+        #expect(half.rowsDecoded == 0 && (half.image?.scratchByteCount ?? 0) > 0, "\(half.image?.scratchByteCount ?? -1)")
     }
 }

@@ -10,48 +10,11 @@ import TileCore
 /// target under its sanitizers, as the fax codec needs one bit a row.) Tiles are decoded whole, so
 /// tiles that would cost more than 16 times the image's bytes (plus 256 MiB) are refused.
 ///
-/// The files are written plainly here, by the TIFF 6.0 layout (a header, one directory, the strips or
+/// The files are written plainly (`Bombs.tiff`), by the TIFF 6.0 layout (a header, one directory, the strips or
 /// tiles); the references are the sample values written, T.6's rule that a row coded as one V0 over
 /// an all-white reference row is all white, and PackBits' rule that bytes 0x81 0x00 are 128 zeros.
 @Suite("TIFF masters: work bounded by the pixels")
 struct TIFFBoundedWorkTests {
-    /// A little-endian TIFF of one directory: `entries` as (tag, type, values) with type 3 SHORT or 4
-    /// LONG, then `strips` (or tiles), whose offsets and byte counts the writer adds (tags 273 and 279,
-    /// or 324 and 325); `pointers` (strip or tile, index in `strips`) when several share bytes.
-    static func tiff(
-        _ entries: [(tag: UInt16, type: UInt16, values: [UInt32])], strips: [[UInt8]], tiled: Bool = false, pointers: [Int]? = nil
-    ) -> [UInt8] {
-        func le(_ value: UInt32, _ bytes: Int) -> [UInt8] { (0..<bytes).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
-        var data: [UInt8] = []  // the strips (arrays too long for their entries go after the directory)
-        var offsets: [UInt32] = []
-        for strip in strips {
-            offsets.append(UInt32(8 + data.count))
-            data += strip
-        }
-        let order = pointers ?? Array(strips.indices)
-        let located: [(tag: UInt16, type: UInt16, values: [UInt32])] = [
-            (tiled ? 324 : 273, 4, order.map { offsets[$0] }), (tiled ? 325 : 279, 4, order.map { UInt32(strips[$0].count) })
-        ]
-        let all = (entries + located).sorted { $0.tag < $1.tag }
-        let directory = 8 + data.count + data.count % 2
-        if data.count % 2 == 1 { data.append(0) }
-        var arrays: [UInt8] = []
-        let arraysAt = directory + 2 + 12 * all.count + 4
-        var body: [UInt8] = le(UInt32(all.count), 2)
-        for entry in all {
-            let size = entry.type == 3 ? 2 : 4
-            let bytes = entry.values.flatMap { le($0, size) }
-            body += le(UInt32(entry.tag), 2) + le(UInt32(entry.type), 2) + le(UInt32(entry.values.count), 4)
-            if bytes.count <= 4 {
-                body += bytes + [UInt8](repeating: 0, count: 4 - bytes.count)
-            } else {
-                body += le(UInt32(arraysAt + arrays.count), 4)
-                arrays += bytes
-            }
-        }
-        return [0x49, 0x49, 42, 0] + le(UInt32(directory), 4) + data + body + le(0, 4) + arrays
-    }
-
     /// Sample `c` of pixel (x, y) in the test images.
     static func sample(_ x: Int, _ y: Int, _ c: Int) -> UInt8 { UInt8((x * 31 + y * 17 + c * 7) & 255) }
 
@@ -66,7 +29,7 @@ struct TIFFBoundedWorkTests {
             separate
             ? (0..<samples).map { c in (0..<height).flatMap { y in (0..<width).map { x in Self.sample(x, y, c) } } }
             : [(0..<height).flatMap { y in (0..<width).flatMap { x in (0..<samples).map { c in Self.sample(x, y, c) } } }]
-        let bytes = Self.tiff(
+        let bytes = Bombs.tiff(
             [
                 (256, 4, [UInt32(width)]), (257, 4, [UInt32(height)]), (258, 3, [8]), (259, 3, [1]), (262, 3, [2]),
                 (277, 3, [UInt32(samples)]), (278, 4, [UInt32(height)]), (284, 3, [separate ? 2 : 1]), (338, 3, extra)
@@ -85,7 +48,7 @@ struct TIFFBoundedWorkTests {
         // T.6: each row of an all-white page against an all-white reference row is the single code V0
         // ("1"); then EOFB, two EOLs (000000000001 000000000001).
         let rows = [UInt8](repeating: 0xFF, count: height / 8)
-        let bytes = Self.tiff(
+        let bytes = Bombs.tiff(
             [
                 (256, 4, [UInt32(width)]), (257, 4, [UInt32(height)]), (258, 3, [1]), (259, 3, [4]), (262, 3, [0]),
                 (277, 3, [65535]), (278, 4, [UInt32(height)])
@@ -100,7 +63,7 @@ struct TIFFBoundedWorkTests {
         // 256 tiles of 1,048,576 x 16 gray pixels, each the same PackBits bytes (16 MiB of zeros): 4 GiB
         // to decode for 4,096 pixels.
         let zeros = (0..<(1 << 17)).flatMap { _ in [0x81, 0x00] as [UInt8] }  // 131,072 runs of 128 zeros
-        let wide = Self.tiff(
+        let wide = Bombs.tiff(
             [
                 (256, 4, [1]), (257, 4, [4096]), (258, 3, [8]), (259, 3, [32773]), (262, 3, [1]), (277, 3, [1]),
                 (322, 4, [1 << 20]), (323, 4, [16])
@@ -109,7 +72,7 @@ struct TIFFBoundedWorkTests {
         #expect(thrownCode { try TileBuilder.build(data: Data(wide)) } == .unsupported)
         // A 5 x 3 image in one 16 x 16 tile (raw): its pixels, the tile's other samples unused.
         let tile = (0..<16).flatMap { y in (0..<16).map { x in Self.sample(x, y, 0) } }
-        let small = Self.tiff(
+        let small = Bombs.tiff(
             [(256, 4, [5]), (257, 4, [3]), (258, 3, [8]), (259, 3, [1]), (262, 3, [1]), (277, 3, [1]), (322, 4, [16]), (323, 4, [16])],
             strips: [tile], tiled: true)
         let ours = try TileBuilder.build(data: Data(small)).pixels(level: 0)

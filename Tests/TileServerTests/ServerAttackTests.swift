@@ -342,6 +342,34 @@ struct ServerAttackTests {
     }
 
     @Test(
+        "a TIFF whose 8,192 strips all point at one PackBits row (66 KB for a store of about 22 MB) is refused by the budget (507), nothing past it written"
+    )
+    func tiffStripBomb() async throws {
+        let folder = NSTemporaryDirectory() + "tile-strips-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // 8192 x 8192 8-bit RGB, a row a strip, PackBits (32773): every strip is the same 384 bytes,
+        // 192 runs of 0x81 0x00 (128 zeros each, TIFF 6.0 section 9), one black row of 24,576 bytes.
+        let side = 8192
+        let row = [UInt8]((0..<(side * 3 / 128)).flatMap { _ in [0x81, 0x00] as [UInt8] })
+        let tiff = Bombs.tiff(
+            [(256, 4, [UInt32(side)]), (257, 4, [UInt32(side)]), (258, 3, [8, 8, 8]), (259, 3, [32773]), (262, 3, [2]), (277, 3, [3]), (278, 4, [1])],
+            strips: [row], pointers: [Int](repeating: 0, count: side))
+        #expect(tiff.count < 70_000)
+        try Data(tiff).write(to: URL(fileURLWithPath: "\(folder)/strips.tif"))
+        let budget = 4 << 20
+        let cache = "\(folder)/.cache"
+        try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget, taskExecutor: ServerExecutor.shared))
+        { base, _ in
+            let port = UInt16(base.split(separator: ":").last!)!
+            let reply = try await Self.send(
+                port, "GET /iiif/3/strips/full/256,/0/default.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            #expect(reply.status == 507, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        #expect(FileFacts.diskBytes(below: cache) <= budget)
+    }
+
+    @Test(
         "the 1-bit PNG with tRNS (a raw store of 357 MB from 24 KB) never writes more than the budget allows",
         .enabled(if: Tools.have("pnmtopng"), Comment(rawValue: Tools.missing("pnmtopng"))))
     func pngBombOverBudget() async throws {
