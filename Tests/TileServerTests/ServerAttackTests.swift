@@ -3,6 +3,7 @@ import Logging
 import NIOConcurrencyHelpers
 import Testing
 import TestSupport
+import TileActors
 import TileCore
 @testable import TileServer
 
@@ -243,6 +244,24 @@ struct ServerAttackTests {
             let ready = try await TileServerTests.get(client, "\(base)/ready")
             #expect(ready.status == 503)
             #expect(String(decoding: ready.body, as: UTF8.self).contains("disk is full"), "\(String(decoding: ready.body, as: UTF8.self))")
+        }
+    }
+
+    @Test(
+        "the default disk budget is a quarter of the cache folder's own file system (an empty 2 GiB and 8 GiB tmpfs), not $TMPDIR's",
+        .enabled(if: Tmpfs.isAvailable, Comment(rawValue: Tmpfs.unavailableMessage)))
+    func defaultBudgetFromTheCacheDisk() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // An empty tmpfs of a given size has that much free (its pages are taken only as files fill
+        // them), whatever $TMPDIR's disk has.
+        for gib in [2, 8] {
+            let cache = try #require(Tmpfs.mount(bytes: gib << 30))
+            defer { Tmpfs.unmount(cache) }
+            let catalog = try ImageCatalog(root: folder, cache: cache, taskExecutor: ServerExecutor.shared)
+            // (Within a MiB: the catalog may write a few pages there before it sizes the budget.)
+            let budget = await catalog.budget.totalByteBudget
+            #expect(abs(budget - (gib << 30) / 4) <= 1 << 20, "\(budget)")
         }
     }
 
