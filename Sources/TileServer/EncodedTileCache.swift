@@ -7,43 +7,26 @@ import TileCore
 public final class EncodedImage: Sendable {
     /// The encoded bytes (shared, never copied, by every answer that sends them).
     public let body: ByteBuffer
-    public let mediaType: String
+    public var mediaType: String { head.mediaType }
     /// Its strong validator (`"…"`), derived from the source's fingerprint and the request; nil for an
     /// image of a pyramid still being built (never cached, `no-store`).
     public let entityTag: String?
     /// Its source's modification time as an HTTP date (`Last-Modified`), with the entity tag.
-    public let lastModified: String?
-    /// Its `Cache-Control` (`no-store` without an entity tag) and `Link` (an IIIF profile).
-    let cacheControl: String
-    let link: String?
+    public var lastModified: String? { head.lastModified }
+    /// Its header fields other than the length.
+    let head: ImageHead
     /// Of a cached image: the image's identifier and its source's version (an entry whose version is
-    /// no longer the image's is stale), and the head of its 200 answer up to the `Date` field.
+    /// no longer the image's is stale).
     let id: String
     let version: String
-    let responseHead: ByteBuffer?
+    /// The head of its 200 answer up to the `Date` field, written once.
+    let responseHead: ByteBuffer
 
-    /// - Parameters:
-    ///   - entityTag: nil for an image of a pyramid still being built (sent with `no-store`).
-    ///   - cacheControl: `Cache-Control` with an entity tag.
-    init(
-        body: ByteBuffer, mediaType: String, entityTag: String? = nil, lastModified: String? = nil, cacheControl: String = "no-store",
-        id: String = "", version: String = "", link: String? = nil
-    ) {
-        (self.body, self.mediaType, self.entityTag, self.lastModified, self.id, self.version) = (
-            body, mediaType, entityTag, lastModified, id, version
-        )
-        let cacheControl = entityTag == nil ? "no-store" : cacheControl
-        (self.cacheControl, self.link) = (cacheControl, link)
-        responseHead = entityTag.map { tag in
-            let fields = TileRoutes.imageFields(
-                mediaType: mediaType, entityTag: tag, lastModified: lastModified, cacheControl: cacheControl, link: link)
-            return TileService.responseHead(body: body, fields: fields)
-        }
-    }
-
-    /// The header fields of its 200 answer before `Content-Length` (and of its 304).
-    var fields: [(String, String)] {
-        TileRoutes.imageFields(mediaType: mediaType, entityTag: entityTag, lastModified: lastModified, cacheControl: cacheControl, link: link)
+    init(body: ByteBuffer, head: ImageHead, id: String = "", version: String = "") {
+        (self.body, self.head, self.id, self.version, entityTag) = (body, head, id, version, head.entityTag?.text)
+        var prepared = ByteBufferAllocator().buffer(capacity: 384)
+        head.write(contentLength: body.readableBytes, into: &prepared)
+        responseHead = prepared
     }
 }
 

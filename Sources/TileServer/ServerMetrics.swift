@@ -19,40 +19,10 @@ import NIOConcurrencyHelpers
 ///   `tiler_disk_bytes_used`, `tiler_disk_bytes_limit`, `tiler_cache_bytes`, `tiler_connections_open`,
 ///   `tiler_descriptors_open`.
 public final class ServerMetrics: Sendable {
-    /// The kind of request a metric counts.
+    /// The kind of request a metric counts (``TileAddress/route``).
     public enum Route: String, Sendable, CaseIterable {
         case iiifImage = "iiif_image", iiifInfo = "iiif_info", dziTile = "dzi_tile", dziDescriptor = "dzi_descriptor"
         case upload, pages, health, ready, metrics, other
-
-        /// The route of a request for `path` (without its query), read byte by byte: a request target is
-        /// ASCII (RFC 9112); in one that is not, a combining mark after a `/` counts as nothing here.
-        init(path: Substring) {
-            let bytes = path.utf8
-            if bytes.starts(with: "/dzi/".utf8) {
-                self = bytes.reversed().starts(with: "izd.".utf8) ? .dziDescriptor : .dziTile
-            } else if bytes.starts(with: "/iiif/".utf8) {
-                self = bytes.reversed().starts(with: "nosj.ofni/".utf8) || Self.segmentCount(bytes) <= 3 ? .iiifInfo : .iiifImage
-            } else if bytes.starts(with: "/images/".utf8) {
-                self = .upload
-            } else if path == "/" || bytes.starts(with: "/view/".utf8) {
-                self = .pages
-            } else {
-                self = Route(rawValue: String(path.dropFirst())) ?? .other
-            }
-        }
-
-        /// The non-empty segments between `/`s.
-        private static func segmentCount(_ bytes: Substring.UTF8View) -> Int {
-            var (count, inSegment) = (0, false)
-            for byte in bytes {
-                if byte == UInt8(ascii: "/") {
-                    inSegment = false
-                } else if !inSegment {
-                    (count, inSegment) = (count + 1, true)
-                }
-            }
-            return count
-        }
     }
 
     private struct Handles: Sendable {

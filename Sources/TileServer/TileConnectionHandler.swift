@@ -52,8 +52,9 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var endsWithoutBytes = false
     /// A request passed on whose body has not ended.
     private var isPassingBody = false
-    /// A head that may be answered here once its end arrives, and when it arrived.
+    /// A head that may be answered here once its end arrives, what its path names, and when it arrived.
     private var held: HTTPRequestHead?
+    private var heldAddress = TileAddress(path: "/health")
     private var heldSince: NIODeadline = .uptimeNanoseconds(0)
     private var closesWhenIdle = false
     private var hasFailed = false
@@ -127,8 +128,10 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         switch unwrapInboundIn(data) {
         case .head(let head):
             waitingSince = nil
-            if requestsWithApplication == 0, !hasFailed, !closesWhenIdle, context.channel.isWritable, mayAnswer(head) {
-                held = head
+            let path = TileAddress.path(of: head.uri)
+            let address = TileAddress(path: path)
+            if requestsWithApplication == 0, !hasFailed, !closesWhenIdle, context.channel.isWritable, mayAnswer(head, address) {
+                (held, heldAddress) = (head, address)
                 heldSince = .now()
                 return
             }
@@ -139,10 +142,10 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             context.fireChannelRead(data)
         case .end:
             if let head = held {
-                if head.uri == "/health" { return answer(head, Self.alive, context) }
-                let path = Self.path(head.uri)
+                guard let address = heldAddress.image else { return answer(head, Self.alive, context) }  // `/health`
+                let path = String(TileAddress.path(of: head.uri))
                 if let image = service.cachedImage(path: path) { return answer(head, image, context) }
-                if let stored = service.storedTile(path: path) {
+                if let stored = service.storedTile(address) {
                     // A whole tile asked for again is kept in the cache (it is answered from memory from then on).
                     let isWhole = stored.isWhole
                     let isRepeated = isWhole && service.cache.isRepeated(path)
@@ -243,9 +246,9 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// Whether `head` is a request this handler may answer: `GET` or `HEAD` over HTTP/1.1, kept alive,
     /// no `Upgrade`, for a `Host` the server answers for, of a DeepZoom tile, an IIIF image or `/health`.
-    private func mayAnswer(_ head: HTTPRequestHead) -> Bool {
+    private func mayAnswer(_ head: HTTPRequestHead, _ address: TileAddress) -> Bool {
         (head.method == .GET || head.method == .HEAD) && head.version == .http1_1 && head.isKeepAlive
-            && (head.uri.hasPrefix("/dzi/") || head.uri.hasPrefix("/iiif/") || head.uri == "/health")
+            && (address.image != nil || head.uri == "/health")
             && !head.headers.contains(name: "upgrade") && allows(hosts: head.headers["host"])
     }
 
@@ -260,13 +263,8 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     /// `/health`'s answer: the process is alive and its event loops answer (nothing else is looked at).
-    static let alive = EncodedImage(body: ByteBuffer(string: "ok\n"), mediaType: "text/plain; charset=utf-8", entityTag: nil)
-
-    /// A request target's path: without its query, as the routes key the cache.
-    static func path(_ uri: String) -> String {
-        guard let query = uri.utf8.firstIndex(of: UInt8(ascii: "?")) else { return uri }
-        return String(uri[..<query])
-    }
+    static let alive = EncodedImage(
+        body: ByteBuffer(string: "ok\n"), head: ImageHead(mediaType: "text/plain; charset=utf-8", cacheControl: "no-store"))
 
     /// Whether `head` asks for a 304 when the client has the answer.
     private static func isConditional(_ head: HTTPRequestHead) -> Bool {
@@ -289,7 +287,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             client: client, method: head.method.rawValue, target: head.uri, version: (head.version.major, head.version.minor),
             status: status, bytes: bodyBytes)
         service.metrics.record(
-            ServerMetrics.Route(path: Self.path(head.uri)[...]), status: status, bytes: bodyBytes,
+            heldAddress.route, status: status, bytes: bodyBytes,
             nanoseconds: (NIODeadline.now() - heldSince).nanoseconds)
     }
 
@@ -303,20 +301,17 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 lastModified: image.lastModified)
         let sent = head.method == .GET && !notModified ? image.body.readableBytes : 0
         answering(head, status: notModified ? 304 : 200, bodyBytes: sent, context)
-        if !notModified, let prepared = image.responseHead, let encoder {
-            // The prepared head, this second's date line, the body: three shared buffers, one writev.
-            encoder.write(NIOAny(prepared), promise: nil)
-            encoder.write(NIOAny(HTTPDate.line()), promise: nil)
-            if head.method == .GET { encoder.write(NIOAny(image.body), promise: nil) }
+        guard let encoder else { return }
+        if notModified {
+            var response = context.channel.allocator.buffer(capacity: 512)
+            image.head.write(notModified: true, contentLength: image.body.readableBytes, into: &response)
+            response.writeImmutableBuffer(HTTPDate.line())
+            encoder.write(NIOAny(response), promise: nil)
             return
         }
-        var headers = HTTPHeaders(image.fields)
-        headers.add(name: "Content-Length", value: String(image.body.readableBytes))
-        headers.add(name: "Date", value: HTTPDate.now())
-        headers.add(name: "Server", value: TileServer.serverName)
-        let status: HTTPResponseStatus = notModified ? .notModified : .ok
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
-        if head.method == .GET, !notModified { context.write(wrapOutboundOut(.body(.byteBuffer(image.body))), promise: nil) }
-        context.write(wrapOutboundOut(.end(nil)), promise: nil)
+        // The prepared head, this second's date line, the body: three shared buffers, one writev.
+        encoder.write(NIOAny(image.responseHead), promise: nil)
+        encoder.write(NIOAny(HTTPDate.line()), promise: nil)
+        if head.method == .GET { encoder.write(NIOAny(image.body), promise: nil) }
     }
 }

@@ -37,19 +37,6 @@ public struct TileRoutes: Sendable {
         self.publicBaseURL = publicBaseURL
     }
 
-    /// The versions of the IIIF Image API served, each under its own path (`/iiif/3/...`, `/iiif/2/...`).
-    enum IIIFVersion: CaseIterable {
-        case v3, v2
-
-        var path: String { self == .v3 ? "iiif/3" : "iiif/2" }
-        var profileLink: String { "<http://iiif.io/api/image/\(self == .v3 ? 3 : 2)/level2.json>;rel=\"profile\"" }
-        var context: String { self == .v3 ? IIIFImageInformation.context : IIIFImageInformation2.context }
-
-        func request(_ path: String) throws(TileError) -> ImageRequest {
-            self == .v3 ? try ImageRequest(path: path) : try ImageRequest(version2Path: path)
-        }
-    }
-
     static let profileLink = IIIFVersion.v3.profileLink
     static let extras = (features: ["mirroring", "sizeUpscaling", "profileLinkHeader"], qualities: ["gray", "bitonal"])
     static let supports2 = ["mirroring", "regionSquare", "profileLinkHeader"]
@@ -71,15 +58,7 @@ public struct TileRoutes: Sendable {
             }
             // HEAD has its own handler: a render's head is answered without rendering.
             let imageRoute: @Sendable (Request, Context) async -> Response = { request, context in
-                let p = context.parameters
-                let segments = [p.get("region"), p.get("size"), p.get("rotation"), p.get("file")].map { $0 ?? "" }
-                let path = segments.joined(separator: "/")
-                let target: TileService.Target
-                do throws(TileError) { target = .iiif(try version.request(path)) } catch { return Self.failure(error, link: version.profileLink) }
-                let variant = version == .v3 ? path : "iiif2/\(path)"
-                return await image(
-                    id: p.get("id") ?? "", target: target, variant: variant, link: version.profileLink, request: request,
-                    client: client(request, context))
+                await image(request, client: client(request, context))
             }
             router.get("\(version.path)/:id/:region/:size/:rotation/:file", use: imageRoute)
             router.head("\(version.path)/:id/:region/:size/:rotation/:file") { Self.head(await imageRoute($0, $1)) }
@@ -88,14 +67,7 @@ public struct TileRoutes: Sendable {
             await deepZoomDescriptor(name: context.parameters.get("name") ?? "", request: request, client: client(request, context)?.address)
         }
         let deepZoomRoute: @Sendable (Request, Context) async -> Response = { request, context in
-            let p = context.parameters
-            let (files, level, tile) = (p.get("name") ?? "", p.get("level") ?? "", p.get("tile") ?? "")
-            guard files.hasSuffix("_files"), let address = DeepZoomTileAddress(level: level, tile: tile) else {
-                return Self.plain(.notFound, "no such DeepZoom tile")
-            }
-            return await image(
-                id: String(files.dropLast(6)), target: .deepZoom(address), variant: "dzi/\(level)/\(tile)", link: nil, request: request,
-                client: client(request, context))
+            await image(request, client: client(request, context))
         }
         router.get("dzi/:name/:level/:tile", use: deepZoomRoute)
         router.head("dzi/:name/:level/:tile") { Self.head(await deepZoomRoute($0, $1)) }
@@ -183,16 +155,19 @@ public struct TileRoutes: Sendable {
         return Self.response(.ok, headers: headers, body: body)
     }
 
-    /// An image request: the image looked up, the request resolved against it, the answer from the
-    /// service (304 when `If-None-Match` names its entity tag).
-    func image(
-        id encoded: String, target: TileService.Target, variant: String, link: String?, request: Request, client: RenderAdmission.Client? = nil
-    ) async -> Response {
+    /// An image request (a DeepZoom tile or an IIIF image, ``TileAddress``): the image looked up, the
+    /// request resolved against it, the answer from the service (304 when the request's conditions say
+    /// the client has it).
+    func image(_ request: Request, client: RenderAdmission.Client? = nil) async -> Response {
+        guard let address = TileAddress(path: request.uri.path[...]).image else { return Self.plain(.notFound, "no such image request") }
+        let (link, variant) = (address.link, address.variant)
+        let target: TileService.Target
+        do throws(TileError) { target = try address.target() } catch { return Self.failure(error, link: link) }
         let image: ImageCatalog.Image
-        if let ready = catalog.readyImage(encoded) {
+        if let ready = catalog.readyImage(address.id) {
             image = ready
         } else {
-            guard let id = encoded.removingPercentEncoding else { return Self.plain(.badRequest, "not an image identifier") }
+            guard let id = address.id.removingPercentEncoding else { return Self.plain(.badRequest, "not an image identifier") }
             do throws(ImageCatalog.LookupError) { image = try await catalog.image(id, for: client?.address) } catch {
                 return Self.refusal(error, id: id)
             }
@@ -202,12 +177,12 @@ public struct TileRoutes: Sendable {
                 return Self.plain(.notFound, "no tile \(variant) of \(image.id)")
             }
             if request.method == .head,
-                let fields = service.renderFields(resolved, path: request.uri.path, variant: variant, link: link, of: image)
+                let head = service.renderHead(resolved, path: request.uri.path, variant: variant, link: link, of: image)
             {
-                return Self.bodilessHead(fields, request: request)
+                return Self.bodilessHead(head.fields, request: request)
             }
             let encoded = try await service.encoded(resolved, path: request.uri.path, variant: variant, link: link, of: image, for: client)
-            var headers = Self.headerFields(encoded.fields)
+            var headers = encoded.head.fields
             if Self.isNotModified(
                 request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: encoded.entityTag,
                 lastModified: encoded.lastModified)
@@ -227,10 +202,9 @@ public struct TileRoutes: Sendable {
         response.headers[.contentLength] == nil ? response : response.createHeadResponse()
     }
 
-    /// A `HEAD` answer with `fields` and no `Content-Length` (the length is known only once the image
+    /// A `HEAD` answer with `headers` and no `Content-Length` (the length is known only once the image
     /// is rendered): 200, or 304 when the request's conditions say the client has it.
-    static func bodilessHead(_ fields: [(String, String)], request: Request) -> Response {
-        let headers = headerFields(fields)
+    static func bodilessHead(_ headers: HTTPFields, request: Request) -> Response {
         let notModified = isNotModified(
             request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: headers[.eTag],
             lastModified: headers[.lastModified])
@@ -238,26 +212,6 @@ public struct TileRoutes: Sendable {
         // handler does not pass on its end (``TileConnectionHandler``), whose terminator would be a body.
         return Response(
             status: notModified ? .notModified : .ok, headers: headers, body: ResponseBody(contentLength: nil) { try await $0.finish(nil) })
-    }
-
-    /// ``imageFields(mediaType:entityTag:lastModified:cacheControl:link:)``'s fields as Hummingbird's.
-    static func headerFields(_ fields: [(String, String)]) -> HTTPFields {
-        var headers = HTTPFields()
-        for (name, value) in fields { headers[HTTPField.Name(name)!] = value }
-        return headers
-    }
-
-    /// The header fields of an image answer, in the order both the routes and the cached-tile handler
-    /// send them.
-    static func imageFields(mediaType: String, entityTag: String?, lastModified: String?, cacheControl: String, link: String?) -> [(String, String)] {
-        var fields = [("Content-Type", mediaType)]
-        if let link { fields.append(("Link", link)) }
-        if let entityTag { fields.append(("ETag", entityTag)) }
-        if let lastModified { fields.append(("Last-Modified", lastModified)) }
-        fields.append(("Cache-Control", cacheControl))
-        fields.append(("Access-Control-Allow-Origin", "*"))
-        fields.append(("X-Content-Type-Options", "nosniff"))
-        return fields
     }
 
     /// Whether a `GET` or `HEAD` with these conditions is answered 304 (RFC 9110, 13.2.2): by
@@ -330,8 +284,4 @@ public struct TileRoutes: Sendable {
         headers[.accessControlAllowOrigin] = "*"
         return Response(status: status, headers: headers, body: .init(byteBuffer: body))
     }
-}
-
-extension HTTPField.Name {
-    static let link = Self("Link")!
 }

@@ -214,7 +214,7 @@ struct MetricsMiddleware<Context: RequestContext>: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
-        let route = ServerMetrics.Route(path: request.uri.path[...])
+        let route = TileAddress(path: request.uri.path[...]).route
         do {
             let response = try await next(request, context)
             let (seconds, attoseconds) = (ContinuousClock.now - start).components

@@ -29,8 +29,6 @@ public final class TileService: Sendable {
     let renders: RenderAdmission
     /// `Cache-Control` of images of complete pyramids, made once.
     let imageCacheControl: String
-    /// The head of stored DeepZoom tiles' answers, made once.
-    let storedHead: StoredHead
 
     /// What is asked of an image.
     public enum Target: Sendable, Hashable {
@@ -57,7 +55,6 @@ public final class TileService: Sendable {
         renders = RenderAdmission(limits: renderLimits ?? RenderLimits(threads: System.coreCount))
         self.cachePolicy = cachePolicy
         imageCacheControl = cachePolicy.imageCacheControl
-        storedHead = StoredHead(cacheControl: cachePolicy.imageCacheControl)
         self.catalog = catalog
         self.cache = cache
         self.limits = limits
@@ -82,31 +79,6 @@ public final class TileService: Sendable {
     static func isWhole(_ tile: PyramidLayout.Tile, of pyramid: TiledImage) -> Bool {
         let layout = pyramid.geometry.layout
         return layout.pixelSize(of: tile) == (layout.tileSize, layout.tileSize)
-    }
-
-    /// The head of a 200 answer of `image` as NIO's encoder writes the routes' answer, up to the `Date`
-    /// field (which ``TileConnectionHandler`` adds with the blank line that ends the head): made once,
-    /// kept with the image in the cache; written field by field, nothing formatted on the way.
-    static func responseHead(body: ByteBuffer, fields: [(String, String)]) -> ByteBuffer {
-        var head = ByteBufferAllocator().buffer(capacity: 384)
-        writeHead(fields: fields, contentLength: body.readableBytes, into: &head)
-        return head
-    }
-
-    /// Writes ``responseHead(body:fields:)``'s bytes for a body of `contentLength` bytes.
-    static func writeHead(fields: [(String, String)], contentLength: Int, into head: inout ByteBuffer) {
-        head.writeStaticString("HTTP/1.1 200 OK\r\n")
-        for (name, value) in fields {
-            head.writeString(name)
-            head.writeStaticString(": ")
-            head.writeString(value)
-            head.writeStaticString("\r\n")
-        }
-        head.writeStaticString("Content-Length: ")
-        head.writeString(String(contentLength))
-        head.writeStaticString("\r\nServer: ")
-        head.writeString(TileServer.serverName)
-        head.writeStaticString("\r\n")
     }
 
     /// The cached answer to the request for `path` (without a query), without waiting or blocking (the
@@ -179,18 +151,20 @@ public final class TileService: Sendable {
         let data = if let storedBytes { storedBytes } else { try await render(resolved, of: pyramid, for: client) }
         if sentStored { metrics.storedTile() } else { metrics.cacheMiss() }
         let body = ByteBuffer(bytes: data)
-        guard let version else { return EncodedImage(body: body, mediaType: resolved.format.mediaType, link: link) }
+        guard let version else {
+            return EncodedImage(body: body, head: ImageHead(mediaType: resolved.format.mediaType, link: link, cacheControl: imageCacheControl))
+        }
         let whole = sentStored && stored.map { Self.isWhole($0, of: pyramid) } == true
         return kept(body, resolved, stored: sentStored, caches: !whole, path: path, variant: variant, link: link, of: image, version: version)
     }
 
-    /// The header fields of the 200 answer ``encoded(_:path:variant:link:of:for:)`` would give, when
-    /// they are known without rendering: a render of a complete pyramid that is not in the cache. Its
-    /// entity tag, `Last-Modified` and `Cache-Control` do not depend on the bytes; only the length
-    /// does, which a `HEAD` answer may leave out (RFC 9110, 9.3.2). Nil otherwise (a stored tile, read
-    /// at once; a cached answer; a pyramid still being built).
-    func renderFields(_ resolved: ImageRequest.Resolved, path: String, variant: String, link: String?, of image: ImageCatalog.Image)
-        -> [(String, String)]?
+    /// The head of the 200 answer ``encoded(_:path:variant:link:of:for:)`` would give, when it is known
+    /// without rendering: a render of a complete pyramid that is not in the cache. Its entity tag,
+    /// `Last-Modified` and `Cache-Control` do not depend on the bytes; only the length does, which a
+    /// `HEAD` answer may leave out (RFC 9110, 9.3.2). Nil otherwise (a stored tile, read at once; a
+    /// cached answer; a pyramid still being built).
+    func renderHead(_ resolved: ImageRequest.Resolved, path: String, variant: String, link: String?, of image: ImageCatalog.Image)
+        -> ImageHead?
     {
         let pyramid = image.pyramid
         guard pyramid.isComplete, let version = image.version, Self.storedTile(resolved, of: pyramid) == nil,
@@ -198,9 +172,8 @@ public final class TileService: Sendable {
         else { return nil }
         var tag = entityTag(version: version, stored: false, of: image)
         tag.combine(variant.utf8)
-        return TileRoutes.imageFields(
-            mediaType: resolved.format.mediaType, entityTag: tag.text, lastModified: image.lastModified, cacheControl: imageCacheControl,
-            link: link)
+        return ImageHead(
+            mediaType: resolved.format.mediaType, link: link, entityTag: tag, lastModified: image.lastModified, cacheControl: imageCacheControl)
     }
 
     /// `resolved` rendered and encoded on the thread pool once ``renders`` admits it.
@@ -226,9 +199,9 @@ public final class TileService: Sendable {
     ) -> EncodedImage {
         var tag = entityTag(version: version, stored: stored, of: image)
         tag.combine(variant.utf8)
-        let encoded = EncodedImage(
-            body: body, mediaType: resolved.format.mediaType, entityTag: tag.text, lastModified: image.lastModified,
-            cacheControl: imageCacheControl, id: image.id, version: version, link: link)
+        let head = ImageHead(
+            mediaType: resolved.format.mediaType, link: link, entityTag: tag, lastModified: image.lastModified, cacheControl: imageCacheControl)
+        let encoded = EncodedImage(body: body, head: head, id: image.id, version: version)
         if caches { cache.insert(encoded, for: path) }
         return encoded
     }
@@ -238,24 +211,5 @@ public final class TileService: Sendable {
     func entityTag(version: String, stored: Bool, of image: ImageCatalog.Image) -> EntityTag {
         if stored, let made = image.storedEntityTag, image.version == version { return made }
         return EntityTag(version: version, made: stored ? "stored" : "\(jpegQuality)", profile: image.pyramid.colorProfile != nil)
-    }
-
-    /// An image request's path parsed as the routes parse it: the identifier as written, the target,
-    /// the variant that makes the entity tag, and the IIIF profile `Link`. Nil for any other path.
-    static func imageRequest(path: String) -> (id: Substring, target: Target, variant: String, link: String?)? {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        if parts.count == 5, parts[0].isEmpty, parts[1] == "dzi", parts[2].hasSuffix("_files"),
-            let address = DeepZoomTileAddress(level: parts[3], tile: parts[4])
-        {
-            return (parts[2].dropLast(6), .deepZoom(address), "dzi/\(parts[3])/\(parts[4])", nil)
-        }
-        if parts.count == 8, parts[0].isEmpty, parts[1] == "iiif",
-            let version = TileRoutes.IIIFVersion.allCases.first(where: { $0.path.hasSuffix("/\(parts[2])") })
-        {
-            let request = parts[4...].joined(separator: "/")
-            guard let parsed = try? version.request(request) else { return nil }
-            return (parts[3], .iiif(parsed), version == .v3 ? request : "iiif2/\(request)", version.profileLink)
-        }
-        return nil
     }
 }

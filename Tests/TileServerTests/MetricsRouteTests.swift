@@ -24,9 +24,11 @@ struct MetricsRouteTests {
             ("/ready", .ready),
             ("/metrics", .metrics),
             ("/favicon.ico", .other),
-            ("/dzi", .other)
+            ("/dzi", .other),
+            ("/health/x", .other),
+            ("/images", .other)
         ])
     func labels(path: String, route: ServerMetrics.Route) {
-        #expect(ServerMetrics.Route(path: path[...]) == route, "\(path)")
+        #expect(TileAddress(path: path[...]).route == route, "\(path)")
     }
 }

@@ -148,7 +148,7 @@ struct TIFFServingTests {
                     let connection = try LoopbackConnection(port: port)
                     try connection.send(Data("GET \(target) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
                     routedAnswer = try HTTPAnswers.read(connection, count: 1, timeout: .seconds(60)).answers.first
-                    stored = service.storedTile(path: target)
+                    stored = TileAddress(path: target[...]).image.flatMap(service.storedTile)
                     directAnswer = stored.flatMap { service.storedImage($0, path: target) }
                 }
                 let routed = try #require(routedAnswer)

@@ -1,0 +1,131 @@
+import TileCore
+
+/// What a request's path names, read once from its bytes: the server's one reader of its path grammar.
+/// The connection handler, the routes, the metrics' labels and the entity tags all take it from here.
+///
+/// - `/iiif/{3|2}/{id}`, `/iiif/{3|2}/{id}/info.json`, `/iiif/{3|2}/{id}/{region}/{size}/{rotation}/{quality}.{format}`
+/// - `/dzi/{id}.dzi`, `/dzi/{id}_files/{level}/{column}_{row}.{jpg|png}`
+/// - `/health`, `/ready`, `/metrics`, `/`, `/view/{id}`, `/images/{id}`
+///
+/// Segments are the bytes between `/`s, empty ones skipped, as the router splits a path. An
+/// identifier is kept as written (percent-encoded); an IIIF request's parameters are parsed when asked
+/// for (``ImageAddress/target()``), once.
+struct TileAddress: Sendable {
+    /// The kind of request, as the metrics count it.
+    let route: ServerMetrics.Route
+    /// The image and what is asked of it, for a DeepZoom tile or an IIIF image request; nil otherwise.
+    let image: ImageAddress?
+
+    /// The address of a request target's path (without its query).
+    init(path: Substring) {
+        let utf8 = path.utf8
+        let segments = utf8.split(separator: UInt8(ascii: "/")).map { path[$0.startIndex..<$0.endIndex] }
+        (route, image) = Self.parse(segments, path: path)
+    }
+
+    /// The address of a request target (its query ignored).
+    init(target: String) {
+        self.init(path: Self.path(of: target))
+    }
+
+    /// A request target's path, without its query: what the routes and the cache key answers by.
+    static func path(of target: String) -> Substring {
+        guard let query = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return target[...] }
+        return target[..<query]
+    }
+
+    private static func parse(_ s: [Substring], path: Substring) -> (ServerMetrics.Route, ImageAddress?) {
+        guard let first = s.first else { return (.pages, nil) }
+        // Past ASCII, a `/` may be part of a character (a combining mark after it), which the router does
+        // not split at: such a path names no image here (the router's segments are not these).
+        let isPlain = !path.utf8.contains { $0 >= 0x80 } || path.split(separator: "/").elementsEqual(s)
+        switch first {
+        case "iiif" where s.count > 1:
+            let version: IIIFVersion? = s[1] == "3" ? .v3 : s[1] == "2" ? .v2 : nil
+            if s.count <= 3 || s.last == "info.json" { return (.iiifInfo, nil) }
+            guard let version, s.count == 7, isPlain else { return (.iiifImage, nil) }
+            return (.iiifImage, ImageAddress(id: s[2], kind: .iiif(version, parameters: path[s[3].startIndex...])))
+        case "dzi" where s.count > 1:
+            if s.last!.utf8.count > 4, s.last!.utf8.reversed().starts(with: "izd.".utf8) { return (.dziDescriptor, nil) }
+            guard s.count == 4, isPlain, s[1].utf8.count > 6, s[1].utf8.reversed().starts(with: "selif_".utf8),
+                let address = DeepZoomTileAddress(level: s[2], tile: s[3])
+            else { return (.dziTile, nil) }
+            let files = s[1]
+            return (.dziTile, ImageAddress(id: files[..<files.utf8.index(files.endIndex, offsetBy: -6)], kind: .deepZoom(address, s[2], s[3])))
+        case "images" where s.count > 1: return (.upload, nil)
+        case "view" where s.count > 1: return (.pages, nil)
+        case "health" where s.count == 1: return (.health, nil)
+        case "ready" where s.count == 1: return (.ready, nil)
+        case "metrics" where s.count == 1: return (.metrics, nil)
+        default: return (.other, nil)
+        }
+    }
+}
+
+/// The image a DeepZoom tile or IIIF image request names, and what it asks of it (``TileAddress``).
+struct ImageAddress: Sendable {
+    enum Kind: Sendable {
+        /// A DeepZoom tile, with its two segments as written.
+        case deepZoom(DeepZoomTileAddress, Substring, Substring)
+        /// An IIIF image request: `{region}/{size}/{rotation}/{quality}.{format}` as written.
+        case iiif(IIIFVersion, parameters: Substring)
+    }
+
+    /// The identifier as written (percent-encoded).
+    let id: Substring
+    let kind: Kind
+
+    /// What is asked of the image.
+    /// - Throws: an IIIF request's parse errors (``TileCore/TileError/Code/invalidArgument``, `.unsupported`).
+    func target() throws(TileError) -> TileService.Target {
+        switch kind {
+        case .deepZoom(let address, _, _): return .deepZoom(address)
+        case .iiif(let version, let parameters): return .iiif(try version.request(String(parameters)))
+        }
+    }
+
+    /// The IIIF profile `Link` an answer carries; nil for a DeepZoom tile.
+    var link: String? {
+        guard case .iiif(let version, _) = kind else { return nil }
+        return version.profileLink
+    }
+
+    /// The request after the identifier, as it makes the entity tag: `dzi/{level}/{tile}`,
+    /// `{parameters}` (IIIF 3.0) or `iiif2/{parameters}`.
+    var variant: String {
+        var text = ""
+        addVariant { text += String(decoding: $0, as: UTF8.self) }
+        return text
+    }
+
+    /// Adds ``variant``'s bytes to `tag` without making the text.
+    func addVariant(to tag: inout EntityTag) {
+        addVariant { tag.combine($0) }
+    }
+
+    private func addVariant(_ add: (Substring.UTF8View) -> Void) {
+        switch kind {
+        case .deepZoom(_, let level, let tile):
+            add("dzi/".utf8[...])
+            add(level.utf8)
+            add("/".utf8[...])
+            add(tile.utf8)
+        case .iiif(let version, let parameters):
+            if version == .v2 { add("iiif2/".utf8[...]) }
+            add(parameters.utf8)
+        }
+    }
+}
+
+/// The versions of the IIIF Image API served, each under its own path (`/iiif/3/...`, `/iiif/2/...`).
+enum IIIFVersion: CaseIterable, Sendable {
+    case v3, v2
+
+    var path: String { self == .v3 ? "iiif/3" : "iiif/2" }
+    var profileLink: String { "<http://iiif.io/api/image/\(self == .v3 ? 3 : 2)/level2.json>;rel=\"profile\"" }
+    var context: String { self == .v3 ? IIIFImageInformation.context : IIIFImageInformation2.context }
+
+    func request(_ path: String) throws(TileError) -> ImageRequest {
+        self == .v3 ? try ImageRequest(path: path) : try ImageRequest(version2Path: path)
+    }
+}
