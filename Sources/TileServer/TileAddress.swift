@@ -18,8 +18,15 @@ struct TileAddress: Sendable {
 
     /// The address of a request target's path (without its query).
     init(path: Substring) {
+        var segments: [Substring] = []
+        segments.reserveCapacity(8)
         let utf8 = path.utf8
-        let segments = utf8.split(separator: UInt8(ascii: "/")).map { path[$0.startIndex..<$0.endIndex] }
+        var start = utf8.startIndex
+        for index in utf8.indices where utf8[index] == UInt8(ascii: "/") {
+            if start != index { segments.append(path[start..<index]) }
+            start = utf8.index(after: index)
+        }
+        if start != utf8.endIndex { segments.append(path[start...]) }
         (route, image) = Self.parse(segments, path: path)
     }
 
@@ -32,6 +39,11 @@ struct TileAddress: Sendable {
     static func path(of target: String) -> Substring {
         guard let query = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return target[...] }
         return target[..<query]
+    }
+
+    /// ``path(of:)`` as a string: the target itself when it has no query (nothing copied).
+    static func pathString(of target: String) -> String {
+        target.utf8.contains(UInt8(ascii: "?")) ? String(path(of: target)) : target
     }
 
     private static func parse(_ s: [Substring], path: Substring) -> (ServerMetrics.Route, ImageAddress?) {

@@ -128,8 +128,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         switch unwrapInboundIn(data) {
         case .head(let head):
             waitingSince = nil
-            let path = TileAddress.path(of: head.uri)
-            let address = TileAddress(path: path)
+            let address = TileAddress(path: TileAddress.path(of: head.uri))
             if requestsWithApplication == 0, !hasFailed, !closesWhenIdle, context.channel.isWritable, mayAnswer(head, address) {
                 (held, heldAddress) = (head, address)
                 heldSince = .now()
@@ -143,7 +142,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         case .end:
             if let head = held {
                 guard let address = heldAddress.image else { return answer(head, Self.alive, context) }  // `/health`
-                let path = String(TileAddress.path(of: head.uri))
+                let path = TileAddress.pathString(of: head.uri)
                 if let image = service.cachedImage(path: path) { return answer(head, image, context) }
                 if let stored = service.storedTile(address) {
                     // A whole tile asked for again is kept in the cache (it is answered from memory from then on).

@@ -16,7 +16,7 @@ extension TileService {
         var pyramid: TiledImage { image.pyramid }
         /// Itself when its level's tiles are JPEG.
         var ifJPEG: StoredTile? {
-            tile.level < pyramid.levelCount && pyramid.tileCoding(ofLevel: tile.level) == "JPEG" ? self : nil
+            pyramid.tileCoding(ofLevel: tile.level) == .jpeg ? self : nil
         }
         var isWhole: Bool { TileService.isWhole(tile, of: image.pyramid) }
 

@@ -70,7 +70,7 @@ public final class TileService: Sendable {
     static func storedTile(_ resolved: ImageRequest.Resolved, of pyramid: TiledImage) -> PyramidLayout.Tile? {
         let layout = pyramid.geometry.layout
         guard resolved.format == .jpg, let tile = layout.tile(exactly: resolved), tile.level < pyramid.levelCount,
-            pyramid.tileCoding(ofLevel: tile.level) == "JPEG"
+            pyramid.tileCoding(ofLevel: tile.level) == .jpeg
         else { return nil }
         return tile
     }

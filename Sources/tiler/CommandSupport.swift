@@ -174,7 +174,7 @@ func printSummary(_ image: TiledImage, buildTime: Duration?, warnings: Int?, las
     for index in 0..<image.levelCount {
         let l = g.levels[index]
         tiles += l.tileCount
-        print("  level \(index): \(l.width)x\(l.height), \(l.columns)x\(l.rows) tiles, \(image.tileCoding(ofLevel: index) ?? "")")
+        print("  level \(index): \(l.width)x\(l.height), \(l.columns)x\(l.rows) tiles, \(image.tileCoding(ofLevel: index).map { "\($0)" } ?? "")")
     }
     let bytes = image.totalByteCount
     print("tiles: \(tiles), \(String(format: "%.1f", Double(bytes) / 1_048_576)) MiB on disk\(image.storePath.map { " at \($0)" } ?? " (ephemeral)")")

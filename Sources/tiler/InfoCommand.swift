@@ -50,7 +50,8 @@ struct InfoCommand: ParsableCommand {
         }
         for index in 0..<image.levelCount {
             let l = g.levels[index]
-            lines.append("  level \(index): \(l.width)x\(l.height), \(l.columns)x\(l.rows) tiles, \(image.tileCoding(ofLevel: index) ?? "")")
+            lines.append(
+                "  level \(index): \(l.width)x\(l.height), \(l.columns)x\(l.rows) tiles, \(image.tileCoding(ofLevel: index).map { "\($0)" } ?? "")")
         }
         let megabytes = Double(description.byteCount) / 1e6
         var size = String(format: "size on disk: %d bytes (%.1f MB)", description.byteCount, megabytes)

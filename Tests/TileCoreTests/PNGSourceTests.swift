@@ -191,7 +191,7 @@ struct PNGSourceTests {
         let transparent = try Self.png(Self.kinds[2], width: 64, height: 64, in: folder)
         let raw = try TileBuilder.build(data: transparent, options: TIFFChecks.options())
         let expected = try Self.reference(transparent, in: folder)
-        #expect(raw.tileCoding(ofLevel: 0) == "raw RGBA")
+        #expect(raw.tileCoding(ofLevel: 0) == .rawRGBA)
         #expect(try raw.pixels(level: 0) == expected)
         var refusing = TIFFChecks.options()
         refusing.format = .tiff(TIFFWriting(mastersWithAlpha: .refuse))

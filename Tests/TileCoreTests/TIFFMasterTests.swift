@@ -317,7 +317,7 @@ extension TIFFMasterTests {
         // With alpha: a raw store instead (its RGBA tiles keep it), or refused when asked.
         let transparent = try Self.tiff(Self.kind("RGBA unassociated"), width: 64, height: 64, in: folder)
         let raw = try TileBuilder.build(contentsOfFile: transparent, options: TIFFChecks.options())
-        #expect(raw.tileCoding(ofLevel: 0) == "raw RGBA")
+        #expect(raw.tileCoding(ofLevel: 0) == .rawRGBA)
         #expect(try raw.pixels(level: 0).pixels.contains { $0 != 255 })
         var refusing = TIFFChecks.options()
         refusing.format = .tiff(TIFFWriting(mastersWithAlpha: .refuse))

@@ -43,7 +43,7 @@ struct TIFFStoreTests {
         #expect(reopened.isLevelZeroCopied && reopened.levelCount == built.levelCount)
         #expect(try Self.allTiles(reopened) == Self.allTiles(built))
         #expect(try TiledImage.isStore(store, builtFrom: source))
-        #expect(reopened.tileCoding(ofLevel: 1) == "JPEG")
+        #expect(reopened.tileCoding(ofLevel: 1) == .jpeg)
     }
 
     @Test("lower levels are the 2x2 box shrink of the decoded image, within the default coding's loss")
@@ -186,7 +186,7 @@ struct TIFFStoreTests {
         let jpeg = try Synthetic.jpeg(.init(width: 100, height: 80))
         let raw = try TileBuilder.build(data: jpeg)
         #expect(try raw.storedJPEGTile(level: 0, column: 0, row: 0) == nil)
-        #expect(raw.tileCoding(ofLevel: 0) == "raw RGBA" && !raw.isLevelZeroCopied)
+        #expect(raw.tileCoding(ofLevel: 0) == .rawRGBA && !raw.isLevelZeroCopied)
         #expect(thrownCode { try TileBuilder.build(data: jpeg, options: TIFFChecks.options { $0.tileSize = 40 }) } == .invalidArgument)
         #expect(
             thrownCode { try TileBuilder.build(data: jpeg, options: TIFFChecks.options { $0.format = .tiff(.init(quality: 0)) }) } == .invalidArgument

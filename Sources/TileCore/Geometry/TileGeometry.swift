@@ -149,6 +149,13 @@ public struct TileGeometry: Sendable, Hashable {
         return (p.x, p.y)
     }
 
+    /// The pixels of display tile (column, row) of a level that lie in the image (an edge tile's are
+    /// fewer than the tile size).
+    func pixelSize(level: Int, column: Int, row: Int) -> (width: Int, height: Int) {
+        let l = levels[level]
+        return (min(tileSize, l.width - column * tileSize), min(tileSize, l.height - row * tileSize))
+    }
+
     /// Byte offset of display tile (column, row) in its level's file.
     /// - Throws: ``TileError/Code/invalidArgument`` for a level or tile outside the pyramid.
     public func tileByteOffset(level: Int, column: Int, row: Int) throws(TileError) -> Int {

@@ -7,18 +7,13 @@ import Darwin
 extension TiledImage {
     /// Bytes of complete tile rows written to the level files so far (a TIFF pyramid: its tiles' bytes
     /// written so far, or the file's size).
-    public var bytesWritten: Int {
-        if let tiff { return tiff.byteCount }
-        return geometry.levels.indices.reduce(0) { sum, index in
-            sum + progress[index] * geometry.levels[index].storedColumns * geometry.tileByteCount
-        }
-    }
+    public var bytesWritten: Int { store.bytesWritten }
 
     /// What the store will take when complete, known from the header alone, for a disk budget to
     /// reserve before the build writes: exact for raw level files (every tile, padding included); for
     /// a TIFF pyramid of JPEG tiles an estimate of 2 bits a pixel over every level (photos at the
     /// default quality take about 1; a budget stops a build that writes past what fits).
-    public var estimatedStoreByteCount: Int { TileBuilder.storeByteEstimate(geometry, tiff: tiff != nil) }
+    public var estimatedStoreByteCount: Int { store.estimatedByteCount }
 
     /// Complete tile rows of a level, in stored order (rows of the file, top to bottom).
     /// 0 for a level that does not exist.
@@ -28,31 +23,13 @@ extension TiledImage {
 
     /// Bytes the level files take when complete (a TIFF pyramid: the TIFF file's size, final once the
     /// pyramid is complete; JPEG sizes are not known before).
-    public var totalByteCount: Int {
-        if let tiff { return tiff.fileByteCount }
-        return geometry.levels.indices.reduce(0) { $0 + geometry.byteCount(ofLevel: $1) }
-    }
+    public var totalByteCount: Int { store.totalByteCount }
 
     /// Pushes written tile data to the disk (`fdatasync`) and drops its pages from the page cache
     /// (`posix_fadvise(POSIX_FADV_DONTNEED)` over the complete tile rows), so written data does not
     /// pile up in memory. Blocks for as long as the disk takes.
     /// - Throws: ``TileError/Code/io`` when the sync fails (the data may not be on the disk).
-    public func flushWrittenData() throws(TileError) {
-        if tiff != nil {
-            // A TIFF's tiles are appended: the whole file so far is written data.
-            for fd in files.descriptors {
-                guard fdatasync(fd) == 0 else { throw SystemCall.error("cannot sync the TIFF", path: storePath) }
-                _ = posix_fadvise(fd, 0, 0, Int32(POSIX_FADV_DONTNEED))
-            }
-            return
-        }
-        for (index, fd) in files.descriptors.enumerated() {
-            guard fdatasync(fd) == 0 else { throw SystemCall.error("cannot sync level \(index)", path: storePath) }
-            let rows = progress[index]
-            let length = rows * geometry.levels[index].storedColumns * geometry.tileByteCount
-            if length > 0 { _ = posix_fadvise(fd, 0, off_t(length), Int32(POSIX_FADV_DONTNEED)) }
-        }
-    }
+    public func flushWrittenData() throws(TileError) { try store.flushWrittenData() }
 
     /// Removes a store folder written by a persistent build (its manifest and level files).
     /// Images already open on it keep working until released; nothing else is touched.

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 public import Foundation
 
 extension TiledImage {
@@ -23,7 +26,7 @@ extension TiledImage {
     /// that level 0 is lossless: a TIFF pyramid this package built from an upright JPEG whose
     /// coefficients TIFF can hold (YCbCr or gray, 8-bit, a sampling TIFF can state; see
     /// ``StoreFormat/tiff(_:)``). `false` for raw pyramids and bare TIFFs.
-    public var isLevelZeroCopied: Bool { tiff?.isLevelZeroCopied ?? false }
+    public var isLevelZeroCopied: Bool { store.isLevelZeroCopied }
 
     /// Opens the TIFF at `file`; the image's ``storePath`` is `storePath`.
     static func openTIFF(file: String, storePath: String, isLevelZeroCopied: Bool = false, storeHold: FolderLock? = nil) throws(TileError)
@@ -60,9 +63,9 @@ extension TiledImage {
     ///   ``TileError/Code/corrupt`` for a tile that is not a JPEG stream or lies past the end of the
     ///   file, ``TileError/Code/io``.
     public func storedJPEGTile(level: Int, column: Int, row: Int) throws(TileError) -> Data? {
-        guard let tiff else { return nil }
+        guard store.keepsEncodedTiles else { return nil }
         _ = try checkedTileOffset(level: level, column: column, row: row)
-        return try tiff.completeJPEG(level: level, column: column, row: row, path: storePath).map { Data($0) }
+        return try store.storedJPEGTile(level: level, column: column, row: row).map { Data($0) }
     }
 
     /// A TIFF pyramid's JPEG tile at the tile's own size, without decoding anything: a whole tile as
@@ -81,13 +84,12 @@ extension TiledImage {
     /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws; ``TileError/Code/corrupt`` for an
     ///   edge tile whose stored bytes are not a JPEG of the tile's size.
     public func exactJPEGTile(level: Int, column: Int, row: Int) throws(TileError) -> Data? {
-        guard let tiff else { return nil }
+        guard store.keepsEncodedTiles else { return nil }
         _ = try checkedTileOffset(level: level, column: column, row: row)
-        let l = geometry.levels[level]
-        let side = geometry.tileSize
-        let (width, height) = (min(side, l.width - column * side), min(side, l.height - row * side))
-        if width == side, height == side { return try storedJPEGTile(level: level, column: column, row: row) }
-        return try tiff.croppedJPEG(level: level, column: column, row: row, width: width, height: height, path: storePath).map { Data($0) }
+        let (width, height) = geometry.pixelSize(level: level, column: column, row: row)
+        if width == geometry.tileSize, height == geometry.tileSize { return try storedJPEGTile(level: level, column: column, row: row) }
+        return try store.croppedJPEGTile(level: level, column: column, row: row, width: width, height: height, waitsForDisk: true)
+            .map { Data($0) }
     }
 
     /// An edge tile of ``exactJPEGTile(level:column:row:)`` without waiting for the disk: its stored
@@ -97,13 +99,11 @@ extension TiledImage {
     ///   would return nil, or when the page cache does not hold the stored tile.
     /// - Throws: what ``exactJPEGTile(level:column:row:)`` throws.
     public func exactJPEGEdgeTileIfCached(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8]? {
-        guard let tiff, tiff.backing.isSettled else { return nil }
+        guard store.isSettled else { return nil }
         _ = try checkedTileOffset(level: level, column: column, row: row)
-        let l = geometry.levels[level]
-        let side = geometry.tileSize
-        let (width, height) = (min(side, l.width - column * side), min(side, l.height - row * side))
-        guard width < side || height < side else { return nil }
-        return try tiff.croppedJPEG(level: level, column: column, row: row, width: width, height: height, path: storePath, waitsForDisk: false)
+        let (width, height) = geometry.pixelSize(level: level, column: column, row: row)
+        guard width < geometry.tileSize || height < geometry.tileSize else { return nil }
+        return try store.croppedJPEGTile(level: level, column: column, row: row, width: width, height: height, waitsForDisk: false)
     }
 
     /// Where a stored JPEG tile lies, found once (``storedJPEGTileLocation(level:column:row:)``) and read
@@ -111,8 +111,8 @@ extension TiledImage {
     public struct StoredJPEGTileLocation: Sendable {
         /// The byte count of ``TiledImage/storedJPEGTile(level:column:row:)``'s JPEG (the tile made complete).
         public let byteCount: Int
-        /// The TIFF it lies in (kept open while the location is).
-        let source: TIFFSource
+        /// The store it lies in (kept open while the location is).
+        let source: any TileStore
         let level: Int
         let column: Int
         let row: Int
@@ -124,10 +124,9 @@ extension TiledImage {
     /// is not JPEG, an image still being built).
     /// - Throws: what ``storedJPEGTile(level:column:row:)`` throws before it reads.
     public func storedJPEGTileLocation(level: Int, column: Int, row: Int) throws(TileError) -> StoredJPEGTileLocation? {
-        guard let tiff, tiff.backing.isSettled else { return nil }
+        guard store.isSettled else { return nil }
         _ = try checkedTileOffset(level: level, column: column, row: row)
-        guard let (length, tile) = try tiff.completeJPEGLength(level: level, column: column, row: row) else { return nil }
-        return StoredJPEGTileLocation(byteCount: length, source: tiff, level: level, column: column, row: row, tile: tile)
+        return try store.storedJPEGTileLocation(level: level, column: column, row: row)
     }
 
     /// Reads ``storedJPEGTile(level:column:row:)``'s bytes into `destination` (exactly the location's
@@ -142,40 +141,81 @@ extension TiledImage {
     public func readStoredJPEGTileIfCached(_ location: StoredJPEGTileLocation, into destination: UnsafeMutableRawBufferPointer)
         throws(TileError) -> Bool
     {
-        guard let tiff, location.source === tiff else { return false }
-        return try tiff.readCompleteJPEGIfCached(
-            level: location.level, column: location.column, row: location.row, tile: location.tile, length: location.byteCount, into: destination)
+        guard location.source === store else { return false }
+        return try store.readStoredJPEGTileIfCached(location, into: destination)
     }
 
-    /// How a level's tiles are stored: `"raw RGBA"`, or a TIFF's compression (`"JPEG"`, `"deflate"`,
-    /// `"LZW"`, `"none"`). `nil` for a level that does not exist.
-    public func tileCoding(ofLevel level: Int) -> String? {
-        guard geometry.levels.indices.contains(level) else { return nil }
-        guard let tiff else { return "raw RGBA" }
-        switch tiff.levels[level].compression {
-        case 7: return "JPEG"
-        case 8, 32946: return "deflate"
-        case 5: return "LZW"
-        case 1: return "none"
-        default: return "compression \(tiff.levels[level].compression)"
-        }
+    /// How a level's tiles are stored: raw RGBA, or a TIFF's compression. `nil` for a level that does
+    /// not exist.
+    public func tileCoding(ofLevel level: Int) -> TileCoding? {
+        geometry.levels.indices.contains(level) ? store.coding(ofLevel: level) : nil
+    }
+}
+
+/// A tiled TIFF's tiles (``TIFFSource``: a file, or the TIFF being built): each read one `pread` and,
+/// for pixels, one decode; JPEG tiles also sent as they are stored, or cropped without decoding.
+final class TIFFTileStore: TileStore {
+    let source: TIFFSource
+    let geometry: TileGeometry
+    /// The TIFF file's descriptor (or the build's files), owned here.
+    let files: LevelFiles
+    /// The store's folder or file, for messages.
+    let storePath: String?
+
+    init(source: TIFFSource, geometry: TileGeometry, files: LevelFiles, storePath: String?) {
+        (self.source, self.geometry, self.files, self.storePath) = (source, geometry, files, storePath)
     }
 
-    /// Reads a TIFF pyramid's tile into `destination` (``readTile(level:column:row:into:)``): one
-    /// `pread`, one decode, then the padding beyond the level zeroed as raw tiles have it.
-    func readTIFFTile(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawPointer) throws(TileError) {
-        guard let tiff else { preconditionFailure("a TIFF read of raw level files") }
-        _ = try checkedTileOffset(level: level, column: column, row: row)
+    func coding(ofLevel level: Int) -> TileCoding { TileCoding(tiffCompression: Int(source.levels[level].compression)) }
+
+    /// One `pread`, one decode, then the padding beyond the level zeroed as raw tiles have it.
+    func readTile(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawPointer) throws(TileError) {
         let side = geometry.tileSize
-        try tiff.decode(level: level, column: column, row: row, into: destination, stride: side * 4, path: storePath)
-        let l = geometry.levels[level]
-        let (width, height) = (min(side, l.width - column * side), min(side, l.height - row * side))
+        try source.decode(level: level, column: column, row: row, into: destination, stride: side * 4, path: storePath)
+        let (width, height) = geometry.pixelSize(level: level, column: column, row: row)
         if width < side {
             for y in 0..<height { (destination + (y * side + width) * 4).initializeMemory(as: UInt8.self, repeating: 0, count: (side - width) * 4) }
         }
         if height < side {
             (destination + height * side * 4).initializeMemory(as: UInt8.self, repeating: 0, count: (side - height) * side * 4)
         }
+    }
+
+    /// Its tiles' bytes written so far, or the file's size.
+    var bytesWritten: Int { source.byteCount }
+    var totalByteCount: Int { source.fileByteCount }
+    var estimatedByteCount: Int { TileBuilder.storeByteEstimate(geometry, tiff: true) }
+
+    /// A TIFF's tiles are appended: the whole file so far is written data.
+    func flushWrittenData() throws(TileError) {
+        for fd in files.descriptors {
+            guard fdatasync(fd) == 0 else { throw SystemCall.error("cannot sync the TIFF", path: storePath) }
+            _ = posix_fadvise(fd, 0, 0, Int32(POSIX_FADV_DONTNEED))
+        }
+    }
+
+    var keepsEncodedTiles: Bool { true }
+    var isSettled: Bool { source.backing.isSettled }
+    var isLevelZeroCopied: Bool { source.isLevelZeroCopied }
+
+    func storedJPEGTile(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8]? {
+        try source.completeJPEG(level: level, column: column, row: row, path: storePath)
+    }
+
+    func croppedJPEGTile(level: Int, column: Int, row: Int, width: Int, height: Int, waitsForDisk: Bool) throws(TileError) -> [UInt8]? {
+        try source.croppedJPEG(level: level, column: column, row: row, width: width, height: height, path: storePath, waitsForDisk: waitsForDisk)
+    }
+
+    func storedJPEGTileLocation(level: Int, column: Int, row: Int) throws(TileError) -> TiledImage.StoredJPEGTileLocation? {
+        guard let (length, tile) = try source.completeJPEGLength(level: level, column: column, row: row) else { return nil }
+        return TiledImage.StoredJPEGTileLocation(byteCount: length, source: self, level: level, column: column, row: row, tile: tile)
+    }
+
+    func readStoredJPEGTileIfCached(_ location: TiledImage.StoredJPEGTileLocation, into destination: UnsafeMutableRawBufferPointer)
+        throws(TileError) -> Bool
+    {
+        try source.readCompleteJPEGIfCached(
+            level: location.level, column: location.column, row: location.row, tile: location.tile, length: location.byteCount, into: destination)
     }
 }
 

@@ -15,9 +15,6 @@ import Synchronization
 public final class TiledImage: Sendable {
     private struct State {
         var failure: TileError?
-        var mappings: [MappedFile?]
-        /// Per level, a bit per stored tile this image has brought into the page cache (see readTile).
-        var cachedTiles: [[UInt64]]
     }
 
     /// Level sizes, tile grids and the orientation.
@@ -31,9 +28,9 @@ public final class TiledImage: Sendable {
     let previewProgress: TileRowCounters
     /// The scan the preview shows (0: no preview).
     let previewScanNumber = Atomic<Int>(0)
-    /// For a TIFF pyramid (``StoreFormat/tiff(_:)``, ``open(tiff:)``): where its tiles are and how they
-    /// decode; `nil` for raw level files.
-    let tiff: TIFFSource?
+    /// Where the tiles are kept and how they are read: raw level files, or a TIFF pyramid
+    /// (``StoreFormat/tiff(_:)``, ``open(tiff:)``).
+    let store: any TileStore
     /// Behind a pthread mutex (NIO's lock), not the standard library's `Mutex`: on Linux the latter's
     /// contended path (a futex) is compiled outside the package, so ThreadSanitizer cannot see it
     /// order two threads' accesses and reports races that are not there. The server's locks are NIO's
@@ -56,14 +53,15 @@ public final class TiledImage: Sendable {
         self.geometry = geometry
         self.files = files
         self.storePath = storePath
-        self.tiff = tiff
         let count = geometry.levels.count
-        progress = given ?? TileRowCounters(count: count, initialValues: complete ? geometry.levels.map(\.storedRows) : nil)
+        let progress = given ?? TileRowCounters(count: count, initialValues: complete ? geometry.levels.map(\.storedRows) : nil)
+        self.progress = progress
         previewProgress = TileRowCounters(count: count)
-        state = NIOLockedValueBox(
-            State(
-                failure: nil, mappings: Array(repeating: nil, count: count),
-                cachedTiles: geometry.levels.map { Array(repeating: 0, count: ($0.storedColumns * $0.storedRows + 63) / 64) }))
+        state = NIOLockedValueBox(State(failure: nil))
+        store =
+            if let tiff { TIFFTileStore(source: tiff, geometry: geometry, files: files, storePath: storePath) } else {
+                RawLevelStore(geometry: geometry, files: files, storePath: storePath, progress: progress)
+            }
     }
 
     /// Number of levels; level 0 is the full-resolution image.
@@ -90,10 +88,9 @@ public final class TiledImage: Sendable {
         return geometry.readsWholeTiles ? stored.row < readableRows(level) : isLevelComplete(level)
     }
 
-    /// Reads one tile with one `pread` (display orientation; a transformed tile is flipped in memory).
-    /// The first read of a tile by this image also asks the kernel to bring the tile's 2 MiB
-    /// neighbourhood into the page cache as one large folio (`MADV_POPULATE_READ` on a huge-page
-    /// mapping): a cold read costs more (it reads 2 to 4 MiB), warm reads of any tile near it less.
+    /// Reads one tile (display orientation): from raw level files one `pread` (a transformed tile is
+    /// flipped in memory; the first read of a tile also brings its 2 MiB neighbourhood into the page
+    /// cache as one large folio); from a TIFF one `pread` and one decode.
     /// - Parameters:
     ///   - level: 0 ..< ``levelCount``.
     ///   - column: the tile's column, in display orientation.
@@ -108,53 +105,18 @@ public final class TiledImage: Sendable {
         guard buffer.count >= byteCount, let destination = buffer.baseAddress else {
             throw TileError(.invalidArgument, "a tile needs \(byteCount) bytes, the buffer has \(buffer.count)")
         }
-        if tiff != nil { return try readTIFFTile(level: level, column: column, row: row, into: destination) }
-        guard geometry.readsWholeTiles else {
-            return try readAssembledTile(level: level, column: column, row: row, into: destination)
-        }
-        let (offset, _) = try checkedLocation(level: level, column: column, row: row)
-        if geometry.orientation != .identity {
-            let view = try mapping(level: level)
-            TileTransform.apply(geometry.orientation, from: view.base + offset, to: destination, side: geometry.tileSize)
-            view.release(offset: offset, byteCount: byteCount)
-            return
-        }
-        let tile = offset / byteCount
-        if !state.withLockedValue({ $0.cachedTiles[level][tile / 64] & (1 << (tile % 64)) != 0 }) {
-            // A tile's first read brings it into the page cache through the level's huge-page mapping:
-            // the kernel then reads its 2 MiB neighbourhood as one large folio, and later reads copy
-            // from large folios (21 us here) instead of the 4 KiB pages a plain cold pread leaves
-            // (35 to 45 us). Errors surface in the pread below. Not when the page cache holds the
-            // tile already (another image of the same store, an earlier process): mapping and
-            // unmapping it would cost a TLB flush on every core for nothing.
-            let view = try mapping(level: level)
-            if !view.isResident(offset: offset, byteCount: byteCount) { view.populate(offset: offset, byteCount: byteCount) }
-            state.withLockedValue { $0.cachedTiles[level][tile / 64] |= 1 << (tile % 64) }
-        }
-        try SystemCall.readFully(
-            files.descriptors[level], into: destination, count: byteCount, offset: offset, what: "a tile of level \(level)",
-            path: storePath)
+        try checkReadable(level: level, column: column, row: row)
+        try store.readTile(level: level, column: column, row: row, into: destination)
     }
 
     /// Reads rows `rows` of a tile (0 ..< tile size) into the start of `buffer`, one `pread` of just
-    /// those rows, where tiles are stored upright (identity orientation); else the whole tile, as
+    /// those rows, where tiles are stored upright in raw level files; else the whole tile, as
     /// ``readTile(level:column:row:into:)`` does. Returns the row of the tile that `buffer` starts with.
     func readTileRows(level: Int, column: Int, row: Int, rows: Range<Int>, into buffer: UnsafeMutableRawBufferPointer)
         throws(TileError) -> Int
     {
-        guard tiff == nil, geometry.orientation == .identity, geometry.readsWholeTiles, rows.count < geometry.tileSize else {
-            try readTile(level: level, column: column, row: row, into: buffer)
-            return 0
-        }
-        let rowBytes = geometry.tileSize * 4
-        guard let destination = buffer.baseAddress, buffer.count >= rows.count * rowBytes,
-            rows.lowerBound >= 0, rows.upperBound <= geometry.tileSize
-        else { throw TileError(.invalidArgument, "rows \(rows) do not fit a tile or the buffer") }
-        let (offset, _) = try checkedLocation(level: level, column: column, row: row)
-        try SystemCall.readFully(
-            files.descriptors[level], into: destination, count: rows.count * rowBytes,
-            offset: offset + rows.lowerBound * rowBytes, what: "a tile of level \(level)", path: storePath)
-        return rows.lowerBound
+        try checkReadable(level: level, column: column, row: row)
+        return try store.readTileRows(level: level, column: column, row: row, rows: rows, into: buffer)
     }
 
     /// Reads one tile into a new array (see ``readTile(level:column:row:into:)``).
@@ -170,35 +132,15 @@ public final class TiledImage: Sendable {
         return result
     }
 
-    /// Calls `body` with the tile's bytes, without copying when the orientation is identity (a view of
-    /// the mapped level file); a transformed tile is flipped into a temporary buffer first.
+    /// Calls `body` with the tile's bytes, without copying where it can (a view of a raw level file's
+    /// mapping when the orientation is identity); else the tile is read into a temporary buffer first.
     /// The bytes are valid only inside `body`.
     /// - Throws: what ``readTile(level:column:row:into:)`` throws, or what `body` throws.
     public func withTile<R>(level: Int, column: Int, row: Int, _ body: (UnsafeRawBufferPointer) throws -> R)
         throws -> R
     {
-        guard geometry.readsWholeTiles, tiff == nil else {
-            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: geometry.tileByteCount, alignment: 16)
-            defer { scratch.deallocate() }
-            if tiff != nil {
-                try readTIFFTile(level: level, column: column, row: row, into: scratch.baseAddress!)
-            } else {
-                try readAssembledTile(level: level, column: column, row: row, into: scratch.baseAddress!)
-            }
-            return try body(UnsafeRawBufferPointer(scratch))
-        }
-        let (offset, _) = try checkedLocation(level: level, column: column, row: row)
-        let view = try mapping(level: level)
-        let byteCount = geometry.tileByteCount
-        if geometry.orientation == .identity {
-            defer { view.release(offset: offset, byteCount: byteCount) }
-            return try body(UnsafeRawBufferPointer(start: view.base + offset, count: byteCount))
-        }
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: byteCount, alignment: 16)
-        defer { scratch.deallocate() }
-        TileTransform.apply(geometry.orientation, from: view.base + offset, to: scratch.baseAddress!, side: geometry.tileSize)
-        view.release(offset: offset, byteCount: byteCount)
-        return try body(UnsafeRawBufferPointer(scratch))
+        try checkReadable(level: level, column: column, row: row)
+        return try store.withTile(level: level, column: column, row: row, body)
     }
 
     // MARK: - Internals shared with the builder
@@ -239,59 +181,15 @@ public final class TiledImage: Sendable {
         return location
     }
 
-    /// A display tile assembled pixel by pixel from the stored tiles it straddles (up to four, one
-    /// `pread` each): for a store reopened with an orientation whose padding lies elsewhere than the
-    /// build's (see ``TileGeometry/readsWholeTiles``). Only complete levels are read this way.
-    private func readAssembledTile(level: Int, column: Int, row: Int, into destination: UnsafeMutableRawPointer)
-        throws(TileError)
-    {
-        _ = try locate(level: level, column: column, row: row)
-        if let failure = state.withLockedValue({ $0.failure }) { throw failure }
-        let l = geometry.levels[level]
-        guard isLevelComplete(level) else {
-            throw TileError(.notReady, "tile (\(column), \(row)) of level \(level) is not written yet")
+    /// Throws unless the tile can be read now: it exists, the build has not failed, and its row is
+    /// written (a store read with display tiles assembled from stored ones: its level is complete).
+    private func checkReadable(level: Int, column: Int, row: Int) throws(TileError) {
+        guard geometry.readsWholeTiles else {
+            _ = try locate(level: level, column: column, row: row)
+            if let failure = state.withLockedValue({ $0.failure }) { throw failure }
+            guard isLevelComplete(level) else { throw TileError(.notReady, "tile (\(column), \(row)) of level \(level) is not written yet") }
+            return
         }
-        let side = geometry.tileSize
-        let byteCount = geometry.tileByteCount
-        destination.initializeMemory(as: UInt8.self, repeating: 0, count: byteCount)
-        var stored: [Int: UnsafeMutableRawBufferPointer] = [:]
-        defer { stored.values.forEach { $0.deallocate() } }
-        let (x0, y0) = (column * side, row * side)
-        for y in y0..<min(y0 + side, l.height) {
-            for x in x0..<min(x0 + side, l.width) {
-                let p = geometry.orientation.storedPosition(ofDisplay: x, y, width: l.storedWidth, height: l.storedHeight)
-                let (px, py) = (p.x + l.storedXOffset, p.y + l.storedYOffset)
-                let index = (py / side) * l.storedColumns + px / side
-                let tile: UnsafeMutableRawBufferPointer
-                if let cached = stored[index] {
-                    tile = cached
-                } else {
-                    tile = UnsafeMutableRawBufferPointer.allocate(byteCount: byteCount, alignment: 16)
-                    stored[index] = tile
-                    try readStoredTile(level: level, offset: index * byteCount, into: tile.baseAddress!)
-                }
-                (destination + ((y - y0) * side + (x - x0)) * 4)
-                    .copyMemory(from: tile.baseAddress! + ((py % side) * side + px % side) * 4, byteCount: 4)
-            }
-        }
-    }
-
-    private func readStoredTile(level: Int, offset: Int, into destination: UnsafeMutableRawPointer) throws(TileError) {
-        try SystemCall.readFully(
-            files.descriptors[level], into: destination, count: geometry.tileByteCount, offset: offset,
-            what: "a tile of level \(level)", path: storePath)
-    }
-
-    func mapping(level: Int) throws(TileError) -> MappedFile {
-        let result: Result<MappedFile, TileError> = state.withLockedValue { s in
-            if let existing = s.mappings[level] { return .success(existing) }
-            do throws(TileError) {
-                let mapped = try MappedFile(
-                    fd: files.descriptors[level], byteCount: geometry.byteCount(ofLevel: level), path: storePath ?? "level")
-                s.mappings[level] = mapped
-                return .success(mapped)
-            } catch { return .failure(error) }
-        }
-        return try result.get()
+        _ = try checkedLocation(level: level, column: column, row: row)
     }
 }

@@ -26,8 +26,8 @@ extension TiledImage {
         let (width, height) = (x1 - x0, y1 - y0)
         let (outputWidth, outputHeight) = (min(request.scaledWidth, width), min(request.scaledHeight, height))
         var resampler: AreaResampler
-        if geometry.orientation == .identity && geometry.readsWholeTiles && tiff == nil {
-            resampler = try resampleMapped(level: k, x0: x0, y0: y0, x1: x1, y1: y1, outputWidth, outputHeight, deadline, isCancelled)
+        if let view = try store.uprightMapping(level: k) {
+            resampler = try resampleMapped(view, level: k, x0: x0, y0: y0, x1: x1, y1: y1, outputWidth, outputHeight, deadline, isCancelled)
         } else {
             resampler = AreaResampler(inputWidth: width, inputHeight: height, outputWidth: outputWidth, outputHeight: outputHeight)
             try readRegion(level: k, x0: x0, y0: y0, x1: x1, y1: y1, waitingUntil: deadline, isCancelled: isCancelled) { row in
@@ -113,7 +113,7 @@ extension TiledImage {
     }
 
     private func resampleMapped(
-        level: Int, x0: Int, y0: Int, x1: Int, y1: Int, _ outputWidth: Int, _ outputHeight: Int,
+        _ view: MappedFile, level: Int, x0: Int, y0: Int, x1: Int, y1: Int, _ outputWidth: Int, _ outputHeight: Int,
         _ deadline: ContinuousClock.Instant?, _ isCancelled: (() -> Bool)?
     ) throws(TileError) -> AreaResampler {
         let side = geometry.tileSize, tileBytes = geometry.tileByteCount
@@ -122,7 +122,6 @@ extension TiledImage {
         var resampler = AreaResampler(
             inputWidth: x1 - x0, inputHeight: y1 - y0, outputWidth: outputWidth, outputHeight: outputHeight,
             columnOffset: { i in ((x0 + i) / side - firstColumn) * tileBytes + (x0 + i) % side * 4 })
-        let view = try mapping(level: level)
         let (firstRow, lastRow) = (y0 / side, (y1 - 1) / side)
         defer { view.release(offset: firstRow * l.columns * tileBytes, byteCount: (lastRow - firstRow + 1) * l.columns * tileBytes) }
         for tileRow in firstRow...lastRow {
