@@ -118,7 +118,11 @@ struct GuardMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
             return TileRoutes.plain(.badRequest, "Host is not a host name or address and a port")
         }
         guard rules.allows(authority: request.head.authority) else {
-            return TileRoutes.plain(.misdirectedRequest, "this server does not answer for \(request.head.authority ?? "no host")")
+            // Says how to add a name: a proxy that passes the client's Host needs it among the allowed ones.
+            return TileRoutes.plain(
+                .misdirectedRequest,
+                "this server does not answer for \(request.head.authority ?? "no host"): add the name to its allowed hosts (tiler serve --allowed-host NAME, RequestGuard.allowedHosts)"
+            )
         }
         let origin = request.headers[.origin]
         if request.method == .options, let asked = request.headers[.accessControlRequestMethod] {

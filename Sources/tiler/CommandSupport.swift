@@ -137,6 +137,20 @@ func isTIFFFile(_ path: String) -> Bool {
     return (lower.hasSuffix(".tif") || lower.hasSuffix(".tiff")) && access(path, F_OK) == 0 && !isDirectory(path)
 }
 
+/// The tiled pyramid at `path` when it is a store folder or a tiled pyramidal TIFF; nil for a master
+/// (a TIFF that is not a tiled pyramid, a JPEG, a PNG, ...), which is built instead.
+/// - Throws: what opening a store or a tiled TIFF throws, but for a TIFF that is not one.
+func openPyramid(_ path: String, orientation: OrientationOption) throws -> TiledImage? {
+    guard path != "-" else { return nil }
+    if isDirectory(path) { return try TiledImage.open(store: path, orientation: orientation) }
+    guard isTIFFFile(path) else { return nil }
+    do { return try TiledImage.open(tiff: path) } catch {
+        // A TIFF master (strips, or a layout no pyramid has): built as the other masters are.
+        guard [.invalidStore, .unsupported].contains(error.code) else { throw error }
+        return nil
+    }
+}
+
 /// Whether `path` is an existing folder.
 func isDirectory(_ path: String) -> Bool {
     var info = stat()

@@ -11,13 +11,15 @@ import Glibc
 struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export a JPEG, a URL or a store as DeepZoom or static IIIF tiles for web viewers.",
+        abstract: "Export a master (JPEG, PNG, TIFF, JPEG 2000), a URL or a store as DeepZoom or static IIIF tiles for web viewers.",
         discussion: """
-            dzi writes NAME.dzi and NAME_files/LEVEL/COLUMN_ROW.jpg (OpenSeadragon and other deep-zoom viewers); iiif3 writes NAME/info.json and every tile at its IIIF Image API 3.0 canonical path (a level-0 static service). A JPEG's tiles are encoded as its rows decode, on every core, without writing the raw pyramid (unless --keep-store). Everything is written beside the output and renamed into place when complete; a failed export leaves nothing behind.
+            dzi writes NAME.dzi and NAME_files/LEVEL/COLUMN_ROW.jpg (OpenSeadragon and other deep-zoom viewers); iiif3 writes NAME/info.json and every tile at its IIIF Image API 3.0 canonical path (a level-0 static service). A master's tiles are encoded as its rows decode, on every core, without writing the raw pyramid (unless --keep-store). Everything is written beside the output and renamed into place when complete; a failed export leaves nothing behind.
             """)
 
     @Argument(
-        help: "A JPEG file (- for standard input), an http(s) URL, a store folder written by `tiler build --out`, or a tiled pyramidal TIFF (.tif).")
+        help:
+            "A master (JPEG, PNG, TIFF, JPEG 2000; - for standard input), an http(s) URL, a store folder written by `tiler build --out`, or a tiled pyramidal TIFF."
+    )
     var input: String
 
     @Option(help: "The layout: dzi or iiif3.")
@@ -85,15 +87,12 @@ struct ExportCommand: AsyncParsableCommand {
                 throw TileError(.io, "cannot create \(out): \(String(cString: strerror(errno)))", errno: errno)
             }
             let result: TileExporter.Result
-            if input != "-" && (isDirectory(input) || isTIFFFile(input)) {
-                // A store (raw or TIFF) or a tiled pyramidal TIFF: TIFFs are upright, --orientation aside.
-                let image =
-                    isTIFFFile(input)
-                    ? try TiledImage.open(tiff: input) : try TiledImage.open(store: input, orientation: orientation.option)
+            if let image = try openPyramid(input, orientation: orientation.option) {
+                // A store (raw or TIFF) or a tiled pyramidal TIFF (upright, --orientation aside); a master is built.
                 result = try TileExporter.export(
                     image, name: baseName, outputDirectory: out, options: exportOptions(), replacingExisting: force)
             } else {
-                result = try await exportJPEG(name: baseName)
+                result = try await exportMaster(name: baseName)
             }
             let time = seconds(clock.now - start)
             print(
@@ -106,7 +105,7 @@ struct ExportCommand: AsyncParsableCommand {
         }
     }
 
-    private func exportJPEG(name: String) async throws -> TileExporter.Result {
+    private func exportMaster(name: String) async throws -> TileExporter.Result {
         var build = BuildOptions()
         build.orientation = orientation.option
         build.allowTruncated = allowTruncated

@@ -10,7 +10,9 @@ struct RenderCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "render", abstract: "Write one whole level as a binary PPM (P6), upright.")
 
-    @Argument(help: "A JPEG file (- for standard input), a store folder written by `tiler build --out`, or a tiled pyramidal TIFF (.tif).")
+    @Argument(
+        help: "A master (JPEG, PNG, TIFF, JPEG 2000; - for standard input), a store folder written by `tiler build --out`, or a tiled pyramidal TIFF."
+    )
     var input: String
 
     @Option(help: "The level: 0 is full resolution, as numbered by `tiler build` and `tiler info`.")
@@ -30,14 +32,8 @@ struct RenderCommand: ParsableCommand {
             if isSameFile(input, out) {
                 throw TileError(.invalidArgument, "\(out) is the input; it would be overwritten")
             }
-            let image: TiledImage
-            if input != "-" && isTIFFFile(input) {
-                image = try TiledImage.open(tiff: input)
-            } else if input != "-" && isDirectory(input) {
-                image = try TiledImage.open(store: input, orientation: decode.orientation.option)
-            } else {
-                image = try buildLevels(upTo: level)
-            }
+            // A store or a tiled pyramidal TIFF is read; a master (a JPEG, PNG, JPEG 2000, a TIFF of strips) is built.
+            let image = try openPyramid(input, orientation: decode.orientation.option) ?? buildLevels(upTo: level)
             guard level < image.levelCount else { throw Self.noSuchLevel(level, count: image.levelCount) }
             try writePPM(image, level: level, to: out)
         } catch {

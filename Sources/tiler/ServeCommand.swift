@@ -153,7 +153,15 @@ struct ServeCommand: AsyncParsableCommand {
             rules.uploadOrigins = Set(s.uploadOrigins)
             rules.trustedProxies = s.trustedProxies.compactMap(AddressRange.init)
             server.requestGuard = rules
-            let (host, root) = (s.host, server.routes.catalog.root)
+            let (host, root, cache) = (s.host, server.routes.catalog.root, server.routes.catalog.cache)
+            // Said at start, not only by /ready: every image that needs a build would fail.
+            if access(cache, R_OK | W_OK | X_OK) != 0 {
+                let reason = String(cString: strerror(errno))
+                FileHandle.standardError.write(
+                    Data(
+                        "tiler: warning: the cache folder \(escapingControlCharacters(cache)) cannot be written (\(reason)): images that need a build fail until it can (/ready says so)\n"
+                            .utf8))
+            }
             let app = server.application(host: host, port: s.port) { channel in
                 let port = channel.localAddress?.port ?? 0
                 // On standard error, unbuffered: a script waiting for the port sees it at once.

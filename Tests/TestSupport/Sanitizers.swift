@@ -68,12 +68,13 @@ public enum Tmpfs {
 
     public static let unavailableMessage = "mounting a tmpfs needs root with CAP_SYS_ADMIN"
 
-    /// Mounts a tmpfs of `bytes` on a new temporary folder; nil when refused.
-    public static func mount(bytes: Int) -> String? {
+    /// Mounts a tmpfs of `bytes` on a new temporary folder (`readOnly`: a file system nothing can be
+    /// written to, whoever asks); nil when refused.
+    public static func mount(bytes: Int, readOnly: Bool = false) -> String? {
         var template = Array("/tmp/tiledimagekit-tmpfs-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { return nil }
         let path = String(cString: made)
-        guard Glibc.mount("tmpfs", path, "tmpfs", 0, "size=\(bytes)") == 0 else {
+        guard Glibc.mount("tmpfs", path, "tmpfs", readOnly ? UInt(MS_RDONLY) : 0, "size=\(bytes)") == 0 else {
             rmdir(path)
             return nil
         }

@@ -22,9 +22,10 @@ struct FaultTests {
         return path
     }
 
-    static func storeOptions(_ path: String) -> BuildOptions {
+    static func storeOptions(_ path: String, format: StoreFormat = .raw) -> BuildOptions {
         var options = BuildOptions()
         options.storage = .persistent(path: path)
+        options.format = format
         return options
     }
 
@@ -107,7 +108,7 @@ struct FaultTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["photo.tiles"])
     }
 
-    @Test("store files are created exclusively, mode 0600, and a symlink planted at the store path is not followed")
+    @Test("store files are created exclusively with the umask's modes, and a symlink planted at the store path is not followed")
     func safeCreation() throws {
         let folder = try Self.freshFolder("safe")
         let target = try Self.freshFolder("safe-target")
@@ -117,11 +118,21 @@ struct FaultTests {
         #expect(thrownCode { try TileBuilder.build(data: data, options: Self.storeOptions("\(folder)/photo.tiles")) } == .invalidStore)
         #expect(FileManager.default.fileExists(atPath: "\(target)/precious"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["photo.tiles"])
-        _ = try TileBuilder.build(data: data, options: Self.storeOptions("\(folder)/real.tiles"))
-        for name in try FileManager.default.contentsOfDirectory(atPath: "\(folder)/real.tiles") {
+        // Modes as for any file the process makes (the kernel's report of its umask): a server running as
+        // another user can read what `tiler build` wrote.
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("Umask:") })
+        let mask = try #require(mode_t(line.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8))
+        for options in [Self.storeOptions("\(folder)/real.tiles"), Self.storeOptions("\(folder)/real.tif.tiles", format: .tiff())] {
+            guard case .persistent(let path) = options.storage else { continue }
+            _ = try TileBuilder.build(data: data, options: options)
             var info = stat()
-            stat("\(folder)/real.tiles/\(name)", &info)
-            #expect(info.st_mode & 0o777 == 0o600, "\(name)")
+            stat(path, &info)
+            #expect(info.st_mode & 0o777 == 0o777 & ~mask, "the store's folder")
+            for name in try FileManager.default.contentsOfDirectory(atPath: path) {
+                stat("\(path)/\(name)", &info)
+                #expect(info.st_mode & 0o777 == 0o666 & ~mask, "\(name)")
+            }
         }
     }
 }

@@ -29,7 +29,7 @@ struct RequestGuardTests {
         return answers.first ?? (0, [:], Data())
     }
 
-    @Test("a Host the server does not answer for is refused (421), on cached tiles too; loopback names pass")
+    @Test("a Host the server does not answer for is refused (421, naming --allowed-host), on cached tiles too; loopback names pass")
     func hosts() async throws {
         let (folder, _) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -45,6 +45,7 @@ struct RequestGuardTests {
                 for host in ["evil.example", "evil.example:\(port)", "127.0.0.1.evil.example", ""] {
                     let reply = try await Self.send(port, "GET \(tile) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
                     #expect(reply.status == 421, "\(host): \(reply.status)")
+                    #expect(String(decoding: reply.body, as: UTF8.self).contains("--allowed-host"), "the answer names the flag that fixes it")
                 }
             }
         }

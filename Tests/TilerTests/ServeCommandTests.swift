@@ -17,6 +17,8 @@ struct ServeCommandTests {
         let process = Process()
         let errors = Pipe()
         private(set) var port = 0
+        /// What the server wrote to standard error up to the line saying where it listens.
+        private(set) var startup = ""
 
         /// - Parameter descriptors: a limit on the process's descriptors (`ulimit -n`, soft and hard), if any.
         init(_ arguments: [String], descriptors: Int? = nil, environment extra: [String: String] = [:]) throws {
@@ -46,6 +48,7 @@ struct ServeCommandTests {
                 }
             }
             guard port > 0 else { throw TileError(.io, "tiler serve did not say where it listens: \(text)") }
+            startup = text
             drain()
         }
 
@@ -220,6 +223,24 @@ struct ServeCommandTests {
             samples[String(line[..<space])] = value
         }
         return samples
+    }
+
+    @Test(
+        "a cache folder that cannot be written is said at start; /ready and the image's answer say why",
+        .enabled(if: Tmpfs.isAvailable, "\(Tmpfs.unavailableMessage) (a read-only tmpfs: root writes past modes)"))
+    func unwritableCache() throws {
+        let folder = try TilerCommandTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try DemoImage.jpeg(width: 300, height: 200).write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
+        let cache = try #require(Tmpfs.mount(bytes: 1 << 20, readOnly: true))
+        defer { Tmpfs.unmount(cache) }
+        let server = try Server([folder, "--port", "0", "--cache", cache])
+        defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
+        #expect(server.startup.contains("tiler: warning: the cache folder \(cache) cannot be written (Read-only file system)"), "\(server.startup)")
+        let ready = try Self.request(server.port, "GET", "/ready")
+        #expect(ready.status == 503 && String(decoding: ready.body, as: UTF8.self).contains("the cache folder cannot be written"))
+        let info = try Self.request(server.port, "GET", "/iiif/3/photo/info.json")
+        #expect(info.status == 500 && String(decoding: info.body, as: UTF8.self).contains("Read-only file system"), "\(info.status)")
     }
 
     @Test("/metrics counts requests by route and status, cache hits and misses, the build; /ready says ready, or why not; --no-metrics turns it off")

@@ -39,6 +39,31 @@ struct TIFFCommandTests {
         #expect(FileManager.default.fileExists(atPath: "\(folder)/e/x.dzi"))
     }
 
+    @Test("render and export build a TIFF master of strips, as build and info take it: its pixels, unchanged")
+    func stripMaster() throws {
+        let folder = try TilerCommandTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // An uncompressed RGB TIFF of one strip: pixel (x, y) is (x * 6, y * 8, 200 - x - y).
+        let (width, height) = (40, 30)
+        var rgb: [UInt8] = []
+        for y in 0..<height { for x in 0..<width { rgb += [UInt8(x * 6), UInt8(y * 8), UInt8(200 - x - y)] } }
+        let tiff = Bombs.tiff(
+            [
+                (256, 4, [UInt32(width)]), (257, 4, [UInt32(height)]), (258, 3, [8, 8, 8]), (259, 3, [1]), (262, 3, [2]), (277, 3, [3]),
+                (278, 4, [UInt32(height)]), (284, 3, [1])
+            ], strips: [rgb])
+        #expect(FileManager.default.createFile(atPath: "\(folder)/strips.tif", contents: Data(tiff)))
+        let render = try TilerCommandTests.run(["render", "strips.tif", "--out", "r.ppm"], in: folder)
+        #expect(render.status == 0, "\(render.stderr)")
+        let ppm = try Data(contentsOf: URL(fileURLWithPath: "\(folder)/r.ppm"))
+        let header = Data("P6\n\(width) \(height)\n255\n".utf8)
+        #expect(ppm.prefix(header.count) == header && [UInt8](ppm.dropFirst(header.count)) == rgb, "the master's pixels, unchanged")
+        let export = try TilerCommandTests.run(["export", "strips.tif", "--layout", "dzi", "--out", "e"], in: folder)
+        #expect(export.status == 0, "\(export.stderr)")
+        let descriptor = try String(contentsOfFile: "\(folder)/e/strips.dzi", encoding: .utf8)
+        #expect(descriptor.contains("Width=\"\(width)\"") && descriptor.contains("Height=\"\(height)\""), "\(descriptor)")
+    }
+
     @Test("--quality and a TIFF's tile size are checked when parsed")
     func options() throws {
         let folder = try TilerCommandTests.folder()

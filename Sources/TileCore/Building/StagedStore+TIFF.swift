@@ -22,7 +22,7 @@ extension StagedStore {
             do {
                 files = try LevelFiles.opening(2) { index throws(TileError) in
                     index == 0
-                        ? try SystemCall.createExclusive("\(staging)/\(StoreManifest.tiffFileName)", mode: 0o644)
+                        ? try SystemCall.createExclusive("\(staging)/\(StoreManifest.tiffFileName)", mode: publishedFileMode)
                         : try SystemCall.createAnonymous(in: staging, what: "a spool file")
                 }
             } catch {

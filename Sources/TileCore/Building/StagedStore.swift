@@ -38,7 +38,7 @@ struct StagedStore {
         let files: LevelFiles
         do {
             files = try LevelFiles.opening(levelCount) { index throws(TileError) in
-                try SystemCall.createExclusive("\(staging)/\(StoreManifest.levelFileName(index))")
+                try SystemCall.createExclusive("\(staging)/\(StoreManifest.levelFileName(index))", mode: publishedFileMode)
             }
         } catch {
             removeStoreFolder(staging)
@@ -47,6 +47,12 @@ struct StagedStore {
         return StagedStore(
             files: files, stagingPath: staging, finalPath: url.path, scratchDirectory: staging, lock: lock)
     }
+
+    /// The modes a store's folder and files are made with, the process's umask applied as to any file
+    /// it makes: a store built by one user can be served by a server running as another (with the
+    /// usual umask 022: folder 0755, files 0644). Temporary files (spools) stay 0600.
+    static let publishedFolderMode: mode_t = 0o777
+    static let publishedFileMode: mode_t = 0o666
 
     /// A new staging folder for the store at `url` (after removing its abandoned builds), and its lock.
     /// It is made as `.NAME.creating-PID-N`, locked, and only then renamed to `.NAME.partial-PID-N`: a
@@ -57,7 +63,7 @@ struct StagedStore {
         TileStorage.removeAbandonedBuilds(in: parent, name: name)
         let suffix = "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let (creating, staging) = ("\(parent)/.\(name).creating-\(suffix)", "\(parent)/.\(name).partial-\(suffix)")
-        guard mkdir(creating, 0o700) == 0 else { throw SystemCall.error("cannot create the store", path: url.path) }
+        guard mkdir(creating, publishedFolderMode) == 0 else { throw SystemCall.error("cannot create the store", path: url.path) }
         guard let lock = FolderLock(holding: creating), rename(creating, staging) == 0 else {
             let error = SystemCall.error("cannot create the store", path: url.path)
             rmdir(creating)
@@ -73,9 +79,9 @@ struct StagedStore {
             throw SystemCall.error("cannot sync a level file in", path: stagingPath)
         }
         if let name = manifest.colorProfile, let colorProfile {
-            try SystemCall.createSynced("\(stagingPath)/\(name)", colorProfile.bytes)
+            try SystemCall.createSynced("\(stagingPath)/\(name)", colorProfile.bytes, mode: Self.publishedFileMode)
         }
-        try SystemCall.createSynced("\(stagingPath)/\(StoreManifest.fileName)", try manifest.encoded())
+        try SystemCall.createSynced("\(stagingPath)/\(StoreManifest.fileName)", try manifest.encoded(), mode: Self.publishedFileMode)
         var displaced: String?
         var asideLock: FolderLock?
         defer { withExtendedLifetime(asideLock) {} }
