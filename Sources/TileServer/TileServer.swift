@@ -8,7 +8,7 @@ import NIOHTTPTypesHTTP1
 public import Prometheus
 public import TileCore
 
-/// A tile server over a folder of JPEGs and stores: ``TileRoutes`` on a Hummingbird application,
+/// A tile server over a folder of masters (JPEG, PNG, TIFF, JPEG 2000) and stores: ``TileRoutes`` on a Hummingbird application,
 /// with CORS preflight answered, `HEAD` for every `GET`, and an access log through swift-log.
 ///
 /// ```swift

@@ -11,12 +11,12 @@ import Glibc
 struct BuildCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "build",
-        abstract: "Build the tile pyramids of one or more JPEGs and print their summaries.",
+        abstract: "Build the tile pyramids of one or more masters (JPEG, PNG, TIFF, JPEG 2000) and print their summaries.",
         discussion: """
-            As with cp and mv: when --out is an existing folder that is not a store, each input's store goes inside it as <input file name>.tiles; otherwise --out names the store itself (with several inputs, a folder that is created to receive them). Two inputs that would get the same store name are refused before anything is built. Without --out, pyramids are ephemeral (in $TMPDIR) and vanish when the command ends. An input of - reads standard input.
+            As with cp and mv: when --out is an existing folder that is not a store, each input's store goes inside it as <input file name>.tiles; otherwise --out names the store itself (with several inputs, a folder that is created to receive them). A store that exists is replaced only with --force. Two inputs that would get the same store name are refused before anything is built. Without --out, pyramids are ephemeral (in $TMPDIR) and vanish when the command ends. An input of - reads standard input.
             """)
 
-    @Argument(help: "The JPEG files, or http(s) URLs (downloaded and tiled as the bytes arrive).")
+    @Argument(help: "The masters (JPEG, PNG, TIFF, JPEG 2000 files), or http(s) URLs (downloaded and tiled as the bytes arrive).")
     var inputs: [String]
 
     @Option(help: "Write persistent stores (see below) instead of ephemeral files.")
@@ -39,6 +39,9 @@ struct BuildCommand: AsyncParsableCommand {
             "The quantisation tables --quality scales: flattened (Annex K's with their high frequencies finer; the default) or annex-k (what quality means to cjpeg and vips)."
     )
     var tables: TablesArgument = .flattened
+
+    @Flag(help: "Replace a store that exists where --out puts one (else it is refused, and nothing is built).")
+    var force = false
 
     @OptionGroup var decode: DecodeOptions
 
@@ -78,6 +81,10 @@ struct BuildCommand: AsyncParsableCommand {
         let chosen = options
         let inputs = self.inputs
         let stores = try Self.storePaths(inputs: inputs, out: out)
+        // As export: a store that exists is replaced only when asked, and then as one rename.
+        if !force, let taken = stores.compactMap({ $0 }).first(where: { access("\($0)/manifest.json", F_OK) == 0 }) {
+            throw fail(taken, TileError(.invalidArgument, "a store exists there: not replaced (remove it, or --force replaces it)"))
+        }
         if let out, inputs.count > 1, !isDirectory(out) {
             do { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) } catch {
                 throw fail(out, TileError(.io, "cannot create the folder: \((error as NSError).localizedDescription)"))
@@ -116,10 +123,13 @@ struct BuildCommand: AsyncParsableCommand {
                 _ = fail(inputs[result.index], error)
             }
         }
-        print(
-            String(
-                format: "batch: %d images, %d failed, %.3f s from first start to last finish, average decode %.3f s",
-                report.images.count, report.failures.count, seconds(report.wallTime), seconds(report.averageDecodeTime)))
+        // A batch's summary for a batch only: one image's summary is above.
+        if inputs.count > 1 {
+            print(
+                String(
+                    format: "batch: %d images, %d failed, %.3f s from first start to last finish, average decode %.3f s",
+                    report.images.count, report.failures.count, seconds(report.wallTime), seconds(report.averageDecodeTime)))
+        }
         if failed { throw ExitCode.failure }
     }
 }

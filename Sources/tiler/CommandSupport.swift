@@ -151,6 +151,14 @@ func openPyramid(_ path: String, orientation: OrientationOption) throws -> Tiled
     }
 }
 
+/// Refuses an output whose extension names another format than the one written (`render --out x.png`
+/// would write a PPM named `.png`): a name without an extension, or with one of `extensions`, passes.
+func checkOutputExtension(_ out: String, _ extensions: [String], writes format: String) throws {
+    let ext = (out as NSString).pathExtension.lowercased()
+    guard !ext.isEmpty, !extensions.contains(ext) else { return }
+    throw ValidationError("this command writes \(format): --out \(out) names a .\(ext) file; name it .\(extensions[0]).")
+}
+
 /// Whether `path` is an existing folder.
 func isDirectory(_ path: String) -> Bool {
     var info = stat()

@@ -25,6 +25,7 @@ struct RenderCommand: ParsableCommand {
 
     func validate() throws {
         guard level >= 0 else { throw ValidationError("--level must be 0 or more, not \(level).") }
+        try checkOutputExtension(out, ["ppm", "pnm"], writes: "a binary PPM")
     }
 
     func run() throws {

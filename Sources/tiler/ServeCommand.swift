@@ -2,18 +2,19 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import TileCore
 import TileServer
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve a folder of JPEGs and stores over IIIF Image API 3.0 and DeepZoom.",
+        abstract: "Serve a folder of images (JPEG, PNG, TIFF, JPEG 2000) and stores over IIIF Image API 3.0 and 2.1 and DeepZoom.",
         discussion: """
             Routes: GET /iiif/3/{id}/info.json, /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format} (IIIF Image API 3.0; /iiif/2/... the same in 2.1), /dzi/{id}.dzi, /dzi/{id}_files/{level}/{col}_{row}.jpg. The identifier is a file's name in DIR without its extension (.jpg, .jpeg, .png, .jp2, .j2k, .j2c, .tiles, .tif, .tiff). A JPEG, PNG, JPEG 2000 or TIFF master (a TIFF that is not a tiled pyramid) is built into a store in the cache folder on its first request; its tiles are served while it builds (a master with alpha goes into a raw store). GET / lists the images, GET /view/{id} is the viewer. With --allow-uploads, PUT /images/{id} builds an uploaded JPEG, PNG, TIFF or JPEG 2000 into {id}.tiles (JPEG and PNG as they arrive). GET /health (alive), /ready (can serve: 200 or 503), /metrics (Prometheus). SIGTERM or SIGINT stops the server.
             """)
 
-    @Argument(help: "The folder of JPEGs, stores and pyramidal TIFFs to serve (or the setting folder).")
+    @Argument(help: "The folder of masters (JPEG, PNG, TIFF, JPEG 2000), stores and pyramidal TIFFs to serve (or the setting folder).")
     var folder: String?
 
     @Option(
@@ -28,7 +29,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The port to listen on, 0 for any free port (default 8080).")
     var port: Int?
 
-    @Option(help: "Where JPEGs are built into stores (default: FOLDER/.tiler-cache).")
+    @Option(help: "Where masters are built into stores (default: FOLDER/.tiler-cache).")
     var cache: String?
 
     @Option(
@@ -38,7 +39,8 @@ struct ServeCommand: AsyncParsableCommand {
     var publicURL: String?
 
     @Flag(
-        inversion: .prefixedNo, help: "Accept uploads: PUT /images/{id} with a JPEG body, built as it arrives, with the bearer token (default off).")
+        inversion: .prefixedNo,
+        help: "Accept uploads: PUT /images/{id} with a JPEG, PNG, TIFF or JPEG 2000 body, built as it arrives, with the bearer token (default off).")
     var allowUploads: Bool?
 
     @Option(help: "The bearer token uploads must present (default: a random one, printed at start; never logged).")
@@ -171,6 +173,10 @@ struct ServeCommand: AsyncParsableCommand {
             try await app.runService()
         } catch let error as TileError {
             throw fail(s.folder, error)
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            throw fail(
+                "\(s.host):\(s.port)",
+                TileError(.io, "the address is in use (another server listens there): --port chooses another (0: any free one)", errno: EADDRINUSE))
         }
     }
 }

@@ -40,6 +40,7 @@ struct ThumbCommand: ParsableCommand {
         if let sizes, let repeated = ([maxEdge] + sizes).firstRepeated {
             throw ValidationError("the size \(repeated) is asked for twice (--max-edge and --sizes name each size once).")
         }
+        if sizes == nil { try checkOutputExtension(out, ["jpg", "jpeg"], writes: "JPEGs") }
     }
 
     func run() throws {

@@ -32,10 +32,23 @@ public enum Tools {
     /// Whether every program named is installed.
     public static func have(_ names: String...) -> Bool { names.allSatisfy { path($0) != nil } }
 
-    /// A skip message naming what is missing, for `.enabled(if:)`.
+    /// The Debian package that installs each program the tests run.
+    static let packages: [String: String] = [
+        "opj_compress": "libopenjp2-tools", "opj_decompress": "libopenjp2-tools", "vips": "libvips-tools", "vipsheader": "libvips-tools",
+        "djpeg": "libjpeg-turbo-progs", "cjpeg": "libjpeg-turbo-progs", "jpegtran": "libjpeg-turbo-progs", "pnmtopng": "netpbm",
+        "pngtopnm": "netpbm", "pnmtotiff": "netpbm", "pnmtotiffcmyk": "netpbm", "tifftopnm": "netpbm", "tiffinfo": "libtiff-tools",
+        "tiffdump": "libtiff-tools", "tiffcp": "libtiff-tools", "tiffset": "libtiff-tools", "openslide-show-properties": "openslide-tools",
+        "spawn-fcgi": "spawn-fcgi", "nginx": "nginx-light", "/usr/lib/iipimage-server/iipsrv.fcgi": "iipimage-server", "flock": "util-linux",
+        "varnishd": "varnish", "varnishadm": "varnish", "prometheus": "prometheus", "systemd-analyze": "systemd", "chromium": "chromium"
+    ]
+
+    /// A skip message naming what is missing and the Debian packages that bring it, for `.enabled(if:)`;
+    /// empty when nothing is.
     public static func missing(_ names: String...) -> String {
         let absent = names.filter { path($0) == nil }
-        return "\(absent.joined(separator: ", ")) not installed (CI installs them): skipped"
+        guard !absent.isEmpty else { return "" }
+        let debian = Set(absent.map { packages[$0] ?? $0 }).sorted()
+        return "\(absent.joined(separator: ", ")) not installed (Debian: apt-get install \(debian.joined(separator: " ")); CI installs them): skipped"
     }
 
     public struct Run: Sendable {

@@ -243,6 +243,18 @@ struct ServeCommandTests {
         #expect(info.status == 500 && String(decoding: info.body, as: UTF8.self).contains("Read-only file system"), "\(info.status)")
     }
 
+    @Test("a port in use is one line naming --port, not a stack of NIO's words")
+    func portInUse() throws {
+        let folder = try TilerCommandTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let first = try Server([folder, "--port", "0"])
+        defer { if first.process.isRunning { kill(first.process.processIdentifier, SIGKILL) } }
+        let second = try TilerCommandTests.run(["serve", folder, "--port", "\(first.port)"], in: folder)
+        #expect(second.status == 1, "\(second)")
+        #expect(
+            second.stderr.hasPrefix("tiler: 127.0.0.1:\(first.port): the address is in use") && second.stderr.contains("--port"), "\(second.stderr)")
+    }
+
     @Test("/metrics counts requests by route and status, cache hits and misses, the build; /ready says ready, or why not; --no-metrics turns it off")
     func metricsAndReadiness() throws {
         let folder = try TilerCommandTests.folder()

@@ -91,9 +91,10 @@ struct TilerCommandTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let original = FileManager.default.contents(atPath: "\(folder)/base.jpg")
         #expect(symlink("base.jpg", "\(folder)/link.jpg") == 0)
+        #expect(symlink("base.jpg", "\(folder)/same.ppm") == 0)  // a name render writes to, the input behind it
         for arguments in [
             ["thumb", "base.jpg", "--max-edge", "32", "--out", "base.jpg"], ["thumb", "base.jpg", "--max-edge", "32", "--out", "link.jpg"],
-            ["render", "base.jpg", "--out", "base.jpg"], ["render", "link.jpg", "--out", "base.jpg"]
+            ["render", "base.jpg", "--out", "same.ppm"], ["render", "link.jpg", "--out", "same.ppm"]
         ] {
             let run = try Self.run(arguments, in: folder)
             #expect(run.status != 0 && run.stderr.contains("input"), "\(arguments): \(run)")
@@ -197,5 +198,72 @@ struct TilerCommandTests {
         #expect(named.stdout.contains("new\\nline.jpg: 64x64"))
         #expect(named.stderr == "tiler: cannot open gone\\nfile.jpg: No such file or directory\n", "\(named.stderr)")
         #expect(named.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test("build --out refuses to replace a store without --force, as export does, and replaces it with --force")
+    func replaceOnlyWithForce() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        #expect(try Self.run(["build", "base.jpg", "--format", "raw", "--out", "s.tiles"], in: folder).status == 0)
+        let manifest = try Data(contentsOf: URL(fileURLWithPath: "\(folder)/s.tiles/manifest.json"))
+        let again = try Self.run(["build", "base.jpg", "--out", "s.tiles"], in: folder)
+        #expect(
+            again.status == 1 && again.stderr == "tiler: s.tiles: a store exists there: not replaced (remove it, or --force replaces it)\n",
+            "\(again.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(folder)/s.tiles/manifest.json")) == manifest, "left as it was")
+        let forced = try Self.run(["build", "base.jpg", "--out", "s.tiles", "--force"], in: folder)
+        #expect(forced.status == 0 && !forced.stdout.contains("batch:"), "one image: its summary, no batch's")
+        let two = try Self.run(["build", "base.jpg", "p.jpg", "--out", "two"], in: folder)
+        #expect(two.status == 0 && two.stdout.contains("batch: 2 images, 0 failed"), "\(two)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: "\(folder)/s.tiles").contains("pyramid.tif"), "replaced by the TIFF store")
+    }
+
+    @Test("an output named for another format than the one written is refused before anything runs")
+    func outputExtensions() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for arguments in [
+            ["render", "base.jpg", "--out", "r.png"], ["render", "base.jpg", "--out", "r.JPG"],
+            ["thumb", "base.jpg", "--max-edge", "10", "--out", "t.png"]
+        ] {
+            let run = try Self.run(arguments, in: folder)
+            #expect(run.status == 64 && run.stderr.contains("names a ."), "\(arguments): \(run.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: "\(folder)/r.png") && !FileManager.default.fileExists(atPath: "\(folder)/t.png"))
+        for arguments in [
+            ["render", "base.jpg", "--out", "r.PPM"], ["render", "base.jpg", "--out", "r"],
+            ["thumb", "base.jpg", "--max-edge", "10", "--out", "t.jpeg"]
+        ] {
+            let run = try Self.run(arguments, in: folder)
+            #expect(run.status == 0, "\(arguments): \(run.stderr)")
+        }
+    }
+
+    @Test("a mistyped command suggests the nearest one; a word near none is left to the parser")
+    func typos() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for (typed, meant) in [("buidl", "build"), ("serv", "serve"), ("exprot", "export"), ("inf", "info"), ("thumbs", "thumb")] {
+            let run = try Self.run([typed, "base.jpg"], in: folder)
+            #expect(run.status == 64 && run.stderr.contains("did you mean \"\(meant)\"?"), "\(typed): \(run.stderr)")
+        }
+        let far = try Self.run(["zzzzzzzz"], in: folder)
+        #expect(far.status == 64 && !far.stderr.contains("did you mean"), "\(far.stderr)")
+    }
+
+    @Test("a file that is no image gets one wording from every command that reads a master")
+    func notAnImage() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        #expect(FileManager.default.createFile(atPath: "\(folder)/text.jpg", contents: Data("hello, this is text\n".utf8)))
+        let wording = "text.jpg: not an image this package reads (JPEG, PNG, TIFF or JPEG 2000): it starts with 0x68 0x65"
+        for arguments in [
+            ["build", "text.jpg"], ["info", "text.jpg"], ["render", "text.jpg", "--out", "r.ppm"],
+            ["thumb", "text.jpg", "--max-edge", "10", "--out", "t.jpg"],
+            ["export", "text.jpg", "--layout", "dzi", "--out", "e"]
+        ] {
+            let run = try Self.run(arguments, in: folder)
+            #expect(run.status == 1 && run.stderr.contains(wording) && run.stderr.split(separator: "\n").count == 1, "\(arguments): \(run.stderr)")
+        }
     }
 }

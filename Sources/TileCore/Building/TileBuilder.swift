@@ -256,6 +256,7 @@ public final class TileBuilder {
 
     /// The decoder of the format the first bytes say: PNG or TIFF by their signatures, else JPEG.
     private func chooseDecoder(for bytes: UnsafeRawBufferPointer) throws(TileError) -> any RowDecoder {
+        if let refusal = ImageFormat.refusal(ofFirst: bytes) { throw refusal }
         let format = ImageFormat(sniffing: bytes)
         guard format == .jpeg else {
             return try format.masterDecoder(path: sourcePath, spoolDirectory: options.storage.spoolDirectory, page: options.page)

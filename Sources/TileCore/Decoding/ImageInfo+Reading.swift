@@ -7,6 +7,7 @@ extension ImageInfo {
     ///   header, ``TileError/Code/unsupported`` for a PNG or TIFF this package does not read.
     public static func read(data: some ContiguousBytes) throws(TileError) -> ImageInfo {
         if data.withUnsafeBytes({ $0.isEmpty }) { throw TileError(.truncated, "empty input") }
+        if let refusal = data.withUnsafeBytes({ ImageFormat.refusal(ofFirst: $0) }) { throw refusal }
         let format = data.withUnsafeBytes { ImageFormat(sniffing: $0) }
         if format != .jpeg {
             var failure: TileError?
@@ -87,6 +88,7 @@ extension ImageInfo {
         while !reader.segments.isFinished {
             let n = try file.read(into: buffer)
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+            if total == 0, let refusal = ImageFormat.refusal(ofFirst: bytes) { throw TileError(refusal.code, "\(file.name): \(refusal.message)") }
             if total == 0, n > 0, case let format = ImageFormat(sniffing: bytes), format != .jpeg {
                 do throws(TileError) {
                     let path = file.isRegularFile && file.name != "stdin" ? file.name : nil

@@ -1,3 +1,5 @@
+import Foundation
+
 extension ImageFormat {
     /// The format `bytes` (a file's first bytes: 12 are enough) begin as: PNG, TIFF or JPEG 2000 by
     /// their signatures, anything else JPEG (whose decoder says what is wrong with what is not one).
@@ -15,6 +17,14 @@ extension ImageFormat {
 }
 
 extension ImageFormat {
+    /// The refusal of bytes that begin as none of the formats read here (not a JPEG's SOI either):
+    /// one wording wherever a master is read (builds, `info`, uploads); nil for anything else.
+    static func refusal(ofFirst bytes: UnsafeRawBufferPointer) -> TileError? {
+        guard bytes.count >= 2, bytes[0] != 0xFF || bytes[1] != 0xD8, ImageFormat(sniffing: bytes) == .jpeg else { return nil }
+        let start = String(format: "0x%02x 0x%02x", bytes[0], bytes[1])
+        return TileError(.corrupt, "not an image this package reads (JPEG, PNG, TIFF or JPEG 2000): it starts with \(start)")
+    }
+
     /// The decoder of a PNG, TIFF or JPEG 2000 master: from the master's own file at `path` when it is
     /// a regular file (TIFF and JPEG 2000, which are read out of order), else from a spool file in
     /// `spoolDirectory` (PNG's interlaced passes too). A JPEG's decoder has options of its own: its

@@ -235,7 +235,8 @@ public final class TileExporter {
         guard !replacing else { return }
         let names = layout == .deepZoom ? ["\(name).dzi", "\(name)_files"] : [name]
         for entry in names where access("\(directory)/\(entry)", F_OK) == 0 || errno != ENOENT {
-            throw TileError(.invalidArgument, "\(directory)/\(entry) exists: not replaced (remove it, or ask to replace it)")
+            throw TileError(
+                .invalidArgument, "\(directory)/\(entry) exists: not replaced (remove it, or replace it: tiler export --force, replacingExisting)")
         }
     }
 
