@@ -145,7 +145,7 @@ let package = Package(
         .testTarget(
             name: "TileServerTests",
             dependencies: [
-                "TileServer", "TileActors", "TileCore", "TestSupport",
+                "TileServer", "TileActors", "TileCore", "TestSupport", "TestTraits",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -186,9 +186,10 @@ let package = Package(
             path: "Benchmarks/Benchmarks",
             swiftSettings: swiftSettings
         ),
+        .target(name: "TestTraits", dependencies: ["TestSupport"], path: "Tests/TestTraits", swiftSettings: swiftSettings),
         .testTarget(
             name: "TilerTests",
-            dependencies: ["tiler", "TileCore", "TestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: ["tiler", "TileCore", "TestSupport", "TestTraits", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

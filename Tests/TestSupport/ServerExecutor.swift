@@ -16,16 +16,24 @@ import Foundation
 /// exceptions.
 public final class ServerExecutor: TaskExecutor, @unchecked Sendable {
     /// Started on first use; the threads end with the test process.
-    public static let shared = ServerExecutor(threads: 4)
+    public static let shared = ServerExecutor(name: "test-server", threads: 4)
+    /// The threads ``OwnThreads`` runs tests on: apart from the servers', so that tests holding their
+    /// thread never take one a server answers on.
+    public static let blockingTests = ServerExecutor(name: "test-blocking", threads: 4)
 
     /// Guards `jobs` (a pthread mutex and condition: visible to ThreadSanitizer).
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
 
-    private init(threads: Int) {
+    private init(name: String, threads: Int) {
         for index in 0..<threads {
-            let thread = Thread { [self] in run() }
-            thread.name = "test-server-\(index)"
+            let thread = Thread { [self] in
+                // The kernel's name of the thread too (`comm`, what ps and perf show): a thread starts
+                // with its creator's, a pool thread's when the executor is first used from one.
+                try? "\(name)-\(index)".write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+                run()
+            }
+            thread.name = "\(name)-\(index)"
             thread.start()
         }
     }

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOPosix
 import Testing
 import TestSupport
+import TestTraits
 import TileCore
 @testable import TileServer
 
@@ -11,7 +12,7 @@ import Glibc
 #endif
 
 /// Servers sharing one cache folder (instances behind a load balancer): each image is built once.
-@Suite("A shared cache folder")
+@Suite("A shared cache folder", .ownThreads)
 struct SharedCacheTests {
     /// Descriptors of this process open on `path` (`/proc/self/fd`).
     static func descriptors(on path: String) -> Int {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import TestTraits
 import TileCore
 
 #if canImport(Glibc)
@@ -11,7 +12,7 @@ import Glibc
 /// folder and one cache folder, and Prometheus scraping them, all on loopback, as the configuration
 /// files in `deploy/` say (only their ports rewritten). Skipped, with a message, where `varnishd` or
 /// `prometheus` is not installed (CI installs both).
-@Suite("Varnish and Prometheus in front of three instances", .serialized)
+@Suite("Varnish and Prometheus in front of three instances", .serialized, .ownThreads)
 struct DeployTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 

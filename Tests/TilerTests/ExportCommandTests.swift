@@ -1,11 +1,12 @@
 import Foundation
 import Testing
 import TestSupport
+import TestTraits
 import TileCore
 
 /// `tiler export` as a user types it, and against `vips dzsave` (the tool people use for this today)
 /// where it is installed (`.ci/run` installs Debian's libvips-tools).
-@Suite("tiler export")
+@Suite("tiler export", .ownThreads)
 struct ExportCommandTests {
     static let vips = ["/usr/bin/vips", "/usr/local/bin/vips"].first { FileManager.default.isExecutableFile(atPath: $0) }
 

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
 import TestSupport
+import TestTraits
 import TileCore
 
 /// `tiler` on PNG and TIFF masters, as a user types it: info reads the header only, build tiles them
 /// (the page asked for), and a cut file's error offers `--allow-truncated` only for a JPEG.
-@Suite("tiler and PNG, TIFF masters")
+@Suite("tiler and PNG, TIFF masters", .ownThreads)
 struct MasterCommandTests {
     static let tools = Tools.have("pnmtopng", "pnmtotiff", "tiffcp")
     static let skip = Comment(rawValue: Tools.missing("pnmtopng", "pnmtotiff", "tiffcp"))

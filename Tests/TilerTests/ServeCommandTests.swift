@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import Testing
 import TestSupport
+import TestTraits
 import TileCore
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Glibc
 
 /// `tiler serve` as a user runs it: the built binary in a child process, asked over loopback with plain
 /// HTTP/1.1, stopped with SIGTERM while an upload is still arriving.
-@Suite("tiler serve on the command line", .serialized)
+@Suite("tiler serve on the command line", .serialized, .ownThreads)
 struct ServeCommandTests {
     /// A running `tiler serve`: its process, the port it printed, and its standard error so far.
     final class Server {

@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import Testing
 import TestSupport
+import TestTraits
 import TileCore
 
 #if canImport(Glibc)
@@ -13,7 +14,7 @@ import Glibc
 /// stalled mid-body. Each answer must be the one its request gets alone (asked first, as the
 /// reference), in order, at most once; nothing after a malformed head; the server stays up, its memory
 /// and descriptors bounded.
-@Suite("tiler serve under random request sequences", .serialized)
+@Suite("tiler serve under random request sequences", .serialized, .ownThreads)
 struct ServeFuzzCommandTests {
     struct Answer: Equatable {
         var status: Int

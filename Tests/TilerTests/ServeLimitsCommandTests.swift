@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import Synchronization
 import Testing
 import TestSupport
+import TestTraits
 import TileCore
 
 #if canImport(Glibc)
@@ -12,7 +13,7 @@ import Glibc
 /// `tiler serve` under a low descriptor limit (`ulimit -n 256`), attacked as the issue describes it:
 /// connections until the server stops taking more, then 300 uploads that stall. The process stays up,
 /// answers fresh clients afterwards, and gives back its descriptors, disk and memory.
-@Suite("tiler serve at its limits", .serialized)
+@Suite("tiler serve at its limits", .serialized, .ownThreads)
 struct ServeLimitsCommandTests {
     static func descriptors(_ pid: Int32) -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import TestTraits
 import TileCore
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Glibc
 /// `deploy/nginx/tiler.conf` and `deploy/systemd/tiler.service` as shipped (only their addresses and
 /// paths rewritten): nginx in front of `tiler serve` started as the site's comment says, and the unit
 /// checked by systemd's own verifier.
-@Suite("deploy/nginx and deploy/systemd, as shipped")
+@Suite("deploy/nginx and deploy/systemd, as shipped", .ownThreads)
 struct ShippedDeployTests {
     /// `text` with each pair's first string replaced by the second; each must be there.
     static func rewritten(_ text: String, _ pairs: [(String, String)]) throws -> String {

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 import TestSupport
+import TestTraits
 import TileCore
 
 /// `tiler build` writes TIFF stores by default; info, render and export read them.
-@Suite("tiler and TIFF stores")
+@Suite("tiler and TIFF stores", .ownThreads)
 struct TIFFCommandTests {
     @Test("build writes a TIFF store by default (raw on --format raw); info reports levels, coding, size on disk")
     func buildAndInfo() throws {

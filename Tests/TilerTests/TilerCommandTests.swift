@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import TestTraits
 import TileCore
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 #endif
 
 /// The `tiler` tool run as a user types it: the built binary in a child process, inputs made here.
-@Suite("tiler on the command line")
+@Suite("tiler on the command line", .ownThreads)
 struct TilerCommandTests {
     struct Run {
         var status: Int32
