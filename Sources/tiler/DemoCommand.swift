@@ -37,7 +37,8 @@ struct DemoCommand: AsyncParsableCommand {
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             try DemoImage.jpeg(width: width, height: height).write(to: URL(fileURLWithPath: "\(folder)/demo.jpg"))
-            let server = try TileServer(root: folder, cache: "\(folder)/cache")
+            // A hidden cache folder inside the one served, as `tiler serve`'s default (a visible one is refused).
+            let server = try TileServer(root: folder, cache: "\(folder)/.tiler-cache")
             let app = server.application(host: "127.0.0.1", port: port) { channel in
                 let port = channel.localAddress?.port ?? 0
                 print("open http://127.0.0.1:\(port)/view/demo in a browser (the listing: http://127.0.0.1:\(port)/); Ctrl-C stops")

@@ -244,6 +244,39 @@ struct ServeCommandTests {
         #expect(info.status == 500 && String(decoding: info.body, as: UTF8.self).contains("Read-only file system"), "\(info.status)")
     }
 
+    @Test("the quick start's first command: demo --serve prints the viewer's URL, and the viewer and the image answer")
+    func demoServe() throws {
+        let folder = try TilerCommandTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TilerCommandTests.binary)
+        process.arguments = ["demo", "--serve", "--port", "0", "--width", "1024", "--height", "768"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["ASAN_OPTIONS"] = "detect_leaks=0"
+        process.environment = environment
+        let output = Pipe()
+        (process.standardOutput, process.standardError) = (output, output)
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        // "open http://127.0.0.1:PORT/view/demo in a browser ...", within a minute; or the command's end.
+        var text = ""
+        let deadline = Date().addingTimeInterval(60)
+        while !text.contains("/view/demo"), Date() < deadline {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            text += String(decoding: data, as: UTF8.self)
+        }
+        let range = try #require(text.range(of: "open http://127.0.0.1:"), "no URL printed: \(text)")
+        let port = try #require(Int(text[range.upperBound...].prefix { $0.isNumber }))
+        #expect(try Self.request(port, "GET", "/view/demo").status == 200)
+        let info = try Self.request(port, "GET", "/iiif/3/demo/info.json")
+        let json = try JSONSerialization.jsonObject(with: info.body) as? [String: Any]
+        #expect(info.status == 200 && json?["width"] as? Int == 1024 && json?["height"] as? Int == 768, "\(info.status)")
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+
     @Test("a port in use is one line naming --port, not a stack of NIO's words")
     func portInUse() throws {
         let folder = try TilerCommandTests.folder()
