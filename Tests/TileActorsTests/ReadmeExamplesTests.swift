@@ -56,12 +56,12 @@ struct ReadmeExamplesTests {
         // photo, other: masters' paths; folder: where the batch's stores go.
         // One image from any source of bytes (here a file; an HTTP body or an upload alike), with progress.
         let builder = try ImageBuilder()
-        let watcher = Task {
+        async let watched: Void = {  // a child task: it ends with the build's progress stream
             for await report in builder.progress { print(report.rowsDecoded, report.height ?? 0) }
-        }
+        }()
         try await FileImageSource(path: photo).feed(into: builder)
         let image = try await builder.finish()  // cancel() instead stops it and removes its files
-        await watcher.value
+        await watched
 
         // A batch, two at a time, each into a store of its own.
         let report = await ImageLoader(maximumConcurrency: 2).load(
