@@ -21,34 +21,37 @@ struct ServeCommandTests {
         /// What the server wrote to standard error up to the line saying where it listens.
         private(set) var startup = ""
 
-        /// - Parameter descriptors: a limit on the process's descriptors (`ulimit -n`, soft and hard), if any.
-        init(_ arguments: [String], descriptors: Int? = nil, environment extra: [String: String] = [:]) throws {
+        /// - Parameters:
+        ///   - command: `serve`, or `demo` (with `--serve`), whose URL line is on standard output.
+        ///   - descriptors: a limit on the process's descriptors (`ulimit -n`, soft and hard), if any.
+        init(_ arguments: [String], command: String = "serve", descriptors: Int? = nil, environment extra: [String: String] = [:]) throws {
             if let descriptors {  // the shell sets the limit, then becomes tiler (the same process)
                 process.executableURL = URL(fileURLWithPath: "/bin/sh")
-                process.arguments = ["-c", "ulimit -n \(descriptors) && exec \"$0\" serve \"$@\"", TilerCommandTests.binary] + arguments
+                process.arguments = ["-c", "ulimit -n \(descriptors) && exec \"$0\" \(command) \"$@\"", TilerCommandTests.binary] + arguments
             } else {
                 process.executableURL = URL(fileURLWithPath: TilerCommandTests.binary)
-                process.arguments = ["serve"] + arguments
+                process.arguments = [command] + arguments
             }
             var environment = ProcessInfo.processInfo.environment
             environment["ASAN_OPTIONS"] = "detect_leaks=0"
             environment.merge(extra) { $1 }
             process.environment = environment
             process.standardError = errors
-            process.standardOutput = FileHandle.nullDevice
+            process.standardOutput = command == "serve" ? FileHandle.nullDevice : errors
             try process.run()
-            // "tiler: serving FOLDER at http://127.0.0.1:PORT/iiif/3/ and /dzi/", within 60 s.
+            // "tiler: serving FOLDER at http://127.0.0.1:PORT/iiif/3/ and /dzi/" (the demo's: "open
+            // http://127.0.0.1:PORT/view/demo ..."), within 60 s.
             var text = ""
             let deadline = Date().addingTimeInterval(60)
             while port == 0, Date() < deadline {
                 let data = errors.fileHandleForReading.availableData
                 if data.isEmpty { break }
                 text += String(decoding: data, as: UTF8.self)
-                if let range = text.range(of: "at http://127.0.0.1:") {
+                if let range = text.range(of: command == "serve" ? "at http://127.0.0.1:" : "open http://127.0.0.1:") {
                     port = Int(text[range.upperBound...].prefix { $0.isNumber }) ?? 0
                 }
             }
-            guard port > 0 else { throw TileError(.io, "tiler serve did not say where it listens: \(text)") }
+            guard port > 0 else { throw TileError(.io, "tiler \(command) did not say where it listens: \(text)") }
             startup = text
             drain()
         }
@@ -246,35 +249,15 @@ struct ServeCommandTests {
 
     @Test("the quick start's first command: demo --serve prints the viewer's URL, and the viewer and the image answer")
     func demoServe() throws {
-        let folder = try TilerCommandTests.folder()
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TilerCommandTests.binary)
-        process.arguments = ["demo", "--serve", "--port", "0", "--width", "1024", "--height", "768"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["ASAN_OPTIONS"] = "detect_leaks=0"
-        process.environment = environment
-        let output = Pipe()
-        (process.standardOutput, process.standardError) = (output, output)
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        // "open http://127.0.0.1:PORT/view/demo in a browser ...", within a minute; or the command's end.
-        var text = ""
-        let deadline = Date().addingTimeInterval(60)
-        while !text.contains("/view/demo"), Date() < deadline {
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            text += String(decoding: data, as: UTF8.self)
-        }
-        let range = try #require(text.range(of: "open http://127.0.0.1:"), "no URL printed: \(text)")
-        let port = try #require(Int(text[range.upperBound...].prefix { $0.isNumber }))
-        #expect(try Self.request(port, "GET", "/view/demo").status == 200)
-        let info = try Self.request(port, "GET", "/iiif/3/demo/info.json")
+        let server = try Server(["--serve", "--port", "0", "--width", "1024", "--height", "768"], command: "demo")
+        defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
+        #expect(try Self.request(server.port, "GET", "/view/demo").status == 200)
+        let info = try Self.request(server.port, "GET", "/iiif/3/demo/info.json")
         let json = try JSONSerialization.jsonObject(with: info.body) as? [String: Any]
         #expect(info.status == 200 && json?["width"] as? Int == 1024 && json?["height"] as? Int == 768, "\(info.status)")
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        kill(server.process.processIdentifier, SIGTERM)
+        server.process.waitUntilExit()
+        #expect(server.process.terminationStatus == 0)
     }
 
     @Test("a port in use is one line naming --port, not a stack of NIO's words")

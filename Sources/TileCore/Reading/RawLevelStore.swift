@@ -34,9 +34,12 @@ final class RawLevelStore: TileStore {
 
     func coding(ofLevel level: Int) -> TileCoding { .rawRGBA }
 
-    /// The byte offset of a display tile's stored tile in its level file (the tile exists).
+    /// The byte offset of a display tile's stored tile in its level file: the image checked that the tile
+    /// exists, so nothing is checked again here (a tile read's path).
     private func offset(level: Int, column: Int, row: Int) -> Int {
-        (try? geometry.tileByteOffset(level: level, column: column, row: row)) ?? 0
+        let l = geometry.levels[level]
+        let stored = geometry.storedTile(level: l, column: column, row: row)
+        return (stored.row * l.storedColumns + stored.column) * geometry.tileByteCount
     }
 
     /// One `pread` (a transformed tile is flipped in memory). The first read of a tile by this store
