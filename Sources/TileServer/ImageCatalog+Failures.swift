@@ -29,6 +29,14 @@ extension ImageCatalog {
             ])
     }
 
+    /// Refuses `id` because the server may not read its file: puts away what it showed, and logs the
+    /// file and why, each time (an operator's mistake of modes or owners, said where it is seen).
+    func refuse(_ id: String, _ error: TileError) async -> LookupError {
+        await retire(id)
+        logger.error("refused: the server may not read the image's file", metadata: ["id": "\(id)", "error": "\(error.message)"])
+        return .forbidden
+    }
+
     /// Notes that the build (or upload) of `id` found its disk full: the least recently used stores
     /// nobody has open are evicted until what its store needed is free, and `/ready` says the disk is
     /// full for ``diskFullInterval``.

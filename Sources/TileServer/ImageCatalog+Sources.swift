@@ -31,26 +31,35 @@ struct SourceFile: Sendable, Hashable {
     /// be a regular file). What is at the name but none of these is skipped, and `skipped` told.
     /// Blocking: run it on the thread pool.
     /// - Parameter known: the fingerprint seen last, whose hash is kept while the file's identity is.
+    /// - Throws: the error of a file the process may not read (``isPermissionRefusal(_:)``): the image
+    ///   is there, but the server cannot serve it.
     static func find(
         _ id: String, in root: String, known: SourceFingerprint?, followsSymlinks: Bool = false, skipped: (String) -> Void = { _ in }
-    ) -> SourceFile? {
+    ) throws(TileError) -> SourceFile? {
+        func fingerprint(_ path: String) throws(TileError) -> SourceFingerprint? {
+            do { return try SourceFingerprint.read(path: path, known: known) } catch  where isPermissionRefusal(error) { throw error } catch {
+                return nil
+            }
+        }
         for suffix in masterSuffixes + tiffSuffixes {
             var path = "\(root)/\(id).\(suffix)"
             let entry = FolderEntry(at: path)
             guard entry != .none else { continue }
             if entry == .symlink, followsSymlinks, let target = FolderEntry.resolved(path, inside: root) { path = target }
-            if let fingerprint = try? SourceFingerprint.read(path: path, known: known) {
+            if let fingerprint = try fingerprint(path) {
                 return SourceFile(kind: masterSuffixes.contains(suffix) ? .master : .tiff, path: path, fingerprint: fingerprint)
             }
             skipped(path)
         }
         let store = "\(root)/\(id).tiles"
         if ![.none, .folder].contains(FolderEntry(at: store)) { skipped(store) }
-        guard FolderEntry(at: store) == .folder,
-            let fingerprint = try? SourceFingerprint.read(path: "\(store)/\(TiledImage.storeManifestName)", known: known)
-        else { return nil }
+        guard FolderEntry(at: store) == .folder, let fingerprint = try fingerprint("\(store)/\(TiledImage.storeManifestName)") else { return nil }
         return SourceFile(kind: .store, path: store, fingerprint: fingerprint)
     }
+
+    /// Whether `error` says the process may not read a file (`EACCES`, `EPERM`): a file or store of
+    /// another user's, not made readable to the server's.
+    static func isPermissionRefusal(_ error: TileError) -> Bool { error.errno == EACCES || error.errno == EPERM }
 
     /// The identifiers the folder's entries would give (not checked to be regular files). Blocking.
     static func identifiers(in root: String) -> [String] {
@@ -72,6 +81,21 @@ extension ImageCatalog {
         return id.utf8.allSatisfy { byte in
             (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45 || byte == 95 || byte == 46
         }
+    }
+
+    /// The TIFF at `path` opened as the pyramid it holds, or nil when it holds none to serve as it is
+    /// (a stripped or untiled image, tiles this package does not read, or levels that stop before one
+    /// tile): such a TIFF is a master, built like a JPEG. Other errors (the file is unreadable) are
+    /// thrown. Blocking.
+    nonisolated static func openPyramid(tiff path: String) throws(TileError) -> TiledImage? {
+        let pyramid: TiledImage
+        do { pyramid = try TiledImage.open(tiff: path) } catch {
+            if [.invalidStore, .unsupported].contains(error.code) { return nil }
+            throw error
+        }
+        let smallest = pyramid.geometry.levels[pyramid.levelCount - 1]
+        let tile = pyramid.geometry.tileSize
+        return smallest.width <= tile && smallest.height <= tile ? pyramid : nil
     }
 
     /// The identifiers offered now, sorted: JPEGs and stores directly in the folder.

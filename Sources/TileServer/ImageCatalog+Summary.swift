@@ -60,7 +60,7 @@ extension ImageCatalog {
         }
         let (root, follows) = (self.root, followsSymlinks)
         let found = try? await threadPool.blocking { () throws(TileError) in
-            SourceFile.find(id, in: root, known: nil, followsSymlinks: follows)
+            try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows)
         }
         guard let source = found ?? nil else { return nil }
         let path = source.path, kind = source.kind

@@ -38,6 +38,9 @@ public actor ImageCatalog {
         case busy
         /// The build failed (or, as ``TileCore/TileError/Code/notReady``, has not read the header in time).
         case failed(TileError)
+        /// The image is there, but the server's process may not read its file (or a store's files):
+        /// the log says which (HTTP 403, as nginx answers).
+        case forbidden
     }
 
     /// An image the catalog hands out: its pyramid, and which version of its file it shows.
@@ -311,12 +314,17 @@ public actor ImageCatalog {
     private func reconcile(_ id: String, for client: String?) async -> LookupError? {
         if case .building(let build) = states[id], build.isUpload { return nil }  // no file yet: the upload's own
         let (root, seen, follows, logger) = (self.root, known[id], followsSymlinks, logger)
-        let found = try? await threadPool.blocking { () throws(TileError) in
-            SourceFile.find(id, in: root, known: seen, followsSymlinks: follows) { path in
-                logger.warning("skipped: not a regular file or store, or a symlink not followed", metadata: ["path": "\(path)"])
+        var found: SourceFile?
+        do {
+            found = try await threadPool.blocking { () throws(TileError) in
+                try SourceFile.find(id, in: root, known: seen, followsSymlinks: follows) { path in
+                    logger.warning("skipped: not a regular file or store, or a symlink not followed", metadata: ["path": "\(path)"])
+                }
             }
-        }
-        guard let source = found ?? nil else {
+        } catch  where SourceFile.isPermissionRefusal(error) {
+            return await refuse(id, error)
+        } catch {}
+        guard let source = found else {
             await retire(id)
             uses.remove(id)  // asked for, but no such image: nothing to remember (any number of names may be asked)
             return nil
@@ -350,6 +358,8 @@ public actor ImageCatalog {
                 // A TIFF that is not a whole tiled pyramid of tiles this package reads is a master.
                 guard let pyramid else { return await buildOrReuse(id, source, attempts: attempts, for: client) }
                 setReady(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: nil)
+            } catch  where SourceFile.isPermissionRefusal(error) {
+                return await refuse(id, error)
             } catch {
                 setFailed(id, error, source.fingerprint, attempts: attempts + 1)
             }
@@ -357,21 +367,6 @@ public actor ImageCatalog {
         case .master:
             return await buildOrReuse(id, source, attempts: attempts, for: client)
         }
-    }
-
-    /// The TIFF at `path` opened as the pyramid it holds, or nil when it holds none to serve as it is
-    /// (a stripped or untiled image, tiles this package does not read, or levels that stop before one
-    /// tile): such a TIFF is a master, built like a JPEG. Other errors (the file is unreadable) are
-    /// thrown. Blocking.
-    nonisolated static func openPyramid(tiff path: String) throws(TileError) -> TiledImage? {
-        let pyramid: TiledImage
-        do { pyramid = try TiledImage.open(tiff: path) } catch {
-            if [.invalidStore, .unsupported].contains(error.code) { return nil }
-            throw error
-        }
-        let smallest = pyramid.geometry.levels[pyramid.levelCount - 1]
-        let tile = pyramid.geometry.tileSize
-        return smallest.width <= tile && smallest.height <= tile ? pyramid : nil
     }
 
     /// Puts away what `id` showed of an older version of its file (or of a file now gone): a build is

@@ -282,9 +282,13 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         held = nil
         hasAnswered = true
         waitForHead(context)
-        accessLog?.record(
-            client: client, method: head.method.rawValue, target: head.uri, version: (head.version.major, head.version.minor),
-            status: status, bytes: bodyBytes)
+        if let accessLog {
+            let combined = accessLog.format == .combined
+            accessLog.record(
+                client: client, method: head.method.rawValue, target: head.uri, version: (head.version.major, head.version.minor),
+                status: status, bytes: bodyBytes, referer: combined ? head.headers.first(name: "referer") : nil,
+                userAgent: combined ? head.headers.first(name: "user-agent") : nil)
+        }
         service.metrics.record(
             heldAddress.route, status: status, bytes: bodyBytes,
             nanoseconds: (NIODeadline.now() - heldSince).nanoseconds)

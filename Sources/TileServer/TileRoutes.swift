@@ -235,12 +235,13 @@ public struct TileRoutes: Sendable {
         return modified <= since
     }
 
-    /// The response to a failed lookup: 400, 404, 503 (not ready yet, or too many builds waiting) or
-    /// 500 (the build failed).
+    /// The response to a failed lookup: 400, 403 (the file may not be read), 404, 503 (not ready yet,
+    /// or too many builds waiting) or 500 (the build failed).
     static func refusal(_ error: ImageCatalog.LookupError, id: String) -> Response {
         switch error {
         case .invalidIdentifier: return plain(.badRequest, "not an image identifier")
         case .notFound: return plain(.notFound, "no image named \(id)")
+        case .forbidden: return plain(.forbidden, "the server may not read the file of \(id) (its log says which)")
         case .busy: return failure(TileError(.notReady, "too many images are waiting to be built; try again shortly"))
         case .failed(let failure) where failure.code == .cancelled:
             return Self.failure(TileError(.notReady, "the build of \(id) was stopped: \(failure.message)"))

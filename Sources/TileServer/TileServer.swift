@@ -6,6 +6,7 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 public import Prometheus
+public import ServiceLifecycle
 public import TileCore
 
 /// A tile server over a folder of masters (JPEG, PNG, TIFF, JPEG 2000) and stores: ``TileRoutes`` on a Hummingbird application,
@@ -35,8 +36,8 @@ public struct TileServer: Sendable {
     /// The registry `GET /metrics` answers from (Prometheus' text format): the one the process
     /// bootstrapped swift-metrics with (``ServerMetrics``); nil, the default, answers 404 there.
     public var metricsRegistry: PrometheusCollectorRegistry?
-    /// Where each answered request is written, one line in the Common Log Format (``AccessLog``); nil,
-    /// the default, writes none.
+    /// Where each answered request is written, one line in the Common Log Format or nginx's combined
+    /// (``AccessLog``); nil, the default, writes none.
     public var accessLog: AccessLog?
 
     static let serverName = "tiler"
@@ -128,8 +129,9 @@ public struct TileServer: Sendable {
     /// catalog as a service of its own: when the application shuts down (SIGTERM, SIGINT with
     /// `runService()`), the server stops accepting and finishes the requests in flight, then the builds
     /// still running are cancelled and their unfinished files removed.
+    /// - Parameter services: more services run beside the server and stopped with it (a signal's handler).
     public func application(
-        host: String = "127.0.0.1", port: Int = 8080, logger: Logger? = nil,
+        host: String = "127.0.0.1", port: Int = 8080, logger: Logger? = nil, services: [any Service] = [],
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let log = logger ?? Logger(label: "tiler.serve")
@@ -143,7 +145,7 @@ public struct TileServer: Sendable {
         return Application(
             router: router(guard: rules), server: server,
             configuration: .init(address: .hostname(host, port: port), serverName: Self.serverName, availableConnectionsDelegate: limit),
-            services: [routes.catalog], onServerRunning: onServerRunning, logger: log)
+            services: [routes.catalog] + services, onServerRunning: onServerRunning, logger: log)
     }
 }
 
@@ -195,14 +197,18 @@ struct AccessLogMiddleware<Context: RequestContext & ChannelRequestContext>: Rou
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let client = context.channel.remoteAddress?.ipAddress
+        let combined = log.format == .combined
+        func record(_ status: Int, bytes: Int) {
+            log.record(
+                client: client, method: request.method.rawValue, target: request.uri.description, status: status, bytes: bytes,
+                referer: combined ? request.headers[.referer] : nil, userAgent: combined ? request.headers[.userAgent] : nil)
+        }
         do {
             let response = try await next(request, context)
-            let bytes = request.method == .head ? 0 : response.body.contentLength ?? 0
-            log.record(client: client, method: request.method.rawValue, target: request.uri.description, status: response.status.code, bytes: bytes)
+            record(response.status.code, bytes: request.method == .head ? 0 : response.body.contentLength ?? 0)
             return response
         } catch {
-            let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            log.record(client: client, method: request.method.rawValue, target: request.uri.description, status: status, bytes: 0)
+            record((error as? any HTTPResponseError)?.status.code ?? 500, bytes: 0)
             throw error
         }
     }

@@ -5,13 +5,14 @@ import Logging
 import NIOCore
 import TileCore
 import TileServer
+import UnixSignals
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve a folder of images (JPEG, PNG, TIFF, JPEG 2000) and stores over IIIF Image API 3.0 and 2.1 and DeepZoom.",
         discussion: """
-            Routes: GET /iiif/3/{id}/info.json, /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format} (IIIF Image API 3.0; /iiif/2/... the same in 2.1), /dzi/{id}.dzi, /dzi/{id}_files/{level}/{col}_{row}.jpg. The identifier is a file's name in DIR without its extension (.jpg, .jpeg, .png, .jp2, .j2k, .j2c, .tiles, .tif, .tiff). A JPEG, PNG, JPEG 2000 or TIFF master (a TIFF that is not a tiled pyramid) is built into a store in the cache folder on its first request; its tiles are served while it builds (a master with alpha goes into a raw store). GET / lists the images, GET /view/{id} is the viewer. With --allow-uploads, PUT /images/{id} builds an uploaded JPEG, PNG, TIFF or JPEG 2000 into {id}.tiles (JPEG and PNG as they arrive). GET /health (alive), /ready (can serve: 200 or 503), /metrics (Prometheus). SIGTERM or SIGINT stops the server.
+            Routes: GET /iiif/3/{id}/info.json, /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format} (IIIF Image API 3.0; /iiif/2/... the same in 2.1), /dzi/{id}.dzi, /dzi/{id}_files/{level}/{col}_{row}.jpg. The identifier is a file's name in DIR without its extension (.jpg, .jpeg, .png, .jp2, .j2k, .j2c, .tiles, .tif, .tiff). A JPEG, PNG, JPEG 2000 or TIFF master (a TIFF that is not a tiled pyramid) is built into a store in the cache folder on its first request; its tiles are served while it builds (a master with alpha goes into a raw store). GET / lists the images, GET /view/{id} is the viewer. With --allow-uploads, PUT /images/{id} builds an uploaded JPEG, PNG, TIFF or JPEG 2000 into {id}.tiles (JPEG and PNG as they arrive). GET /health (alive), /ready (can serve: 200 or 503), /metrics (Prometheus). SIGTERM or SIGINT stops the server (the requests in flight are finished); SIGHUP reopens --access-log-file.
             """)
 
     @Argument(help: "The folder of masters (JPEG, PNG, TIFF, JPEG 2000), stores and pyramidal TIFFs to serve (or the setting folder).")
@@ -112,8 +113,17 @@ struct ServeCommand: AsyncParsableCommand {
         help: "A cache in front (a Varnish, http://127.0.0.1:6081) told of each admin purge with BAN and X-Image-Id (repeatable; default none).")
     var purgeURLs: [String] = []
 
-    @Flag(inversion: .prefixedNo, help: "Write one line per answered request to standard error, in the Common Log Format (default on).")
+    @Flag(inversion: .prefixedNo, help: "Write one line per answered request, to standard error or --access-log-file (default on).")
     var accessLog: Bool?
+
+    @Option(
+        help: "The file the access log is appended to (created with the umask's mode; reopened on SIGHUP, for logrotate). Default: standard error.")
+    var accessLogFile: String?
+
+    @Option(
+        help: "The access log's lines: common (the Common Log Format) or combined (nginx's default: the referer and user agent too) (default common)."
+    )
+    var accessLogFormat: String?
 
     @Option(help: "The least severe messages logged: trace, debug, info, notice, warning, error or critical (default info; the access log is apart).")
     var logLevel: String?
@@ -148,7 +158,11 @@ struct ServeCommand: AsyncParsableCommand {
                 cachePolicy: CachePolicy(imageMaxAge: s.imageMaxAge, documentMaxAge: s.documentMaxAge))
             server.idleTimeout = .seconds(s.idleTimeout)
             server.metricsRegistry = registry
-            if s.accessLog { server.accessLog = AccessLog() }
+            let format = AccessLog.Format(rawValue: s.accessLogFormat) ?? .common
+            if s.accessLog {
+                server.accessLog =
+                    try s.accessLogFile.map { path throws(TileError) in try AccessLog(path: path, format: format) } ?? AccessLog(format: format)
+            }
             server.routes.admin = s.adminToken.map { AdminPolicy(token: $0, purgeURLs: s.purgeURLs) }
             var rules = RequestGuard.defaults(bind: s.host)
             if !s.allowedHosts.isEmpty { rules.allowedHosts = Set(s.allowedHosts.map { $0.lowercased() }) }
@@ -164,7 +178,10 @@ struct ServeCommand: AsyncParsableCommand {
                         "tiler: warning: the cache folder \(escapingControlCharacters(cache)) cannot be written (\(reason)): images that need a build fail until it can (/ready says so)\n"
                             .utf8))
             }
-            let app = server.application(host: host, port: s.port) { channel in
+            // SIGHUP reopens the access log's file (after logrotate renamed it); without a file, it is
+            // taken and does nothing (its default would end the process).
+            let reopen = await SignalHandler(trapping: .sighup) { [accessLog = server.accessLog] in accessLog?.reopen() }
+            let app = server.application(host: host, port: s.port, services: [reopen]) { channel in
                 let port = channel.localAddress?.port ?? 0
                 // On standard error, unbuffered: a script waiting for the port sees it at once.
                 FileHandle.standardError.write(

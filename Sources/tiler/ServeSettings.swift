@@ -33,6 +33,8 @@ struct ServeSettings {
     var documentMaxAge = 300
     var metrics = true
     var accessLog = true
+    var accessLogFile: String?
+    var accessLogFormat = "common"
     var logLevel = "info"
     var idleTimeout = 60
     var adminToken: String?
@@ -43,7 +45,8 @@ struct ServeSettings {
     static let keys = [
         "folder", "host", "port", "cache", "publicURL", "allowUploads", "uploadToken", "allowedHosts", "uploadOrigins", "trustedProxies",
         "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality", "tables",
-        "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "logLevel", "idleTimeout", "adminToken", "purgeURLs"
+        "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "accessLogFile", "accessLogFormat",
+        "logLevel", "idleTimeout", "adminToken", "purgeURLs"
     ]
 
     /// Reads the settings: each from the command line when given there, else from the environment or
@@ -111,6 +114,8 @@ struct ServeSettings {
         s.documentMaxAge = try command.documentMaxAge ?? read.int("documentMaxAge") ?? s.documentMaxAge
         s.metrics = try command.metrics ?? read.bool("metrics") ?? s.metrics
         s.accessLog = try command.accessLog ?? read.bool("accessLog") ?? s.accessLog
+        s.accessLogFile = try command.accessLogFile ?? read.string("accessLogFile")
+        s.accessLogFormat = try command.accessLogFormat ?? read.string("accessLogFormat") ?? s.accessLogFormat
         s.logLevel = try command.logLevel ?? read.string("logLevel") ?? s.logLevel
         s.idleTimeout = try command.idleTimeout ?? read.int("idleTimeout") ?? s.idleTimeout
         s.adminToken = try command.adminToken ?? read.value("adminToken") { try reader.requiredString(forKey: $0, isSecret: true) }
@@ -136,6 +141,8 @@ struct ServeSettings {
         try require(idleTimeout > 0, "idleTimeout (--idle-timeout)", "must be positive")
         try require(
             Logger.Level(rawValue: logLevel) != nil, "logLevel (--log-level)", "must be trace, debug, info, notice, warning, error or critical")
+        try require(
+            AccessLog.Format(rawValue: accessLogFormat) != nil, "accessLogFormat (--access-log-format)", "must be common or combined")
         try require(adminToken.map { $0.count >= 16 } ?? true, "adminToken (--admin-token)", "must be at least 16 characters")
         for url in purgeURLs where !Self.isWebURL(url, pathAllowed: true) {
             throw ValidationError("purgeURLs (--purge-url): \(url) is not an http or https URL.")

@@ -30,4 +30,27 @@ struct AccessLogTests {
 
                 """)
     }
+
+    @Test("combined: the common line, then the referer and user agent quoted ('-' for none), their quotes and controls escaped, spaces kept")
+    func combined() {
+        var text: [UInt8] = []
+        let date = Array("10/Oct/2000:13:55:36 -0700".utf8)
+        AccessLog.append(
+            .init(
+                seconds: 0, client: "127.0.0.1", method: "GET", target: "/apache_pb.gif", version: (1, 0), status: 200, bytes: 2326,
+                referer: "http://www.example.com/start.html", userAgent: "Mozilla/4.08 [en] (Win98; I ;Nav)"),
+            date: date, format: .combined, to: &text)
+        AccessLog.append(
+            .init(
+                seconds: 0, client: "::1", method: "GET", target: "/", version: (1, 1), status: 304, bytes: 0, referer: nil,
+                userAgent: "a \"b\"\n"),
+            date: date, format: .combined, to: &text)
+        // The first is Apache's documentation's example of the Combined Log Format, but for its user field.
+        #expect(
+            String(decoding: text, as: UTF8.self) == """
+                127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326 "http://www.example.com/start.html" "Mozilla/4.08 [en] (Win98; I ;Nav)"
+                ::1 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 304 - "-" "a \\x22b\\x22\\x0A"
+
+                """)
+    }
 }
