@@ -43,8 +43,10 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "JPEG quality, 1...100.")
     var quality = 80
 
-    @Option(help: "iiif3: the URL the export will be served from; info.json's id is URL/NAME.")
-    var id = "http://localhost:8000"
+    @Option(help: "iiif3: the URL the export will be served from; info.json's id is URL/NAME (default http://localhost:8000, with a warning).")
+    var id: String?
+
+    static let defaultID = "http://localhost:8000"
 
     @Option(help: "Also keep the tile store (as `tiler build --out` writes it) at this path.")
     var keepStore: String?
@@ -53,7 +55,7 @@ struct ExportCommand: AsyncParsableCommand {
     var force = false
 
     @Option(help: "Threads encoding tiles, 1...16 (default: the processors).")
-    var threads = ProcessInfo.processInfo.activeProcessorCount
+    var threads: Int?
 
     @Option(help: "Display orientation: auto (the EXIF tag), none (as stored), or 1...8.")
     var orientation: OrientationArgument = .auto
@@ -70,11 +72,11 @@ struct ExportCommand: AsyncParsableCommand {
 
     func exportOptions() -> ExportOptions {
         var options = ExportOptions()
-        options.layout = layout == .dzi ? .deepZoom : .iiif3(baseURL: id)
+        options.layout = layout == .dzi ? .deepZoom : .iiif3(baseURL: id ?? Self.defaultID)
         options.tileSize = tileSize
         options.overlap = overlap
         options.format = format == .png ? .png : .jpeg(quality: quality)
-        options.encoderThreads = threads
+        options.encoderThreads = threads ?? ProcessInfo.processInfo.activeProcessorCount
         return options
     }
 
@@ -93,6 +95,11 @@ struct ExportCommand: AsyncParsableCommand {
                     image, name: baseName, outputDirectory: out, options: exportOptions(), replacingExisting: force)
             } else {
                 result = try await exportMaster(name: baseName)
+            }
+            if layout == .iiif3 && id == nil {
+                // Not an error (a look on this machine works), but a static host needs its own URL there.
+                FileHandle.standardError.write(
+                    Data("tiler: warning: info.json's id is \(Self.defaultID)/\(baseName): --id names the URL the export will be served from\n".utf8))
             }
             let time = seconds(clock.now - start)
             print(
