@@ -185,7 +185,9 @@ struct ServeCommand: AsyncParsableCommand {
                 let port = channel.localAddress?.port ?? 0
                 // On standard error, unbuffered: a script waiting for the port sees it at once.
                 FileHandle.standardError.write(
-                    Data("tiler: serving \(escapingControlCharacters(root)) at http://\(host):\(port)/iiif/3/ and /dzi/\n".utf8))
+                    Data(
+                        "tiler: serving \(escapingControlCharacters(root)) at http://\(host):\(port)/ (the list of images; /view/{id} a viewer, /iiif/3/{id}/info.json, /iiif/2/..., /dzi/{id}.dzi)\n"
+                            .utf8))
             }
             try await app.runService()
         } catch let error as TileError {

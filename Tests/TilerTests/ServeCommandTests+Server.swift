@@ -41,7 +41,7 @@ extension ServeCommandTests {
             process.standardError = errors
             process.standardOutput = command == "serve" ? FileHandle.nullDevice : errors
             try process.run()
-            // "tiler: serving FOLDER at http://127.0.0.1:PORT/iiif/3/ and /dzi/" (the demo's: "open
+            // "tiler: serving FOLDER at http://127.0.0.1:PORT/ (the list of images; ...)" (the demo's: "open
             // http://127.0.0.1:PORT/view/demo ..."), within 60 s.
             var text = ""
             let deadline = Date().addingTimeInterval(60)

@@ -40,6 +40,8 @@ struct ServeCommandTests {
         let server = try Server([folder, "--port", "0", "--allow-uploads", "--upload-token", "t", "--idle-timeout", "10"])
         defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         let port = server.port
+        // The banner names the pages a person opens first, then the protocols' entry points.
+        #expect(server.startup.contains("at http://127.0.0.1:\(port)/ (the list of images; /view/{id} a viewer, /iiif/3/{id}/info.json"))
 
         let info = try Self.request(port, "GET", "/iiif/3/photo/info.json")
         #expect(info.status == 200 && info.headers["content-type"] == "application/json")
