@@ -83,13 +83,17 @@ let package = Package(
         .target(
             name: "TileActors",
             dependencies: [
-                "TileCore", .product(name: "Logging", package: "swift-log"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+                "TileCore", .product(name: "Logging", package: "swift-log"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "TileActorsTests",
-            dependencies: ["TileActors", "TileCore", "TestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: [
+                "TileActors", "TileCore", "TestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio")
+            ],
             swiftSettings: swiftSettings),
         // What the test targets share: generated inputs, plain references, the corpus manifest.
         .target(

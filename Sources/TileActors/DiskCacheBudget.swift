@@ -1,5 +1,6 @@
 import Foundation
 public import Logging
+public import NIOPosix
 public import TileCore
 
 /// Keeps the disk used by tile stores under a budget, and written data from piling up in memory.
@@ -73,6 +74,8 @@ public actor DiskCacheBudget {
     /// deletions run there, and who waits for them to end.
     private var removals: [String: (running: Int, waiters: [CheckedContinuation<Void, Never>])] = [:]
     private let logger: Logger
+    /// Where deletions and file checks run.
+    private let threadPool: NIOThreadPool
 
     /// Creates a budget.
     /// - Parameters:
@@ -82,11 +85,14 @@ public actor DiskCacheBudget {
     ///   - folder: where the stores are written (a server's cache folder); nil: the ephemeral folder
     ///     (`$TMPDIR`, else `/tmp`).
     ///   - logger: where failures are logged (default label `TiledImageKit.DiskCacheBudget`).
+    ///   - threadPool: where its blocking work (deleting evicted stores, checking files) runs (default
+    ///     NIO's shared pool; a server passes its own).
     public init(
         dirtyByteThreshold: Int = 256 << 20, totalByteBudget: Int? = nil, folder: String? = nil,
-        logger: Logger = Logger(label: "TiledImageKit.DiskCacheBudget")
+        logger: Logger = Logger(label: "TiledImageKit.DiskCacheBudget"), threadPool: NIOThreadPool = .singleton
     ) {
         self.logger = logger
+        self.threadPool = threadPool
         self.dirtyByteThreshold = max(1, dirtyByteThreshold)
         self.totalByteBudget = totalByteBudget ?? Self.defaultTotalBudget(folder: folder)
         (events, eventsContinuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
@@ -205,7 +211,7 @@ public actor DiskCacheBudget {
         // The stores there now: one registered while the file system is asked (published anew) stays.
         let there = entries.filter { $0.value.path == path && $0.value.isComplete }.keys
         guard !there.isEmpty else { return 0 }
-        let isGone = await BlockingWork.run { !FileManager.default.fileExists(atPath: path) }
+        let isGone = await threadPool.blocking { !FileManager.default.fileExists(atPath: path) }
         guard isGone else { return 0 }
         var forgotten = 0
         for id in there {
@@ -294,7 +300,7 @@ public actor DiskCacheBudget {
         guard !dirty.isEmpty else { return }
         let images = dirty.map { ($0.0, $0.1) }
         flushWaiters = []
-        let failures = await BlockingWork.run { () -> [(Int, TileError)] in
+        let failures = await threadPool.blocking { () -> [(Int, TileError)] in
             var failures: [(Int, TileError)] = []
             for (id, image) in images {
                 do throws(TileError) { try image.flushWrittenData() } catch { failures.append((id, error)) }
@@ -338,7 +344,7 @@ public actor DiskCacheBudget {
             entries[victim.key] = nil
             let path = victim.value.path!
             removals[path, default: (0, [])].running += 1
-            let outcome = await BlockingWork.run { () -> Result<Bool, TileError> in
+            let outcome = await threadPool.blocking { () -> Result<Bool, TileError> in
                 do throws(TileError) { return .success(try TiledImage.removeStoreIfUnused(at: path)) } catch { return .failure(error) }
             }
             removals[path]!.running -= 1

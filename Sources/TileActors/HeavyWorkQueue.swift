@@ -1,4 +1,6 @@
 import NIOConcurrencyHelpers
+public import NIOPosix
+
 /// Runs memory-heavy jobs (whole-image decodes, thumbnails, exports) at most `maximumConcurrency` at a
 /// time, in the order they were submitted.
 ///
@@ -25,6 +27,8 @@ public actor HeavyWorkQueue {
     /// Who runs and who waits, under a lock: a waiter's cancellation handler (synchronous, on any
     /// thread) takes it out of the line at once. A pthread mutex (NIO's), which ThreadSanitizer sees.
     private let line = NIOLockedValueBox(Line())
+    /// Where ``runBlocking(_:)``'s jobs run.
+    private let threadPool: NIOThreadPool
 
     private struct Line {
         var active = 0
@@ -34,9 +38,13 @@ public actor HeavyWorkQueue {
     }
 
     /// Creates a queue.
-    /// - Parameter maximumConcurrency: jobs run at once, at least 1 (default 1).
-    public init(maximumConcurrency: Int = 1) {
+    /// - Parameters:
+    ///   - maximumConcurrency: jobs run at once, at least 1 (default 1).
+    ///   - threadPool: where ``runBlocking(_:)``'s jobs run (default NIO's shared pool; a server passes
+    ///     its own, the one all its blocking work shares).
+    public init(maximumConcurrency: Int = 1, threadPool: NIOThreadPool = .singleton) {
         self.maximumConcurrency = max(1, maximumConcurrency)
+        self.threadPool = threadPool
         (counts, countsContinuation) = AsyncStream.makeStream(of: Counts.self, bufferingPolicy: .unbounded)
         countsContinuation.yield(Counts(pending: 0, active: 0))
     }
@@ -58,8 +66,8 @@ public actor HeavyWorkQueue {
         return try await job()
     }
 
-    /// Waits for a turn, then runs the blocking `job` (a decode, an encode, an fsync) on a thread of
-    /// its own, never on Swift's cooperative pool; the caller's task is suspended meanwhile.
+    /// Waits for a turn, then runs the blocking `job` (a decode, an encode, an fsync) on a thread of the
+    /// queue's pool, never on Swift's cooperative pool; the caller's task is suspended meanwhile.
     /// - Returns: what `job` returns.
     /// - Throws: `CancellationError` when the caller is cancelled before the job starts (the job then
     ///   never runs), else what `job` throws. A job that has started runs to its end.
@@ -67,7 +75,7 @@ public actor HeavyWorkQueue {
         try await acquire()
         defer { release() }
         try Task.checkCancellation()
-        return try await BlockingWork.run(job)
+        return try await threadPool.blockingAnyError(job)
     }
 
     private nonisolated func acquire() async throws {

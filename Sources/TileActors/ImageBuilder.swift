@@ -1,6 +1,6 @@
-import Dispatch
 import NIOConcurrencyHelpers
 public import Foundation
+public import NIOPosix
 public import TileCore
 
 #if canImport(Glibc)
@@ -40,7 +40,7 @@ public actor ImageBuilder {
     /// Bytes decoded per slice: between slices the actor checks for cancellation and reports progress.
     public static let sliceByteCount = 256 * 1024
 
-    private let executor: DispatchSerialExecutor
+    private let executor: PoolSerialExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     /// Every progress report, in order. One consumer; finished when the build ends.
@@ -65,11 +65,14 @@ public actor ImageBuilder {
     ///   - budget: the disk budget to account this build's bytes in, if any.
     ///   - sourcePath: the file whose bytes will be appended, when there is one: a TIFF master is then
     ///     read from it (`TileBuilder.sourcePath`) rather than from a spool file of its bytes.
+    ///   - threadPool: where the builder's work (decoding, writing) runs, one job at a time (default NIO's
+    ///     shared pool; a server passes its own, the one all its blocking work shares).
     /// - Throws: `TileError.Code.io` when the decoder cannot be allocated.
-    public init(options: BuildOptions = BuildOptions(), budget: DiskCacheBudget? = nil, sourcePath: String? = nil)
-        throws(TileError)
-    {
-        executor = DispatchSerialExecutor(label: "TiledImageKit.ImageBuilder")
+    public init(
+        options: BuildOptions = BuildOptions(), budget: DiskCacheBudget? = nil, sourcePath: String? = nil,
+        threadPool: NIOThreadPool = .singleton
+    ) throws(TileError) {
+        executor = PoolSerialExecutor(pool: threadPool)
         builder = try TileBuilder(options: options)
         builder.sourcePath = sourcePath
         self.budget = budget

@@ -1,23 +1,26 @@
 public import Foundation
+public import NIOPosix
 public import TileCore
 
 /// The async owner of a `TileExporter`: exports a JPEG whose bytes arrive from any source (a file,
-/// an HTTP response, an upload) as DeepZoom or IIIF tiles, on a dispatch queue of its own, never on
-/// Swift's cooperative pool (decoding and file writes block).
+/// an HTTP response, an upload) as DeepZoom or IIIF tiles, its work on a thread pool (`threadPool`, NIO's
+/// shared one by default), one job at a time, never on Swift's cooperative pool (decoding and file writes block).
 ///
 /// Sources feed it with ``append(_:)`` as they feed an ``ImageBuilder``; ``finish()`` publishes.
 /// A cancelled task cancels the export and removes what it wrote.
 public actor ImageExporter {
-    private let executor: DispatchSerialExecutor
+    private let executor: PoolSerialExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private let exporter: TileExporter
 
-    /// See `TileExporter.init(name:outputDirectory:options:buildOptions:keepingStoreAt:replacingExisting:)`.
+    /// See `TileExporter.init(name:outputDirectory:options:buildOptions:keepingStoreAt:replacingExisting:)`; `threadPool` is
+    /// where the export's work runs (default NIO's shared pool).
     public init(
         name: String, outputDirectory: String, options: ExportOptions = ExportOptions(),
-        buildOptions: BuildOptions = BuildOptions(), keepingStoreAt: String? = nil, replacingExisting: Bool = false
+        buildOptions: BuildOptions = BuildOptions(), keepingStoreAt: String? = nil, replacingExisting: Bool = false,
+        threadPool: NIOThreadPool = .singleton
     ) throws(TileError) {
-        executor = DispatchSerialExecutor(label: "TiledImageKit.ImageExporter")
+        executor = PoolSerialExecutor(pool: threadPool)
         exporter = try TileExporter(
             name: name, outputDirectory: outputDirectory, options: options, buildOptions: buildOptions,
             keepingStoreAt: keepingStoreAt, replacingExisting: replacingExisting)

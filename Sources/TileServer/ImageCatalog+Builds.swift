@@ -105,7 +105,7 @@ extension ImageCatalog {
         options.storage = .persistent(path: store)
         options.format = storeFormat
         let builder: ImageBuilder
-        do { builder = try ImageBuilder(options: options, budget: budget, sourcePath: source.path) } catch {
+        do { builder = try ImageBuilder(options: options, budget: budget, sourcePath: source.path, threadPool: threadPool) } catch {
             setFailed(id, error, source.fingerprint, attempts: attempts + 1)
             return nil
         }

@@ -1,5 +1,6 @@
 import Foundation
 import TileCore
+import TileActors
 
 #if canImport(Glibc)
 import Glibc

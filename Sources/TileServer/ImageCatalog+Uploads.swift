@@ -39,7 +39,7 @@ extension ImageCatalog {
         options.format = storeFormat
         options.storage = .persistent(path: "\(root)/\(Self.uploadStagingPrefix)\(id)-\(UInt64.random(in: 1...UInt64.max)).tiles")
         let builder: ImageBuilder
-        do { builder = try ImageBuilder(options: options) } catch { throw .failed(error) }
+        do { builder = try ImageBuilder(options: options, threadPool: threadPool) } catch { throw .failed(error) }
         let build = Build(builder: builder, fingerprint: nil, sourcePath: nil)
         states[id] = .building(build)
         watch(build, id)

@@ -191,7 +191,7 @@ public actor ImageCatalog {
         }
         self.cache = try Self.absolute(cache)
         try Self.checkSeparate(root: self.root, cache: self.cache)
-        builds = buildQueue ?? HeavyWorkQueue(maximumConcurrency: max(1, concurrentBuilds))
+        builds = buildQueue ?? HeavyWorkQueue(maximumConcurrency: max(1, concurrentBuilds), threadPool: threadPool)
         self.concurrentBuilds = builds.maximumConcurrency
         self.maximumPendingBuilds = max(0, maximumPendingBuilds)
         self.maximumOpenImages = max(1, maximumOpenImages)
@@ -207,7 +207,7 @@ public actor ImageCatalog {
         TileStorage.removeAbandonedBuilds(in: self.root)
         TileStorage.removeAbandonedBuilds(in: self.cache)
         TileStorage.removeUnpublishedStores(in: self.root, prefix: Self.uploadStagingPrefix)
-        budget = DiskCacheBudget(totalByteBudget: cacheByteBudget, folder: self.cache)
+        budget = DiskCacheBudget(totalByteBudget: cacheByteBudget, folder: self.cache, threadPool: threadPool)
         watchers = Self.watch(root: self.root, cache: self.cache, readyImages: readyImages, tasks: tasks, budget: budget, changes: cacheChanges)
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 public import TileCore
+import TileActors
 
 /// Reads, renders and encodes the images of a catalog for the server's answers: the one component
 /// that does, with one cache of encoded images.

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import NIOConcurrencyHelpers
+import NIOPosix
 import Testing
 import TileActors
 import TestSupport
@@ -9,17 +10,22 @@ import TileCore
 /// The concurrency defects of issue 11, each checked for what its fix promises.
 @Suite("Concurrency: blocking work, loader reuse, one end of a build")
 struct ConcurrencyDefectTests {
-    @Test("blocking jobs run on threads of their own: eight jobs that wait for each other all start")
+    @Test("blocking jobs run on the queue's thread pool: eight jobs that wait for each other all start on a pool of eight")
     func blockingJobsLeaveTheCooperativePool() async throws {
         // Each job blocks its thread until all eight have started. On Swift's cooperative pool (as
-        // many threads as cores, 2 here) they could not all start; on threads of their own they do.
-        let queue = HeavyWorkQueue(maximumConcurrency: 8)
+        // many threads as cores, 2 here) they could not all start; on a pool of eight threads they do.
+        let pool = NIOThreadPool(numberOfThreads: 8)
+        pool.start()
+        let queue = HeavyWorkQueue(maximumConcurrency: 8, threadPool: pool)
+        let threads = NIOLockedValueBox<Set<String>>([])
         let started = DispatchGroup()
         for _ in 0..<8 { started.enter() }
         let allStarted = await withTaskGroup(of: Bool.self) { group in
             for _ in 0..<8 {
                 group.addTask {
                     (try? await queue.runBlocking { () -> Bool in
+                        let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+                        threads.withLockedValue { _ = $0.insert(name.trimmingCharacters(in: .newlines)) }
                         started.leave()
                         return started.wait(timeout: .now() + 20) == .success
                     }) ?? false
@@ -30,6 +36,9 @@ struct ConcurrencyDefectTests {
             return results
         }
         #expect(allStarted == Array(repeating: true, count: 8))
+        // NIO names its pools' threads TP-#0...TP-#7.
+        #expect(threads.withLockedValue { $0 } == Set((0..<8).map { "TP-#\($0)" }))
+        try await pool.shutdownGracefully()
     }
 
     /// Threads of this process now inside `openat` (`/proc/self/task/*/syscall`: its number first).

@@ -6,8 +6,9 @@ import Synchronization
 /// A check, for tests, that blocking work (file system calls, decoding, encoding) never runs on a
 /// thread that must not block: a SwiftNIO event loop (threads named `NIO-ELT-...`), or Swift's
 /// cooperative pool while a task runs inside ``withNonBlockingScope(_:)`` (a server's request
-/// handlers). Blocking work belongs on a thread pool or an executor of its own; an actor on its own
-/// serial queue (`ImageBuilder`) runs on Dispatch's overcommit threads, which may block.
+/// handlers). Blocking work belongs on a thread pool: SwiftNIO's `NIOThreadPool` (threads named
+/// `TP-#N`, `SGLTN-TP-#N` for its shared one), where `ImageBuilder`'s and `ImageExporter`'s serial
+/// executors run their jobs too, or a thread of its own.
 ///
 /// Off unless ``enable()`` is called: each check reads the thread's name from `/proc`. When on, a
 /// blocking call in the wrong place stops the process with a message naming the call and the thread.
@@ -32,9 +33,9 @@ package enum BlockingCallCheck {
         guard isEnabled.load(ordering: .relaxed) else { return }
         let name = threadName()
         if name.hasPrefix("NIO-ELT") { fatalError("blocking call on an event loop (\(name)): \(operation())") }
-        // Swift's global executor runs on Dispatch's root queue threads ("...default-qos"); serial
-        // executors of our own run on its overcommit threads, which may block.
-        if isNonBlockingScope, withUnsafeCurrentTask(body: { $0 != nil }), !name.hasSuffix("overcommit") {
+        // Swift's global executor runs on Dispatch's root queue threads ("...default-qos"); the actors
+        // with executors of their own run on a thread pool's, which may block.
+        if isNonBlockingScope, withUnsafeCurrentTask(body: { $0 != nil }), !name.contains("TP-#") {
             fatalError("blocking call on Swift's cooperative pool (\(name)) in a non-blocking scope: \(operation())")
         }
     }

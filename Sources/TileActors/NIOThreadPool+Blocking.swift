@@ -1,0 +1,37 @@
+import Foundation
+package import NIOPosix
+package import TileCore
+
+extension NIOThreadPool {
+    /// Runs blocking work (file system calls, reads, decodes, encodes) on one of the pool's threads and
+    /// returns its result; the calling task is suspended meanwhile, never blocked. The result is handed
+    /// over through a ``TileCore/ResultHandoff`` (so that ThreadSanitizer sees the order of the two). A
+    /// pool that has stopped (a server shutting down) still runs `work`, on a thread started for it.
+    package func blocking<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        let handoff = ResultHandoff<T>()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            submit { state in
+                let run = {
+                    handoff.put(work())
+                    continuation.resume()
+                }
+                if case .active = state { run() } else { Thread { run() }.start() }
+            }
+        }
+        return handoff.take()
+    }
+
+    /// ``blocking(_:)`` for work that may fail.
+    /// - Throws: what `work` throws.
+    package func blocking<T: Sendable>(_ work: @escaping @Sendable () throws(TileError) -> T) async throws(TileError) -> T {
+        try await blocking { () -> Result<T, TileError> in
+            do throws(TileError) { return .success(try work()) } catch { return .failure(error) }
+        }.get()
+    }
+
+    /// ``blocking(_:)`` for work that may throw any error.
+    /// - Throws: what `work` throws.
+    package func blockingAnyError<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await blocking { Result { try work() } }.get()
+    }
+}
