@@ -9,8 +9,9 @@ import Glibc
 
 /// One image being tiled: an actor that owns a `TileBuilder` and feeds it the bytes as they come.
 ///
-/// Decoding runs on the actor's own serial queue, never on the cooperative thread pool, and a large
-/// chunk is decoded in slices with a cancellation check between them. Progress is published on
+/// The actor's work (decoding, writing) runs one job at a time on a thread pool (`threadPool` at init),
+/// never on the cooperative thread pool, and a large chunk is decoded in slices with a cancellation
+/// check between them: each slice is a job, after which the pool's thread goes to whoever waits. Progress is published on
 /// ``progress``.
 public actor ImageBuilder {
     /// Where a build stands.

@@ -1,6 +1,6 @@
 import NIOConcurrencyHelpers
 
-/// A result handed from the thread that made it (a thread pool's, a dispatch queue's) to the task
+/// A result handed from the thread that made it (a thread pool's) to the task
 /// that awaits it, through a lock.
 ///
 /// The continuation that wakes the task already orders the two for the program. ThreadSanitizer
@@ -8,7 +8,7 @@ import NIOConcurrencyHelpers
 /// call that TSan does not intercept, so the task's first look at what the thread made (a store
 /// opened on the pool) is reported as a race. Putting the result behind a pthread mutex (the
 /// thread's unlock, then the task's lock) makes the ordering visible, so that the TSan stage reports
-/// only real races. Used by the blocking helpers (`BlockingWork`, the server's thread pool).
+/// only real races. Used by the blocking helper (`NIOThreadPool.blocking`).
 package final class ResultHandoff<Value: Sendable>: Sendable {
     private let slot = NIOLockedValueBox<Value?>(nil)
 
