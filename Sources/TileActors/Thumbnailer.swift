@@ -1,11 +1,11 @@
 public import TileCore
 
 /// Makes resized copies and thumbnails off the caller's thread, one job at a time by default (each can
-/// be memory-heavy), through a ``HeavyWorkQueue`` whose jobs decode, encode and sync on threads of
-/// their own (never the cooperative pool); and keeps a small memory cache of decoded
+/// be memory-heavy), through a ``HeavyWorkQueue`` whose jobs decode, encode and sync on its thread pool
+/// (never the cooperative pool); and keeps a small memory cache of decoded
 /// thumbnails for display, released explicitly with ``unload(_:)`` or by eviction.
 public actor Thumbnailer {
-    private struct CacheKey: Hashable {
+    private struct CacheKey: Hashable, Sendable {
         var path: String
         var maxEdge: Int
     }
@@ -14,8 +14,8 @@ public actor Thumbnailer {
     public let queue: HeavyWorkQueue
     /// Most bytes of decoded pixels kept in the cache (least recently used first out).
     public let cacheByteLimit: Int
-    private var cache: [CacheKey: (pixels: RGBAPixels, lastUse: UInt64)] = [:]
-    private var useCounter: UInt64 = 0
+    private var cache: [CacheKey: RGBAPixels] = [:]
+    private var uses = UseOrder<CacheKey>()
 
     /// - Parameters:
     ///   - queue: the heavy-work queue (default: a new one running one job at a time).
@@ -38,10 +38,9 @@ public actor Thumbnailer {
     /// made off the caller's thread and cached.
     public func pixels(of path: String, maxEdge: Int) async throws -> RGBAPixels {
         let key = CacheKey(path: path, maxEdge: maxEdge)
-        useCounter += 1
         if let hit = cache[key] {
-            cache[key] = (hit.pixels, useCounter)
-            return hit.pixels
+            uses.use(key)
+            return hit
         }
         var settings = ImageResizer.Options()
         settings.returnsPixels = true
@@ -50,21 +49,28 @@ public actor Thumbnailer {
             try ImageResizer.resize(contentsOfFile: path, to: [.init(maxEdge: maxEdge, path: nil)], options: options)
         }
         guard let pixels = results.first?.pixels else { throw TileError(.invalidArgument, "no pixels for \(path)") }
-        useCounter += 1
-        cache[key] = (pixels, useCounter)
+        cache[key] = pixels
+        uses.use(key)
         evict()
         return pixels
     }
 
     /// Drops every cached thumbnail of `path` (the image is no longer shown).
-    public func unload(_ path: String) { cache = cache.filter { $0.key.path != path } }
+    public func unload(_ path: String) {
+        cache = cache.filter { $0.key.path != path }
+        uses.removeAll { $0.path == path }
+    }
 
     /// Bytes of decoded pixels held in the cache.
-    public var cachedByteCount: Int { cache.values.reduce(0) { $0 + $1.pixels.bytes.count } }
+    public var cachedByteCount: Int { cache.values.reduce(0) { $0 + $1.bytes.count } }
 
+    /// Drops the least recently used thumbnails (`UseOrder`, the package's one recency rule) until the
+    /// rest fit ``cacheByteLimit``.
     private func evict() {
-        while cachedByteCount > cacheByteLimit, let oldest = cache.min(by: { $0.value.lastUse < $1.value.lastUse }) {
-            cache[oldest.key] = nil
+        var excess = cachedByteCount - cacheByteLimit
+        for key in uses.oldestFirst(cache.keys) where excess > 0 {
+            excess -= cache.removeValue(forKey: key)?.bytes.count ?? 0
+            uses.remove(key)
         }
     }
 }

@@ -28,6 +28,30 @@ struct ThumbnailerTests {
         #expect(await thumbnailer.cachedByteCount == 0)
     }
 
+    @Test("past the cache's limit the least recently used thumbnail goes first")
+    func leastRecentlyUsedGoesFirst() async throws {
+        let folder = try Inputs.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var paths: [String] = []
+        for name in ["a", "b", "c"] {
+            paths.append(folder.appendingPathComponent("\(name).jpg").path)
+            #expect(FileManager.default.createFile(atPath: paths.last!, contents: try Inputs.jpeg(width: 400, height: 300)))
+        }
+        // 64x48 RGBA each: room for two.
+        let bytes = 64 * 48 * 4
+        let thumbnailer = Thumbnailer(cacheByteLimit: 2 * bytes)
+        _ = try await thumbnailer.pixels(of: paths[0], maxEdge: 64)
+        _ = try await thumbnailer.pixels(of: paths[1], maxEdge: 64)
+        _ = try await thumbnailer.pixels(of: paths[0], maxEdge: 64)  // a used again: b is now the oldest
+        _ = try await thumbnailer.pixels(of: paths[2], maxEdge: 64)
+        #expect(await thumbnailer.cachedByteCount == 2 * bytes)
+        // What is left is a and c: unloading b frees nothing, unloading a frees one.
+        await thumbnailer.unload(paths[1])
+        #expect(await thumbnailer.cachedByteCount == 2 * bytes)
+        await thumbnailer.unload(paths[0])
+        #expect(await thumbnailer.cachedByteCount == bytes)
+    }
+
     @Test("a job whose caller is cancelled while it waits never runs and writes nothing")
     func cancelledWhileWaiting() async throws {
         let folder = try Inputs.temporaryFolder()

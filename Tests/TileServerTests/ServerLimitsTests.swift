@@ -129,14 +129,14 @@ struct ServerLimitsTests {
             // Headers that never end.
             let slow = try LoopbackConnection(port: port)
             try slow.send(Data("GET /iiif/3/x/info.json HTTP/1.1\r\nHost: 127.0.0.1\r\n".utf8))
-            // A head sent a byte every 300 ms: never silent for a second, never complete.
+            // A head sent a byte every 100 ms: never silent for a second, never complete.
             let trickle = try LoopbackConnection(port: port)
             let trickling = Task.detached {
                 for byte in "GET /iiif/3/x/info.json HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ".utf8
                     + Array(repeating: UInt8(ascii: "a"), count: 100)
                 {
                     guard (try? trickle.send(Data([byte]))) != nil else { return true }  // closed by the server
-                    try? await Task.sleep(for: .milliseconds(300))
+                    try? await Task.sleep(for: .milliseconds(100))
                 }
                 return false
             }

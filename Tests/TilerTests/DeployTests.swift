@@ -230,9 +230,9 @@ struct DeployTests {
             ])
         defer { scraper.stop(SIGKILL) }
         var found = ""
-        for _ in 0..<300 where !(found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[2])\""))
+        for _ in 0..<600 where !(found.contains("\"instance\":\"127.0.0.1:\(ports[0])\"") && found.contains("\"instance\":\"127.0.0.1:\(ports[2])\""))
         {
-            usleep(200_000)
+            usleep(100_000)
             found = String(decoding: (try? Self.get(prometheusPort, "/api/v1/query?query=tiler_requests_total").body) ?? Data(), as: UTF8.self)
         }
         #expect(

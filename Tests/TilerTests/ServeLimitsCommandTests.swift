@@ -47,7 +47,7 @@ struct ServeLimitsCommandTests {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let status = try? ServeCommandTests.request(port, "GET", path).status { return status }
-            usleep(200_000)
+            usleep(100_000)
         }
         return 0
     }
@@ -164,7 +164,7 @@ struct ServeLimitsCommandTests {
             case 1: mkfifo(path, 0o644)
             default: try photo.write(to: URL(fileURLWithPath: path))
             }
-            usleep(150_000)
+            usleep(100_000)
         }
         stop.store(true, ordering: .relaxed)
         while !asking.isFinished { usleep(50_000) }
@@ -216,7 +216,7 @@ struct ServeLimitsCommandTests {
         let sending = Thread { try? attacker.send(payload) }  // blocks once the server stops reading
         sending.start()
         // Until the server has stopped taking the attacker's requests (its answers are not read): the
-        // count of image answers the same twice running, a fifth of a second apart.
+        // count of image answers the same three times running, a tenth of a second apart.
         func answered() -> Double {
             let text = (try? DeployTests.get(port, "/metrics").body).map { String(decoding: $0, as: UTF8.self) } ?? ""
             return ServeCommandTests.samples(text).filter {
@@ -224,10 +224,10 @@ struct ServeLimitsCommandTests {
             }
             .values.reduce(0, +)
         }
-        var (last, now) = (-1.0, answered())
-        for _ in 0..<300 where now != last || now == 0 {
-            usleep(200_000)
-            (last, now) = (now, answered())
+        var counts = [answered()]
+        for _ in 0..<600 where counts.count < 3 || Set(counts.suffix(3)).count > 1 || counts.last == 0 {
+            usleep(100_000)
+            counts.append(answered())
         }
         // Others are served meanwhile.
         #expect(try ServeCommandTests.request(port, "GET", "/iiif/3/big/info.json").status == 200)

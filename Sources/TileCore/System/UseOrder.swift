@@ -1,5 +1,5 @@
 /// Which of some keys was used least recently: the one recency rule of the package's caches (the
-/// server's encoded answers, its open images, the disk budget's stores). Each cache decides what it
+/// server's encoded answers, its open images, the disk budget's stores, the thumbnailer's pixels). Each cache decides what it
 /// may drop; this says in which order.
 ///
 /// A use clock per key: marking a use costs a dictionary write, and an eviction sorts the keys it
