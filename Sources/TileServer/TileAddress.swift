@@ -129,6 +129,34 @@ struct ImageAddress: Sendable {
     }
 }
 
+extension TileAddress {
+    /// `text` with its `%XX` escapes decoded (RFC 3986 2.1), on its bytes; nil when an escape is
+    /// malformed or the decoded bytes are not UTF-8, as Foundation's `removingPercentEncoding` answers
+    /// (which goes through CFString, whose per-thread data Foundation keeps on the server's threads).
+    static func percentDecoded(_ text: some StringProtocol) -> String? {
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case 48...57: digit - 48
+            case 65...70: digit - 55
+            case 97...102: digit - 87
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(value), let low = iterator.next().flatMap(value) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+}
+
 /// The versions of the IIIF Image API served, each under its own path (`/iiif/3/...`, `/iiif/2/...`).
 enum IIIFVersion: CaseIterable, Sendable {
     case v3, v2

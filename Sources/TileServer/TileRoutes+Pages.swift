@@ -72,7 +72,7 @@ extension TileRoutes {
     }
 
     func state(id encoded: String) async -> Response {
-        guard let id = encoded.removingPercentEncoding, ImageCatalog.isValidIdentifier(id) else {
+        guard let id = TileAddress.percentDecoded(encoded), ImageCatalog.isValidIdentifier(id) else {
             return Self.plain(.badRequest, "not an image identifier")
         }
         guard let summary = await catalog.summary(id) else { return Self.plain(.notFound, "no image named \(id)") }
@@ -83,7 +83,7 @@ extension TileRoutes {
     }
 
     func viewer(id encoded: String) async -> Response {
-        guard let id = encoded.removingPercentEncoding, ImageCatalog.isValidIdentifier(id) else {
+        guard let id = TileAddress.percentDecoded(encoded), ImageCatalog.isValidIdentifier(id) else {
             return Self.plain(.badRequest, "not an image identifier")
         }
         guard await catalog.summary(id) != nil else { return Self.plain(.notFound, "no image named \(id)") }

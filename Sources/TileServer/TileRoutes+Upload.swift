@@ -79,7 +79,7 @@ extension TileRoutes {
         if let length = request.headers[.contentLength].flatMap(Int.init), length > policy.maximumBytes {
             return Self.plain(.contentTooLarge, "the body (\(length) bytes) is over the limit of \(policy.maximumBytes)")
         }
-        guard let id = encoded.removingPercentEncoding else { return Self.plain(.badRequest, "not an image identifier") }
+        guard let id = TileAddress.percentDecoded(encoded) else { return Self.plain(.badRequest, "not an image identifier") }
         let builder: ImageBuilder
         do throws(ImageCatalog.UploadRefusal) { builder = try await catalog.beginUpload(id) } catch { return Self.refusal(error, id: id) }
         if request.headers[.expect]?.lowercased() == "100-continue" { sendContinue() }

@@ -106,7 +106,7 @@ public struct TileRoutes: Sendable {
     }
 
     func info(id encoded: String, version: IIIFVersion, base: String, request: Request, client: String? = nil) async -> Response {
-        guard let id = encoded.removingPercentEncoding else { return Self.plain(.badRequest, "not an image identifier") }
+        guard let id = TileAddress.percentDecoded(encoded) else { return Self.plain(.badRequest, "not an image identifier") }
         let outline: ImageCatalog.Outline
         do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch { return Self.refusal(error, id: id) }
         let layout = outline.geometry.layout
@@ -122,7 +122,7 @@ public struct TileRoutes: Sendable {
     }
 
     func deepZoomDescriptor(name: String, request: Request, client: String? = nil) async -> Response {
-        guard name.hasSuffix(".dzi"), let id = String(name.dropLast(4)).removingPercentEncoding else {
+        guard name.hasSuffix(".dzi"), let id = TileAddress.percentDecoded(name.dropLast(4)) else {
             return Self.plain(.notFound, "not a DeepZoom descriptor: \(name)")
         }
         let outline: ImageCatalog.Outline
@@ -167,7 +167,7 @@ public struct TileRoutes: Sendable {
         if let ready = catalog.readyImage(address.id) {
             image = ready
         } else {
-            guard let id = address.id.removingPercentEncoding else { return Self.plain(.badRequest, "not an image identifier") }
+            guard let id = TileAddress.percentDecoded(address.id) else { return Self.plain(.badRequest, "not an image identifier") }
             do throws(ImageCatalog.LookupError) { image = try await catalog.image(id, for: client?.address) } catch {
                 return Self.refusal(error, id: id)
             }

@@ -55,3 +55,17 @@ struct HTTPDateTests {
         }
     }
 }
+
+/// Identifiers' percent-decoding on bytes, against Foundation's `removingPercentEncoding`.
+@Suite("Percent-decoding")
+struct PercentDecodingTests {
+    @Test(
+        "the same answer as Foundation's removingPercentEncoding: plain, escaped, multi-byte, malformed, not UTF-8",
+        arguments: [
+            "photo", "", "a%20b", "%41%42c", "%e2%82%AC", "caf%C3%A9", "%", "%4", "%G1", "a%2", "%e9", "%C3", "%00x", "100%25",
+            "..%2Fetc", "é%C3%A9"
+        ])
+    func sameAsFoundation(text: String) {
+        #expect(TileAddress.percentDecoded(text) == text.removingPercentEncoding, "\(text)")
+    }
+}
