@@ -19,13 +19,19 @@ public final class EncodedImage: Sendable {
     /// no longer the image's is stale).
     let id: String
     let version: String
-    /// The head of its 200 answer up to the `Date` field, written once.
+    /// The head of its 200 answer up to the `Date` field, written once: what the connection handler
+    /// sends for a cached image (empty for one that is never cached, which only the routes answer).
     let responseHead: ByteBuffer
 
-    init(body: ByteBuffer, head: ImageHead, id: String = "", version: String = "") {
+    /// - Parameter cacheable: whether the image may be kept and answered by the connection handler
+    ///   (its 200 head is then written once, here); false for an image of a pyramid still being built.
+    init(body: ByteBuffer, head: ImageHead, id: String = "", version: String = "", cacheable: Bool = true) {
         (self.body, self.head, self.id, self.version, entityTag) = (body, head, id, version, head.entityTag?.text)
-        var prepared = ByteBufferAllocator().buffer(capacity: 384)
-        head.write(contentLength: body.readableBytes, into: &prepared)
+        var prepared = ByteBuffer()
+        if cacheable {
+            prepared = ByteBufferAllocator().buffer(capacity: 384)
+            head.write(contentLength: body.readableBytes, into: &prepared)
+        }
         responseHead = prepared
     }
 }

@@ -128,11 +128,15 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         switch unwrapInboundIn(data) {
         case .head(let head):
             waitingSince = nil
-            let address = TileAddress(path: TileAddress.path(of: head.uri))
-            if requestsWithApplication == 0, !hasFailed, !closesWhenIdle, context.channel.isWritable, mayAnswer(head, address) {
-                (held, heldAddress) = (head, address)
-                heldSince = .now()
-                return
+            // The path is read only when this handler could answer (nothing of the connection's is with
+            // the application): what it passes on, the router reads.
+            if requestsWithApplication == 0, !hasFailed, !closesWhenIdle, context.channel.isWritable {
+                let address = TileAddress(path: TileAddress.path(of: head.uri))
+                if mayAnswer(head, address) {
+                    (held, heldAddress) = (head, address)
+                    heldSince = .now()
+                    return
+                }
             }
             pass(head, context)
         case .body:

@@ -153,7 +153,8 @@ public final class TileService: Sendable {
         if sentStored { metrics.storedTile() } else { metrics.cacheMiss() }
         let body = ByteBuffer(bytes: data)
         guard let version else {
-            return EncodedImage(body: body, head: ImageHead(mediaType: resolved.format.mediaType, link: link, cacheControl: imageCacheControl))
+            let head = ImageHead(mediaType: resolved.format.mediaType, link: link, cacheControl: imageCacheControl)
+            return EncodedImage(body: body, head: head, cacheable: false)
         }
         let whole = sentStored && stored.map { Self.isWhole($0, of: pyramid) } == true
         return kept(body, resolved, stored: sentStored, caches: !whole, path: path, variant: variant, link: link, of: image, version: version)
