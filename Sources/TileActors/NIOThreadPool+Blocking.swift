@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 package import NIOPosix
 package import TileCore
 
@@ -11,11 +14,11 @@ extension NIOThreadPool {
         let handoff = ResultHandoff<T>()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             submit { state in
-                let run = {
+                let run: @Sendable () -> Void = {
                     handoff.put(work())
                     continuation.resume()
                 }
-                if case .active = state { run() } else { Thread { run() }.start() }
+                if case .active = state { run() } else { NIOThreadPool.runOnThreadOfItsOwn(run) }
             }
         }
         return handoff.take()
@@ -33,5 +36,19 @@ extension NIOThreadPool {
     /// - Throws: what `work` throws.
     package func blockingAnyError<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await blocking { Result { try work() } }.get()
+    }
+
+    /// Runs `body` on a thread started for it, named as a pool's threads are (`TP-#stopped`, which the
+    /// blocking-call check takes for a pool's): work a stopped pool no longer takes (a server shutting
+    /// down, or a pool never started) still runs, never on the caller's thread.
+    package static func runOnThreadOfItsOwn(_ body: @escaping @Sendable () -> Void) {
+        Thread {
+            let comm = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+            if comm >= 0 {
+                _ = "TP-#stopped".withCString { write(comm, $0, strlen($0)) }
+                close(comm)
+            }
+            body()
+        }.start()
     }
 }

@@ -35,7 +35,7 @@ final class PoolSerialExecutor: SerialExecutor, Sendable {
         pool.submit { [self] state in
             guard case .active = state else {
                 // Called on the submitter's thread: the job runs on one of its own instead.
-                Thread { self.runFirst() }.start()
+                NIOThreadPool.runOnThreadOfItsOwn { self.runFirst() }
                 return
             }
             runFirst()

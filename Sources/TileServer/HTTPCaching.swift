@@ -69,20 +69,29 @@ enum HTTPDate {
     static func seconds(_ text: String, now: Int = time(nil)) -> Int? {
         var scanner = DateScanner(Array(text.utf8))
         scanner.skipSpaces()
-        let fields: (year: Int, month: Int, day: Int, time: (Int, Int, Int))?
-        if scanner.take(longWeekdays) != nil {  // RFC 850
-            fields = scanner.rfc850(now: now)
+        var fields: (year: Int, month: Int, day: Int, time: (Int, Int, Int))?
+        let twoDigitYear = scanner.take(longWeekdays) != nil  // RFC 850
+        if twoDigitYear {
+            fields = scanner.rfc850()
         } else if scanner.take(weekdays) != nil {
             fields = scanner.peek(",") ? scanner.fixdate() : scanner.asctime()
-        } else {
-            fields = nil
         }
         scanner.skipSpaces()
-        guard let fields, scanner.isAtEnd, (1...12).contains(fields.month), fields.day >= 1,
-            fields.day <= daysIn(month: fields.month, of: fields.year), fields.time.0 < 24, fields.time.1 < 60, fields.time.2 <= 60
+        guard var fields, scanner.isAtEnd, (1...12).contains(fields.month) else { return nil }
+        func instant() -> Int {
+            daysSince1970(year: fields.year, month: fields.month, day: fields.day) * 86_400 + fields.time.0 * 3600 + fields.time.1 * 60
+                + fields.time.2
+        }
+        if twoDigitYear {
+            // RFC 9110 5.6.7: the latest year of those digits that is not more than 50 years after now.
+            let digits = fields.year
+            fields.year = (1970 + now / 31_556_952) / 100 * 100 + 100 + digits
+            while instant() > now + 50 * 31_556_952 { fields.year -= 100 }
+        }
+        guard fields.day >= 1, fields.day <= daysIn(month: fields.month, of: fields.year), fields.time.0 < 24, fields.time.1 < 60,
+            fields.time.2 <= 60
         else { return nil }
-        let days = daysSince1970(year: fields.year, month: fields.month, day: fields.day)
-        return days * 86_400 + fields.time.0 * 3600 + fields.time.1 * 60 + fields.time.2
+        return instant()
     }
 
     static func daysIn(month: Int, of year: Int) -> Int {
@@ -163,16 +172,12 @@ private struct DateScanner {
         return (year, month + 1, day, time)
     }
 
-    /// After the weekday: `, 06-Nov-94 08:49:37 GMT`.
-    mutating func rfc850(now: Int) -> (year: Int, month: Int, day: Int, time: (Int, Int, Int))? {
+    /// After the weekday: `, 06-Nov-94 08:49:37 GMT` (the year's two digits as the year).
+    mutating func rfc850() -> (year: Int, month: Int, day: Int, time: (Int, Int, Int))? {
         guard take(", "), let day = number(2), take("-"), let month = take(HTTPDate.months), take("-"), let twoDigits = number(2),
             take(" "), let time = time(), take(" GMT")
         else { return nil }
-        // RFC 9110 5.6.7: more than 50 years in the future is the most recent past year of those digits.
-        let thisYear = 1970 + now / 31_556_952
-        var year = thisYear - thisYear % 100 + twoDigits
-        if year > thisYear + 50 { year -= 100 }
-        return (year, month + 1, day, time)
+        return (twoDigits, month + 1, day, time)
     }
 
     /// After the weekday: ` Nov  6 08:49:37 1994` (the day padded with a space).

@@ -32,30 +32,38 @@ struct SourceFile: Sendable, Hashable {
     /// be a regular file). What is at the name but none of these is skipped, and `skipped` told.
     /// Blocking: run it on the thread pool.
     /// - Parameter known: the fingerprint seen last, whose hash is kept while the file's identity is.
-    /// - Throws: the error of a file the process may not read (``isPermissionRefusal(_:)``): the image
-    ///   is there, but the server cannot serve it.
+    /// - Throws: the error of a file the process may not read (``isPermissionRefusal(_:)``), when no
+    ///   other file of the name can be read: the image is there, but the server cannot serve it.
     static func find(
         _ id: String, in root: String, known: SourceFingerprint?, followsSymlinks: Bool = false, skipped: (String) -> Void = { _ in }
     ) throws(TileError) -> SourceFile? {
-        func fingerprint(_ path: String) throws(TileError) -> SourceFingerprint? {
-            do { return try SourceFingerprint.read(path: path, known: known) } catch  where isPermissionRefusal(error) { throw error } catch {
-                return nil
-            }
+        var refusal: TileError?
+        func fingerprint(_ path: String) -> Result<SourceFingerprint, TileError> {
+            Result { () throws(TileError) in try SourceFingerprint.read(path: path, known: known) }
         }
         for suffix in masterSuffixes + tiffSuffixes {
             var path = "\(root)/\(id).\(suffix)"
             let entry = FolderEntry(at: path)
             guard entry != .none else { continue }
             if entry == .symlink, followsSymlinks, let target = FolderEntry.resolved(path, inside: root) { path = target }
-            if let fingerprint = try fingerprint(path) {
+            switch fingerprint(path) {
+            case .success(let fingerprint):
                 return SourceFile(kind: masterSuffixes.contains(suffix) ? .master : .tiff, path: path, fingerprint: fingerprint)
+            case .failure(let error) where isPermissionRefusal(error): refusal = refusal ?? error
+            case .failure: skipped(path)
             }
-            skipped(path)
         }
         let store = "\(root)/\(id).tiles"
         if ![.none, .folder].contains(FolderEntry(at: store)) { skipped(store) }
-        guard FolderEntry(at: store) == .folder, let fingerprint = try fingerprint("\(store)/\(TiledImage.storeManifestName)") else { return nil }
-        return SourceFile(kind: .store, path: store, fingerprint: fingerprint)
+        if FolderEntry(at: store) == .folder {
+            switch fingerprint("\(store)/\(TiledImage.storeManifestName)") {
+            case .success(let fingerprint): return SourceFile(kind: .store, path: store, fingerprint: fingerprint)
+            case .failure(let error) where isPermissionRefusal(error): refusal = refusal ?? error
+            case .failure: break
+            }
+        }
+        if let refusal { throw refusal }
+        return nil
     }
 
     /// Whether `error` says the process may not read a file (`EACCES`, `EPERM`): a file or store of

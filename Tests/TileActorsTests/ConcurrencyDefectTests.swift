@@ -41,6 +41,19 @@ struct ConcurrencyDefectTests {
         try await pool.shutdownGracefully()
     }
 
+    @Test("a pool that is not running still runs a builder's jobs and the queue's blocking work, on threads named as a pool's")
+    func stoppedPool() async throws {
+        let pool = NIOThreadPool(numberOfThreads: 1)  // never started: it takes no work
+        let queue = HeavyWorkQueue(threadPool: pool)
+        let name = try await queue.runBlocking { (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "" }
+        #expect(name.trimmingCharacters(in: .newlines) == "TP-#stopped")
+        let data = try Inputs.jpeg(width: 300, height: 200)
+        let builder = try ImageBuilder(threadPool: pool)
+        try await builder.append(data)
+        let tiles = try await builder.finish().allTiles()
+        #expect(tiles == (try TileBuilder.build(data: data).allTiles()))
+    }
+
     /// Threads of this process now inside `openat` (`/proc/self/task/*/syscall`: its number first).
     static func threadsOpening() -> Int {
         #if arch(x86_64)

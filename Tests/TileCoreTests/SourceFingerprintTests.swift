@@ -12,6 +12,19 @@ import Glibc
 /// changes it, through the change time, which no one can set.
 @Suite("Source fingerprints")
 struct SourceFingerprintTests {
+    @Test("a modification time past what nanoseconds in 64 bits hold (the year 2300) is held at the end, not a crash")
+    func farTimes() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("fingerprint-\(UUID().uuidString)").path
+        defer { unlink(path) }
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: path))
+        // 2300-01-01, as `date -u -d 2300-01-01 +%s` gives it (ext4 and tmpfs keep it; the year 1600 ext4
+        // turns into 1901, inside the range).
+        #expect(FileFacts.setModificationTime(path, seconds: 10_413_792_000))
+        #expect(try SourceFingerprint.read(path: path).identity.modificationTime == .max)
+        #expect(FileFacts.setModificationTime(path, seconds: 1_600_000_000, nanoseconds: 5))
+        #expect(try SourceFingerprint.read(path: path).identity.modificationTime == 1_600_000_000_000_000_005)
+    }
+
     @Test("an in-place edit of the middle with the modification time restored gives another version; an untouched file the same")
     func inPlaceEdit() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("fingerprint-\(UUID().uuidString)").path

@@ -38,6 +38,13 @@ struct HTTPDateTests {
         #expect(HTTPDate.seconds("Wednesday, 01-Jan-70 00:00:00 GMT", now: in2026) == 3_155_760_000)  // 2070 is within 50 years
         #expect(HTTPDate.seconds("Sunday, 06-Nov-94 08:49:37 GMT", now: in2026) == Self.instant)  // 2094 is past 2076: 1994
         #expect(HTTPDate.seconds("Tuesday, 01-Jan-30 00:00:00 GMT", now: in2026) == 1_893_456_000)  // 2030
+        // Fifty years ahead to the day is kept; a day later is a century back (instants, not years, compared).
+        let newYear2026 = 1_767_225_600  // 2026-01-01
+        #expect(HTTPDate.seconds("Friday, 01-Jan-76 00:00:00 GMT", now: newYear2026) == 3_345_062_400)  // 2076-01-01
+        #expect(HTTPDate.seconds("Saturday, 31-Dec-76 00:00:00 GMT", now: newYear2026) == 220_838_400)  // 1976-12-31
+        // Near a century's end, a year of the next century's digits is ahead, not 99 years back.
+        let endOf2099 = 4_102_358_400  // 2099-12-31
+        #expect(HTTPDate.seconds("Friday, 01-Jan-00 00:00:00 GMT", now: endOf2099) == 4_102_444_800)  // 2100-01-01
     }
 
     @Test("the same text as Foundation's DateFormatter, read back to the same second, over 2,000 instants from 1970 to 2100")

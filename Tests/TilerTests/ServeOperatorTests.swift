@@ -78,11 +78,14 @@ struct ServeOperatorTests {
         try photo.write(to: URL(fileURLWithPath: master))
         let previous = umask(0o022)
         defer { umask(previous) }
-        for name in ["shared", "private"] {
+        for name in ["shared", "private", "both"] {
             let build = try TilerCommandTests.run(["build", master, "--out", "\(folder)/\(name).tiles"], in: folder)
             #expect(build.status == 0, "\(build.stderr)")
         }
         #expect(chmod("\(folder)/private.tiles", 0o700) == 0 && chmod("\(folder)/base.jpg", 0o600) == 0)
+        // A master the server may not read beside a store it may: the store is served.
+        try FileManager.default.copyItem(atPath: master, toPath: "\(folder)/both.jpg")
+        #expect(chmod("\(folder)/both.jpg", 0o600) == 0)
         let cache = "\(folder)-cache"
         try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: false)
         defer { try? FileManager.default.removeItem(atPath: cache) }
@@ -98,6 +101,7 @@ struct ServeOperatorTests {
             let reference = Reference.crop(try Reference.decode(photo).image, x: 0, y: 0, width: 256, height: 256)
             #expect(Reference.psnr(decoded, reference) >= 30)
         }
+        #expect(try ServeCommandTests.request(server.port, "GET", "/iiif/3/both/info.json").status == 200)
         for id in ["private", "base"] {
             let refused = try ServeCommandTests.request(server.port, "GET", "/iiif/3/\(id)/info.json")
             #expect(refused.status == 403 && String(decoding: refused.body, as: UTF8.self).contains("may not read the file of \(id)"))

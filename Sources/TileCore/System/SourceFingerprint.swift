@@ -54,8 +54,17 @@ public struct SourceFingerprint: Sendable, Hashable, CustomStringConvertible {
     static func identity(of info: stat) -> Identity {
         Identity(
             device: UInt64(info.st_dev), inode: UInt64(info.st_ino), byteCount: Int(info.st_size),
-            modificationTime: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
-            changeTime: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec))
+            modificationTime: nanoseconds(info.st_mtim), changeTime: nanoseconds(info.st_ctim))
+    }
+
+    /// A file time in nanoseconds since 1970, held at the ends of `Int64` (the years 1677 and 2262):
+    /// anyone can set a file's modification time past them (`touch -d 2300-01-01`), and a version is
+    /// still told from the change time, which no one can set.
+    static func nanoseconds(_ time: timespec) -> Int64 {
+        let (product, overflow) = Int64(time.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return time.tv_sec < 0 ? .min : .max }
+        let (sum, past) = product.addingReportingOverflow(Int64(time.tv_nsec))
+        return past ? .max : sum
     }
 
     /// The fingerprint of the regular file at `path`, opened without following a final symlink and
