@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(
             name: "TileActorsTests",
             dependencies: [
-                "TileActors", "TileCore", "TestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "TileActors", "TileCore", "TestSupport", "TestTraits", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio")
             ],
             swiftSettings: swiftSettings),
@@ -115,7 +115,7 @@ let package = Package(
         .testTarget(
             name: "TileNetworkTests",
             dependencies: [
-                "TileNetwork", "TileActors", "TileCore", "TestSupport",
+                "TileNetwork", "TileActors", "TileCore", "TestSupport", "TestTraits",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -200,7 +200,9 @@ let package = Package(
         ),
         .testTarget(
             name: "TileCoreTests",
-            dependencies: ["TileCore", "CJpegShim", "CJpegReference", "TestSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: [
+                "TileCore", "CJpegShim", "CJpegReference", "TestSupport", "TestTraits", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+            ],
             swiftSettings: swiftSettings
         )
     ]

@@ -69,8 +69,7 @@ struct ConcurrencyDefectTests {
     }
 
     @Test(
-        "file sources wait for their bytes off the cooperative pool: more FIFOs without a writer yet than it has threads hold none of them",
-        .timeLimit(.minutes(2)))
+        "file sources wait for their bytes off the cooperative pool: more FIFOs without a writer yet than it has threads hold none of them")
     func fileSourcesLeaveTheCooperativePool() async throws {
         let data = try Inputs.jpeg(width: 300, height: 200)
         let folder = try Inputs.temporaryFolder()
@@ -89,7 +88,9 @@ struct ConcurrencyDefectTests {
             }
             // Every feed waits in `open` for a writer. On the cooperative pool (one thread a core) fewer
             // could, and this task could not run again until a writer came: it would hang here.
-            while Self.threadsOpening() < fifos.count { try await Task.sleep(for: .milliseconds(5)) }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while Self.threadsOpening() < fifos.count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(Self.threadsOpening() >= fifos.count, "the feeds did not all wait in open within 60 s")
             for fifo in fifos {
                 Thread.detachNewThread {
                     guard let handle = FileHandle(forWritingAtPath: fifo) else { return }

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestTraits
 import TileActors
 import TestSupport
 import TileCore
 
-@Suite("DiskCacheBudget")
+@Suite("DiskCacheBudget", .ownThreads)
 struct DiskCacheBudgetTests {
     /// Three small persistent stores, `a.tiles`, `b.tiles`, `c.tiles`, built in that order: their paths.
     static func threeStores(in folder: URL) throws -> [String] {

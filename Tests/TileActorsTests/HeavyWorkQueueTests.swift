@@ -1,8 +1,9 @@
 import TestSupport
 import Testing
+import TestTraits
 import TileActors
 
-@Suite("HeavyWorkQueue")
+@Suite("HeavyWorkQueue", .ownThreads)
 struct HeavyWorkQueueTests {
     enum Mark: Sendable, Equatable { case start(Int), end(Int) }
 

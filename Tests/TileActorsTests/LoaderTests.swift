@@ -1,11 +1,12 @@
 import NIOConcurrencyHelpers
 import Foundation
 import Testing
+import TestTraits
 import TileActors
 import TestSupport
 import TileCore
 
-@Suite("ImageBuilder and ImageLoader")
+@Suite("ImageBuilder and ImageLoader", .ownThreads)
 struct LoaderTests {
     static func inputs() throws -> [(String, Data)] {
         var list = try (0..<4).map { ("generated-\($0)", try Inputs.jpeg(width: 300 + 97 * $0, height: 260 + 31 * $0, seed: $0)) }
@@ -176,7 +177,7 @@ struct StallingChunks: AsyncSequence, Sendable {
     }
 }
 
-@Suite("Sources stop at the end of the image")
+@Suite("Sources stop at the end of the image", .ownThreads)
 struct EndOfImageTests {
     @Test("a chunk sequence with 1000 chunks after the image is read only up to the marker")
     func chunkSourceStops() async throws {

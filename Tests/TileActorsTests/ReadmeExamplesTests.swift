@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileActors
 import TileCore
@@ -7,7 +8,7 @@ import TileCore
 /// The library examples of the README and of TileActors' DocC, run: the code between the markers below is
 /// what they show (a test checks they still do), run against images made here, the README's results
 /// checked against libjpeg's decode of its JPEG.
-@Suite("The README's library examples")
+@Suite("The README's library examples", .ownThreads)
 struct ReadmeExamplesTests {
     /// The README's example, with `photo` (a master's path) and `store` (where its store goes) given.
     static func example(photo: String, store: String) throws -> (image: TiledImage, pixels: [UInt8], jpeg: Data?, region: Data) {

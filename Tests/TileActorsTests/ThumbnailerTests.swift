@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestTraits
 import TileActors
 import TestSupport
 import TileCore
 
-@Suite("Thumbnailer")
+@Suite("Thumbnailer", .ownThreads)
 struct ThumbnailerTests {
     @Test("copies go through the heavy queue; decoded thumbnails are cached until unloaded")
     func copiesAndCache() async throws {

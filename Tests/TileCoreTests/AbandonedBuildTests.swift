@@ -1,12 +1,13 @@
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
+import TestTraits
 import TestSupport
 @testable import TileCore
 
 /// What builds that ended before they were published leave behind (`TileStorage.removeAbandonedBuilds`):
 /// removed exactly when no build holds the folder's lock, whichever process (or host) it runs in.
-@Suite("Abandoned builds")
+@Suite("Abandoned builds", .ownThreads)
 struct AbandonedBuildTests {
     static func folder() throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("abandoned-\(UUID().uuidString)").path

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 @testable import TileCore
 
 /// Masters with alpha (issue 28): PNG output keeps the alpha as stored; JPEG output, which keeps none,
 /// composites onto white, as IIIF servers do. Reference: the compositing written plainly here,
 /// round((c * a + 255 * (255 - a)) / 255), and libjpeg's own decode of our JPEG.
-@Suite("Alpha in rendered outputs")
+@Suite("Alpha in rendered outputs", .ownThreads)
 struct AlphaOutputTests {
     /// 600x400 RGBA: colour from a pattern, alpha a ramp from 0 (left) to 255 (right); where alpha is
     /// 0 the colour is black, which must never show through.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 @testable import TileCore
 
@@ -7,7 +8,7 @@ import TestSupport
 /// References: libjpeg's `djpeg -icc` reads a JPEG output's APP2 chunks, `vipsheader -f
 /// icc-profile-data` a PNG's iCCP and a TIFF's InterColorProfile; the profiles are made plainly here
 /// (an ICC header and an empty tag table, padded to the size asked) or are a fixture's, as djpeg reads it.
-@Suite("Colour profiles", .enabled(if: Tools.have("djpeg"), Comment(rawValue: Tools.missing("djpeg"))))
+@Suite("Colour profiles", .enabled(if: Tools.have("djpeg"), Comment(rawValue: Tools.missing("djpeg"))), .ownThreads)
 struct ColorProfileTests {
     static func request(_ path: String, _ image: TiledImage) throws -> ImageRequest.Resolved {
         try ImageRequest(path: path).resolve(width: image.geometry.width, height: image.geometry.height)

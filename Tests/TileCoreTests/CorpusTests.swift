@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
 /// Tests over the external corpus `../shared/fixtures/jpeg` (djpeg's hashes in manifest.csv).
-@Suite("Fixture corpus", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)))
+@Suite("Fixture corpus", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)), .ownThreads)
 struct CorpusTests {
     static let decodable = Corpus.entries.filter { $0["djpeg_ok"] == "y" }
     /// Files that are PNGs whatever their names (the format is told from the bytes): built as PNGs.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
@@ -9,7 +10,7 @@ import Glibc
 
 /// An export whose tile writes fail midway (a file-size limit: EFBIG, as a full disk fails with
 /// ENOSPC), in a process of its own.
-@Suite("Export faults in a child process", .serialized)
+@Suite("Export faults in a child process", .serialized, .ownThreads)
 struct ExportFaultTests {
     static let root = "/tmp/tiledimagekit-export-fault-tests"
 

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
 /// DeepZoom and IIIF exports, checked file by file against the formats' own arithmetic (written
 /// plainly here), and tile by tile against libjpeg's whole-image decode shrunk by a plain 2x2 box
 /// average (`Reference.shrink`): PNG tiles exactly, JPEG tiles within a stated PSNR.
-@Suite("Exporting DeepZoom and IIIF tiles")
+@Suite("Exporting DeepZoom and IIIF tiles", .ownThreads)
 struct ExportTests {
     /// A fresh, empty folder, removed by the caller.
     static func folder() throws -> String {

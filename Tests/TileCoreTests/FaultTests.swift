@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
+import TestTraits
 import CJpegShim
 import TestSupport
 import TileCore
@@ -11,7 +12,7 @@ import Glibc
 
 /// Faults that need a process of their own: a file-size limit, a kill in the middle of a build.
 /// Each runs in an exit test (a child process); folders are fixed paths, since exit tests capture nothing.
-@Suite("Faults", .serialized)
+@Suite("Faults", .serialized, .ownThreads)
 struct FaultTests {
     static let root = "/tmp/tiledimagekit-fault-tests"
 
@@ -137,7 +138,7 @@ struct FaultTests {
     }
 }
 
-@Suite("Descriptor ownership")
+@Suite("Descriptor ownership", .ownThreads)
 struct DescriptorOwnershipTests {
     @Test("concurrent builds where half fail mid-build: every surviving store equals a build made alone")
     func failingBuildsDoNotWriteIntoOthers() throws {
@@ -177,7 +178,7 @@ struct DescriptorOwnershipTests {
 
 /// A write that fails in the middle of a build, injected at the C level: the level file's descriptor
 /// is replaced (dup2) by a read-only one half-way, so later writes fail with EBADF.
-@Suite("Write faults mid-build")
+@Suite("Write faults mid-build", .ownThreads)
 struct MidBuildWriteFaultTests {
     @Test(
         "a write failing half-way through fails the pyramid with that errno, whichever thread writes",

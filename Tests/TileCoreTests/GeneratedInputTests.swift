@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
-@Suite("Pyramids of generated JPEGs")
+@Suite("Pyramids of generated JPEGs", .ownThreads)
 struct GeneratedInputTests {
     static let specs: [Synthetic.Spec] = [
         .init(width: 1, height: 1),

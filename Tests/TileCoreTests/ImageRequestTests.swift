@@ -1,11 +1,12 @@
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
 /// IIIF Image API 3.0 requests, against the specification's own examples (sections 4.1 to 4.7; its
 /// example image is 300x200: region `125,15,200,200` returns 175x185) and the tile arithmetic of its
 /// implementation notes.
-@Suite("IIIF image requests")
+@Suite("IIIF image requests", .ownThreads)
 struct ImageRequestTests {
     static func resolve(_ path: String, _ width: Int = 300, _ height: Int = 200, limits: ImageRequest.Limits = .init())
         throws -> ImageRequest.Resolved

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 @testable import TileCore
 
@@ -8,7 +9,7 @@ import TestSupport
 /// code-block (7 GB for 242 bytes declaring 16384 x 16384 in 4 x 4 code-blocks). The codestreams are
 /// written plainly by ISO/IEC 15444-1 Annex A (`Bombs.emptyJPEG2000`): SOC, SIZ, COD, QCD, one tile-part
 /// of empty packets, EOC.
-@Suite("JPEG 2000 masters: bounded work")
+@Suite("JPEG 2000 masters: bounded work", .ownThreads)
 struct JPEG2000BoundedWorkTests {
     @Test("a small codestream of empty packets in 4 x 4 code-blocks is read: every sample the DC level, 128")
     func emptyPacketsAreGray() throws {

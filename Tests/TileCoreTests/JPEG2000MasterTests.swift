@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 @testable import TileCore
 
@@ -10,7 +11,8 @@ import TestSupport
 @Suite(
     "JPEG 2000 masters",
     .enabled(
-        if: Tools.have("opj_compress", "opj_decompress", "pnmtopng"), Comment(rawValue: Tools.missing("opj_compress", "opj_decompress", "pnmtopng"))))
+        if: Tools.have("opj_compress", "opj_decompress", "pnmtopng"), Comment(rawValue: Tools.missing("opj_compress", "opj_decompress", "pnmtopng"))),
+    .ownThreads)
 struct JPEG2000MasterTests {
     struct Kind: CustomStringConvertible, Sendable {
         var name: String

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 @testable import TileCore
 
 /// Thumbnails of PNG and TIFF masters (issue 28: every `tiler` command takes every format). Reference:
 /// the plain area average of the source's pixels (``RenderTests/areaAverage(_:_:_:)``), after the
 /// compositing onto white written plainly in ``AlphaOutputTests/overWhite(_:)`` for a master with alpha.
-@Suite("Resizing PNG and TIFF masters")
+@Suite("Resizing PNG and TIFF masters", .ownThreads)
 struct MasterResizeTests {
     static func differences(_ a: RGBAImage, _ b: RGBAImage) -> (mean: Double, max: Int) {
         let d = zip(a.pixels, b.pixels).map { abs(Int($0) - Int($1)) }

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
-@Suite("Metadata without decoding")
+@Suite("Metadata without decoding", .ownThreads)
 struct MetadataTests {
     /// A TIFF/EXIF block written by hand: IFD0 with Make, Orientation and an Exif sub-IFD pointer;
     /// the sub-IFD with ExposureTime (a rational) and PixelXDimension (a long).
@@ -122,7 +123,7 @@ struct MetadataTests {
     }
 }
 
-@Suite("Metadata over the corpus", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)))
+@Suite("Metadata over the corpus", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)), .ownThreads)
 struct CorpusMetadataTests {
     static let withFrame = Corpus.entries.filter { !$0["width"].isEmpty && $0["width"] != "-" }
 

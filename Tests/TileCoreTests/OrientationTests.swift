@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
-@Suite("Orientation")
+@Suite("Orientation", .ownThreads)
 struct OrientationTests {
     /// A generated image whose sides are not multiples of the tile size or of 2, in small tiles so the
     /// grid has several tiles each way and odd edges at every level.
@@ -67,7 +68,7 @@ struct OrientationTests {
     }
 }
 
-@Suite("Orientation over the corpus", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)))
+@Suite("Orientation over the corpus", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)), .ownThreads)
 struct CorpusOrientationTests {
     static let oriented = Corpus.entries.filter { $0["djpeg_ok"] == "y" && !$0["oriented_rgb_sha256"].isEmpty }
 
@@ -83,7 +84,7 @@ struct CorpusOrientationTests {
     }
 }
 
-@Suite("Stores reopened with an orientation")
+@Suite("Stores reopened with an orientation", .ownThreads)
 struct StoreOrientationTests {
     @Test(
         "a store opened with .none shows the stored pixels, with .fixed any of the eight, by default its own",

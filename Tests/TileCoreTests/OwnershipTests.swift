@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 @testable import TileCore
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 
 /// Who owns the level files' descriptors: whatever owns the writer's threads, so they are closed only
 /// after those threads have stopped (issue 11).
-@Suite("Level file ownership")
+@Suite("Level file ownership", .ownThreads)
 struct OwnershipTests {
     @Test(
         "a pyramid writer keeps its level files open while it lives, however its other owners let go",

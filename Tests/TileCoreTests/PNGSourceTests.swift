@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
@@ -7,7 +8,7 @@ import TileCore
 /// as JPEGs. References: the test files are made by netpbm's `pnmtopng` from PNM files written plainly
 /// here, and decoded back by `pngtopnm` (another PNG reader), with the documented rules applied by hand:
 /// gray repeated into R, G and B, 16-bit samples to 8 as round(v * 255 / 65535), alpha 255 where none.
-@Suite("PNG masters")
+@Suite("PNG masters", .ownThreads)
 struct PNGSourceTests {
     static let tools = Tools.have("pnmtopng", "pngtopnm")
     static let skip = Comment(rawValue: Tools.missing("pnmtopng", "pngtopnm"))

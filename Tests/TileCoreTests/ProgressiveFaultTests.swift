@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 @testable import TileCore
 
@@ -9,7 +10,7 @@ import Glibc
 
 /// What needs a process of its own for progressive JPEGs: a full disk while coefficients are written,
 /// and the peak memory of a large build (issue 14). Exit tests capture nothing: fixed paths.
-@Suite("Progressive JPEGs in a child process", .serialized)
+@Suite("Progressive JPEGs in a child process", .serialized, .ownThreads)
 struct ProgressiveFaultTests {
     static let root = "/tmp/tiledimagekit-progressive-tests"
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 @testable import TileCore
 
@@ -10,7 +11,7 @@ import Glibc
 /// Progressive and multi-scan JPEGs with their coefficients on disk (issue 14): the pixels are
 /// libjpeg's (djpeg's hashes, libjpeg's own decode of the same bytes), truncation at every scan gives
 /// libjpeg's image or a typed error with nothing left behind, and memory stays bounded.
-@Suite("Progressive JPEGs, coefficients on disk")
+@Suite("Progressive JPEGs, coefficients on disk", .ownThreads)
 struct ProgressiveTests {
     static func options(_ storage: CoefficientStorage, _ configure: (inout BuildOptions) -> Void = { _ in }) -> BuildOptions {
         var options = BuildOptions()

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestTraits
 import TileCore
 
 /// `PyramidLayout` against DeepZoom's and IIIF's definitions written out plainly here.
-@Suite("Pyramid layout")
+@Suite("Pyramid layout", .ownThreads)
 struct PyramidLayoutTests {
     @Test(
         "every DeepZoom tile is the tile its IIIF request names, for every level and tile; none past the grid",

@@ -1,9 +1,10 @@
 import Testing
+import TestTraits
 import TestSupport
 
 /// The tests' SHA-256 (the corpus manifest's pixel hashes are compared with it) against the examples
 /// of FIPS 180-2, Appendix B, whole and fed in pieces across block boundaries.
-@Suite("The tests' SHA-256")
+@Suite("The tests' SHA-256", .ownThreads)
 struct ReferenceHashTests {
     static let examples: [(String, String)] = [
         ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),

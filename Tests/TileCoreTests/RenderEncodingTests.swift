@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 @testable import TileCore
 
 /// Encoded renders (JPEG, PNG, gray, the ICC profile), regions off every level's grid, and renders
 /// that wait for rows still being decoded. References: libjpeg's and libpng's own decodes, and the
 /// exact area average of `RenderTests`.
-@Suite("Encoded renders and waiting for rows")
+@Suite("Encoded renders and waiting for rows", .ownThreads)
 struct RenderEncodingTests {
     static func fixture() throws -> (data: Data, image: TiledImage, full: RGBAImage) {
         let data = try JPEGEncoder.encode(
@@ -100,7 +101,7 @@ struct RenderEncodingTests {
 
 /// A stored tile asked for as it is takes the short path (read, encode with a reused compressor):
 /// the same JPEG settings as any render, so its decode matches libjpeg's reference pyramid as closely.
-@Suite("Exact tile requests")
+@Suite("Exact tile requests", .ownThreads)
 struct ExactTileRequestTests {
     @Test(
         "tiles of every level, edge tiles included, decode to the reference pyramid's tiles within 38 dB",

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
 /// Rendering IIIF requests from a pyramid, against references written plainly here from libjpeg's
 /// whole-image decode: a crop, a mirror and quarter turns, BT.601 luma, and an exact area average.
-@Suite("Rendering image requests")
+@Suite("Rendering image requests", .ownThreads)
 struct RenderTests {
     /// The input, its pyramid and libjpeg's decode of it, made afresh for each test (kept in no static:
     /// the leak checker cannot follow the references a lazily initialized global holds).

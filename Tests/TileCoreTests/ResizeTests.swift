@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
@@ -39,7 +40,7 @@ func difference(_ a: RGBAImage, _ b: RGBAImage) -> (mean: Double, max: Int) {
     return (Double(total) / Double(max(count, 1)), largest)
 }
 
-@Suite("Resized copies and thumbnails")
+@Suite("Resized copies and thumbnails", .ownThreads)
 struct ResizeTests {
     /// The stated tolerances, against "full decode, then a plain area filter". Before encoding, only
     /// DCT-domain scaling (libjpeg's reduced IDCT) separates the two: the mean absolute difference per
@@ -157,7 +158,7 @@ struct ResizeTests {
     }
 }
 
-@Suite("Resizing the corpus", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)))
+@Suite("Resizing the corpus", .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)), .ownThreads)
 struct CorpusResizeTests {
     static let oriented = Corpus.entries.filter { $0.file.hasPrefix("Landscape_") || $0.file.hasPrefix("Portrait_") }
 

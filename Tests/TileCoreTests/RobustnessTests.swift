@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
-@Suite("Broken and hostile input")
+@Suite("Broken and hostile input", .ownThreads)
 struct RobustnessTests {
     static func temporaryFolder() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("robust-\(UUID().uuidString)")

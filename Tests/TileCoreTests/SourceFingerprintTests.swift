@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 @testable import TileCore
 
@@ -10,7 +11,7 @@ import Glibc
 /// A source's version changes whenever its bytes can have (issue 37, point 9): an edit in place whose
 /// modification time is set back, in the middle of a large file (outside the hashed ends), still
 /// changes it, through the change time, which no one can set.
-@Suite("Source fingerprints")
+@Suite("Source fingerprints", .ownThreads)
 struct SourceFingerprintTests {
     @Test("a modification time past what nanoseconds in 64 bits hold (the year 2300) is held at the end, not a crash")
     func farTimes() throws {

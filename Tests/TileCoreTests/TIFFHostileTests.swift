@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
 /// Broken and hostile TIFFs, ours and foreign: every open and every tile read returns or throws a
 /// typed ``TileError``; nothing crashes or hangs.
-@Suite("Hostile TIFFs")
+@Suite("Hostile TIFFs", .ownThreads)
 struct TIFFHostileTests {
     /// A small TIFF store's file bytes (three levels: 600x400 down to 150x100).
     static func tiffBytes() throws -> [UInt8] {

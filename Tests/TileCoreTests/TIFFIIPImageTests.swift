@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 #if canImport(Glibc)
@@ -12,7 +13,7 @@ import Glibc
     "IIPImage serves our TIFF",
     .enabled(
         if: Tools.have("spawn-fcgi", "nginx", "/usr/lib/iipimage-server/iipsrv.fcgi"),
-        Comment(rawValue: Tools.missing("spawn-fcgi", "nginx", "/usr/lib/iipimage-server/iipsrv.fcgi"))))
+        Comment(rawValue: Tools.missing("spawn-fcgi", "nginx", "/usr/lib/iipimage-server/iipsrv.fcgi"))), .ownThreads)
 struct TIFFIIPImageTests {
     /// One HTTP/1.0 GET on loopback: the status and the body (nil when nothing answers).
     static func get(port: UInt16, _ target: String) -> (status: Int, body: [UInt8])? {

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
 /// Level 0 of a TIFF store holds the source JPEG's own coefficients, checked against libjpeg's
 /// `jpeg_read_coefficients` of the source and, where djpeg and jpegtran are installed, against
 /// `jpegtran -crop` of the same region decoded with `djpeg -nosmooth`.
-@Suite("TIFF level 0 is the source's coefficients")
+@Suite("TIFF level 0 is the source's coefficients", .ownThreads)
 struct TIFFLosslessTests {
     static let generated: [Synthetic.Spec] = [
         .init(width: 777, height: 555),

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
@@ -11,7 +12,7 @@ import TileCore
 /// applied by hand (gray repeated into R, G and B; 16-bit to 8 as round(v * 255 / 65535), which the
 /// PNM parser does for maxval 65535; CMYK as round((255 - C)(255 - K) / 255); associated alpha undone
 /// as round(c * 255 / a), 0 where a is 0).
-@Suite("TIFF masters")
+@Suite("TIFF masters", .ownThreads)
 struct TIFFMasterTests {
     static let tools = Tools.have("pnmtotiff", "pnmtotiffcmyk", "tiffcp", "tiffset", "tifftopnm", "vips", "vipsheader", "pnmtopng")
     static let skip = Comment(

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
 /// Other programs read the TIFFs this package writes (libtiff's tools, libvips, IIPImage, OpenSlide),
 /// and this package reads libvips' TIFFs with the pixels libvips decodes. Each test skips with a
 /// message where its program is not installed; CI installs them all.
-@Suite("TIFFs and outside readers")
+@Suite("TIFFs and outside readers", .ownThreads)
 struct TIFFOutsideReaderTests {
     /// A TIFF store of a generated 1100x700 JPEG with an ICC profile; its folder (removed by the caller).
     static func store() throws -> (folder: String, tiff: String, image: TiledImage) {

@@ -1,12 +1,13 @@
 import CJpegShim
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
 /// TIFF stores (``StoreFormat/tiff(_:)``): publication, reopening, lower levels, tiles during a build,
 /// turned images, the choices made where level 0 cannot be copied.
-@Suite("TIFF stores")
+@Suite("TIFF stores", .ownThreads)
 struct TIFFStoreTests {
     static func folder() throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tiff-\(UUID().uuidString)").path

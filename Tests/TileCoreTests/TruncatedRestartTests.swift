@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestTraits
 import TestSupport
 import TileCore
 
 /// A baseline JPEG with restart markers cut inside its scan: with ``BuildOptions/allowTruncated`` it
 /// builds, grey below the cut, whatever the number of restart intervals left (each gives libjpeg's
 /// "found marker 0xd9 instead of RSTn"; they no longer count toward the 100-warning limit).
-@Suite("A cut file with restart markers")
+@Suite("A cut file with restart markers", .ownThreads)
 struct TruncatedRestartTests {
     /// 1024x2048, 4:2:0, a restart marker every MCU row: 128 intervals; cut at a fifth of its bytes.
     static func cutJPEG() throws -> (cut: Data, whole: Data) {

@@ -1,9 +1,10 @@
 import Testing
+import TestTraits
 import TestSupport
 @testable import TileCore
 
 /// The caches' one recency rule against a plain list: a use moves a key to the end, a removal drops it.
-@Suite("UseOrder")
+@Suite("UseOrder", .ownThreads)
 struct UseOrderTests {
     @Test("oldest first, as a list that moves each used key to its end says, over 5,000 random uses and removals")
     func againstAList() {

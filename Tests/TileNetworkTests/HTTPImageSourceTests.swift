@@ -3,12 +3,13 @@ import NIOCore
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
+import TestTraits
 import TileActors
 import TestSupport
 import TileCore
 import TileNetwork
 
-@Suite("HTTP image source (loopback)", .serialized)
+@Suite("HTTP image source (loopback)", .serialized, .ownThreads)
 struct HTTPImageSourceTests {
     /// The client of the downloads that must succeed. The whole test run shares two cores with servers
     /// rendering beside it, and the test server's chunks (tasks on the cooperative pool) may pause longer

@@ -14,14 +14,14 @@ struct AdminTests {
     func admin() async throws {
         let (folder, _) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         try await TileServerTests.withServer(server) { base, client in
             let status1 = try await TileServerTests.get(client, "\(base)/admin/images").status
             #expect(status1 == 404, "off without a token")
         }
         let token = "0123456789abcdef-admin"
         // A server of its own: the first one's catalog was shut down with it.
-        server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         server.routes.admin = AdminPolicy(token: token)
         let auth = [("Authorization", "Bearer \(token)")]
         try await TileServerTests.withServer(server) { base, client in

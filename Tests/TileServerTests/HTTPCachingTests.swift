@@ -159,7 +159,7 @@ struct HTTPCachingTests {
     func headWithoutRendering() async throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         try await TileServerTests.withServer(server) { base, client in
             _ = try await Self.complete(client, "\(base)/iiif/3/photo/full/max/0/default.jpg")
             let path = "/iiif/3/photo/0,0,500,300/250,/90/default.png"
@@ -211,7 +211,7 @@ struct HTTPCachingTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // Every lookup looks at the source (no second of trust in a checked one).
         let catalog = try ImageCatalog(
-            root: folder, cache: "\(folder)/.cache", storeFormat: .raw, sourceRecheckInterval: .zero, taskExecutor: ServerExecutor.shared)
+            root: folder, cache: "\(folder)/.cache", storeFormat: .raw, sourceRecheckInterval: .zero)
         let server = TileServer(service: TileService(catalog: catalog, cachePolicy: CachePolicy(imageMaxAge: 7, documentMaxAge: 3)))
         try await TileServerTests.withServer(server) { base, client in
             let url = "\(base)/iiif/3/photo/full/max/0/default.jpg"

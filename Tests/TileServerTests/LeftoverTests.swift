@@ -20,7 +20,7 @@ struct LeftoverTests {
             try FileManager.default.createDirectory(atPath: "\(parent)/\(name)", withIntermediateDirectories: false)
             #expect(FileManager.default.createFile(atPath: "\(parent)/\(name)/\(file)", contents: Data("x".utf8)))
         }
-        _ = try ImageCatalog(root: folder, cache: cache, taskExecutor: ServerExecutor.shared)
+        _ = try ImageCatalog(root: folder, cache: cache)
         #expect(!FileManager.default.fileExists(atPath: "\(folder)/..upload-scan-123.tiles.partial-4242-7"))
         #expect(!FileManager.default.fileExists(atPath: "\(cache)/.photo.tiles.partial-4242-8"))
         #expect(FileManager.default.fileExists(atPath: "\(folder)/.notes.partial-1-2/notes.txt"))  // not a store's files

@@ -21,7 +21,7 @@ struct ListingTests {
         let names = (0..<25).map { String(format: "img%02d", $0) }
         let folder = try ServerLimitsTests.folder(Dictionary(uniqueKeysWithValues: names.map { ("\($0).jpg", jpeg) }))
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         server.routes.listingPageSize = 10
         try await TileServerTests.withServer(server) { base, client in
             let expected: [(String, ArraySlice<String>, String, [String], [String])] = [
@@ -44,7 +44,7 @@ struct ListingTests {
             }
         }
         // One page when they fit: every image, and the count.
-        let whole = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let whole = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         try await TileServerTests.withServer(whole) { base, client in
             let html = String(decoding: try await TileServerTests.get(client, "\(base)/").body, as: UTF8.self)
             #expect(Self.rows(html) == names)

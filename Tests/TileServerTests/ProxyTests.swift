@@ -52,7 +52,7 @@ struct ProxyTests {
             ([("X-Forwarded-Proto", "https, http"), ("X-Forwarded-Host", "a.example, b.example")], "https://a.example/iiif/3/photo")
         ]
         var rules = RequestGuard(trustedProxies: [AddressRange("127.0.0.0/8")!])
-        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         server.requestGuard = rules
         try await TileServerTests.withServer(server) { base, client in
             for (headers, expected) in forwardedHeaders {

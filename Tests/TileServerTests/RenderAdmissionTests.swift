@@ -223,7 +223,7 @@ struct RenderAdmissionTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", threadPool: pool, taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", threadPool: pool)
         var server = TileServer(catalog: catalog)
         server.metricsRegistry = PrometheusCollectorRegistry()
         try await TileServerTests.withServer(server) { base, _ in

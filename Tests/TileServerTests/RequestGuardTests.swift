@@ -15,7 +15,7 @@ struct RequestGuardTests {
         _ folder: String, budget: Int? = nil, maximumUploads: Int = 8, _ body: (UInt16) async throws -> Void
     ) async throws {
         let catalog = try ImageCatalog(
-            root: folder, cache: "\(folder)/.cache", maximumUploads: maximumUploads, cacheByteBudget: budget, taskExecutor: ServerExecutor.shared)
+            root: folder, cache: "\(folder)/.cache", maximumUploads: maximumUploads, cacheByteBudget: budget)
         var server = TileServer(catalog: catalog, uploads: UploadPolicy(token: "t"))
         server.requestGuard = .defaults(bind: "127.0.0.1")
         try await TileServerTests.withServer(server) { base, _ in try await body(UInt16(base.split(separator: ":").last!)!) }

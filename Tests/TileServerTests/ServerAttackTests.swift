@@ -21,7 +21,7 @@ struct ServerAttackTests {
         let (folder, _) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // Any name is allowed (no allowed hosts): what is refused is the syntax alone.
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
         var server = TileServer(catalog: catalog)
         server.requestGuard = RequestGuard(allowedHosts: nil)
         try await TileServerTests.withServer(server) { base, _ in
@@ -134,7 +134,7 @@ struct ServerAttackTests {
         let working = FileManager.default.currentDirectoryPath.split(separator: "/").count
         let relative = String(repeating: "../", count: working) + folder.drop { $0 == "/" }
         #expect(!relative.hasPrefix("/"))
-        let catalog = try ImageCatalog(root: relative, cache: relative + "/.cache", taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(root: relative, cache: relative + "/.cache")
         #expect(catalog.root == folder || catalog.root.hasSuffix(String(folder.split(separator: "/").last!)))
         let names = try FileManager.default.contentsOfDirectory(atPath: folder)
         #expect(!names.contains(".upload-left-42.tiles") && names.contains(".upload-open-43.tiles"), "\(names)")
@@ -159,10 +159,10 @@ struct ServerAttackTests {
         let outside = NSTemporaryDirectory() + "tile-cache-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: outside) }
         for cache in [folder, folder + "/", folder + "/stores", folder + "/stores/deeper", folder + "/./"] {
-            #expect(thrownCode { try ImageCatalog(root: folder, cache: cache, taskExecutor: ServerExecutor.shared) } == .invalidArgument, "\(cache)")
+            #expect(thrownCode { try ImageCatalog(root: folder, cache: cache) } == .invalidArgument, "\(cache)")
         }
         for cache in [folder + "/.tiler-cache", folder + "/.c/inner", outside] {
-            #expect(thrownCode { try ImageCatalog(root: folder, cache: cache, taskExecutor: ServerExecutor.shared) } == nil, "\(cache)")
+            #expect(thrownCode { try ImageCatalog(root: folder, cache: cache) } == nil, "\(cache)")
         }
         // The hand-made store in the folder is still there.
         #expect(FileManager.default.fileExists(atPath: "\(folder)/kept.tiles"))
@@ -177,7 +177,7 @@ struct ServerAttackTests {
         let logger = Logger(label: "test") { _ in RecordingLogHandler(records: records) }
         // No delay: each lookup tries again, and each failure counts one more attempt.
         let catalog = try ImageCatalog(
-            root: folder, cache: "\(folder)/.cache", retryInterval: .zero, logger: logger, taskExecutor: ServerExecutor.shared)
+            root: folder, cache: "\(folder)/.cache", retryInterval: .zero, logger: logger)
         let catalogService = catalog.started()
         defer { catalogService.cancel() }
         for attempt in 1...3 {
@@ -196,7 +196,7 @@ struct ServerAttackTests {
         #expect(failures.map { $0.metadata["attempts"]?.description } == ["1", "2", "3"])
         #expect(failures.allSatisfy { $0.metadata["id"]?.description == "bad" && $0.metadata["error"] != nil })
         // The delays, written plainly: 60 s, doubled with each failure, at most 64 times 60 s.
-        let minute = try ImageCatalog(root: folder, cache: "\(folder)/.cache", taskExecutor: ServerExecutor.shared)
+        let minute = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
         let minuteService = minute.started()
         defer { minuteService.cancel() }
         let delays = (1...9).map { minute.retryDelay(afterAttempts: $0) }
@@ -207,7 +207,7 @@ struct ServerAttackTests {
     func storeDeletedByHand() async throws {
         let (folder, _) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         let catalogService = catalog.started()
         defer { catalogService.cancel() }
         let deadline = ContinuousClock.now + .seconds(120)
@@ -236,7 +236,7 @@ struct ServerAttackTests {
         let cache = try #require(Tmpfs.mount(bytes: 4 << 20))
         defer { Tmpfs.unmount(cache) }
         // A raw store of the 1300x900 photo takes about 6 MiB: its build runs out of space.
-        let server = try TileServer(root: folder, cache: cache, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let server = try TileServer(root: folder, cache: cache, storeFormat: .raw)
         try await TileServerTests.withServer(server) { base, client in
             let reply = try await TileServerTests.settled(client, "\(base)/iiif/3/photo/full/100,/0/default.jpg")
             #expect(reply.status == 507, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
@@ -258,7 +258,7 @@ struct ServerAttackTests {
         for gib in [2, 8] {
             let cache = try #require(Tmpfs.mount(bytes: gib << 30))
             defer { Tmpfs.unmount(cache) }
-            let catalog = try ImageCatalog(root: folder, cache: cache, taskExecutor: ServerExecutor.shared)
+            let catalog = try ImageCatalog(root: folder, cache: cache)
             // (Within a MiB: the catalog may write a few pages there before it sizes the budget.)
             let budget = await catalog.budget.totalByteBudget
             #expect(abs(budget - (gib << 30) / 4) <= 1 << 20, "\(budget)")
@@ -276,7 +276,7 @@ struct ServerAttackTests {
         // The upload's raw store (about 6 MiB for the 1300x900 photo) is made in the folder served; the
         // budget has room for it, the disk has not.
         let catalog = try ImageCatalog(
-            root: root, cache: "\(folder)/.cache", cacheByteBudget: 1 << 30, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+            root: root, cache: "\(folder)/.cache", cacheByteBudget: 1 << 30, storeFormat: .raw)
         try await TileServerTests.withServer(TileServer(catalog: catalog, uploads: UploadPolicy(token: "t"))) { base, client in
             let port = UInt16(base.split(separator: ":").last!)!
             let head =
@@ -296,7 +296,7 @@ struct ServerAttackTests {
     func hangUpEndsTheWait() async throws {
         let (folder, jpeg) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache")
         // A wait for rows, and an idle timeout (which would end the stalled upload, and so the wait),
         // far longer than the test waits for the answer: only the hang-up ends the wait in time.
         var server = TileServer(service: TileService(catalog: catalog, waitLimit: .seconds(3600)), uploads: UploadPolicy(token: "t"))
@@ -346,7 +346,7 @@ struct ServerAttackTests {
         let store = Self.rawStoreBytes(width: 1300, height: 900)
         for (budget, fits) in [(store / 2, false), (store * 3, true)] {
             let cache = "\(folder)/.cache-\(budget)"
-            let server = try TileServer(root: folder, cache: cache, cacheByteBudget: budget, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+            let server = try TileServer(root: folder, cache: cache, cacheByteBudget: budget, storeFormat: .raw)
             try await TileServerTests.withServer(server) { base, _ in
                 let port = UInt16(base.split(separator: ":").last!)!
                 let reply = try await Self.send(
@@ -378,8 +378,7 @@ struct ServerAttackTests {
         try Data(tiff).write(to: URL(fileURLWithPath: "\(folder)/strips.tif"))
         let budget = 4 << 20
         let cache = "\(folder)/.cache"
-        try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget, taskExecutor: ServerExecutor.shared))
-        { base, _ in
+        try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget)) { base, _ in
             let port = UInt16(base.split(separator: ":").last!)!
             let reply = try await Self.send(
                 port, "GET /iiif/3/strips/full/256,/0/default.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
@@ -403,8 +402,7 @@ struct ServerAttackTests {
         #expect(png.count < 64 * 1024 && Self.rawStoreBytes(width: side, height: side) > 300_000_000)
         let budget = 64 << 20
         let cache = "\(folder)/.cache"
-        try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget, taskExecutor: ServerExecutor.shared))
-        { base, _ in
+        try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget)) { base, _ in
             let port = UInt16(base.split(separator: ":").last!)!
             let reply = try await Self.send(port, "GET /iiif/3/big/full/256,/0/default.png HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             #expect(reply.status == 507, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")

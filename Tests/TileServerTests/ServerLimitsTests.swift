@@ -90,8 +90,7 @@ struct ServerLimitsTests {
         // The build queue is held by a job of the test's (a gate): every build waits its turn.
         let (queue, opener, holder) = await Self.heldQueue()
         let catalog = try ImageCatalog(
-            root: folder, cache: "\(folder)/.cache", maximumPendingBuilds: 4, buildQueue: queue, storeFormat: .raw,
-            taskExecutor: ServerExecutor.shared)
+            root: folder, cache: "\(folder)/.cache", maximumPendingBuilds: 4, buildQueue: queue, storeFormat: .raw)
         let catalogService = catalog.started()
         defer { catalogService.cancel() }
         // One running and four waiting at most: two for one client.
@@ -118,7 +117,7 @@ struct ServerLimitsTests {
         let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 600, height: 400), width: 600, height: 400)
         let folder = try Self.folder([:])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var server = try TileServer(root: folder, cache: "\(folder)/.cache", uploads: UploadPolicy(token: "t"), taskExecutor: ServerExecutor.shared)
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", uploads: UploadPolicy(token: "t"))
         server.idleTimeout = .seconds(1)
         try await TileServerTests.withServer(server) { base, client in
             let port = UInt16(base.split(separator: ":").last!)!
@@ -168,8 +167,7 @@ struct ServerLimitsTests {
         // smaller; each build fits alone, the two do not.
         let budget = (3 * 2 + 2 * 1 + 1) * 256 * 256 * 4
         let catalog = try ImageCatalog(
-            root: folder, cache: "\(folder)/.cache", maximumOpenImages: 1, cacheByteBudget: budget, storeFormat: .raw,
-            taskExecutor: ServerExecutor.shared)
+            root: folder, cache: "\(folder)/.cache", maximumOpenImages: 1, cacheByteBudget: budget, storeFormat: .raw)
         let catalogService = catalog.started()
         defer { catalogService.cancel() }
         var events = catalog.budget.events.makeAsyncIterator()
@@ -197,7 +195,7 @@ struct ServerLimitsTests {
         let original = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 400, height: 300), width: 400, height: 300)
         let folder = try Self.folder(["photo.jpg": original])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let first = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let first = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         let firstService = first.started()
         defer { firstService.cancel() }
         _ = try await first.image("photo")
@@ -205,7 +203,7 @@ struct ServerLimitsTests {
         let manifest = "\(folder)/.cache/photo.tiles/manifest.json"
         let built = try FileManager.default.attributesOfItem(atPath: manifest)[.modificationDate] as! Date
         // The same bytes: reused (the manifest is not written again).
-        let second = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let second = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         let secondService = second.started()
         defer { secondService.cancel() }
         _ = try await second.image("photo")
@@ -217,7 +215,7 @@ struct ServerLimitsTests {
         changed[dqt + 6] = changed[dqt + 6] == 255 ? 254 : changed[dqt + 6] + 1
         try changed.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
         try FileManager.default.setAttributes([.modificationDate: built.addingTimeInterval(-3600)], ofItemAtPath: "\(folder)/photo.jpg")
-        let third = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let third = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         let thirdService = third.started()
         defer { thirdService.cancel() }
         let image = try await third.image("photo")
@@ -233,7 +231,7 @@ struct ServerLimitsTests {
         let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1200, height: 900), width: 1200, height: 900)
         let folder = try Self.folder(["later.jpg": jpeg])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         let catalogService = catalog.started()
         defer { catalogService.cancel() }
         // An upload half in: a build in progress, its files being written beside the folder's images.

@@ -3,7 +3,6 @@ import NIOConcurrencyHelpers
 import NIOPosix
 import Testing
 import TestSupport
-import TestTraits
 import TileCore
 @testable import TileServer
 
@@ -12,7 +11,7 @@ import Glibc
 #endif
 
 /// Servers sharing one cache folder (instances behind a load balancer): each image is built once.
-@Suite("A shared cache folder", .ownThreads)
+@Suite("A shared cache folder")
 struct SharedCacheTests {
     /// Descriptors of this process open on `path` (`/proc/self/fd`).
     static func descriptors(on path: String) -> Int {
@@ -30,8 +29,7 @@ struct SharedCacheTests {
         let pool = NIOThreadPool(numberOfThreads: 2)
         pool.start()
         let first = try ImageCatalog(
-            root: folder, cache: cache, headerWaitLimit: .seconds(120), threadPool: pool, storeFormat: .raw,
-            taskExecutor: ServerExecutor.shared)
+            root: folder, cache: cache, headerWaitLimit: .seconds(120), threadPool: pool, storeFormat: .raw)
         let firstService = first.started()
         defer { firstService.cancel() }
         // Another instance's build in progress: its lock on the image, held on a descriptor of its own
@@ -64,7 +62,7 @@ struct SharedCacheTests {
         #expect(built != nil)
 
         // A second server sharing the folder: the store is reused, not built again.
-        let second = try ImageCatalog(root: folder, cache: cache, threadPool: pool, storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let second = try ImageCatalog(root: folder, cache: cache, threadPool: pool, storeFormat: .raw)
         let secondService = second.started()
         defer { secondService.cancel() }
         let image = try await second.image("photo")

@@ -42,7 +42,7 @@ struct SourceVersionTests {
         let (old, new) = (try Self.jpeg(0), try Self.jpeg(1))
         let folder = try Self.folder(["photo.jpg": old])
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         try await TileServerTests.withServer(TileServer(catalog: catalog)) { base, client in
             let tile = "\(base)/iiif/3/photo/0,0,256,256/max/0/default.png"
             let info = try await Self.get(client, "\(base)/iiif/3/photo/info.json")
@@ -100,7 +100,7 @@ struct SourceVersionTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         var tags: [[String?]] = []
         for _ in 0..<2 {
-            let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+            let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
             // info.json names the service's URL: the same for both (not each one's loopback port).
             let server = TileServer(catalog: catalog, publicBaseURL: "https://example.org/iiif/3")
             try await TileServerTests.withServer(server) { base, client in
@@ -125,7 +125,7 @@ struct SourceVersionTests {
     func stampede() async throws {
         let (folder, jpeg) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         try await TileServerTests.withServer(TileServer(catalog: catalog)) { base, client in
             let port = UInt16(base.split(separator: ":").last!)!
             // 64 connections, each asking one distinct tile of level 0 or 1 at once.

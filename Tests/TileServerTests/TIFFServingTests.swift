@@ -80,7 +80,7 @@ struct TIFFServingTests {
         let folder = try ServerLimitsTests.folder([:])
         let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 1300, height: 900), width: 1300, height: 900)
         try jpeg.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
-        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .tiff(), taskExecutor: ServerExecutor.shared)
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .tiff())
         return (folder, TileService(catalog: catalog, cache: cache))
     }
 

@@ -36,7 +36,7 @@ struct TileServerTests {
         _ folder: String, uploads: UploadPolicy? = nil, format: StoreFormat = .raw, _ body: (String, HTTPClient) async throws -> Void
     ) async throws {
         try await withServer(
-            try TileServer(root: folder, cache: "\(folder)/.cache", uploads: uploads, storeFormat: format, taskExecutor: ServerExecutor.shared), body)
+            try TileServer(root: folder, cache: "\(folder)/.cache", uploads: uploads, storeFormat: format), body)
     }
 
     /// Runs `body` against `server` on a free loopback port. Blocking calls on an event loop, or in a
@@ -47,9 +47,9 @@ struct TileServerTests {
         let app = server.application(host: "127.0.0.1", port: 0) { channel in
             continuation.yield(channel.localAddress?.port ?? 0)
         }
-        // On threads of its own: synchronous tests holding the cooperative pool do not stop its
-        // connections answering (the catalogue's own tasks still run on the pool: see ServerExecutor).
-        let running = Task(executorPreference: ServerExecutor.shared) { try await app.runService(gracefulShutdownSignals: []) }
+        // On Swift's cooperative pool, as in production: the tests that hold their thread run on threads
+        // of their own (`OwnThreads`), so nothing blocks the pool under the server.
+        let running = Task { try await app.runService(gracefulShutdownSignals: []) }
         var iterator = ports.makeAsyncIterator()
         let port = await iterator.next() ?? 0
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
@@ -373,8 +373,8 @@ struct TileServerTests {
 
 extension ImageCatalog {
     /// Starts the catalog as a service (its lookups, builds and deadlines run in it: nothing is looked
-    /// up before), on the test servers' executor. Cancel the task to shut the catalog down.
+    /// up before). Cancel the task to shut the catalog down.
     nonisolated func started() -> Task<Void, Never> {
-        Task(executorPreference: ServerExecutor.shared) { try? await self.run() }
+        Task { try? await self.run() }
     }
 }
