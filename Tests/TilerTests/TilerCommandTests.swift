@@ -252,6 +252,22 @@ struct TilerCommandTests {
         #expect(far.status == 64 && !far.stderr.contains("did you mean"), "\(far.stderr)")
     }
 
+    @Test("every command's help says each option's default once")
+    func helpDefaultsOnce() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for command in ["build", "info", "render", "thumb", "export", "serve", "demo"] {
+            let help = try Self.run([command, "--help"], in: folder)
+            // The help's lines joined (ArgumentParser wraps them), spaces collapsed.
+            let text = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(help.status == 0 && text.contains("OPTIONS:"), "\(command): \(help.stderr)")
+            let twice = text.components(separatedBy: " --").filter { option in
+                option.components(separatedBy: "(default").count > 2
+            }
+            #expect(twice.isEmpty, "\(command): \(twice)")
+        }
+    }
+
     @Test("a file that is no image gets one wording from every command that reads a master")
     func notAnImage() throws {
         let folder = try Self.folder()
