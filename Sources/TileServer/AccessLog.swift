@@ -253,10 +253,9 @@ public final class AccessLog: Sendable {
             var t = time_t(seconds)
             var parts = tm()
             gmtime_r(&t, &parts)
-            let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
             func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
             return Array(
-                "\(two(parts.tm_mday))/\(months[Int(parts.tm_mon)])/\(parts.tm_year + 1900):\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) +0000"
+                "\(two(parts.tm_mday))/\(HTTPDate.months[Int(parts.tm_mon)])/\(parts.tm_year + 1900):\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) +0000"
                     .utf8)
         }
     }
