@@ -11,16 +11,18 @@ struct HeavyWorkQueueTests {
     func limitAndOrder(limit: Int) async throws {
         let queue = HeavyWorkQueue(maximumConcurrency: limit)
         let recorder = Recorder<Mark>()
-        let gate = Gate()
-        // The first `limit` jobs hold their turns until all jobs are submitted, so order is decided.
+        // Each job holds its turn until its own gate opens: the test frees one turn at a time, so which
+        // job the queue starts next is the queue's choice alone (two jobs that run at once may record
+        // their starts in either order: the order the queue gave turns in is read only where one turn
+        // was free).
+        let gates = (0..<6).map { _ in Gate() }
         var tasks: [Task<Int, any Error>] = []
         for i in 0..<6 {
             tasks.append(
                 Task {
                     try await queue.run {
                         await recorder.record(.start(i))
-                        if i < limit { await gate.wait() }
-                        await Task.yield()
+                        await gates[i].wait()
                         await recorder.record(.end(i))
                         return i
                     }
@@ -28,21 +30,31 @@ struct HeavyWorkQueueTests {
             while queue.currentCounts.active + queue.currentCounts.pending < i + 1 { await Task.yield() }
         }
         #expect(await queue.currentCounts == .init(pending: 6 - limit, active: limit))
-        await gate.open()
-        for (i, task) in tasks.enumerated() { #expect(try await task.value == i) }
-        let events = await recorder.events
+        func starts() async -> [Int] { await recorder.events.compactMap { if case .start(let i) = $0 { i } else { nil } } }
+        func waitForStarts(_ count: Int) async {
+            while await starts().count < count { await Task.yield() }
+        }
+        // The first turns go to the first jobs submitted.
+        await waitForStarts(limit)
+        #expect(Set(await starts()) == Set(0..<limit))
+        // Each turn freed goes to the oldest job waiting.
+        for i in 0..<6 {
+            await gates[i].open()
+            #expect(try await tasks[i].value == i)
+            guard limit + i < 6 else { continue }
+            await waitForStarts(limit + i + 1)
+            #expect(await starts().last == limit + i)
+        }
         var running = 0
-        var starts: [Int] = []
-        for event in events {
+        for event in await recorder.events {
             switch event {
-            case .start(let i):
+            case .start:
                 running += 1
-                starts.append(i)
                 #expect(running <= limit)
             case .end: running -= 1
             }
         }
-        #expect(starts == Array(0..<6))
+        #expect(await starts().count == 6)
         #expect(await queue.currentCounts == .init(pending: 0, active: 0))
     }
 
