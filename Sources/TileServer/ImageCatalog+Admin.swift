@@ -16,13 +16,13 @@ extension ImageCatalog {
     public func adminEntries() async -> [AdminEntry] {
         var entries: [AdminEntry] = []
         for id in await identifiers() {
-            guard let summary = await summary(id) else { continue }
+            guard let summary = try? await summary(id) else { continue }
             var fingerprint: String?
-            switch states[id] {
+            switch phase(of: id) {
             case .ready(let image, _): fingerprint = image.version
             case .building(let build): fingerprint = build.fingerprint?.description
             case .failed(_, let f, _, _), .closed(_, let f): fingerprint = f?.description
-            case nil: fingerprint = nil
+            case .unknown: fingerprint = nil
             }
             let (root, cache) = (self.root, self.cache)
             let bytes = try? await threadPool.blocking { () throws(TileError) -> Int? in
@@ -44,9 +44,10 @@ extension ImageCatalog {
     public func purge(_ id: String) async -> Bool {
         guard Self.isValidIdentifier(id) else { return false }
         let listed = await identifiers().contains(id)
-        let known = states[id] != nil || listed
+        let known = entries[id] != nil || listed
         await retire(id, waitsForBuild: true)
-        forgetSource(id)
+        entries[id]?.seen = nil
+        if entries[id]?.isEmpty == true { entries[id] = nil }
         let store = "\(cache)/\(id).tiles"
         _ = try? await threadPool.blocking { () throws(TileError) in
             CacheStoreRecord.remove(forStore: store)

@@ -56,7 +56,7 @@ extension ImageCatalog {
 
     /// Builds running or waiting that `client` started.
     func builds(of client: String) -> Int {
-        states.values.count { if case .building(let b) = $0 { !b.isUpload && b.client == client } else { false } }
+        entries.values.count { if case .building(let b) = $0.phase { !b.isUpload && b.client == client } else { false } }
     }
 
     /// Reuses the cache store of `source` when it was built from this version, else starts a build,
@@ -82,23 +82,19 @@ extension ImageCatalog {
             if let client, builds(of: client) >= maximumBuildsPerClient { return .busy }
             if lock.tryTake() { break }
             // Another server is building it: its store is reused once it releases its lock (closes the
-            // lock file: the cache folder's watcher says so; a look each second all the same, for what
-            // inotify does not see: another host's build on a shared file system, a lost event). Where
-            // the folder is not watched, a look every tenth of a second.
+            // lock file: the cache folder's watcher says so). A look each second all the same, for what
+            // inotify does not see (another host's build on a shared file system, a lost event, a
+            // folder inotify refused to watch).
             guard ContinuousClock.now < deadline, !Task.isCancelled else {
                 return .failed(TileError(.notReady, "another server sharing the cache is building \(id)"))
             }
-            if watchesCache {
-                await cacheChanges.wait(for: lockName, after: changes, until: min(deadline, .now + .seconds(1)))
-            } else {
-                try? await Task.sleep(for: .milliseconds(100))
-            }
+            await cacheChanges.wait(for: lockName, after: changes, until: min(deadline, .now + .seconds(1)))
         }
         guard !isShutDown else {
-            states[id] = .failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, at: .now, attempts: attempts)
+            apply(.failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, attempts: attempts, now: .now), to: id)
             return nil
         }
-        let building = states.values.count { if case .building(let b) = $0 { !b.isUpload } else { false } }
+        let building = entries.values.count { if case .building(let b) = $0.phase { !b.isUpload } else { false } }
         guard building - concurrentBuilds < maximumPendingBuilds else { return .busy }
         if let client, builds(of: client) >= maximumBuildsPerClient { return .busy }
         var options = BuildOptions()
@@ -113,7 +109,7 @@ extension ImageCatalog {
         build.attempts = attempts
         build.lock = lock
         build.client = client
-        states[id] = .building(build)
+        apply(.started(build), to: id)
         CacheStoreRecord.remove(forStore: store)  // a record of an older version
         let (queue, pool, path) = (builds, threadPool, source.path)
         build.task = tasks.spawn {
@@ -136,7 +132,7 @@ extension ImageCatalog {
         }
         guard let pyramid = reused ?? nil else { return false }
         let storeID = await budget.register(image: pyramid, path: store)
-        setReady(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: storeID)
+        apply(.opened(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: storeID), to: id)
         await closeLeastRecentlyUsed()
         return true
     }
@@ -195,7 +191,7 @@ extension ImageCatalog {
             build.waiters = [:]
         }
         // Replaced meanwhile (a newer version of the source, a shutdown): not this build's state to set.
-        guard case .building(let current) = states[id], current === build else { return }
+        guard case .building(let current) = phase(of: id), current === build else { return }
         switch state {
         case .complete:
             guard let pyramid = build.image else { return }
@@ -208,12 +204,12 @@ extension ImageCatalog {
                 let store = "\(cache)/\(id).tiles"
                 _ = try? await threadPool.blocking { () throws(TileError) in CacheStoreRecord.write(fingerprint, forStore: store) }
             }
-            setReady(Image(id: id, pyramid: pyramid, fingerprint: fingerprint), storeID: build.isUpload ? nil : storeID)
+            apply(.opened(Image(id: id, pyramid: pyramid, fingerprint: fingerprint), storeID: build.isUpload ? nil : storeID), to: id)
             await closeLeastRecentlyUsed()
         case .failed(let error):
             // An upload that failed left nothing (the builder removed its files): forgotten.
             if build.isUpload {
-                states[id] = nil
+                apply(.forgotten, to: id)
                 logger.error("upload failed", metadata: ["id": "\(id)", "error": "\(error.message)", "code": "\(error.code)"])
             } else {
                 // Not fitting the budget now says nothing of the source: tried again after the
@@ -221,7 +217,7 @@ extension ImageCatalog {
                 setFailed(id, error, build.fingerprint, attempts: error.code == .overBudget ? 1 : build.attempts + 1)
             }
         case .cancelled, .waitingForHeader, .decoding:
-            states[id] = nil  // a cancelled build (a shutdown, a newer version) is forgotten, not failed
+            apply(.forgotten, to: id)  // a cancelled build (a shutdown, a newer version) is forgotten, not failed
         }
         if case .complete = state {} else if let reservation = build.reservation { await budget.unregister(reservation) }
     }
@@ -231,16 +227,16 @@ extension ImageCatalog {
     func header(of build: Build, _ id: String) async throws(LookupError) -> Image {
         // An upload's header comes when its client sends it: said at once, not waited for.
         if build.image == nil, !build.isUpload { _ = await waitFor(build, until: .now + headerWaitLimit) { _ in true } }
-        if let pyramid = build.image, case .building(let current) = states[id], current === build {
+        if let pyramid = build.image, case .building(let current) = phase(of: id), current === build {
             return Image(id: id, pyramid: pyramid, fingerprint: nil)
         }
-        switch states[id] {
+        switch phase(of: id) {
         case .ready(let image, _): return image
         case .failed(let error, _, _, _): throw .failed(error)
         case .building:
             let waiting = build.isUpload ? "\(id) is being uploaded; its header has not arrived yet" : "the image is waiting for its turn to be built"
             throw .failed(TileError(.notReady, waiting))
-        case .closed, nil: throw .failed(TileError(.cancelled, "the build of \(id) was stopped"))
+        case .closed, .unknown: throw .failed(TileError(.cancelled, "the build of \(id) was stopped"))
         }
     }
 
@@ -250,7 +246,7 @@ extension ImageCatalog {
     public func waitUntil(
         _ id: String, deadline: ContinuousClock.Instant, _ condition: @escaping @Sendable (TiledImage) -> Bool
     ) async -> Bool {
-        guard case .building(let build) = states[id] else { return true }
+        guard case .building(let build) = phase(of: id) else { return true }
         return await waitFor(build, until: deadline, condition)
     }
 

@@ -9,7 +9,7 @@ extension ImageCatalog {
     /// Why `id`'s last build failed and how many times in a row its source's version has failed; nil
     /// when it is not failed.
     package func failure(of id: String) -> (error: TileError, attempts: Int)? {
-        if case .failed(let error, _, _, let attempts) = states[id] { return (error, attempts) }
+        if case .failed(let error, _, _, let attempts) = phase(of: id) { return (error, attempts) }
         return nil
     }
 
@@ -20,7 +20,7 @@ extension ImageCatalog {
     /// (``noteDiskFull(building:)``).
     func setFailed(_ id: String, _ error: TileError, _ fingerprint: SourceFingerprint?, attempts: Int) {
         if Self.isDiskFull(error) { noteDiskFull(building: id) }
-        states[id] = .failed(error, fingerprint, at: .now, attempts: attempts)
+        apply(.failed(error, fingerprint, attempts: attempts, now: .now), to: id)
         logger.error(
             "build failed",
             metadata: [
@@ -32,7 +32,12 @@ extension ImageCatalog {
     /// Refuses `id` because the server may not read its file: puts away what it showed, and logs the
     /// file and why, each time (an operator's mistake of modes or owners, said where it is seen).
     func refuse(_ id: String, _ error: TileError) async -> LookupError {
-        await retire(id)
+        _ = await perform(apply(.gone, to: id), for: id)
+        return refusal(id, error)
+    }
+
+    /// Logs that the server may not read `id`'s file, and why (the file and its errno).
+    func refusal(_ id: String, _ error: TileError) -> LookupError {
         logger.error("refused: the server may not read the image's file", metadata: ["id": "\(id)", "error": "\(error.message)"])
         return .forbidden
     }
@@ -42,7 +47,7 @@ extension ImageCatalog {
     /// full for ``diskFullInterval``.
     func noteDiskFull(building id: String) {
         var needed = 1
-        if case .building(let build) = states[id], let image = build.image { needed = max(1, image.estimatedStoreByteCount) }
+        if case .building(let build) = phase(of: id), let image = build.image { needed = max(1, image.estimatedStoreByteCount) }
         diskFullAt = .now
         let budget = self.budget
         _ = tasks.spawn { [needed] in await budget.makeRoom(byteCount: needed) }

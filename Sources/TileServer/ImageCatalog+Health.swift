@@ -27,9 +27,9 @@ extension ImageCatalog {
     /// at once however many renders and reads the pool has (two `access` calls on folder metadata).
     public func health() async -> Health {
         var (running, failed) = (0, 0)
-        for state in states.values {
-            if case .building = state { running += 1 }
-            if case .failed = state { failed += 1 }
+        for entry in entries.values {
+            if case .building = entry.phase { running += 1 }
+            if case .failed = entry.phase { failed += 1 }
         }
         let queued = builds.currentCounts.pending
         let (used, limit) = (await budget.totalBytes, await budget.totalByteBudget)

@@ -5,17 +5,11 @@ extension ImageCatalog {
     /// Cache stores open past ``maximumOpenImages`` closed, least recently used first (the budget may
     /// then evict them).
     func closeLeastRecentlyUsed() async {
-        let open = states.compactMap { id, state -> (String, DiskCacheBudget.StoreID, SourceFingerprint?)? in
-            if case .ready(let image, let storeID?) = state { return (id, storeID, image.fingerprint) }
-            return nil
-        }
+        // Names and uses only: a copy of an entry would keep its pyramid, which the budget evicts only once released.
+        let open = entries.compactMap { id, entry in if case .ready(_, _?) = entry.phase { (id, entry.lastUse) } else { nil } }
         guard open.count > maximumOpenImages else { return }
-        let stores = Dictionary(uniqueKeysWithValues: open.map { ($0.0, ($0.1, $0.2)) })
-        for id in uses.oldestFirst(stores.keys).prefix(open.count - maximumOpenImages) {
-            let (storeID, fingerprint) = stores[id]!
-            states[id] = .closed(storeID, fingerprint)
-            forgetReady(id)
-            await budget.close(storeID)  // evicts what the budget then allows
+        for (id, _) in open.sorted(by: { $0.1 < $1.1 }).prefix(open.count - maximumOpenImages) {
+            _ = await perform(apply(.closedToSaveRoom, to: id), for: id)
         }
     }
 
@@ -23,18 +17,18 @@ extension ImageCatalog {
     /// has evicted it or it cannot be opened.
     func reopen(_ id: String, _ storeID: DiskCacheBudget.StoreID, _ fingerprint: SourceFingerprint?) async -> Bool {
         guard let path = await budget.checkOut(storeID) else {
-            states[id] = nil
+            apply(.forgotten, to: id)
             return false
         }
         storesOpened += 1
         if let pyramid = try? await threadPool.blocking({ () throws(TileError) in try TiledImage.open(store: path) }) {
-            setReady(Image(id: id, pyramid: pyramid, fingerprint: fingerprint), storeID: storeID)
+            apply(.opened(Image(id: id, pyramid: pyramid, fingerprint: fingerprint), storeID: storeID), to: id)
             return true
         }
         // Out of the accounts, so that its entry cannot be evicted under a store built again at the path.
         await budget.close(storeID)
         await budget.unregister(storeID)
-        states[id] = nil
+        apply(.forgotten, to: id)
         return false
     }
 }

@@ -21,9 +21,9 @@ extension ImageCatalog: Service {
     public func shutDown() async {
         isShutDown = true
         var running: [(builder: ImageBuilder, feed: TaskNursery.Handle<Void>?, watcher: TaskNursery.Handle<Void>?)] = []
-        for (id, state) in states {
+        for (id, entry) in entries {
             forgetReady(id)
-            if case .building(let build) = state { running.append((build.builder, build.task, build.watcher)) }
+            if case .building(let build) = entry.phase { running.append((build.builder, build.task, build.watcher)) }
         }
         for build in running {
             build.feed?.cancel()

@@ -111,7 +111,7 @@ extension ImageCatalog {
     public func identifiers() async -> [String] {
         let root = self.root
         let found = (try? await threadPool.blocking { () throws(TileError) in SourceFile.identifiers(in: root) }) ?? []
-        let uploading = states.compactMap { id, state in if case .building(let build) = state, build.isUpload { id } else { nil } }
+        let uploading = entries.compactMap { id, entry in if case .building(let build) = entry.phase, build.isUpload { id } else { nil } }
         return Set(found).union(uploading).sorted()
     }
 }

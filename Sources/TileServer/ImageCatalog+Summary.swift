@@ -33,12 +33,14 @@ extension ImageCatalog {
         public var rowsDecoded: Int?
     }
 
-    /// The summary of `id`, or nil when there is no such image. Looks at the folder (as a lookup does)
-    /// but starts no build.
-    public func summary(_ id: String) async -> Summary? {
-        guard Self.isValidIdentifier(id) else { return nil }
+    /// The summary of `id`. Looks at the folder (as a lookup does) but starts no build.
+    /// - Throws: ``LookupError/invalidIdentifier``, ``LookupError/notFound``, or
+    ///   ``LookupError/forbidden`` when the server may not read its file (said in the log, as a
+    ///   lookup says it).
+    public func summary(_ id: String) async throws(LookupError) -> Summary {
+        guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
         var summary = Summary(id: id, state: .notBuilt, levelsComplete: 0, levelCount: 0, tileRowsComplete: 0)
-        switch states[id] {
+        switch phase(of: id) {
         case .building(let build):
             summary.state = .building
             // The builder's last report: its actor may be busy for a while (a slice, a build's last step).
@@ -55,14 +57,19 @@ extension ImageCatalog {
             (summary.state, summary.error) = (.failed, error.message)
         case .closed:
             summary.state = .ready
-        case nil:
+        case .unknown:
             break
         }
         let (root, follows) = (self.root, followsSymlinks)
-        let found = try? await threadPool.blocking { () throws(TileError) in
-            try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows)
+        let found: SourceFile?
+        do {
+            found = try await threadPool.blocking { () throws(TileError) in try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows) }
+        } catch  where SourceFile.isPermissionRefusal(error) {
+            throw refusal(id, error)
+        } catch {
+            found = nil
         }
-        guard let source = found ?? nil else { return nil }
+        guard let source = found else { throw .notFound }
         let path = source.path, kind = source.kind
         // A store or a TIFF pyramid is served as it is (ready); a master (a TIFF that is no pyramid too) is described from its header.
         let size = try? await threadPool.blocking { () throws(TileError) -> (Int, Int, Int, served: Bool) in

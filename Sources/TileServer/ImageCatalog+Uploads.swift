@@ -26,7 +26,7 @@ extension ImageCatalog {
         guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
         guard !isShutDown else { throw .failed(TileError(.cancelled, "the server is shutting down")) }
         guard !isBuilding(id) else { throw .exists }
-        let uploading = states.values.filter { if case .building(let build) = $0 { build.isUpload } else { false } }.count
+        let uploading = entries.values.filter { if case .building(let build) = $0.phase { build.isUpload } else { false } }.count
         guard uploading < maximumUploads else { throw .busy }
         let root = self.root
         // Anything at the name (a master, a store, a file or link of another kind) makes it taken.
@@ -41,7 +41,7 @@ extension ImageCatalog {
         let builder: ImageBuilder
         do { builder = try ImageBuilder(options: options, threadPool: threadPool) } catch { throw .failed(error) }
         let build = Build(builder: builder, fingerprint: nil, sourcePath: nil)
-        states[id] = .building(build)
+        apply(.started(build), to: id)
         watch(build, id)
         return builder
     }
@@ -50,7 +50,7 @@ extension ImageCatalog {
     /// cache stores are evicted to make room).
     /// - Throws: ``UploadRefusal/overBudget(byteCount:)`` when it does not fit.
     public func reserveUpload(_ id: String, byteCount: Int) async throws(UploadRefusal) {
-        guard case .building(let build) = states[id], build.isUpload else { throw .failed(TileError(.cancelled, "the upload has ended")) }
+        guard case .building(let build) = phase(of: id), build.isUpload else { throw .failed(TileError(.cancelled, "the upload has ended")) }
         guard let storeID = await budget.reserve(byteCount: byteCount, path: "\(root)/\(id).tiles") else {
             throw .overBudget(byteCount: byteCount)
         }
@@ -64,11 +64,11 @@ extension ImageCatalog {
         // The build's watcher may have marked it ready already (its last progress is seen before this
         // call gets the actor, under load): then its store is the upload's, under its private name.
         var reservation: DiskCacheBudget.StoreID?
-        if case .building(let build) = states[id], build.isUpload {
+        if case .building(let build) = phase(of: id), build.isUpload {
             await build.watcher?.value
             reservation = build.reservation
         }
-        guard case .ready(let image, _) = states[id], let staged = image.pyramid.storePath,
+        guard case .ready(let image, _) = phase(of: id), let staged = image.pyramid.storePath,
             staged.hasPrefix("\(root)/\(Self.uploadStagingPrefix)\(id)-")
         else {
             await endUpload(id)
@@ -78,8 +78,7 @@ extension ImageCatalog {
         do {
             try await threadPool.blocking { () throws(TileError) in try FolderEntry.rename(staged, toNew: final) }
         } catch {
-            states[id] = nil
-            forgetReady(id)
+            apply(.forgotten, to: id)
             if let reservation { await budget.unregister(reservation) }
             _ = try? await threadPool.blocking { () throws(TileError) in try TiledImage.removeStore(at: staged) }
             throw error.errno == EEXIST ? .exists : .failed(error)
@@ -96,7 +95,7 @@ extension ImageCatalog {
     /// `/ready` says so for a while, as for a build (``noteDiskFull(building:)``).
     func endUpload(_ id: String, failure: TileError?) async {
         if let failure, Self.isDiskFull(failure) { noteDiskFull(building: id) }
-        guard case .building(let build) = states[id], build.isUpload else { return }
+        guard case .building(let build) = phase(of: id), build.isUpload else { return }
         await build.watcher?.value
     }
 }

@@ -100,24 +100,11 @@ public actor ImageCatalog {
     let headerWaitLimit: Duration
     let concurrentBuilds: Int
 
-    enum State {
-        case building(Build)
-        case ready(Image, storeID: DiskCacheBudget.StoreID?)
-        /// A cache store closed to keep the open ones few; the budget may have evicted it since.
-        case closed(DiskCacheBudget.StoreID, SourceFingerprint?)
-        /// A failed build (or open) of one version of the source, and how many times in a row that
-        /// version failed: it is tried again after ``retryDelay(afterAttempts:)``.
-        case failed(TileError, SourceFingerprint?, at: ContinuousClock.Instant, attempts: Int)
-    }
-
-    var states: [String: State] = [:]
-    /// The fingerprint last seen of each identifier's file (its hash is reused while its identity holds).
-    private var known: [String: SourceFingerprint] = [:]
-    /// Lookups in progress: concurrent requests for one identifier share one.
-    private var refreshes: [String: TaskNursery.Handle<LookupError?>] = [:]
-    /// When each image was last asked for: the open stores past ``maximumOpenImages`` are closed
-    /// least recently used first.
-    var uses = UseOrder<String>()
+    /// Everything the catalog holds of each image (``Entry``): its phase changes only by
+    /// ``apply(_:to:)``.
+    var entries: [String: Entry] = [:]
+    /// Lookups made so far: ``Entry/lastUse``'s clock.
+    var useCount: UInt64 = 0
     /// Stores opened so far (for tests: concurrent first requests open a store once).
     package internal(set) var storesOpened = 0
     var nextWaiter = 0
@@ -126,13 +113,12 @@ public actor ImageCatalog {
     /// When a build last found the cache's disk full (``setFailed(_:_:_:attempts:)``).
     var diskFullAt: ContinuousClock.Instant?
     /// Ready images and when their source was last checked (``readyImage(_:)``), readable from any
-    /// thread without a hop to the actor.
+    /// thread without a hop to the actor: a copy of the ready entries that ``apply(_:to:)`` keeps.
     private nonisolated let readyImages = ReadyImages()
     /// The folder's and the cache folder's watchers (``watch(root:cache:readyImages:tasks:budget:changes:)``),
     /// and the changes of the cache folder's entries they report.
     private nonisolated let watchers: [FolderWatcher]
     nonisolated let cacheChanges = FolderChanges()
-    nonisolated var watchesCache: Bool { watchers.count == 2 }
     /// How long ``readyImage(_:)`` trusts a source checked without looking at the folder again, by
     /// default (the folder's watcher says most changes at once; this bounds the others').
     public nonisolated static let defaultSourceRecheckInterval: Duration = .seconds(1)
@@ -221,13 +207,13 @@ public actor ImageCatalog {
     public func image(_ id: String, for client: String? = nil) async throws(LookupError) -> Image {
         guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
         touch(id)
-        if case .building(let build) = states[id], build.isUpload { return try await header(of: build, id) }
+        if case .building(let build) = phase(of: id), build.isUpload { return try await header(of: build, id) }
         if let refusal = await refresh(id, for: client) { throw refusal }
-        switch states[id] {
+        switch phase(of: id) {
         case .ready(let image, _): return image
         case .building(let build): return try await header(of: build, id)
         case .failed(let error, _, _, _): throw .failed(error)
-        case .closed, nil: throw .notFound
+        case .closed, .unknown: throw .notFound
         }
     }
 
@@ -246,15 +232,13 @@ public actor ImageCatalog {
         readyImages.entries.withLockedValue { $0[image.id] = (image, now) }
     }
 
-    func forgetSource(_ id: String) { known[id] = nil }
-
     func forgetReady(_ id: String) {
         _ = readyImages.entries.withLockedValue { $0.removeValue(forKey: id) }
     }
 
     /// Whether `id` is being built now (a JPEG into the cache, or an upload).
     public func isBuilding(_ id: String) -> Bool {
-        if case .building = states[id] { return true }
+        if case .building = phase(of: id) { return true }
         return false
     }
 
@@ -281,7 +265,7 @@ public actor ImageCatalog {
         guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
         touch(id)
         let refusal = await refresh(id, for: client)
-        if case .building(let build) = states[id], build.image == nil, let path = build.sourcePath {
+        if case .building(let build) = phase(of: id), build.image == nil, let path = build.sourcePath {
             let geometry = try? await threadPool.blocking { () throws(TileError) in
                 let info = try ImageInfo.read(regularFile: path)
                 return try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
@@ -289,7 +273,7 @@ public actor ImageCatalog {
             if let geometry { return Outline(geometry: geometry, fingerprint: build.fingerprint) }
         }
         if let refusal { throw refusal }
-        if case .building(let build) = states[id], !build.isUpload {
+        if case .building(let build) = phase(of: id), !build.isUpload {
             return Outline(geometry: try await image(id).pyramid.geometry, fingerprint: build.fingerprint)
         }
         let image = try await image(id)
@@ -300,20 +284,23 @@ public actor ImageCatalog {
     /// (a build it starts is counted as the first caller's, `client`).
     /// - Returns: why no image can be had now (too many builds waiting), or nil.
     private func refresh(_ id: String, for client: String? = nil) async -> LookupError? {
-        if let pending = refreshes[id] { return await pending.value }
+        if let pending = entries[id]?.check { return await pending.value }
         // A job of its own, not the caller's task: a request that goes away does not cancel the
         // lookup the others share (nor a build it starts).
         let stopped = LookupError.failed(TileError(.cancelled, "the server is shutting down"))
         let job = tasks.spawn(ifNotRun: stopped) { await self.reconcile(id, for: client) }
-        refreshes[id] = job
+        entries[id, default: Entry()].check = job
         let outcome = await job.value
-        if refreshes[id]?.isSame(as: job) == true { refreshes[id] = nil }
+        if var entry = entries[id], entry.check?.isSame(as: job) == true {
+            entry.check = nil
+            entries[id] = entry.isEmpty ? nil : entry  // asked for, but no such image: nothing to remember
+        }
         return outcome
     }
 
     private func reconcile(_ id: String, for client: String?) async -> LookupError? {
-        if case .building(let build) = states[id], build.isUpload { return nil }  // no file yet: the upload's own
-        let (root, seen, follows, logger) = (self.root, known[id], followsSymlinks, logger)
+        if case .building(let build) = phase(of: id), build.isUpload { return nil }  // no file yet: the upload's own
+        let (root, seen, follows, logger) = (self.root, entries[id]?.seen, followsSymlinks, logger)
         var found: SourceFile?
         do {
             found = try await threadPool.blocking { () throws(TileError) in
@@ -324,30 +311,13 @@ public actor ImageCatalog {
         } catch  where SourceFile.isPermissionRefusal(error) {
             return await refuse(id, error)
         } catch {}
-        guard let source = found else {
-            await retire(id)
-            uses.remove(id)  // asked for, but no such image: nothing to remember (any number of names may be asked)
-            return nil
-        }
-        known[id] = source.fingerprint
-        switch states[id] {
-        case .ready(let image, _) where image.fingerprint == source.fingerprint:
-            rememberReady(image)
-            return nil
-        case .building(let build) where build.isUpload || build.fingerprint == source.fingerprint:
-            return nil
-        case .failed(_, let fingerprint, let at, let attempts)
-        where fingerprint == source.fingerprint && .now - at < retryDelay(afterAttempts: attempts):
-            return nil
-        case .closed(let storeID, let fingerprint) where fingerprint == source.fingerprint:
-            if await reopen(id, storeID, fingerprint) { return nil }
-        default:
-            break
-        }
-        // The same version failed before: this try counts on from its attempts (the delay doubles).
-        var attempts = 0
-        if case .failed(_, let fingerprint, _, let before) = states[id], fingerprint == source.fingerprint { attempts = before }
-        await retire(id)  // an older version's build or store
+        guard let source = found else { return await perform(apply(.gone, to: id), for: id) }
+        return await perform(apply(.found(source, now: .now), to: id), for: id, client: client)
+    }
+
+    /// Opens `source` as `id`'s image (a store, a pyramidal TIFF) or builds it (a master), counting on
+    /// from the `attempts` its version failed before.
+    func open(_ id: String, _ source: SourceFile, attempts: Int, for client: String?) async -> LookupError? {
         switch source.kind {
         case .store, .tiff:
             do {
@@ -357,7 +327,7 @@ public actor ImageCatalog {
                 }
                 // A TIFF that is not a whole tiled pyramid of tiles this package reads is a master.
                 guard let pyramid else { return await buildOrReuse(id, source, attempts: attempts, for: client) }
-                setReady(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: nil)
+                apply(.opened(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: nil), to: id)
             } catch  where SourceFile.isPermissionRefusal(error) {
                 return await refuse(id, error)
             } catch {
@@ -369,26 +339,11 @@ public actor ImageCatalog {
         }
     }
 
-    /// Puts away what `id` showed of an older version of its file (or of a file now gone): a build is
-    /// cancelled (`waitsForBuild`: and awaited), a cache store leaves the budget (the next build replaces its files).
+    /// Puts away what `id` showed without a look at its file (a purge, a shutdown): a build is
+    /// cancelled (`waitsForBuild`: and awaited), a cache store leaves the budget.
     func retire(_ id: String, waitsForBuild: Bool = false) async {
-        forgetReady(id)
-        switch states.removeValue(forKey: id) {
-        case .building(let build):
-            build.task?.cancel()
-            await build.builder.cancel()
-            if waitsForBuild { await build.watcher?.value }
-        case .ready(_, let storeID?), .closed(let storeID, _):
-            await budget.unregister(storeID)
-        default:
-            break
-        }
+        let build: Build? = if case .building(let build) = phase(of: id) { build } else { nil }
+        _ = await perform(apply(.retired, to: id), for: id)
+        if waitsForBuild { await build?.watcher?.value }
     }
-
-    func setReady(_ image: Image, storeID: DiskCacheBudget.StoreID?) {
-        states[image.id] = .ready(image, storeID: storeID)
-        rememberReady(image)
-    }
-
-    func touch(_ id: String) { uses.use(id) }
 }

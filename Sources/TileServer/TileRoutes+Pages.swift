@@ -38,7 +38,7 @@ extension TileRoutes {
         let shown = identifiers[((page - 1) * size)..<min(identifiers.count, page * size)]
         var rows = ""
         for id in shown {
-            guard let s = await catalog.summary(id) else { continue }
+            guard let s = try? await catalog.summary(id) else { continue }
             let size = s.width.map { "\($0) x \(s.height ?? 0)" } ?? "?"
             let name = Self.html(id)
             let encoded = id.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? id
@@ -75,7 +75,8 @@ extension TileRoutes {
         guard let id = TileAddress.percentDecoded(encoded), ImageCatalog.isValidIdentifier(id) else {
             return Self.plain(.badRequest, "not an image identifier")
         }
-        guard let summary = await catalog.summary(id) else { return Self.plain(.notFound, "no image named \(id)") }
+        let summary: ImageCatalog.Summary
+        do throws(ImageCatalog.LookupError) { summary = try await catalog.summary(id) } catch { return Self.refusal(error, id: id) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(summary)) ?? Data()
@@ -86,7 +87,7 @@ extension TileRoutes {
         guard let id = TileAddress.percentDecoded(encoded), ImageCatalog.isValidIdentifier(id) else {
             return Self.plain(.badRequest, "not an image identifier")
         }
-        guard await catalog.summary(id) != nil else { return Self.plain(.notFound, "no image named \(id)") }
+        do throws(ImageCatalog.LookupError) { _ = try await catalog.summary(id) } catch { return Self.refusal(error, id: id) }
         let nonce = ViewerPage.nonce()
         return Self.response(.ok, headers: ViewerPage.headers(nonce: nonce), body: ByteBuffer(string: ViewerPage.html(id: id, nonce: nonce)))
     }

@@ -70,7 +70,7 @@ struct ServeOperatorTests {
     }
 
     @Test(
-        "a store built by root (umask 022) is served by a server running as nobody; a store left 0700 and a master left 0600 answer 403, and the log says which file",
+        "a store built by root (umask 022) is served by a server running as nobody; a store left 0700 and a master left 0600 answer 403 (tiles, state and viewer page), and the log says which file",
         .enabled(if: Users.whyNot == nil, Comment(rawValue: Users.whyNot ?? "")))
     func anotherUser() throws {
         let folder = try TilerCommandTests.folder()
@@ -107,6 +107,10 @@ struct ServeOperatorTests {
         for id in ["private", "base"] {
             let refused = try ServeCommandTests.request(server.port, "GET", "/iiif/3/\(id)/info.json")
             #expect(refused.status == 403 && String(decoding: refused.body, as: UTF8.self).contains("may not read the file of \(id)"))
+            // Its state and its viewer page say the same as its tiles, not that there is no such image.
+            for page in ["/images/\(id)", "/view/\(id)"] {
+                #expect(try ServeCommandTests.request(server.port, "GET", page).status == 403, "\(page)")
+            }
         }
         let logged = { server.errorsSoFar() }
         Self.wait { logged().contains("base.jpg: Permission denied") }

@@ -1,0 +1,134 @@
+import Foundation
+import TestSupport
+import Testing
+import TileActors
+@testable import TileCore
+
+@testable import TileServer
+
+/// The catalog's one transition function (`ImageCatalog.Entry.apply`), against the rules its
+/// documentation states, written out here case by case: what a look at the file does to each phase,
+/// what is put away when, and when a failed version is tried again.
+@Suite("ImageCatalog.Entry")
+struct ImageEntryTests {
+    typealias Entry = ImageCatalog.Entry
+
+    /// Two versions of one file: only their fingerprints differ.
+    static func version(_ n: UInt64) -> SourceFingerprint {
+        SourceFingerprint(identity: .init(device: 1, inode: 2, byteCount: 100, modificationTime: Int64(n)), sampleHash: n)
+    }
+    static let (v1, v2) = (version(1), version(2))
+    static func master(_ version: SourceFingerprint) -> SourceFile { SourceFile(kind: .master, path: "/images/photo.jpg", fingerprint: version) }
+
+    /// The documented delay: 60 s, doubled with each further failure.
+    static func retryDelay(_ attempts: Int) -> Duration { .seconds(60) * (1 << (max(attempts, 1) - 1)) }
+
+    /// An action as a line, to compare with what the rules say.
+    static func describe(_ actions: [ImageCatalog.Action]) -> [String] {
+        actions.map { action in
+            switch action {
+            case .open(let source, let attempts): "open \(source.fingerprint.sampleHash) after \(attempts)"
+            case .reopen(_, let source): "reopen for \(source.fingerprint.sampleHash)"
+            case .cancel: "cancel the build"
+            case .unregister: "unregister the store"
+            case .close: "close the store"
+            }
+        }
+    }
+
+    static func phaseName(_ entry: Entry) -> String {
+        switch entry.phase {
+        case .unknown: "unknown"
+        case .building: "building"
+        case .ready: "ready"
+        case .closed: "closed"
+        case .failed(_, _, _, let attempts): "failed \(attempts)"
+        }
+    }
+
+    /// A ready cache store of version 1 (a pyramid built in memory, its place in a budget of its own).
+    static func readyEntry() async throws -> (Entry, DiskCacheBudget.StoreID) {
+        let folder = try Inputs.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let pyramid = try Synthetic.build(try Inputs.jpeg(width: 64, height: 48), chunk: 1 << 16)
+        let budget = DiskCacheBudget(totalByteBudget: 1 << 30, folder: folder.path)
+        let storeID = await budget.register(image: pyramid, path: nil)
+        var entry = Entry()
+        let image = ImageCatalog.Image(id: "photo", pyramid: pyramid, fingerprint: v1)
+        #expect(describe(entry.apply(.opened(image, storeID: storeID), retryDelay: retryDelay)).isEmpty)
+        return (entry, storeID)
+    }
+
+    @Test("a first look opens (or builds) the version found, and remembers it")
+    func firstLook() {
+        var entry = Entry()
+        #expect(entry.isEmpty)
+        #expect(Self.describe(entry.apply(.found(Self.master(Self.v1), now: .now), retryDelay: Self.retryDelay)) == ["open 1 after 0"])
+        #expect(entry.seen == Self.v1 && !entry.isEmpty)
+    }
+
+    @Test("a failed version stays failed for its delay, then is tried again counting on; a new version is tried at once")
+    func failedVersions() {
+        let start = ContinuousClock.now
+        let error = TileError(.corrupt, "bad")
+        var entry = Entry()
+        _ = entry.apply(.failed(error, Self.v1, attempts: 2, now: start), retryDelay: Self.retryDelay)
+        #expect(Self.phaseName(entry) == "failed 2")
+        // Two failures in a row: 120 s.
+        var early = entry
+        #expect(Self.describe(early.apply(.found(Self.master(Self.v1), now: start + .seconds(119)), retryDelay: Self.retryDelay)).isEmpty)
+        #expect(Self.phaseName(early) == "failed 2")
+        var late = entry
+        #expect(
+            Self.describe(late.apply(.found(Self.master(Self.v1), now: start + .seconds(121)), retryDelay: Self.retryDelay))
+                == ["open 1 after 2"])
+        #expect(Self.phaseName(late) == "unknown")
+        var changed = entry
+        #expect(
+            Self.describe(changed.apply(.found(Self.master(Self.v2), now: start + .seconds(1)), retryDelay: Self.retryDelay))
+                == ["open 2 after 0"])
+    }
+
+    @Test("a ready image of the version found stays; of another version its store leaves the budget before the new one is opened")
+    func readyVersions() async throws {
+        var (same, _) = try await Self.readyEntry()
+        #expect(Self.describe(same.apply(.found(Self.master(Self.v1), now: .now), retryDelay: Self.retryDelay)).isEmpty)
+        #expect(Self.phaseName(same) == "ready")
+        var (changed, _) = try await Self.readyEntry()
+        #expect(
+            Self.describe(changed.apply(.found(Self.master(Self.v2), now: .now), retryDelay: Self.retryDelay))
+                == ["unregister the store", "open 2 after 0"])
+        #expect(Self.phaseName(changed) == "unknown" && changed.seen == Self.v2)
+    }
+
+    @Test("closing to save room closes a cache store; a look reopens it for its version, puts it away for another; a file gone forgets it all")
+    func closedStores() async throws {
+        var (entry, _) = try await Self.readyEntry()
+        #expect(Self.describe(entry.apply(.closedToSaveRoom, retryDelay: Self.retryDelay)) == ["close the store"])
+        #expect(Self.phaseName(entry) == "closed")
+        // Closed again: nothing more to close.
+        #expect(Self.describe(entry.apply(.closedToSaveRoom, retryDelay: Self.retryDelay)).isEmpty)
+        var same = entry
+        #expect(Self.describe(same.apply(.found(Self.master(Self.v1), now: .now), retryDelay: Self.retryDelay)) == ["reopen for 1"])
+        #expect(Self.phaseName(same) == "closed")
+        var changed = entry
+        #expect(
+            Self.describe(changed.apply(.found(Self.master(Self.v2), now: .now), retryDelay: Self.retryDelay))
+                == ["unregister the store", "open 2 after 0"])
+        var gone = entry
+        gone.seen = Self.v1
+        #expect(Self.describe(gone.apply(.gone, retryDelay: Self.retryDelay)) == ["unregister the store"])
+        #expect(gone.isEmpty)
+    }
+
+    @Test("a store of the folder (no place in the budget) is never closed to save room, and leaves nothing to unregister")
+    func folderStores() throws {
+        let pyramid = try Synthetic.build(try Inputs.jpeg(width: 64, height: 48), chunk: 1 << 16)
+        var entry = Entry()
+        _ = entry.apply(.opened(ImageCatalog.Image(id: "photo", pyramid: pyramid, fingerprint: Self.v1), storeID: nil), retryDelay: Self.retryDelay)
+        #expect(Self.describe(entry.apply(.closedToSaveRoom, retryDelay: Self.retryDelay)).isEmpty)
+        #expect(Self.phaseName(entry) == "ready")
+        #expect(Self.describe(entry.apply(.retired, retryDelay: Self.retryDelay)).isEmpty)
+        #expect(Self.phaseName(entry) == "unknown")
+    }
+}
