@@ -22,7 +22,7 @@ extension ImageCatalog {
             case .ready(let image, _): fingerprint = image.version
             case .building(let build): fingerprint = build.fingerprint?.description
             case .failed(_, let f, _, _), .closed(_, let f): fingerprint = f?.description
-            case .unknown: fingerprint = nil
+            case .unknown, .refused: fingerprint = nil
             }
             let (root, cache) = (self.root, self.cache)
             let bytes = try? await threadPool.blocking { () throws(TileError) -> Int? in

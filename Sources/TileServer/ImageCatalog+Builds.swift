@@ -236,6 +236,7 @@ extension ImageCatalog {
         case .building:
             let waiting = build.isUpload ? "\(id) is being uploaded; its header has not arrived yet" : "the image is waiting for its turn to be built"
             throw .failed(TileError(.notReady, waiting))
+        case .refused: throw .forbidden
         case .closed, .unknown: throw .failed(TileError(.cancelled, "the build of \(id) was stopped"))
         }
     }

@@ -1,3 +1,4 @@
+import Logging
 import TileActors
 import TileCore
 
@@ -16,6 +17,9 @@ extension ImageCatalog {
         /// A failed build (or open) of one version of the source, and how many times in a row that
         /// version failed: it is tried again after ``ImageCatalog/retryDelay(afterAttempts:)``.
         case failed(TileError, SourceFingerprint?, at: ContinuousClock.Instant, attempts: Int)
+        /// Its file is there, but the server's process may not read it (`EACCES`, `EPERM`), for the
+        /// reason `error` gives (the file and its errno).
+        case refused(TileError)
     }
 
     /// Everything the catalog holds of one identifier, in one place: its phase, the version of its
@@ -42,8 +46,11 @@ extension ImageCatalog {
     enum Event {
         /// A look at its file found `source`, at `now`.
         case found(SourceFile, now: ContinuousClock.Instant)
-        /// Its file is gone (or may not be read): what it showed is put away, its version forgotten.
+        /// Its file is gone: what it showed is put away, its version forgotten.
         case gone
+        /// Its file may not be read (`error` says which, and why): what it showed is put away, its
+        /// version forgotten; said in the log once, not at every request while it stays so.
+        case refused(TileError)
         /// Put away without a look (a purge, a shutdown): a build is cancelled, a cache store leaves the budget.
         case retired
         /// A store was opened for it: a store of the folder, a cache store reused or reopened, a build's.
@@ -72,6 +79,8 @@ extension ImageCatalog {
         case unregister(DiskCacheBudget.StoreID)
         /// Close a cache store (the budget may evict it).
         case close(DiskCacheBudget.StoreID)
+        /// Say in the log that the server may not read the image's file, and why.
+        case logRefusal(TileError)
     }
 }
 
@@ -102,6 +111,11 @@ extension ImageCatalog.Entry {
         case .gone:
             seen = nil
             return putAway()
+        case .refused(let error):
+            seen = nil
+            if case .refused(let before) = phase, before.message == error.message { return [] }
+            defer { phase = .refused(error) }
+            return putAway() + [.logRefusal(error)]
         case .retired:
             return putAway()
         case .opened(let image, let storeID):
@@ -165,6 +179,8 @@ extension ImageCatalog {
                 await budget.unregister(storeID)
             case .close(let storeID):
                 await budget.close(storeID)  // evicts what the budget then allows
+            case .logRefusal(let error):
+                logger.error("refused: the server may not read the image's file", metadata: ["id": "\(id)", "error": "\(error.message)"])
             case .reopen(let storeID, let source):
                 if await !reopen(id, storeID, source.fingerprint) { refusal = await open(id, source, attempts: 0, for: client) }
             case .open(let source, let attempts):

@@ -30,15 +30,10 @@ extension ImageCatalog {
     }
 
     /// Refuses `id` because the server may not read its file: puts away what it showed, and logs the
-    /// file and why, each time (an operator's mistake of modes or owners, said where it is seen).
+    /// file and why (an operator's mistake of modes or owners, said where it is seen), once while it
+    /// stays refused for the same reason: a client asking again and again does not fill the log.
     func refuse(_ id: String, _ error: TileError) async -> LookupError {
-        _ = await perform(apply(.gone, to: id), for: id)
-        return refusal(id, error)
-    }
-
-    /// Logs that the server may not read `id`'s file, and why (the file and its errno).
-    func refusal(_ id: String, _ error: TileError) -> LookupError {
-        logger.error("refused: the server may not read the image's file", metadata: ["id": "\(id)", "error": "\(error.message)"])
+        _ = await perform(apply(.refused(error), to: id), for: id)
         return .forbidden
     }
 

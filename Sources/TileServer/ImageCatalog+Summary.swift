@@ -57,7 +57,7 @@ extension ImageCatalog {
             (summary.state, summary.error) = (.failed, error.message)
         case .closed:
             summary.state = .ready
-        case .unknown:
+        case .unknown, .refused:
             break
         }
         let (root, follows) = (self.root, followsSymlinks)
@@ -65,7 +65,7 @@ extension ImageCatalog {
         do {
             found = try await threadPool.blocking { () throws(TileError) in try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows) }
         } catch  where SourceFile.isPermissionRefusal(error) {
-            throw refusal(id, error)
+            throw await refuse(id, error)
         } catch {
             found = nil
         }

@@ -213,6 +213,7 @@ public actor ImageCatalog {
         case .ready(let image, _): return image
         case .building(let build): return try await header(of: build, id)
         case .failed(let error, _, _, _): throw .failed(error)
+        case .refused: throw .forbidden
         case .closed, .unknown: throw .notFound
         }
     }

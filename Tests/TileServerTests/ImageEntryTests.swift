@@ -32,6 +32,7 @@ struct ImageEntryTests {
             case .cancel: "cancel the build"
             case .unregister: "unregister the store"
             case .close: "close the store"
+            case .logRefusal(let error): "log \(error.message)"
             }
         }
     }
@@ -43,6 +44,7 @@ struct ImageEntryTests {
         case .ready: "ready"
         case .closed: "closed"
         case .failed(_, _, _, let attempts): "failed \(attempts)"
+        case .refused: "refused"
         }
     }
 
@@ -119,6 +121,20 @@ struct ImageEntryTests {
         gone.seen = Self.v1
         #expect(Self.describe(gone.apply(.gone, retryDelay: Self.retryDelay)) == ["unregister the store"])
         #expect(gone.isEmpty)
+    }
+
+    @Test("a file the server may not read is said once while it stays so (again for another reason); readable again, it is opened")
+    func refusals() async throws {
+        var (entry, _) = try await Self.readyEntry()
+        let denied = TileError(.io, "cannot open /images/photo.jpg: Permission denied", errno: 13)
+        #expect(
+            Self.describe(entry.apply(.refused(denied), retryDelay: Self.retryDelay)) == ["unregister the store", "log \(denied.message)"])
+        #expect(Self.phaseName(entry) == "refused" && entry.seen == nil && !entry.isEmpty)
+        #expect(Self.describe(entry.apply(.refused(denied), retryDelay: Self.retryDelay)).isEmpty)
+        let store = TileError(.io, "cannot open /images/photo.tiles/manifest.json: Permission denied", errno: 13)
+        #expect(Self.describe(entry.apply(.refused(store), retryDelay: Self.retryDelay)) == ["log \(store.message)"])
+        #expect(Self.describe(entry.apply(.found(Self.master(Self.v1), now: .now), retryDelay: Self.retryDelay)) == ["open 1 after 0"])
+        #expect(Self.describe(entry.apply(.refused(denied), retryDelay: Self.retryDelay)) == ["log \(denied.message)"])
     }
 
     @Test("a store of the folder (no place in the budget) is never closed to save room, and leaves nothing to unregister")
