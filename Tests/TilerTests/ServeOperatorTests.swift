@@ -118,7 +118,9 @@ struct ServeOperatorTests {
         #expect(logged().contains("error=cannot open \(folder)/base.jpg: Permission denied id=base"), "\(logged())")
         // Asked for three times each (info.json, its state, its viewer page): said once each.
         for id in ["private", "base"] {
-            let lines = logged().split(separator: "\n").filter { $0.contains("refused: the server may not read") && $0.contains("Permission denied id=\(id)") }
+            let lines = logged().split(separator: "\n").filter {
+                $0.contains("refused: the server may not read") && $0.contains("Permission denied id=\(id)")
+            }
             #expect(lines.count == 1, "\(lines)")
         }
         #expect(server.terminate(within: 30)?.status == 0)
