@@ -6,8 +6,10 @@ public import TileActors
 public import TileCore
 
 /// The images a server offers: every JPEG (`.jpg`, `.jpeg`) and every store (`.tiles`) directly in
-/// one folder, named by their file name without the extension, each with one state:
-/// absent, building (its tiles readable as their rows are written), ready, or failed.
+/// one folder, named by their file name without the extension, each with one entry whose phase is
+/// unknown, building (its tiles readable as their rows are written), ready, closed (a cache store
+/// closed to keep the open ones few), failed, or refused (the server may not read its file); the
+/// phase changes in one transition function, which returns what the catalog does next.
 ///
 /// Every lookup checks the file behind the identifier (a `stat`, and a hash of its ends when it
 /// changed: ``TileCore/SourceFingerprint``), once however many requests ask at once. A JPEG is built
