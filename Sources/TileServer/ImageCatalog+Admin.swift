@@ -44,7 +44,8 @@ extension ImageCatalog {
     public func purge(_ id: String) async -> Bool {
         guard Self.isValidIdentifier(id) else { return false }
         let listed = await identifiers().contains(id)
-        let known = entries[id] != nil || listed
+        var known = listed
+        if case .unknown = phase(of: id) {} else { known = true }
         await retire(id, waitsForBuild: true)
         entries[id]?.seen = nil
         if entries[id]?.isEmpty == true { entries[id] = nil }

@@ -190,8 +190,9 @@ extension ImageCatalog {
             for waiter in build.waiters.values { waiter.resume(true) }
             build.waiters = [:]
         }
-        // Replaced meanwhile (a newer version of the source, a shutdown): not this build's state to set.
-        guard case .building(let current) = phase(of: id), current === build else { return }
+        var completed: DiskCacheBudget.StoreID?
+        if case .complete = state { completed = storeID }
+        guard await !isReplaced(build, id, completed: completed) else { return }
         switch state {
         case .complete:
             guard let pyramid = build.image else { return }
@@ -204,6 +205,7 @@ extension ImageCatalog {
                 let store = "\(cache)/\(id).tiles"
                 _ = try? await threadPool.blocking { () throws(TileError) in CacheStoreRecord.write(fingerprint, forStore: store) }
             }
+            guard await !isReplaced(build, id, completed: completed) else { return }  // while the record was written
             apply(.opened(Image(id: id, pyramid: pyramid, fingerprint: fingerprint), storeID: build.isUpload ? nil : storeID), to: id)
             await closeLeastRecentlyUsed()
         case .failed(let error):
@@ -220,6 +222,14 @@ extension ImageCatalog {
             apply(.forgotten, to: id)  // a cancelled build (a shutdown, a newer version) is forgotten, not failed
         }
         if case .complete = state {} else if let reservation = build.reservation { await budget.unregister(reservation) }
+    }
+
+    /// Whether `build` is no longer `id`'s (a newer version of the source, a purge replaced it): not its
+    /// state to set. A store it `completed` all the same leaves the budget (the next build replaces its files).
+    private func isReplaced(_ build: Build, _ id: String, completed storeID: DiskCacheBudget.StoreID?) async -> Bool {
+        if case .building(let current) = phase(of: id), current === build { return false }
+        if !build.isUpload, let storeID { await budget.unregister(storeID) }
+        return true
     }
 
     /// The image of a build once its header is read, or the build's outcome; `notReady` past

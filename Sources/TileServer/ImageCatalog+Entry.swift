@@ -34,6 +34,9 @@ extension ImageCatalog {
         /// The catalog's use count when it was last asked for: the open stores past
         /// ``ImageCatalog/maximumOpenImages`` are closed least recently used first.
         var lastUse: UInt64 = 0
+        /// The refusal last said in the log (``Event/refused(_:)``), until the image opens or builds:
+        /// a store whose manifest may be read but not its files is opened, and refused, at every request.
+        private var refusalSaid: String?
 
         /// Whether the entry holds nothing worth keeping: no phase, no version seen, no look in progress.
         var isEmpty: Bool {
@@ -113,15 +116,16 @@ extension ImageCatalog.Entry {
             return putAway()
         case .refused(let error):
             seen = nil
-            if case .refused(let before) = phase, before.message == error.message { return [] }
+            let says = refusalSaid != error.message
+            refusalSaid = error.message
             defer { phase = .refused(error) }
-            return putAway() + [.logRefusal(error)]
+            return putAway() + (says ? [.logRefusal(error)] : [])
         case .retired:
             return putAway()
         case .opened(let image, let storeID):
-            phase = .ready(image, storeID: storeID)
+            (phase, refusalSaid) = (.ready(image, storeID: storeID), nil)
         case .started(let build):
-            phase = .building(build)
+            (phase, refusalSaid) = (.building(build), nil)
         case .failed(let error, let fingerprint, let attempts, let now):
             phase = .failed(error, fingerprint, at: now, attempts: attempts)
         case .forgotten:
@@ -147,6 +151,9 @@ extension ImageCatalog.Entry {
 }
 
 extension ImageCatalog {
+    /// Identifiers the catalog holds an entry of (for tests: nothing is kept of names with no image).
+    package var entryCount: Int { entries.count }
+
     /// `id`'s phase (``Phase/unknown`` when the catalog holds nothing of it).
     func phase(of id: String) -> Phase { entries[id]?.phase ?? .unknown }
 
@@ -166,11 +173,15 @@ extension ImageCatalog {
         return actions
     }
 
-    /// Does what transitions of `id` left to do.
+    /// Does what transitions of `id` left to do, in order, letting go of each action once done (a
+    /// cancelled build is not kept through the open or build after it: the budget evicts a store only
+    /// once its pyramid is released).
     /// - Returns: why no image can be had now (an open or a build refused), or nil.
-    func perform(_ actions: [Action], for id: String, client: String? = nil) async -> LookupError? {
+    func perform(_ actions: consuming [Action], for id: String, client: String? = nil) async -> LookupError? {
         var refusal: LookupError?
-        for action in actions {
+        var pending = consume actions
+        pending.reverse()
+        while let action = pending.popLast() {
             switch action {
             case .cancel(let build):
                 build.task?.cancel()

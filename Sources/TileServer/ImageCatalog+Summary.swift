@@ -72,12 +72,19 @@ extension ImageCatalog {
         guard let source = found else { throw .notFound }
         let path = source.path, kind = source.kind
         // A store or a TIFF pyramid is served as it is (ready); a master (a TIFF that is no pyramid too) is described from its header.
-        let size = try? await threadPool.blocking { () throws(TileError) -> (Int, Int, Int, served: Bool) in
-            let served = kind == .store ? try TiledImage.open(store: path) : kind == .tiff ? try ImageCatalog.openPyramid(tiff: path) : nil
-            if let g = served?.geometry { return (g.width, g.height, g.levels.count, true) }
-            let info = try ImageInfo.read(regularFile: path)
-            let g = try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
-            return (g.width, g.height, g.levels.count, false)
+        let size: (Int, Int, Int, served: Bool)?
+        do {
+            size = try await threadPool.blocking { () throws(TileError) -> (Int, Int, Int, served: Bool) in
+                let served = kind == .store ? try TiledImage.open(store: path) : kind == .tiff ? try ImageCatalog.openPyramid(tiff: path) : nil
+                if let g = served?.geometry { return (g.width, g.height, g.levels.count, true) }
+                let info = try ImageInfo.read(regularFile: path)
+                let g = try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
+                return (g.width, g.height, g.levels.count, false)
+            }
+        } catch  where SourceFile.isPermissionRefusal(error) {
+            throw await refuse(id, error)  // a store whose manifest may be read, but not its files
+        } catch {
+            size = nil
         }
         if let (width, height, levels, served) = size {
             (summary.width, summary.height) = (width, height)

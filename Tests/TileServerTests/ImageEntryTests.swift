@@ -123,7 +123,9 @@ struct ImageEntryTests {
         #expect(gone.isEmpty)
     }
 
-    @Test("a file the server may not read is said once while it stays so (again for another reason); readable again, it is opened")
+    @Test(
+        "a file the server may not read is said once while it stays so (again for another reason), even when found and refused again; once opened, said again"
+    )
     func refusals() async throws {
         var (entry, _) = try await Self.readyEntry()
         let denied = TileError(.io, "cannot open /images/photo.jpg: Permission denied", errno: 13)
@@ -131,10 +133,58 @@ struct ImageEntryTests {
             Self.describe(entry.apply(.refused(denied), retryDelay: Self.retryDelay)) == ["unregister the store", "log \(denied.message)"])
         #expect(Self.phaseName(entry) == "refused" && entry.seen == nil && !entry.isEmpty)
         #expect(Self.describe(entry.apply(.refused(denied), retryDelay: Self.retryDelay)).isEmpty)
-        let store = TileError(.io, "cannot open /images/photo.tiles/manifest.json: Permission denied", errno: 13)
-        #expect(Self.describe(entry.apply(.refused(store), retryDelay: Self.retryDelay)) == ["log \(store.message)"])
+        let files = TileError(.io, "cannot open /images/photo.tiles/level-0: Permission denied", errno: 13)
+        #expect(Self.describe(entry.apply(.refused(files), retryDelay: Self.retryDelay)) == ["log \(files.message)"])
+        // A store whose manifest may be read but not its files: found, opened, refused, at every request.
         #expect(Self.describe(entry.apply(.found(Self.master(Self.v1), now: .now), retryDelay: Self.retryDelay)) == ["open 1 after 0"])
-        #expect(Self.describe(entry.apply(.refused(denied), retryDelay: Self.retryDelay)) == ["log \(denied.message)"])
+        #expect(Self.describe(entry.apply(.refused(files), retryDelay: Self.retryDelay)).isEmpty)
+        // Readable again (opened), then refused again: said again.
+        let pyramid = try Synthetic.build(try Inputs.jpeg(width: 64, height: 48), chunk: 1 << 16)
+        _ = entry.apply(.opened(ImageCatalog.Image(id: "photo", pyramid: pyramid, fingerprint: Self.v1), storeID: nil), retryDelay: Self.retryDelay)
+        #expect(Self.describe(entry.apply(.refused(files), retryDelay: Self.retryDelay)) == ["log \(files.message)"])
+    }
+
+    @Test("a build of the version found goes on, and an upload whatever is found; a build of another version is cancelled before the new one starts")
+    func builds() throws {
+        func build(of version: SourceFingerprint?) throws -> ImageCatalog.Build {
+            ImageCatalog.Build(builder: try ImageBuilder(), fingerprint: version, sourcePath: version == nil ? nil : "/images/photo.jpg")
+        }
+        var building = Entry()
+        _ = building.apply(.started(try build(of: Self.v1)), retryDelay: Self.retryDelay)
+        #expect(Self.describe(building.apply(.found(Self.master(Self.v1), now: .now), retryDelay: Self.retryDelay)).isEmpty)
+        #expect(Self.phaseName(building) == "building")
+        #expect(
+            Self.describe(building.apply(.found(Self.master(Self.v2), now: .now), retryDelay: Self.retryDelay))
+                == ["cancel the build", "open 2 after 0"])
+        var upload = Entry()
+        _ = upload.apply(.started(try build(of: nil)), retryDelay: Self.retryDelay)
+        #expect(Self.describe(upload.apply(.found(Self.master(Self.v2), now: .now), retryDelay: Self.retryDelay)).isEmpty)
+        #expect(Self.phaseName(upload) == "building")
+        // An ended build (cancelled, a failed upload) leaves nothing to put away; the version seen stays.
+        #expect(Self.describe(upload.apply(.forgotten, retryDelay: Self.retryDelay)).isEmpty)
+        #expect(Self.phaseName(upload) == "unknown" && upload.seen == Self.v2 && !upload.isEmpty)
+    }
+
+    @Test("a catalog keeps nothing of identifiers with no image, nor of an image whose file went, and its fast path forgets it")
+    func catalogForgets() async throws {
+        let folder = try Inputs.temporaryFolder().path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try Inputs.jpeg(width: 300, height: 200).write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, sourceRecheckInterval: .seconds(3600))
+        let service = catalog.started()
+        defer { service.cancel() }
+        for n in 0..<50 {
+            await #expect(throws: ImageCatalog.LookupError.notFound) { try await catalog.image("missing-\(n)") }
+        }
+        #expect(await catalog.entryCount == 0)
+        _ = try await catalog.image("photo")
+        for _ in 0..<3000 where await catalog.isBuilding("photo") { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(catalog.readyImage("photo") != nil)
+        #expect(await catalog.entryCount == 1)
+        try FileManager.default.removeItem(atPath: "\(folder)/photo.jpg")
+        await #expect(throws: ImageCatalog.LookupError.notFound) { try await catalog.image("photo") }
+        #expect(await catalog.entryCount == 0)
+        #expect(catalog.readyImage("photo") == nil)
     }
 
     @Test("a store of the folder (no place in the budget) is never closed to save room, and leaves nothing to unregister")
