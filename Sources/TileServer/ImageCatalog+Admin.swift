@@ -46,9 +46,10 @@ extension ImageCatalog {
         let listed = await identifiers().contains(id)
         var known = listed
         if case .unknown = phase(of: id) {} else { known = true }
-        await retire(id, waitsForBuild: true)
-        entries[id]?.seen = nil
-        if entries[id]?.isEmpty == true { entries[id] = nil }
+        // Put away and forgotten as a file gone is; its build is waited for, so that nothing writes the store deleted below.
+        let build: Build? = if case .building(let build) = phase(of: id) { build } else { nil }
+        _ = await perform(apply(.gone, to: id), for: id)
+        await build?.watcher?.value
         let store = "\(cache)/\(id).tiles"
         _ = try? await threadPool.blocking { () throws(TileError) in
             CacheStoreRecord.remove(forStore: store)

@@ -49,13 +49,12 @@ extension ImageCatalog {
     enum Event {
         /// A look at its file found `source`, at `now`.
         case found(SourceFile, now: ContinuousClock.Instant)
-        /// Its file is gone: what it showed is put away, its version forgotten.
+        /// Its file is gone (or it is purged): what it showed is put away (a build cancelled, a cache
+        /// store out of the budget), its version forgotten.
         case gone
         /// Its file may not be read (`error` says which, and why): what it showed is put away, its
         /// version forgotten; said in the log once, not at every request while it stays so.
         case refused(TileError)
-        /// Put away without a look (a purge, a shutdown): a build is cancelled, a cache store leaves the budget.
-        case retired
         /// A store was opened for it: a store of the folder, a cache store reused or reopened, a build's.
         case opened(Image, storeID: DiskCacheBudget.StoreID?)
         /// A build of it started.
@@ -120,8 +119,6 @@ extension ImageCatalog.Entry {
             refusalSaid = error.message
             defer { phase = .refused(error) }
             return putAway() + (says ? [.logRefusal(error)] : [])
-        case .retired:
-            return putAway()
         case .opened(let image, let storeID):
             (phase, refusalSaid) = (.ready(image, storeID: storeID), nil)
         case .started(let build):

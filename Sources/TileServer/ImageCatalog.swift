@@ -341,12 +341,4 @@ public actor ImageCatalog {
             return await buildOrReuse(id, source, attempts: attempts, for: client)
         }
     }
-
-    /// Puts away what `id` showed without a look at its file (a purge, a shutdown): a build is
-    /// cancelled (`waitsForBuild`: and awaited), a cache store leaves the budget.
-    func retire(_ id: String, waitsForBuild: Bool = false) async {
-        let build: Build? = if case .building(let build) = phase(of: id) { build } else { nil }
-        _ = await perform(apply(.retired, to: id), for: id)
-        if waitsForBuild { await build?.watcher?.value }
-    }
 }

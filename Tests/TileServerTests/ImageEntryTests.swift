@@ -194,7 +194,7 @@ struct ImageEntryTests {
         _ = entry.apply(.opened(ImageCatalog.Image(id: "photo", pyramid: pyramid, fingerprint: Self.v1), storeID: nil), retryDelay: Self.retryDelay)
         #expect(Self.describe(entry.apply(.closedToSaveRoom, retryDelay: Self.retryDelay)).isEmpty)
         #expect(Self.phaseName(entry) == "ready")
-        #expect(Self.describe(entry.apply(.retired, retryDelay: Self.retryDelay)).isEmpty)
+        #expect(Self.describe(entry.apply(.gone, retryDelay: Self.retryDelay)).isEmpty)
         #expect(Self.phaseName(entry) == "unknown")
     }
 }
