@@ -70,7 +70,7 @@ let package = Package(
         // TIFF masters: libtiff's strip, scanline and tile reads behind a decoder of RGBA rows (TileCore's TIFFDecoder).
         .target(name: "CTiffDecoder", dependencies: ["CLibTIFF", "CTiffIO", "CSpool"], cSettings: [.define("_GNU_SOURCE")]),
         // JPEG 2000 masters: OpenJPEG's windowed decode behind a decoder of RGBA rows (TileCore's JPEG2000Decoder).
-        .target(name: "CJp2Decoder", dependencies: ["CLibOpenJPEG"], cSettings: [.define("_GNU_SOURCE")]),
+        .target(name: "CJp2Decoder", dependencies: ["CLibOpenJPEG", "CSpool"], cSettings: [.define("_GNU_SOURCE")]),
         // libjpeg's ordinary whole-image decode, for tests and benchmarks to compare with: not shipped.
         .target(name: "CJpegReference", dependencies: ["CLibJPEG", "CLibPNG"]),
         .target(

@@ -42,7 +42,7 @@ struct cjp2_decoder {
     uint32_t band_top, band_rows;
     uint64_t band_bytes;
     uint32_t rows_read;
-    cjp2_status failure;
+    cmaster_status failure;
     char message[256];
     char opj_message[256];     /* OpenJPEG's first error */
     int complete;              /* the data is the whole file */
@@ -50,15 +50,15 @@ struct cjp2_decoder {
 };
 
 /* Records the first failure (status and message) and returns `status`. */
-cjp2_status jp2_fail(cjp2_decoder *d, cjp2_status status, const char *format, ...);
+cmaster_status jp2_fail(cjp2_decoder *d, cmaster_status status, const char *format, ...);
 
 /* A codec over a fresh stream of the decoder's data, its header read (the caller closes all three). */
-cjp2_status jp2_open_codec(cjp2_decoder *d, opj_codec_t **codec, opj_stream_t **stream, opj_image_t **image);
+cmaster_status jp2_open_codec(cjp2_decoder *d, opj_codec_t **codec, opj_stream_t **stream, opj_image_t **image);
 void jp2_close_codec(opj_codec_t *codec, opj_stream_t *stream, opj_image_t *image);
 
-/* Why OpenJPEG failed: CJP2_ERR_IO (a read failed), CJP2_ERR_TRUNCATED (it wanted bytes past the end,
-   or found a tile-part longer than the data), else CJP2_ERR_CORRUPT. */
-cjp2_status jp2_failure(const cjp2_decoder *d);
+/* Why OpenJPEG failed: CMASTER_ERR_IO (a read failed), CMASTER_ERR_TRUNCATED (it wanted bytes past the end,
+   or found a tile-part longer than the data), else CMASTER_ERR_CORRUPT. */
+cmaster_status jp2_failure(const cjp2_decoder *d);
 
 /* A new OpenJPEG stream over `cursor` (its position reset), or NULL when out of memory. */
 opj_stream_t *jp2_stream_create(jp2_cursor *cursor);

@@ -111,26 +111,26 @@ static void convert(cjp2_decoder *d, const opj_image_t *image, uint32_t x, uint3
 
 /* Decodes the window of columns [x, x + width) and rows [top, top + rows) (image coordinates) into the
    band, by a codec of its own. */
-static cjp2_status decode_window(cjp2_decoder *d, uint32_t x, uint32_t width, uint32_t top, uint32_t rows) {
+static cmaster_status decode_window(cjp2_decoder *d, uint32_t x, uint32_t width, uint32_t top, uint32_t rows) {
     const cjp2_header *h = &d->header;
     opj_codec_t *codec;
     opj_stream_t *stream;
     opj_image_t *image;
-    cjp2_status status = jp2_open_codec(d, &codec, &stream, &image);
-    if (status == CJP2_OK) {
+    cmaster_status status = jp2_open_codec(d, &codec, &stream, &image);
+    if (status == CMASTER_OK) {
         OPJ_INT32 x0 = (OPJ_INT32)(d->x0 + x), y0 = (OPJ_INT32)(d->y0 + top);
         if (!opj_set_decode_area(codec, image, x0, y0, x0 + (OPJ_INT32)width, y0 + (OPJ_INT32)rows))
-            status = CJP2_ERR_CORRUPT;
+            status = CMASTER_ERR_CORRUPT;
         else if (!opj_decode(codec, stream, image))
             status = jp2_failure(d);
     }
     /* What came out is what the header said (no palette or channel mapping changed the components). */
-    if (status == CJP2_OK && image->numcomps != (OPJ_UINT32)h->components) status = CJP2_ERR_CORRUPT;
-    for (int c = 0; status == CJP2_OK && c < h->components; c++)
+    if (status == CMASTER_OK && image->numcomps != (OPJ_UINT32)h->components) status = CMASTER_ERR_CORRUPT;
+    for (int c = 0; status == CMASTER_OK && c < h->components; c++)
         if (!image->comps[c].data || image->comps[c].w != width || image->comps[c].h != rows ||
             (int)image->comps[c].prec != d->precision[c])
-            status = CJP2_ERR_CORRUPT;
-    if (status == CJP2_OK) {
+            status = CMASTER_ERR_CORRUPT;
+    if (status == CMASTER_OK) {
         uint64_t bytes = (uint64_t)width * rows * (uint64_t)h->components * 4;
         if (bytes > d->band_bytes) d->band_bytes = bytes;
         convert(d, image, x, width, rows);
@@ -141,45 +141,45 @@ static cjp2_status decode_window(cjp2_decoder *d, uint32_t x, uint32_t width, ui
 
 /* Decodes the band that starts at row `rows_read`, a window of whole tile columns at a time (the
    whole width when the image is one tile wide). */
-static cjp2_status decode_band(cjp2_decoder *d) {
+static cmaster_status decode_band(cjp2_decoder *d) {
     const cjp2_header *h = &d->header;
     uint32_t top = d->rows_read, rows = band_height(d, top);
     size_t needed = (size_t)h->width * 4 * rows;
     if (needed > d->band_capacity) {
         uint8_t *grown = realloc(d->band, needed);
-        if (!grown) return jp2_fail(d, CJP2_ERR_NOMEM, "out of memory for a band of %u rows", rows);
+        if (!grown) return jp2_fail(d, CMASTER_ERR_NOMEM, "out of memory for a band of %u rows", rows);
         d->band = grown;
         d->band_capacity = needed;
     }
-    cjp2_status status = CJP2_OK;
-    for (uint32_t x = 0; x < h->width && status == CJP2_OK;) {
+    cmaster_status status = CMASTER_OK;
+    for (uint32_t x = 0; x < h->width && status == CMASTER_OK;) {
         uint32_t width = window_width(d, x, rows);
         status = decode_window(d, x, width, top, rows);
         x += width;
     }
     switch (status) {
-    case CJP2_OK:
+    case CMASTER_OK:
         d->band_top = top;
         d->band_rows = rows;
-        return CJP2_OK;
-    case CJP2_ERR_NOMEM: return jp2_fail(d, status, "out of memory decoding rows %u to %u", top, top + rows);
-    case CJP2_ERR_TRUNCATED: return jp2_fail(d, status, "the JPEG 2000 data ends before row %u", top);
-    case CJP2_ERR_IO: return jp2_fail(d, status, "the JPEG 2000 file cannot be read (rows %u to %u)", top, top + rows);
+        return CMASTER_OK;
+    case CMASTER_ERR_NOMEM: return jp2_fail(d, status, "out of memory decoding rows %u to %u", top, top + rows);
+    case CMASTER_ERR_TRUNCATED: return jp2_fail(d, status, "the JPEG 2000 data ends before row %u", top);
+    case CMASTER_ERR_IO: return jp2_fail(d, status, "the JPEG 2000 file cannot be read (rows %u to %u)", top, top + rows);
     default:
-        return jp2_fail(d, CJP2_ERR_CORRUPT, "rows %u to %u cannot be decoded: %s", top, top + rows,
+        return jp2_fail(d, CMASTER_ERR_CORRUPT, "rows %u to %u cannot be decoded: %s", top, top + rows,
                         d->opj_message[0] ? d->opj_message : "OpenJPEG refused them");
     }
 }
 
-cjp2_status cjp2_decoder_read_rows(cjp2_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows) {
+cmaster_status cjp2_decoder_read_rows(cjp2_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows) {
     *rows = 0;
-    if (d->failure != CJP2_OK) return d->failure;
-    if (d->header_only) return CJP2_ERR_STATE;
-    if (!rgba || stride < (size_t)d->header.width * 4) return CJP2_ERR_ARGUMENT;
+    if (d->failure != CMASTER_OK) return d->failure;
+    if (d->header_only) return CMASTER_ERR_STATE;
+    if (!rgba || stride < (size_t)d->header.width * 4) return CMASTER_ERR_ARGUMENT;
     while (*rows < max_rows && d->rows_read < d->header.height) {
         if (d->rows_read >= d->band_top + d->band_rows) {
-            cjp2_status status = decode_band(d);
-            if (status != CJP2_OK) return status;
+            cmaster_status status = decode_band(d);
+            if (status != CMASTER_OK) return status;
         }
         uint32_t available = d->band_top + d->band_rows - d->rows_read;
         uint32_t n = max_rows - *rows < available ? max_rows - *rows : available;
@@ -189,5 +189,5 @@ cjp2_status cjp2_decoder_read_rows(cjp2_decoder *d, void *rgba, size_t stride, u
         *rows += n;
         d->rows_read += n;
     }
-    return d->rows_read == d->header.height ? CJP2_DONE : CJP2_OK;
+    return d->rows_read == d->header.height ? CMASTER_DONE : CMASTER_OK;
 }

@@ -139,9 +139,9 @@ static int satisfied(const cpng_decoder *d) {
 
 /* Hands the bytes kept to libpng, a piece at a time, until the read has what it asked for, the image
    has ended, or more bytes are needed. */
-cpng_status cpng_run(cpng_decoder *d) {
+cmaster_status cpng_run(cpng_decoder *d) {
     if (setjmp(png_jmpbuf(d->png))) { /* png_process_data */
-        d->failure = d->unsupported ? CPNG_ERR_UNSUPPORTED : d->error_number ? CPNG_ERR_IO : CPNG_ERR_PNG;
+        d->failure = d->unsupported ? CMASTER_ERR_UNSUPPORTED : d->error_number ? CMASTER_ERR_IO : CMASTER_ERR_CORRUPT;
         return d->failure;
     }
     while (!satisfied(d) && !d->done && d->start < d->end) {
@@ -150,26 +150,26 @@ cpng_status cpng_run(cpng_decoder *d) {
         png_process_data(d->png, d->info, d->input + d->start - piece, piece);
     }
     if (d->start == d->end) d->start = d->end = 0;
-    return CPNG_OK;
+    return CMASTER_OK;
 }
 
-cpng_status cpng_decoder_create(cpng_decoder **out) {
-    if (!out) return CPNG_ERR_ARGUMENT;
+cmaster_status cpng_decoder_create(cpng_decoder **out) {
+    if (!out) return CMASTER_ERR_ARGUMENT;
     *out = NULL;
     cpng_decoder *d = calloc(1, sizeof *d);
-    if (!d) return CPNG_ERR_NOMEM;
+    if (!d) return CMASTER_ERR_NOMEM;
     d->spool_fd = -1; /* before any failure below: destroy closes it when >= 0 (not stdin's 0) */
     d->density_unit = -1;
     d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, d, on_error, on_warning);
     d->info = d->png ? png_create_info_struct(d->png) : NULL;
     if (!d->info) {
         cpng_decoder_destroy(d);
-        return CPNG_ERR_NOMEM;
+        return CMASTER_ERR_NOMEM;
     }
     png_set_progressive_read_fn(d->png, d, on_info, on_row, on_end);
     d->last_pass = -1;
     *out = d;
-    return CPNG_OK;
+    return CMASTER_OK;
 }
 
 void cpng_decoder_destroy(cpng_decoder *d) {
@@ -190,18 +190,18 @@ uint64_t cpng_decoder_spool_bytes(const cpng_decoder *d) {
     return d && d->spool_fd >= 0 ? (uint64_t)d->header.width * 4 * d->header.height : 0;
 }
 
-cpng_status cpng_decoder_set_spool_directory(cpng_decoder *d, const char *directory) {
-    if (!d || !directory || d->header_read) return CPNG_ERR_ARGUMENT;
+cmaster_status cpng_decoder_set_spool_directory(cpng_decoder *d, const char *directory) {
+    if (!d || !directory || d->header_read) return CMASTER_ERR_ARGUMENT;
     free(d->spool_directory);
     d->spool_directory = strdup(directory);
-    return d->spool_directory ? CPNG_OK : CPNG_ERR_NOMEM;
+    return d->spool_directory ? CMASTER_OK : CMASTER_ERR_NOMEM;
 }
 
-cpng_status cpng_decoder_feed(cpng_decoder *d, const void *bytes, size_t length) {
-    if (!d || (!bytes && length)) return CPNG_ERR_ARGUMENT;
-    if (d->failure != CPNG_OK) return d->failure;
-    if (d->ended) return CPNG_ERR_STATE;
-    if (length == 0) return CPNG_OK;
+cmaster_status cpng_decoder_feed(cpng_decoder *d, const void *bytes, size_t length) {
+    if (!d || (!bytes && length)) return CMASTER_ERR_ARGUMENT;
+    if (d->failure != CMASTER_OK) return d->failure;
+    if (d->ended) return CMASTER_ERR_STATE;
+    if (length == 0) return CMASTER_OK;
     if (d->start > 0) { /* what libpng took is dropped before the buffer grows */
         memmove(d->input, d->input + d->start, d->end - d->start);
         d->end -= d->start;
@@ -210,45 +210,45 @@ cpng_status cpng_decoder_feed(cpng_decoder *d, const void *bytes, size_t length)
     if (length > d->capacity - d->end) {
         size_t capacity = d->capacity ? d->capacity : 64 * 1024;
         while (capacity - d->end < length) {
-            if (capacity > SIZE_MAX / 2) return CPNG_ERR_NOMEM;
+            if (capacity > SIZE_MAX / 2) return CMASTER_ERR_NOMEM;
             capacity *= 2;
         }
         uint8_t *grown = realloc(d->input, capacity);
-        if (!grown) return CPNG_ERR_NOMEM;
+        if (!grown) return CMASTER_ERR_NOMEM;
         d->input = grown;
         d->capacity = capacity;
     }
     memcpy(d->input + d->end, bytes, length);
     d->end += length;
     d->fed += length;
-    return CPNG_OK;
+    return CMASTER_OK;
 }
 
-cpng_status cpng_decoder_end_input(cpng_decoder *d) {
-    if (!d) return CPNG_ERR_ARGUMENT;
+cmaster_status cpng_decoder_end_input(cpng_decoder *d) {
+    if (!d) return CMASTER_ERR_ARGUMENT;
     d->ended = 1;
     return d->failure;
 }
 
-cpng_status cpng_starved(cpng_decoder *d, const char *what) {
-    if (!d->ended) return CPNG_NEED_DATA;
+cmaster_status cpng_starved(cpng_decoder *d, const char *what) {
+    if (!d->ended) return CMASTER_NEED_DATA;
     snprintf(d->message, sizeof d->message, "%s", what);
     d->has_error = 1;
-    d->failure = CPNG_ERR_TRUNCATED;
+    d->failure = CMASTER_ERR_TRUNCATED;
     return d->failure;
 }
 
-cpng_status cpng_decoder_read_header(cpng_decoder *d, cpng_header *header) {
-    if (!d || !header) return CPNG_ERR_ARGUMENT;
-    if (d->failure != CPNG_OK) return d->failure;
+cmaster_status cpng_decoder_read_header(cpng_decoder *d, cpng_header *header) {
+    if (!d || !header) return CMASTER_ERR_ARGUMENT;
+    if (d->failure != CMASTER_OK) return d->failure;
     if (!d->header_read) {
         d->destination = NULL;
-        cpng_status status = cpng_run(d);
-        if (status != CPNG_OK) return status;
+        cmaster_status status = cpng_run(d);
+        if (status != CMASTER_OK) return status;
         if (!d->header_read) return cpng_starved(d, d->fed == 0 ? "empty input" : "the PNG ends before its header does");
     }
     *header = d->header;
-    return CPNG_OK;
+    return CMASTER_OK;
 }
 
 /* Whether every row has been given and the end read. */
@@ -256,29 +256,29 @@ static int finished(const cpng_decoder *d) {
     return d->done && d->rows_read == d->header.height && d->overflow_first == d->overflow_rows;
 }
 
-cpng_status cpng_decoder_read_rows(cpng_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows) {
-    if (!d || !rows || (!rgba && max_rows)) return CPNG_ERR_ARGUMENT;
+cmaster_status cpng_decoder_read_rows(cpng_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows) {
+    if (!d || !rows || (!rgba && max_rows)) return CMASTER_ERR_ARGUMENT;
     *rows = 0;
-    if (d->failure != CPNG_OK) return d->failure;
-    if (!d->header_read || (max_rows && stride < (size_t)d->header.width * 4)) return CPNG_ERR_STATE;
+    if (d->failure != CMASTER_OK) return d->failure;
+    if (!d->header_read || (max_rows && stride < (size_t)d->header.width * 4)) return CMASTER_ERR_STATE;
     if (d->header.interlaced) return cpng_read_interlaced(d, rgba, stride, max_rows, rows);
     d->destination = rgba;
     d->stride = stride;
     d->wanted = max_rows;
     d->produced = 0;
     take_overflow(d);
-    cpng_status status = !satisfied(d) && !d->done ? cpng_run(d) : CPNG_OK;
+    cmaster_status status = !satisfied(d) && !d->done ? cpng_run(d) : CMASTER_OK;
     int enough = satisfied(d);
     *rows = d->produced;
     d->destination = NULL;
-    if (status != CPNG_OK) return status;
-    if (finished(d)) return CPNG_DONE;
+    if (status != CMASTER_OK) return status;
+    if (finished(d)) return CMASTER_DONE;
     if (d->done && d->overflow_first == d->overflow_rows) {
         snprintf(d->message, sizeof d->message, "the image data ends after %u of %u rows", d->rows_read, d->header.height);
         d->has_error = 1;
-        return d->failure = CPNG_ERR_PNG;
+        return d->failure = CMASTER_ERR_CORRUPT;
     }
-    if (enough || d->overflow_first < d->overflow_rows) return CPNG_OK;
+    if (enough || d->overflow_first < d->overflow_rows) return CMASTER_OK;
     return cpng_starved(d, "the PNG ends before its image does");
 }
 

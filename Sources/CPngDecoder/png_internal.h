@@ -19,7 +19,7 @@ struct cpng_decoder {
     size_t start, end, capacity;
     size_t fed;              /* bytes fed in all */
     int ended;
-    cpng_status failure;     /* CPNG_OK until an error; then every call returns it */
+    cmaster_status failure;     /* CMASTER_OK until an error; then every call returns it */
     int unsupported;
     int header_read;
     int done;                /* libpng's end callback ran (IEND read) */
@@ -45,20 +45,20 @@ struct cpng_decoder {
     uint8_t *spool_row;      /* one row read back, combined with a pass's pixels, written again */
     int last_pass;           /* the pass and row of libpng's last row call (NULL rows too): the image */
     uint32_t last_row;       /* is whole when they are the last pass's last row (6, height - 1) */
-    int error_number;        /* the spool's errno, for CPNG_ERR_IO */
+    int error_number;        /* the spool's errno, for CMASTER_ERR_IO */
 };
 
 /* The functions below are the module's own: hidden from the library's other users. */
 #define CPNG_INTERNAL __attribute__((visibility("hidden")))
 
 /* Hands the bytes kept to libpng until the read has what it asked for (png_decoder.c). */
-CPNG_INTERNAL cpng_status cpng_run(cpng_decoder *d);
+CPNG_INTERNAL cmaster_status cpng_run(cpng_decoder *d);
 /* After a read that stopped: needs more bytes, or none will come (png_decoder.c). */
-CPNG_INTERNAL cpng_status cpng_starved(cpng_decoder *d, const char *what);
+CPNG_INTERNAL cmaster_status cpng_starved(cpng_decoder *d, const char *what);
 /* A pass's row of an interlaced image, combined into the image's row in the spool file; called from
    libpng's row callback, so it fails with png_error (png_interlace.c). */
 CPNG_INTERNAL void cpng_combine_row(cpng_decoder *d, png_bytep row, png_uint_32 number);
 /* Reads every pass into the spool, then gives its rows in order (png_interlace.c). */
-CPNG_INTERNAL cpng_status cpng_read_interlaced(cpng_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
+CPNG_INTERNAL cmaster_status cpng_read_interlaced(cpng_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
 
 #endif

@@ -23,7 +23,7 @@ struct ctiff_decoder {
     int ended;
     uint32_t page;
     TIFF *tif;
-    ctiff_status failure;      /* CTIFF_OK until an error; then every call returns it */
+    cmaster_status failure;      /* CMASTER_OK until an error; then every call returns it */
     char message[256];
     int header_read;
     ctiff_header header;
@@ -53,13 +53,13 @@ struct ctiff_decoder {
 };
 
 /* Sets the failure and its message (the first one kept). Returns `status`. */
-ctiff_status ctiff_fail(ctiff_decoder *d, ctiff_status status, const char *format, ...)
+cmaster_status ctiff_fail(ctiff_decoder *d, cmaster_status status, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Checks that the strip or tile `index` lies inside the file: CTIFF_ERR_TRUNCATED when it does not. */
-ctiff_status ctiff_check_extent(ctiff_decoder *d, uint32_t index);
+/* Checks that the strip or tile `index` lies inside the file: CMASTER_ERR_TRUNCATED when it does not. */
+cmaster_status ctiff_check_extent(ctiff_decoder *d, uint32_t index);
 
 /* Chooses how rows are read and allocates the band: after the header has been read. */
-ctiff_status ctiff_prepare_rows(ctiff_decoder *d);
+cmaster_status ctiff_prepare_rows(ctiff_decoder *d);
 
 #endif

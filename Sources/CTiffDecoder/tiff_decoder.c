@@ -15,8 +15,8 @@
 /* libtiff's cap on one allocation (a strip's compressed bytes read whole, a colour map, ...). */
 static const tmsize_t max_allocation = (tmsize_t)256 << 20;
 
-ctiff_status ctiff_fail(ctiff_decoder *d, ctiff_status status, const char *format, ...) {
-    if (d->failure == CTIFF_OK) {
+cmaster_status ctiff_fail(ctiff_decoder *d, cmaster_status status, const char *format, ...) {
+    if (d->failure == CMASTER_OK) {
         d->failure = status;
         va_list arguments;
         va_start(arguments, format);
@@ -26,32 +26,32 @@ ctiff_status ctiff_fail(ctiff_decoder *d, ctiff_status status, const char *forma
     return status;
 }
 
-ctiff_status ctiff_decoder_create(const char *path, const char *spool_directory, uint32_t page,
+cmaster_status ctiff_decoder_create(const char *path, const char *spool_directory, uint32_t page,
                                   ctiff_decoder **out, int *error_number) {
-    if (!out || (!path && !spool_directory)) return CTIFF_ERR_ARGUMENT;
+    if (!out || (!path && !spool_directory)) return CMASTER_ERR_ARGUMENT;
     *out = NULL;
     /* Non-blocking, so that a FIFO at the path is never waited on: only a regular file is read. */
     int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : cspool_create(spool_directory);
     if (fd < 0) {
         if (error_number) *error_number = errno;
-        return CTIFF_ERR_IO;
+        return CMASTER_ERR_IO;
     }
     struct stat info;
     if (path && (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))) {
         close(fd);
-        return CTIFF_ERR_ARGUMENT; /* not a regular file: the caller spools the bytes instead */
+        return CMASTER_ERR_ARGUMENT; /* not a regular file: the caller spools the bytes instead */
     }
     ctiff_decoder *d = calloc(1, sizeof *d);
     if (!d) {
         close(fd);
-        return CTIFF_ERR_NOMEM;
+        return CMASTER_ERR_NOMEM;
     }
     d->file.fd = fd;
     d->spooling = path == NULL;
     d->page = page;
     d->alpha_index = -1;
     *out = d;
-    return CTIFF_OK;
+    return CMASTER_OK;
 }
 
 void ctiff_decoder_destroy(ctiff_decoder *d) {
@@ -64,12 +64,12 @@ void ctiff_decoder_destroy(ctiff_decoder *d) {
     free(d);
 }
 
-ctiff_status ctiff_decoder_feed(ctiff_decoder *d, const void *bytes, size_t length) {
-    if (d->failure != CTIFF_OK) return d->failure;
-    if (d->ended) return ctiff_fail(d, CTIFF_ERR_STATE, "bytes fed after the end of the input");
+cmaster_status ctiff_decoder_feed(ctiff_decoder *d, const void *bytes, size_t length) {
+    if (d->failure != CMASTER_OK) return d->failure;
+    if (d->ended) return ctiff_fail(d, CMASTER_ERR_STATE, "bytes fed after the end of the input");
     if (!d->spooling) {
         d->fed += length;
-        return CTIFF_OK;
+        return CMASTER_OK;
     }
     const uint8_t *p = bytes;
     while (length > 0) {
@@ -77,20 +77,20 @@ ctiff_status ctiff_decoder_feed(ctiff_decoder *d, const void *bytes, size_t leng
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             d->file.error_number = n < 0 ? errno : ENOSPC;
-            return ctiff_fail(d, CTIFF_ERR_IO, "cannot spool the TIFF to a temporary file: %s",
+            return ctiff_fail(d, CMASTER_ERR_IO, "cannot spool the TIFF to a temporary file: %s",
                               strerror(d->file.error_number));
         }
         p += n;
         length -= (size_t)n;
         d->fed += (uint64_t)n;
     }
-    return CTIFF_OK;
+    return CMASTER_OK;
 }
 
-ctiff_status ctiff_decoder_end_input(ctiff_decoder *d) {
-    if (d->failure != CTIFF_OK) return d->failure;
+cmaster_status ctiff_decoder_end_input(ctiff_decoder *d) {
+    if (d->failure != CMASTER_OK) return d->failure;
     d->ended = 1;
-    return CTIFF_OK;
+    return CMASTER_OK;
 }
 
 static uint64_t file_size(const ctiff_decoder *d) {
@@ -100,7 +100,7 @@ static uint64_t file_size(const ctiff_decoder *d) {
 
 /* Why libtiff could not open the file: truncated when the header, or the first directory it points
    at, lies past the end of the file. */
-static ctiff_status open_failure(ctiff_decoder *d) {
+static cmaster_status open_failure(ctiff_decoder *d) {
     uint8_t head[16] = {0};
     uint64_t size = file_size(d);
     ssize_t n = pread(d->file.fd, head, sizeof head, 0);
@@ -114,21 +114,21 @@ static ctiff_status open_failure(ctiff_decoder *d) {
         offset |= (uint64_t)head[at] << (8 * i);
     }
     if ((little || big) && (n < header || offset + 2 > size))
-        return ctiff_fail(d, CTIFF_ERR_TRUNCATED, "the TIFF ends before its first directory (%llu bytes)",
+        return ctiff_fail(d, CMASTER_ERR_TRUNCATED, "the TIFF ends before its first directory (%llu bytes)",
                           (unsigned long long)size);
-    return ctiff_fail(d, CTIFF_ERR_TIFF, "%s", d->file.message[0] ? d->file.message : "libtiff cannot open the file");
+    return ctiff_fail(d, CMASTER_ERR_CORRUPT, "%s", d->file.message[0] ? d->file.message : "libtiff cannot open the file");
 }
 
-ctiff_status ctiff_check_extent(ctiff_decoder *d, uint32_t index) {
+cmaster_status ctiff_check_extent(ctiff_decoder *d, uint32_t index) {
     int error = 0;
     uint64_t offset = TIFFGetStrileOffsetWithErr(d->tif, index, &error);
     uint64_t count = error ? 0 : TIFFGetStrileByteCountWithErr(d->tif, index, &error);
-    if (error) return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's strip or tile %u cannot be located", index);
+    if (error) return ctiff_fail(d, CMASTER_ERR_CORRUPT, "the TIFF's strip or tile %u cannot be located", index);
     uint64_t size = file_size(d);
     if (offset > size || count > size - offset)
-        return ctiff_fail(d, CTIFF_ERR_TRUNCATED, "the TIFF ends (%llu bytes) before its strip or tile %u",
+        return ctiff_fail(d, CMASTER_ERR_TRUNCATED, "the TIFF ends (%llu bytes) before its strip or tile %u",
                           (unsigned long long)size, index);
-    return CTIFF_OK;
+    return CMASTER_OK;
 }
 
 /* The colour map at 8 bits: as stored when every entry is under 256 (an 8-bit map, as some writers
@@ -159,7 +159,7 @@ static int depth_read(pixel_kind kind, int photometric, int bits) {
 }
 
 /* How the pixels are made into RGB: the photometric interpretation. */
-static ctiff_status choose_kind(ctiff_decoder *d) {
+static cmaster_status choose_kind(ctiff_decoder *d) {
     ctiff_header *h = &d->header;
     uint16_t inks = INKSET_CMYK;
     switch (h->photometric) {
@@ -167,43 +167,43 @@ static ctiff_status choose_kind(ctiff_decoder *d) {
     case PHOTOMETRIC_MINISBLACK:
         d->kind = KIND_GRAY, d->colour_samples = 1, h->is_gray = 1;
         d->min_is_white = h->photometric == PHOTOMETRIC_MINISWHITE;
-        return CTIFF_OK;
-    case PHOTOMETRIC_RGB: d->kind = KIND_RGB, d->colour_samples = 3; return CTIFF_OK;
+        return CMASTER_OK;
+    case PHOTOMETRIC_RGB: d->kind = KIND_RGB, d->colour_samples = 3; return CMASTER_OK;
     case PHOTOMETRIC_PALETTE:
         d->kind = KIND_PALETTE, d->colour_samples = 1;
-        if (h->bits_per_sample <= 8 && !read_palette(d)) return ctiff_fail(d, CTIFF_ERR_TIFF, "a palette TIFF without a colour map");
-        return CTIFF_OK;
+        if (h->bits_per_sample <= 8 && !read_palette(d)) return ctiff_fail(d, CMASTER_ERR_CORRUPT, "a palette TIFF without a colour map");
+        return CMASTER_OK;
     case PHOTOMETRIC_SEPARATED:
         TIFFGetFieldDefaulted(d->tif, TIFFTAG_INKSET, &inks);
         if (inks != INKSET_CMYK || h->samples_per_pixel < 4)
-            return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "separated TIFFs other than CMYK are not read");
+            return ctiff_fail(d, CMASTER_ERR_UNSUPPORTED, "separated TIFFs other than CMYK are not read");
         d->kind = KIND_CMYK, d->colour_samples = 4, h->is_cmyk = 1;
-        return CTIFF_OK;
+        return CMASTER_OK;
     case PHOTOMETRIC_YCBCR:
         if (h->planar == PLANARCONFIG_SEPARATE) /* libjpeg upsamples to RGB only for contiguous data */
-            return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "YCbCr TIFFs in separate planes are not read");
+            return ctiff_fail(d, CMASTER_ERR_UNSUPPORTED, "YCbCr TIFFs in separate planes are not read");
         if (h->compression != COMPRESSION_JPEG)
-            return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "YCbCr TIFFs are read only with JPEG compression (this one has compression %d)",
+            return ctiff_fail(d, CMASTER_ERR_UNSUPPORTED, "YCbCr TIFFs are read only with JPEG compression (this one has compression %d)",
                               h->compression);
         if (h->samples_per_pixel != 3) /* libjpeg gives the three as RGB: there is no fourth to read */
-            return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "YCbCr TIFFs of %d samples a pixel are not read (3 only)", h->samples_per_pixel);
+            return ctiff_fail(d, CMASTER_ERR_UNSUPPORTED, "YCbCr TIFFs of %d samples a pixel are not read (3 only)", h->samples_per_pixel);
         /* libjpeg converts to RGB: the rows are RGB from here on. */
-        if (!TIFFSetField(d->tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB)) return ctiff_fail(d, CTIFF_ERR_TIFF, "%s", d->file.message);
+        if (!TIFFSetField(d->tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB)) return ctiff_fail(d, CMASTER_ERR_CORRUPT, "%s", d->file.message);
         d->kind = KIND_RGB, d->colour_samples = 3;
-        return CTIFF_OK;
+        return CMASTER_OK;
     default:
-        return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "TIFFs of photometric interpretation %d are not read", h->photometric);
+        return ctiff_fail(d, CMASTER_ERR_UNSUPPORTED, "TIFFs of photometric interpretation %d are not read", h->photometric);
     }
 }
 
 /* The samples checked against the kind of pixel, and the alpha found among the extra samples. */
-static ctiff_status choose_samples(ctiff_decoder *d) {
+static cmaster_status choose_samples(ctiff_decoder *d) {
     ctiff_header *h = &d->header;
     if (!depth_read(d->kind, h->photometric, h->bits_per_sample))
-        return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "%d-bit samples are not read for photometric interpretation %d",
+        return ctiff_fail(d, CMASTER_ERR_UNSUPPORTED, "%d-bit samples are not read for photometric interpretation %d",
                           h->bits_per_sample, h->photometric);
     if (h->samples_per_pixel < d->colour_samples)
-        return ctiff_fail(d, CTIFF_ERR_TIFF, "%d samples a pixel are too few for photometric interpretation %d",
+        return ctiff_fail(d, CMASTER_ERR_CORRUPT, "%d samples a pixel are too few for photometric interpretation %d",
                           h->samples_per_pixel, h->photometric);
     uint16_t extra_count = 0, *extra = NULL;
     TIFFGetFieldDefaulted(d->tif, TIFFTAG_EXTRASAMPLES, &extra_count, &extra);
@@ -214,7 +214,7 @@ static ctiff_status choose_samples(ctiff_decoder *d) {
         h->alpha_associated = extra[i] == EXTRASAMPLE_ASSOCALPHA;
         break;
     }
-    return CTIFF_OK;
+    return CMASTER_OK;
 }
 
 /* Tiles or strips, orientation, resolution and ICC profile, into the header. */
@@ -239,17 +239,17 @@ static void read_layout_and_metadata(ctiff_decoder *d) {
         d->icc = icc, d->icc_length = icc_length;
 }
 
-static ctiff_status read_directory(ctiff_decoder *d) {
+static cmaster_status read_directory(ctiff_decoder *d) {
     ctiff_header *h = &d->header;
     uint32_t pages = (uint32_t)TIFFNumberOfDirectories(d->tif);
     if (d->page > 0 && !TIFFSetDirectory(d->tif, (tdir_t)d->page))
-        return ctiff_fail(d, CTIFF_ERR_ARGUMENT, "the TIFF has no page %u (it has %u)", d->page, pages);
+        return ctiff_fail(d, CMASTER_ERR_ARGUMENT, "the TIFF has no page %u (it has %u)", d->page, pages);
     uint32_t width = 0, height = 0;
     uint16_t bits = 1, samples = 1, format = SAMPLEFORMAT_UINT, photometric = 0, compression = 1, planar = 1;
     if (!TIFFGetField(d->tif, TIFFTAG_IMAGEWIDTH, &width) || !TIFFGetField(d->tif, TIFFTAG_IMAGELENGTH, &height))
-        return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's directory has no image size");
+        return ctiff_fail(d, CMASTER_ERR_CORRUPT, "the TIFF's directory has no image size");
     if (!TIFFGetField(d->tif, TIFFTAG_PHOTOMETRIC, &photometric))
-        return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's directory has no photometric interpretation");
+        return ctiff_fail(d, CMASTER_ERR_CORRUPT, "the TIFF's directory has no photometric interpretation");
     TIFFGetFieldDefaulted(d->tif, TIFFTAG_BITSPERSAMPLE, &bits);
     TIFFGetFieldDefaulted(d->tif, TIFFTAG_SAMPLESPERPIXEL, &samples);
     TIFFGetFieldDefaulted(d->tif, TIFFTAG_SAMPLEFORMAT, &format);
@@ -260,37 +260,37 @@ static ctiff_status read_directory(ctiff_decoder *d) {
                         .tiled = TIFFIsTiled(d->tif) != 0, .big_tiff = TIFFIsBigTIFF(d->tif) != 0,
                         .big_endian = TIFFIsBigEndian(d->tif) != 0, .page_count = pages};
     read_layout_and_metadata(d);
-    if (width == 0 || height == 0) return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF declares an empty image");
+    if (width == 0 || height == 0) return ctiff_fail(d, CMASTER_ERR_CORRUPT, "the TIFF declares an empty image");
     if (format != SAMPLEFORMAT_UINT)
-        return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "TIFFs of sample format %d are not read (unsigned integers only)", format);
+        return ctiff_fail(d, CMASTER_ERR_UNSUPPORTED, "TIFFs of sample format %d are not read (unsigned integers only)", format);
     if (!TIFFIsCODECConfigured(compression))
-        return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "TIFF compression %d is not available in this libtiff", compression);
-    if (h->tiled && (h->tile_width == 0 || h->tile_height == 0)) return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's tiles have no size");
+        return ctiff_fail(d, CMASTER_ERR_UNSUPPORTED, "TIFF compression %d is not available in this libtiff", compression);
+    if (h->tiled && (h->tile_width == 0 || h->tile_height == 0)) return ctiff_fail(d, CMASTER_ERR_CORRUPT, "the TIFF's tiles have no size");
     /* Tiles are copied into rows byte by byte: a tile row must end on a byte (TIFF asks for widths in
        multiples of 16, which always do; libtiff only warns about others). */
     uint64_t in_plane = planar == PLANARCONFIG_SEPARATE ? 1 : samples;
     if (h->tiled && ((uint64_t)h->tile_width * in_plane * bits) % 8 != 0)
-        return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "tiles %u pixels wide of %d-bit samples are not read", h->tile_width, bits);
-    ctiff_status status = choose_kind(d);
-    return status == CTIFF_OK ? choose_samples(d) : status;
+        return ctiff_fail(d, CMASTER_ERR_UNSUPPORTED, "tiles %u pixels wide of %d-bit samples are not read", h->tile_width, bits);
+    cmaster_status status = choose_kind(d);
+    return status == CMASTER_OK ? choose_samples(d) : status;
 }
 
-ctiff_status ctiff_decoder_read_header(ctiff_decoder *d, ctiff_header *header) {
-    if (d->failure != CTIFF_OK) return d->failure;
+cmaster_status ctiff_decoder_read_header(ctiff_decoder *d, ctiff_header *header) {
+    if (d->failure != CMASTER_OK) return d->failure;
     if (!d->header_read) {
-        if (d->spooling && !d->ended) return CTIFF_NEED_DATA;
+        if (d->spooling && !d->ended) return CMASTER_NEED_DATA;
         d->tif = tiff_io_open(&d->file, "r", max_allocation);
         if (!d->tif) return open_failure(d);
-        ctiff_status status = read_directory(d);
-        if (status != CTIFF_OK) return status;
+        cmaster_status status = read_directory(d);
+        if (status != CMASTER_OK) return status;
         d->file_size = file_size(d);
         d->header_read = 1;
     }
     if (header) *header = d->header;
-    return CTIFF_OK;
+    return CMASTER_OK;
 }
 
-ctiff_status ctiff_decoder_state(const ctiff_decoder *d, int32_t *finished) {
+cmaster_status ctiff_decoder_state(const ctiff_decoder *d, int32_t *finished) {
     *finished = d->ended && d->header_read && d->rows_read == d->header.height;
     return d->failure;
 }

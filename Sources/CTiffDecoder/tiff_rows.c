@@ -25,7 +25,7 @@ static int tiles_cost_too_much(const ctiff_decoder *d, uint64_t tile_bytes) {
     return decoded / 16 > image_bytes + ((uint64_t)16 << 20);
 }
 
-ctiff_status ctiff_prepare_rows(ctiff_decoder *d) {
+cmaster_status ctiff_prepare_rows(ctiff_decoder *d) {
     const ctiff_header *h = &d->header;
     d->stored_samples = h->photometric == PHOTOMETRIC_YCBCR ? 3 : h->samples_per_pixel; /* libjpeg upsamples YCbCr */
     d->used_count = 0;
@@ -40,7 +40,7 @@ ctiff_status ctiff_prepare_rows(ctiff_decoder *d) {
         d->mode = READ_TILES;
         d->band_capacity = h->tile_height;
         tile_bytes = (uint64_t)TIFFTileSize64(d->tif);
-        if (tile_bytes == 0) return ctiff_fail(d, CTIFF_ERR_TIFF, "%s", d->file.message);
+        if (tile_bytes == 0) return ctiff_fail(d, CMASTER_ERR_CORRUPT, "%s", d->file.message);
     } else if (d->separate) {
         d->mode = READ_STRIPS;
         d->band_capacity = h->rows_per_strip;
@@ -48,37 +48,37 @@ ctiff_status ctiff_prepare_rows(ctiff_decoder *d) {
         d->mode = READ_SCANLINES;
         d->band_capacity = 1;
         if ((uint64_t)TIFFScanlineSize64(d->tif) != d->plane_row_bytes)
-            return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's scanline size is not what its directory implies");
+            return ctiff_fail(d, CMASTER_ERR_CORRUPT, "the TIFF's scanline size is not what its directory implies");
     }
     if (d->band_capacity > h->height) d->band_capacity = h->height;
     /* Nothing is allocated for the rows before the file is seen to hold at least the first strip or tile. */
-    ctiff_status first = ctiff_check_extent(d, 0);
-    if (first != CTIFF_OK) return first;
+    cmaster_status first = ctiff_check_extent(d, 0);
+    if (first != CMASTER_OK) return first;
     uint64_t band_bytes = (uint64_t)d->planes * d->band_capacity * d->plane_row_bytes;
     if (d->band_capacity == 0 || band_bytes + tile_bytes > max_band_bytes)
-        return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED,
+        return ctiff_fail(d, CMASTER_ERR_UNSUPPORTED,
                           "the TIFF's %s of %llu bytes are over the %llu MiB read at once here",
                           h->tiled ? "tile rows" : "strips", (unsigned long long)(band_bytes + tile_bytes),
                           (unsigned long long)(max_band_bytes >> 20));
     if (h->tiled && tiles_cost_too_much(d, tile_bytes))
-        return ctiff_fail(d, CTIFF_ERR_UNSUPPORTED, "the TIFF's tiles of %u x %u pixels are too large for its %u x %u image",
+        return ctiff_fail(d, CMASTER_ERR_UNSUPPORTED, "the TIFF's tiles of %u x %u pixels are too large for its %u x %u image",
                           h->tile_width, h->tile_height, h->width, h->height);
     /* Zeroed: a codec may fill less of a row than the row's size (CCITT fax fills `width` bits whatever
        the samples a pixel, in strips and tiles alike), and what it leaves must not be stale memory. */
     d->band = calloc(1, (size_t)band_bytes);
     d->tile = tile_bytes ? calloc(1, (size_t)tile_bytes) : NULL;
     d->samples = malloc((size_t)h->width * (size_t)d->used_count);
-    if (!d->band || (tile_bytes && !d->tile) || !d->samples) return ctiff_fail(d, CTIFF_ERR_NOMEM, "out of memory");
-    return CTIFF_OK;
+    if (!d->band || (tile_bytes && !d->tile) || !d->samples) return ctiff_fail(d, CMASTER_ERR_NOMEM, "out of memory");
+    return CMASTER_OK;
 }
 
-static ctiff_status read_failed(ctiff_decoder *d, const char *what, uint32_t index) {
-    return ctiff_fail(d, CTIFF_ERR_TIFF, "the TIFF's %s %u cannot be decoded: %s", what, index,
+static cmaster_status read_failed(ctiff_decoder *d, const char *what, uint32_t index) {
+    return ctiff_fail(d, CMASTER_ERR_CORRUPT, "the TIFF's %s %u cannot be decoded: %s", what, index,
                       d->file.message[0] ? d->file.message : "libtiff failed");
 }
 
 /* One row of tiles (of each plane) into the band. */
-static ctiff_status read_tile_row(ctiff_decoder *d, uint32_t row) {
+static cmaster_status read_tile_row(ctiff_decoder *d, uint32_t row) {
     const ctiff_header *h = &d->header;
     size_t plane_bytes = (size_t)d->band_capacity * d->plane_row_bytes;
     uint64_t bits_per_pixel = (uint64_t)(d->separate ? 1 : d->stored_samples) * (uint64_t)h->bits_per_sample;
@@ -86,8 +86,8 @@ static ctiff_status read_tile_row(ctiff_decoder *d, uint32_t row) {
     for (int p = 0; p < d->planes; p++) {
         for (uint32_t x = 0; x < h->width; x += h->tile_width) {
             uint32_t tile = TIFFComputeTile(d->tif, x, row, 0, (uint16_t)d->used[p]); /* used[0] is 0: contiguous */
-            ctiff_status status = ctiff_check_extent(d, tile);
-            if (status != CTIFF_OK) return status;
+            cmaster_status status = ctiff_check_extent(d, tile);
+            if (status != CMASTER_OK) return status;
             if (TIFFReadEncodedTile(d->tif, tile, d->tile, (tmsize_t)-1) < 0) return read_failed(d, "tile", tile);
             size_t at = (size_t)((x * bits_per_pixel) / 8);
             size_t n = d->plane_row_bytes - at < tile_row_bytes ? d->plane_row_bytes - at : tile_row_bytes;
@@ -95,36 +95,36 @@ static ctiff_status read_tile_row(ctiff_decoder *d, uint32_t row) {
                 memcpy(d->band + p * plane_bytes + r * d->plane_row_bytes + at, d->tile + r * tile_row_bytes, n);
         }
     }
-    return CTIFF_OK;
+    return CMASTER_OK;
 }
 
 /* The next band: rows from d->rows_read on. */
-static ctiff_status fill_band(ctiff_decoder *d) {
+static cmaster_status fill_band(ctiff_decoder *d) {
     const ctiff_header *h = &d->header;
     uint32_t row = d->rows_read;
     d->band_first = row;
     d->band_rows = h->height - row < d->band_capacity ? h->height - row : d->band_capacity;
-    ctiff_status status = CTIFF_OK;
+    cmaster_status status = CMASTER_OK;
     switch (d->mode) {
     case READ_SCANLINES:
-        if (row % h->rows_per_strip == 0 && (status = ctiff_check_extent(d, TIFFComputeStrip(d->tif, row, 0))) != CTIFF_OK)
+        if (row % h->rows_per_strip == 0 && (status = ctiff_check_extent(d, TIFFComputeStrip(d->tif, row, 0))) != CMASTER_OK)
             return status;
         if (TIFFReadScanline(d->tif, d->band, row, 0) < 0) return read_failed(d, "row", row);
-        return CTIFF_OK;
+        return CMASTER_OK;
     case READ_STRIPS:
         for (int p = 0; p < d->planes; p++) {
             uint32_t strip = TIFFComputeStrip(d->tif, row, (uint16_t)d->used[p]);
-            if ((status = ctiff_check_extent(d, strip)) != CTIFF_OK) return status;
+            if ((status = ctiff_check_extent(d, strip)) != CMASTER_OK) return status;
             size_t bytes = (size_t)d->band_rows * d->plane_row_bytes;
             if (TIFFReadEncodedStrip(d->tif, strip, d->band + (size_t)p * d->band_capacity * d->plane_row_bytes,
                                      (tmsize_t)bytes) < (tmsize_t)bytes)
                 return read_failed(d, "strip", strip);
         }
-        return CTIFF_OK;
+        return CMASTER_OK;
     case READ_TILES:
         return read_tile_row(d, row);
     }
-    return CTIFF_ERR_STATE;
+    return CMASTER_ERR_STATE;
 }
 
 /* `count` samples of `bits` bits from `source`, sample i at index `first + i * stride` (in samples),
@@ -206,16 +206,16 @@ static void convert_row(ctiff_decoder *d, uint32_t r, uint8_t *out) {
     }
 }
 
-ctiff_status ctiff_decoder_read_rows(ctiff_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows) {
+cmaster_status ctiff_decoder_read_rows(ctiff_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows) {
     *rows = 0;
-    if (d->failure != CTIFF_OK) return d->failure;
+    if (d->failure != CMASTER_OK) return d->failure;
     if (!d->header_read) {
-        ctiff_status status = ctiff_decoder_read_header(d, NULL);
-        if (status != CTIFF_OK) return status;
+        cmaster_status status = ctiff_decoder_read_header(d, NULL);
+        if (status != CMASTER_OK) return status;
     }
     if (!d->band) {
-        ctiff_status status = ctiff_prepare_rows(d);
-        if (status != CTIFF_OK) return status;
+        cmaster_status status = ctiff_prepare_rows(d);
+        if (status != CMASTER_OK) return status;
     }
     const uint32_t height = d->header.height;
     /* Reading the master's own file while its bytes are still being fed: rows keep pace with the bytes
@@ -226,13 +226,13 @@ ctiff_status ctiff_decoder_read_rows(ctiff_decoder *d, void *rgba, size_t stride
     uint8_t *out = rgba;
     while (*rows < max_rows && d->rows_read < allowed) {
         if (d->rows_read >= d->band_first + d->band_rows) {
-            ctiff_status status = fill_band(d);
-            if (status != CTIFF_OK) return status;
+            cmaster_status status = fill_band(d);
+            if (status != CMASTER_OK) return status;
         }
         convert_row(d, d->rows_read - d->band_first, out + (size_t)*rows * stride);
         d->rows_read++;
         (*rows)++;
     }
-    if (d->rows_read == height) return CTIFF_DONE;
-    return d->rows_read == allowed ? CTIFF_NEED_DATA : CTIFF_OK;
+    if (d->rows_read == height) return CMASTER_DONE;
+    return d->rows_read == allowed ? CMASTER_NEED_DATA : CMASTER_OK;
 }

@@ -14,21 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cmaster_status.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum {
-    CJP2_OK = 0,
-    CJP2_DONE = 2,             /* every row has been given */
-    CJP2_ERR_CORRUPT = -1,     /* OpenJPEG refused the data; message in cjp2_decoder_copy_message */
-    CJP2_ERR_NOMEM = -2,
-    CJP2_ERR_UNSUPPORTED = -3, /* a JPEG 2000 image this decoder does not read (the message says what) */
-    CJP2_ERR_TRUNCATED = -4,   /* the data ends before the image does */
-    CJP2_ERR_STATE = -5,       /* called after a failure */
-    CJP2_ERR_ARGUMENT = -6,
-    CJP2_ERR_IO = -7           /* reading the file failed: errno in cjp2_decoder_error_number */
-} cjp2_status;
+/* Every call that can fail returns a cmaster_status (cmaster_status.h, shared by the master decoders). */
 
 /** What the main header (and a JP2's boxes) say. */
 typedef struct {
@@ -54,15 +46,15 @@ typedef struct cjp2_decoder cjp2_decoder;
  * destroy), or at `bytes` when `fd` is -1 (not owned either); `complete`: those are all of its bytes.
  * Else they may be only a file's beginning (an upload's first bytes): the header is read from the
  * codestream's SIZ and COD markers and the JP2's boxes, without OpenJPEG, and rows cannot be read
- * (CJP2_ERR_STATE); CJP2_ERR_TRUNCATED until they hold the whole main header. Before OpenJPEG allocates by the SIZ
+ * (CMASTER_ERR_STATE); CMASTER_ERR_TRUNCATED until they hold the whole main header. Before OpenJPEG allocates by the SIZ
  * marker, its components (1 to 4) and its tile count are checked: at most one tile per 14 bytes, the
- * least a tile-part takes (CJP2_ERR_CORRUPT for complete data, CJP2_ERR_TRUNCATED for a beginning). OpenJPEG decodes with `threads` threads;
+ * least a tile-part takes (CMASTER_ERR_CORRUPT for complete data, CMASTER_ERR_TRUNCATED for a beginning). OpenJPEG decodes with `threads` threads;
  * a band holds at most `band_budget` bytes of its 32-bit samples (0: 48 MiB), and at least one row and
- * a 64th of a tile's rows (each band decodes its tiles anew). CJP2_ERR_UNSUPPORTED for an image it
+ * a 64th of a tile's rows (each band decodes its tiles anew). CMASTER_ERR_UNSUPPORTED for an image it
  * does not read (subsampled components, more than 4 components, over 16 bits, sizes over 2^31);
- * CJP2_ERR_CORRUPT or CJP2_ERR_TRUNCATED with the message in `message` (`capacity` bytes, may be NULL).
+ * CMASTER_ERR_CORRUPT or CMASTER_ERR_TRUNCATED with the message in `message` (`capacity` bytes, may be NULL).
  */
-cjp2_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, int32_t complete, uint32_t threads,
+cmaster_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, int32_t complete, uint32_t threads,
                               uint64_t band_budget, cjp2_decoder **out, char *message, size_t capacity);
 void cjp2_decoder_destroy(cjp2_decoder *d);
 void cjp2_decoder_header(const cjp2_decoder *d, cjp2_header *header);
@@ -73,13 +65,13 @@ void cjp2_decoder_icc_profile(const cjp2_decoder *d, const void **bytes, size_t 
  * apart, 4 bytes a pixel), decoding the next band when the last is used up: gray repeated into R, G,
  * B; CMYK as R = round((255 - C)(255 - K) / 255) (likewise G, B); samples of P bits as
  * round(v * 255 / (2^P - 1)) (signed ones offset by 2^(P-1) first); alpha 255 where there is none.
- * *rows: how many were written. CJP2_OK, CJP2_DONE with the last row, or an error (the decoder is
+ * *rows: how many were written. CMASTER_OK, CMASTER_DONE with the last row, or an error (the decoder is
  * then failed: every later call returns it).
  */
-cjp2_status cjp2_decoder_read_rows(cjp2_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
+cmaster_status cjp2_decoder_read_rows(cjp2_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
 /** Rows given so far. */
 uint32_t cjp2_decoder_rows_read(const cjp2_decoder *d);
-/** The errno of the read that failed (CJP2_ERR_IO), else 0. */
+/** The errno of the read that failed (CMASTER_ERR_IO), else 0. */
 int32_t cjp2_decoder_error_number(const cjp2_decoder *d);
 /** The largest band decoded so far, in bytes of OpenJPEG's samples (for the memory report). */
 uint64_t cjp2_decoder_band_bytes(const cjp2_decoder *d);

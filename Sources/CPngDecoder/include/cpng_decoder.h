@@ -6,22 +6,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cmaster_status.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum {
-    CPNG_OK = 0,
-    CPNG_NEED_DATA = 1,     /* more bytes are needed before the call can go on */
-    CPNG_DONE = 2,          /* the image's last row has been given and its end (IEND) read */
-    CPNG_ERR_PNG = -1,      /* libpng refused the data (corrupt, not a PNG); message in cpng_decoder_copy_message */
-    CPNG_ERR_NOMEM = -2,
-    CPNG_ERR_UNSUPPORTED = -3, /* a PNG this decoder does not read (interlaced, with no spool directory) */
-    CPNG_ERR_TRUNCATED = -4,   /* the input ended before the image did */
-    CPNG_ERR_STATE = -5,       /* called after a failure, or out of order */
-    CPNG_ERR_ARGUMENT = -6,
-    CPNG_ERR_IO = -7           /* the interlaced image's spool file failed: errno in cpng_decoder_error_number */
-} cpng_status;
+/* Every call that can fail returns a cmaster_status (cmaster_status.h, shared by the master decoders). */
 
 /** What the header (IHDR, and the chunks before the first IDAT) says. */
 typedef struct {
@@ -38,34 +29,34 @@ typedef struct {
 
 typedef struct cpng_decoder cpng_decoder;
 
-/** A decoder; free it with cpng_decoder_destroy. CPNG_ERR_NOMEM. */
-cpng_status cpng_decoder_create(cpng_decoder **out);
+/** A decoder; free it with cpng_decoder_destroy. CMASTER_ERR_NOMEM. */
+cmaster_status cpng_decoder_create(cpng_decoder **out);
 void cpng_decoder_destroy(cpng_decoder *d);
 
 /**
  * Lets the decoder read Adam7-interlaced PNGs: their passes are combined into an anonymous spool file of
  * the whole image (width x height x 4 bytes, on disk) made in `directory` at the first read of rows.
- * Without it they are refused (CPNG_ERR_UNSUPPORTED). Before the header is read.
+ * Without it they are refused (CMASTER_ERR_UNSUPPORTED). Before the header is read.
  */
-cpng_status cpng_decoder_set_spool_directory(cpng_decoder *d, const char *directory);
+cmaster_status cpng_decoder_set_spool_directory(cpng_decoder *d, const char *directory);
 
 /** Keeps a copy of the next bytes of the file; nothing is decoded until a read asks. */
-cpng_status cpng_decoder_feed(cpng_decoder *d, const void *bytes, size_t length);
-/** Says no more bytes will come: a read that needs more then fails with CPNG_ERR_TRUNCATED. */
-cpng_status cpng_decoder_end_input(cpng_decoder *d);
+cmaster_status cpng_decoder_feed(cpng_decoder *d, const void *bytes, size_t length);
+/** Says no more bytes will come: a read that needs more then fails with CMASTER_ERR_TRUNCATED. */
+cmaster_status cpng_decoder_end_input(cpng_decoder *d);
 
-/** Decodes until the header has been read: CPNG_OK with *header filled, or CPNG_NEED_DATA. */
-cpng_status cpng_decoder_read_header(cpng_decoder *d, cpng_header *header);
+/** Decodes until the header has been read: CMASTER_OK with *header filled, or CMASTER_NEED_DATA. */
+cmaster_status cpng_decoder_read_header(cpng_decoder *d, cpng_header *header);
 
 /**
  * Decodes up to `max_rows` rows into `rgba` (rows `stride` bytes apart, 4 bytes a pixel: gray
  * expanded to RGB, 16-bit samples scaled to 8 with rounding (libpng's png_set_scale_16), alpha 255
- * where the image has none). *rows: how many were written. CPNG_OK (more rows to come, call again),
- * CPNG_NEED_DATA (feed more), CPNG_DONE (every row given and the end read), or an error.
+ * where the image has none). *rows: how many were written. CMASTER_OK (more rows to come, call again),
+ * CMASTER_NEED_DATA (feed more), CMASTER_DONE (every row given and the end read), or an error.
  */
-cpng_status cpng_decoder_read_rows(cpng_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
+cmaster_status cpng_decoder_read_rows(cpng_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
 
-/** The errno of a CPNG_ERR_IO. */
+/** The errno of a CMASTER_ERR_IO. */
 int cpng_decoder_error_number(const cpng_decoder *d);
 /** Bytes of the interlaced image's spool file on disk, while it exists (0 for other images). */
 uint64_t cpng_decoder_spool_bytes(const cpng_decoder *d);

@@ -1,5 +1,6 @@
 /* cspool.h: anonymous spool files, for the masters read out of order (a TIFF's directory, a JPEG 2000's
- * tiles, an interlaced PNG's passes). The one place that makes them. */
+ * tiles, an interlaced PNG's passes). The one place that makes them. This target also holds the master
+ * decoders' shared status convention (cmaster_status.h). */
 #ifndef CSPOOL_H
 #define CSPOOL_H
 

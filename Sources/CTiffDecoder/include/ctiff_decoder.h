@@ -10,22 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cmaster_status.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum {
-    CTIFF_OK = 0,
-    CTIFF_NEED_DATA = 1,        /* more bytes (or the end of the input) are needed first */
-    CTIFF_DONE = 2,             /* every row has been given */
-    CTIFF_ERR_TIFF = -1,        /* libtiff refused the file (corrupt); message in ctiff_decoder_copy_message */
-    CTIFF_ERR_NOMEM = -2,
-    CTIFF_ERR_UNSUPPORTED = -3, /* a TIFF this decoder does not read (the message says what) */
-    CTIFF_ERR_TRUNCATED = -4,   /* the file ends before the data its directory points at */
-    CTIFF_ERR_STATE = -5,       /* called after a failure, or out of order */
-    CTIFF_ERR_ARGUMENT = -6,
-    CTIFF_ERR_IO = -7           /* the spool or the file failed: errno in ctiff_decoder_error_number */
-} ctiff_status;
+/* Every call that can fail returns a cmaster_status (cmaster_status.h, shared by the master decoders). */
 
 /** What the chosen page's directory says. */
 typedef struct {
@@ -55,19 +46,19 @@ typedef struct ctiff_decoder ctiff_decoder;
 /**
  * A decoder of page `page` (0: the first) of a TIFF. `path` non-NULL: that file is read (the bytes fed
  * are only counted). Else the bytes fed are spooled to an anonymous file made in `spool_directory`.
- * CTIFF_ERR_IO (errno in *error_number) when the file cannot be opened or made; CTIFF_ERR_NOMEM.
+ * CMASTER_ERR_IO (errno in *error_number) when the file cannot be opened or made; CMASTER_ERR_NOMEM.
  */
-ctiff_status ctiff_decoder_create(const char *path, const char *spool_directory, uint32_t page,
+cmaster_status ctiff_decoder_create(const char *path, const char *spool_directory, uint32_t page,
                                   ctiff_decoder **out, int *error_number);
 void ctiff_decoder_destroy(ctiff_decoder *d);
 
 /** The next bytes of the file: written to the spool (or, reading the file itself, counted). */
-ctiff_status ctiff_decoder_feed(ctiff_decoder *d, const void *bytes, size_t length);
+cmaster_status ctiff_decoder_feed(ctiff_decoder *d, const void *bytes, size_t length);
 /** No more bytes will come: the spool is complete and can be read. */
-ctiff_status ctiff_decoder_end_input(ctiff_decoder *d);
+cmaster_status ctiff_decoder_end_input(ctiff_decoder *d);
 
-/** Reads the directory: CTIFF_OK with *header filled, or CTIFF_NEED_DATA while a spool is incomplete. */
-ctiff_status ctiff_decoder_read_header(ctiff_decoder *d, ctiff_header *header);
+/** Reads the directory: CMASTER_OK with *header filled, or CMASTER_NEED_DATA while a spool is incomplete. */
+cmaster_status ctiff_decoder_read_header(ctiff_decoder *d, ctiff_header *header);
 
 /**
  * Decodes up to `max_rows` rows into `rgba` (rows `stride` bytes apart, 4 bytes a pixel): gray
@@ -75,17 +66,17 @@ ctiff_status ctiff_decoder_read_header(ctiff_decoder *d, ctiff_header *header);
  * rounded (likewise G, B), 16-bit samples to 8 as round(v * 255 / 65535), associated alpha undone
  * (c * 255 / a rounded, 0 where a is 0), alpha 255 where there is none; extra samples other than the
  * first alpha are skipped (never unpacked, their planes never read). *rows: how many were written.
- * CTIFF_OK (more to come), CTIFF_DONE (the last row given), CTIFF_NEED_DATA (reading the master's own
+ * CMASTER_OK (more to come), CMASTER_DONE (the last row given), CMASTER_NEED_DATA (reading the master's own
  * file while its bytes are still fed: rows keep pace with the bytes, their share of the file), or an
  * error.
  */
-ctiff_status ctiff_decoder_read_rows(ctiff_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
+cmaster_status ctiff_decoder_read_rows(ctiff_decoder *d, void *rgba, size_t stride, uint32_t max_rows, uint32_t *rows);
 
 /** *finished: 1 once every row has been given and the input has ended. Returns the failure, if any. */
-ctiff_status ctiff_decoder_state(const ctiff_decoder *d, int32_t *finished);
+cmaster_status ctiff_decoder_state(const ctiff_decoder *d, int32_t *finished);
 /** Rows given so far. */
 uint32_t ctiff_decoder_rows_read(const ctiff_decoder *d);
-/** The errno of the last CTIFF_ERR_IO. */
+/** The errno of the last CMASTER_ERR_IO. */
 int ctiff_decoder_error_number(const ctiff_decoder *d);
 /** The first error's message ("" when none). */
 void ctiff_decoder_copy_message(const ctiff_decoder *d, char *out, size_t capacity);

@@ -1,3 +1,4 @@
+internal import CSpool
 internal import CJp2Decoder
 import Foundation
 
@@ -77,7 +78,7 @@ final class JPEG2000Decoder: RowDecoder {
         var opened: OpaquePointer?
         let threads = UInt32(min(4, ProcessInfo.processInfo.activeProcessorCount))
         let status = cjp2_decoder_open(file.descriptor, nil, UInt64(fileSize), 1, threads, UInt64(bandBudget), &opened, &message, message.count)
-        guard status == CJP2_OK, let opened else { throw Self.error(status, String(cMessage: message)) }
+        guard status == CMASTER_OK, let opened else { throw Self.error(status, String(cMessage: message)) }
         handle = opened
         cjp2_decoder_header(opened, &header)
     }
@@ -90,7 +91,7 @@ final class JPEG2000Decoder: RowDecoder {
         var message = [CChar](repeating: 0, count: 256)
         var opened: OpaquePointer?
         let status = cjp2_decoder_open(-1, bytes.baseAddress, UInt64(bytes.count), 0, 1, 0, &opened, &message, message.count)
-        guard status == CJP2_OK, let opened else { throw error(status, String(cMessage: message)) }
+        guard status == CMASTER_OK, let opened else { throw error(status, String(cMessage: message)) }
         defer { cjp2_decoder_destroy(opened) }
         var header = cjp2_header()
         cjp2_decoder_header(opened, &header)
@@ -115,8 +116,8 @@ final class JPEG2000Decoder: RowDecoder {
         var rows: UInt32 = 0
         let status = cjp2_decoder_read_rows(handle, buffer.baseAddress, stride, UInt32(clamping: min(maxRows, allowed)), &rows)
         switch status {
-        case CJP2_OK: return (Int(rows), rowsRead < height && allowed > Int(rows) ? .ready : (rowsRead == height ? .done : .needData))
-        case CJP2_DONE: return (Int(rows), .done)
+        case CMASTER_OK: return (Int(rows), rowsRead < height && allowed > Int(rows) ? .ready : (rowsRead == height ? .done : .needData))
+        case CMASTER_DONE: return (Int(rows), .done)
         default: throw Self.error(status, lastMessage, errorNumber: cjp2_decoder_error_number(handle))
         }
     }
@@ -127,14 +128,13 @@ final class JPEG2000Decoder: RowDecoder {
         file.hasEnded && handle != nil && rowsRead == Int(header.height) ? .done : .needData
     }
 
-    private static func error(_ status: cjp2_status, _ message: String, errorNumber: Int32 = 0) -> TileError {
-        switch status {
-        case CJP2_ERR_NOMEM: TileError(.io, "out of memory decoding a JPEG 2000 image", errno: ENOMEM)
-        case CJP2_ERR_UNSUPPORTED: TileError(.unsupported, message)
-        case CJP2_ERR_TRUNCATED: TileError(.truncated, message)
-        case CJP2_ERR_CORRUPT: TileError(.corrupt, "the JPEG 2000 data cannot be read: \(message)")
-        case CJP2_ERR_IO: TileError(.io, message, errno: errorNumber == 0 ? EIO : errorNumber)
-        default: TileError(.invalidArgument, "JPEG 2000 decoder called in the wrong state")
+    /// The error `status` is (one that is none: a call in the wrong state).
+    private static func error(_ status: cmaster_status, _ message: String, errorNumber: Int32 = 0) -> TileError {
+        do {
+            _ = try MasterStatus.step(status, format: "JPEG 2000 data", message: { message }, errorNumber: { errorNumber })
+            return TileError(.invalidArgument, "the JPEG 2000 data decoder was called in the wrong state")
+        } catch {
+            return error
         }
     }
 }

@@ -1,3 +1,4 @@
+internal import CSpool
 internal import CPngDecoder
 import Foundation
 #if canImport(Glibc)
@@ -20,11 +21,11 @@ final class PNGDecoder: RowDecoder {
     ///   image's size as RGBA): its last pass completes every row, so the passes are combined on disk.
     init(spoolDirectory: String) throws(TileError) {
         var handle: OpaquePointer?
-        guard cpng_decoder_create(&handle) == CPNG_OK, let handle else {
+        guard cpng_decoder_create(&handle) == CMASTER_OK, let handle else {
             throw TileError(.io, "cannot allocate a PNG decoder", errno: ENOMEM)
         }
         self.handle = handle
-        guard cpng_decoder_set_spool_directory(handle, spoolDirectory) == CPNG_OK else {
+        guard cpng_decoder_set_spool_directory(handle, spoolDirectory) == CMASTER_OK else {
             throw TileError(.io, "cannot allocate a PNG decoder", errno: ENOMEM)
         }
     }
@@ -59,7 +60,7 @@ final class PNGDecoder: RowDecoder {
     func readSourceHeader() throws(TileError) -> SourceHeader? {
         var header = cpng_header()
         let status = cpng_decoder_read_header(handle, &header)
-        if status == CPNG_NEED_DATA { return nil }
+        if status == CMASTER_NEED_DATA { return nil }
         try check(status)
         var bytes: UnsafeRawPointer?
         var length = 0
@@ -84,14 +85,7 @@ final class PNGDecoder: RowDecoder {
         precondition(buffer.count >= stride * maxRows, "row buffer too small")
         var rows: UInt32 = 0
         let status = cpng_decoder_read_rows(handle, buffer.baseAddress, stride, UInt32(clamping: maxRows), &rows)
-        switch status {
-        case CPNG_OK: return (Int(rows), .ready)
-        case CPNG_NEED_DATA: return (Int(rows), .needData)
-        case CPNG_DONE: return (Int(rows), .done)
-        default:
-            try check(status)
-            return (Int(rows), .ready)
-        }
+        return (Int(rows), try MasterStatus.step(status, format: "PNG", message: { lastMessage }, errorNumber: errorNumber))
     }
 
     /// Reads on to the end of the file (`IEND`) once every row has been given.
@@ -99,20 +93,14 @@ final class PNGDecoder: RowDecoder {
         var rows: UInt32 = 0
         var none: UInt32 = 0  // no row is asked for: a buffer only to say rows (none) are wanted
         let status = withUnsafeMutableBytes(of: &none) { cpng_decoder_read_rows(handle, $0.baseAddress, 4, 0, &rows) }
-        if status == CPNG_OK || status == CPNG_NEED_DATA { return .needData }
+        if status == CMASTER_OK || status == CMASTER_NEED_DATA { return .needData }
         try check(status)
         return .done
     }
 
-    private func check(_ status: cpng_status) throws(TileError) {
-        switch status {
-        case CPNG_OK, CPNG_NEED_DATA, CPNG_DONE: return
-        case CPNG_ERR_NOMEM: throw TileError(.io, "out of memory decoding a PNG", errno: ENOMEM)
-        case CPNG_ERR_UNSUPPORTED: throw TileError(.unsupported, lastMessage)
-        case CPNG_ERR_TRUNCATED: throw TileError(.truncated, lastMessage)
-        case CPNG_ERR_IO: throw TileError(.io, lastMessage, errno: Int32(cpng_decoder_error_number(handle)))
-        case CPNG_ERR_PNG: throw TileError(.corrupt, "the PNG cannot be read: \(lastMessage)")
-        default: throw TileError(.invalidArgument, "PNG decoder called in the wrong state")
-        }
+    private func check(_ status: cmaster_status) throws(TileError) {
+        try MasterStatus.check(status, format: "PNG", message: { lastMessage }, errorNumber: errorNumber)
     }
+
+    private func errorNumber() -> Int32 { Int32(cpng_decoder_error_number(handle)) }
 }

@@ -1,3 +1,4 @@
+internal import CSpool
 internal import CTiffDecoder
 import Foundation
 #if canImport(Glibc)
@@ -30,9 +31,9 @@ final class TIFFDecoder: RowDecoder {
         var handle: OpaquePointer?
         var number: Int32 = 0
         let status = cTIFFCreate(path, spoolDirectory, UInt32(clamping: page), &handle, &number)
-        guard status == CTIFF_OK, let handle else {
-            if status == CTIFF_ERR_NOMEM { throw TileError(.io, "cannot allocate a TIFF decoder", errno: ENOMEM) }
-            if status == CTIFF_ERR_ARGUMENT { throw TileError(.invalidArgument, "\(path ?? "-") is not a regular file") }
+        guard status == CMASTER_OK, let handle else {
+            if status == CMASTER_ERR_NOMEM { throw TileError(.io, "cannot allocate a TIFF decoder", errno: ENOMEM) }
+            if status == CMASTER_ERR_ARGUMENT { throw TileError(.invalidArgument, "\(path ?? "-") is not a regular file") }
             let target = path ?? "a spool file in \(spoolDirectory)"
             throw TileError(.io, "cannot open \(target): \(String(cString: strerror(number)))", errno: number)
         }
@@ -67,7 +68,7 @@ final class TIFFDecoder: RowDecoder {
     func readSourceHeader() throws(TileError) -> SourceHeader? {
         var header = ctiff_header()
         let status = ctiff_decoder_read_header(handle, &header)
-        if status == CTIFF_NEED_DATA { return nil }
+        if status == CMASTER_NEED_DATA { return nil }
         try check(status)
         var bytes: UnsafeRawPointer?
         var length = 0
@@ -84,14 +85,7 @@ final class TIFFDecoder: RowDecoder {
         precondition(buffer.count >= stride * maxRows, "row buffer too small")
         var rows: UInt32 = 0
         let status = ctiff_decoder_read_rows(handle, buffer.baseAddress, stride, UInt32(clamping: maxRows), &rows)
-        switch status {
-        case CTIFF_OK: return (Int(rows), .ready)
-        case CTIFF_NEED_DATA: return (Int(rows), .needData)
-        case CTIFF_DONE: return (Int(rows), .done)
-        default:
-            try check(status)
-            return (Int(rows), .ready)
-        }
+        return (Int(rows), try MasterStatus.step(status, format: "TIFF", message: { lastMessage }, errorNumber: errorNumber))
     }
 
     /// Done once every row has been given and the input has ended (a file read directly is still
@@ -102,25 +96,17 @@ final class TIFFDecoder: RowDecoder {
         return ended != 0 ? .done : .needData
     }
 
-    private func check(_ status: ctiff_status) throws(TileError) {
-        switch status {
-        case CTIFF_OK, CTIFF_NEED_DATA, CTIFF_DONE: return
-        case CTIFF_ERR_NOMEM: throw TileError(.io, "out of memory decoding a TIFF", errno: ENOMEM)
-        case CTIFF_ERR_IO:
-            throw TileError(.io, lastMessage, errno: ctiff_decoder_error_number(handle))
-        case CTIFF_ERR_UNSUPPORTED: throw TileError(.unsupported, lastMessage)
-        case CTIFF_ERR_TRUNCATED: throw TileError(.truncated, lastMessage)
-        case CTIFF_ERR_TIFF: throw TileError(.corrupt, "the TIFF cannot be read: \(lastMessage)")
-        case CTIFF_ERR_ARGUMENT: throw TileError(.invalidArgument, lastMessage)
-        default: throw TileError(.invalidArgument, "TIFF decoder called in the wrong state")
-        }
+    private func check(_ status: cmaster_status) throws(TileError) {
+        try MasterStatus.check(status, format: "TIFF", message: { lastMessage }, errorNumber: errorNumber)
     }
+
+    private func errorNumber() -> Int32 { ctiff_decoder_error_number(handle) }
 }
 
 /// `ctiff_decoder_create` with Swift strings (NULL for a nil path).
 private func cTIFFCreate(
     _ path: String?, _ spoolDirectory: String, _ page: UInt32, _ handle: inout OpaquePointer?, _ number: inout Int32
-) -> ctiff_status {
+) -> cmaster_status {
     spoolDirectory.withCString { directory in
         guard let path else { return ctiff_decoder_create(nil, directory, page, &handle, &number) }
         return path.withCString { ctiff_decoder_create($0, directory, page, &handle, &number) }
