@@ -43,11 +43,7 @@ extension NIOThreadPool {
     /// down, or a pool never started) still runs, never on the caller's thread.
     package static func runOnThreadOfItsOwn(_ body: @escaping @Sendable () -> Void) {
         Thread {
-            let comm = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-            if comm >= 0 {
-                _ = "TP-#stopped".withCString { write(comm, $0, strlen($0)) }
-                close(comm)
-            }
+            Thread.current.name = "TP-#stopped"  // the thread's name as the kernel knows it (comm)
             body()
         }.start()
     }

@@ -15,12 +15,10 @@ import Glibc
 /// for writing is the event (`IN_CLOSE_WRITE`) a waiter wakes on, so a waiter closing its own after
 /// each try would wake itself.
 final class BuildLock: Sendable {
-    private let descriptor: Int32
+    private let descriptor: OwnedDescriptor
     private let held = NIOLockedValueBox(false)
 
-    private init(descriptor: Int32) { self.descriptor = descriptor }
-
-    deinit { close(descriptor) }
+    private init(descriptor: consuming OwnedDescriptor) { self.descriptor = descriptor }
 
     /// The name of `id`'s lock file in the cache folder.
     static func fileName(_ id: String) -> String { ".\(id).lock" }
@@ -31,14 +29,14 @@ final class BuildLock: Sendable {
         let path = "\(cache)/\(fileName(id))"
         let raw = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard raw >= 0 else { throw TileError(.io, "cannot open the build lock \(path): \(String(cString: strerror(errno)))") }
-        return BuildLock(descriptor: raw)
+        return BuildLock(descriptor: OwnedDescriptor(adopting: raw))
     }
 
     /// Takes the lock when no one holds it (a system call that does not wait).
     /// - Returns: whether this value holds it now.
     func tryTake() -> Bool {
         held.withLockedValue { held in
-            if !held { held = flock(descriptor, LOCK_EX | LOCK_NB) == 0 }
+            if !held { held = flock(descriptor.raw, LOCK_EX | LOCK_NB) == 0 }
             return held
         }
     }

@@ -14,7 +14,7 @@ import Darwin
 /// A store folder open for reading is held shared (``init(sharing:)``): every process that has the
 /// store open holds it so, and a cache eviction, which takes it exclusively, leaves it alone.
 final class FolderLock: Sendable {
-    private let descriptor: Int32
+    private let descriptor: OwnedDescriptor
 
     /// Takes the lock of the folder at `path` if no one holds it; nil when someone does, or when `path`
     /// is not a folder (a symlink is not followed). Blocking (opens the folder); never waits for the lock.
@@ -29,10 +29,9 @@ final class FolderLock: Sendable {
         guard raw >= 0 else { return nil }
         let fd = OwnedDescriptor(adopting: raw)
         guard flock(fd.raw, operation | LOCK_NB) == 0 else { return nil }
-        descriptor = fd.take()
+        descriptor = fd
     }
 
-    deinit { close(descriptor) }
 }
 
 extension TileStorage {

@@ -11,7 +11,7 @@ import Darwin
 package final class InputFile {
     /// The path as given, or `stdin` for `-`: for messages.
     package let name: String
-    private let fd: Int32
+    private let fd: OwnedDescriptor
     /// Whether the input is a regular file (it can be read again from the start, and has a size).
     package let isRegularFile: Bool
     /// The size of a regular file, else `nil`.
@@ -37,29 +37,27 @@ package final class InputFile {
         var info = stat()
         guard fstat(fd.raw, &info) == 0 else { throw SystemCall.error("cannot read", path: name) }
         if (info.st_mode & S_IFMT) == S_IFDIR { throw SystemCall.error("cannot read", path: name, errno: EISDIR) }
-        self.fd = fd.take()
+        self.fd = fd
         isRegularFile = (info.st_mode & S_IFMT) == S_IFREG
         byteCount = isRegularFile ? Int(info.st_size) : nil
     }
 
-    deinit { close(fd) }
-
     /// Reads the next bytes into `buffer`; 0 at the end.
     /// - Throws: ``TileError/Code/io`` naming the input and the cause.
     package func read(into buffer: UnsafeMutableRawBufferPointer) throws(TileError) -> Int {
-        try SystemCall.read(fd, into: buffer, path: name)
+        try SystemCall.read(fd.raw, into: buffer, path: name)
     }
 
     /// Goes back to the start of a regular file.
     func rewind() throws(TileError) {
-        guard lseek(fd, 0, SEEK_SET) == 0 else { throw SystemCall.error("cannot read", path: name) }
+        guard lseek(fd.raw, 0, SEEK_SET) == 0 else { throw SystemCall.error("cannot read", path: name) }
     }
 
     /// Whether this is the same file as `path` (same device and inode, through any link).
     package func isSameFile(as path: String) -> Bool {
         var mine = stat()
         var other = stat()
-        guard fstat(fd, &mine) == 0, stat(path, &other) == 0 else { return false }
+        guard fstat(fd.raw, &mine) == 0, stat(path, &other) == 0 else { return false }
         return mine.st_dev == other.st_dev && mine.st_ino == other.st_ino
     }
 
@@ -70,7 +68,7 @@ package final class InputFile {
     package init(regularFile path: String) throws(TileError) {
         name = path
         var info = stat()
-        fd = try SystemCall.openRegularFile(path, info: &info).take()
+        fd = try SystemCall.openRegularFile(path, info: &info)
         isRegularFile = true
         byteCount = Int(info.st_size)
     }

@@ -8,7 +8,9 @@ import Glibc
 /// file, or an anonymous spool file in a folder that the bytes fed are written to as they arrive (on
 /// disk, never in memory), readable once the input has ended. The one owner of its descriptor.
 final class MasterFile {
-    let descriptor: Int32
+    private let file: OwnedDescriptor
+    /// The descriptor, lent to the decoder for its reads; this value owns it.
+    var descriptor: Int32 { file.raw }
     /// Whether the bytes fed are written here (a spool) rather than only counted (the master's file).
     let isSpool: Bool
     private let name: String
@@ -27,7 +29,7 @@ final class MasterFile {
         guard fstat(fd.raw, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             throw TileError(.invalidArgument, "\(path) is not a regular file")
         }
-        descriptor = fd.take()
+        file = fd
         isSpool = false
         name = path
     }
@@ -37,14 +39,12 @@ final class MasterFile {
     /// - Throws: ``TileError/Code/io``.
     init(spoolIn directory: String) throws(TileError) {
         BlockingCallCheck.check("create a spool file in \(directory)")
-        let fd = SystemCall.retrying { cspool_create(directory) }
-        guard fd >= 0 else { throw SystemCall.error("cannot make a spool file in", path: directory) }
-        descriptor = fd
+        let raw = SystemCall.retrying { cspool_create(directory) }
+        guard raw >= 0 else { throw SystemCall.error("cannot make a spool file in", path: directory) }
+        file = OwnedDescriptor(adopting: raw)
         isSpool = true
         name = "a spool file in \(directory)"
     }
-
-    deinit { SystemCall.close([descriptor]) }
 
     /// The next bytes of the master: written at the end of a spool, counted for the master's own file.
     func append(_ bytes: UnsafeRawBufferPointer) throws(TileError) {

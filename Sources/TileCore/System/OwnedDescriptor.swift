@@ -10,7 +10,7 @@ import Darwin
 ///
 /// Every `open`, `mkstemp` and the like of TileCore's returns one (``SystemCall``), so no error path
 /// has to remember to close what was opened before it.
-package struct OwnedDescriptor: ~Copyable {
+package struct OwnedDescriptor: ~Copyable, Sendable {
     /// The descriptor, lent for calls; the value still owns it.
     package let raw: Int32
 
