@@ -62,33 +62,44 @@ final class PreviewJob: @unchecked Sendable {
         try decoder.feed(prefix)  // the stream cut at the end of the scan
         try decoder.feed([UInt8]([0xFF, 0xD9]))  // and an EOI
         try decoder.endInput()
-        guard try decoder.readHeader() != nil else { throw TileError(.corrupt, "the preview's header is incomplete") }
         let geometry = image.geometry
         let firstLevel = TileBuilder.previewLevel
-        let first = geometry.levels[firstLevel]
-        let size = try decoder.setScale(denominator: 1 << firstLevel)
-        guard size.width == first.storedWidth, size.height == first.storedHeight else {
-            throw TileError(.corrupt, "the preview's size \(size) is not level \(firstLevel)'s")
-        }
-        try decoder.storeCoefficients(
-            options.coefficientStorage, in: scratchDirectory, windowBytes: options.coefficientWindowBytes)
-        guard try decoder.start() == .ready else { throw TileError(.corrupt, "the preview's scans are incomplete") }
-        let levels = try TileGeometry(
-            storedWidth: size.width, storedHeight: size.height, orientation: geometry.orientation,
-            placement: geometry.placement, tileSize: geometry.tileSize,
-            levels: .count(geometry.levels.count - firstLevel))
-        // Counters of its own: the image's preview counters change only once every tile is written.
-        let writer = try PyramidWriter(
-            geometry: levels, files: LevelFiles(levelsFrom: firstLevel, of: files),
-            progress: TileRowCounters(count: levels.levels.count), writer: options.writer)
-        while true {
-            if stopped.load(ordering: .relaxed) { throw TileError(.cancelled, "the preview was stopped") }
-            let step = try writer.withRowBuffer { (buffer, stride, capacity) throws(TileError) in
-                let (rows, step) = try decoder.readRows(into: buffer, stride: stride, maxRows: capacity)
-                return (rows, step)
+        var writer: PyramidWriter?
+        var driver = DecodeDriver()
+        let ended = try driver.advance(
+            decoder,
+            header: { _ throws(TileError) in
+                let first = geometry.levels[firstLevel]
+                let size = try decoder.setScale(denominator: 1 << firstLevel)
+                guard size.width == first.storedWidth, size.height == first.storedHeight else {
+                    throw TileError(.corrupt, "the preview's size \(size) is not level \(firstLevel)'s")
+                }
+                try decoder.storeCoefficients(
+                    options.coefficientStorage, in: scratchDirectory, windowBytes: options.coefficientWindowBytes)
+                let levels = try TileGeometry(
+                    storedWidth: size.width, storedHeight: size.height, orientation: geometry.orientation,
+                    placement: geometry.placement, tileSize: geometry.tileSize,
+                    levels: .count(geometry.levels.count - firstLevel))
+                // Counters of its own: the image's preview counters change only once every tile is written.
+                writer = try PyramidWriter(
+                    geometry: levels, files: LevelFiles(levelsFrom: firstLevel, of: files),
+                    progress: TileRowCounters(count: levels.levels.count), writer: options.writer)
+            },
+            rows: { () throws(TileError) -> DecodeStep? in
+                if stopped.load(ordering: .relaxed) { throw TileError(.cancelled, "the preview was stopped") }
+                return try writer!.withRowBuffer { (buffer, stride, capacity) throws(TileError) in
+                    let (rows, step) = try decoder.readRows(into: buffer, stride: stride, maxRows: capacity)
+                    return (rows, step)
+                }
+            })
+        // The stream was cut after a scan, with an EOI: every byte is in, so a decode that stops short
+        // of its rows stops for good (the end of the input after the last row is not needed).
+        guard ended || driver.phase == .finishing, let writer else {
+            switch driver.phase {
+            case .header: throw TileError(.corrupt, "the preview's header is incomplete")
+            case .starting: throw TileError(.corrupt, "the preview's scans are incomplete")
+            default: throw TileError(.corrupt, "the preview decode ran out of bytes")
             }
-            if step == .done { break }
-            if step == .needData { throw TileError(.corrupt, "the preview decode ran out of bytes") }
         }
         try writer.finish()
         if stopped.load(ordering: .relaxed) { throw TileError(.cancelled, "the preview was stopped") }

@@ -7,9 +7,11 @@ extension TileBuilder {
     func makePreview() {
         guard let pending = preview else { return }
         switch state {
-        case .readingHeader:
+        case .decoding(nil):
             return
-        case .starting(let p) where header?.isProgressive == true && p.image.levelCount > Self.previewLevel:
+        case .decoding(let p?)
+        where decode.phase == .starting && header?.isProgressive == true
+            && p.image.levelCount > Self.previewLevel:
             if let job = previewJob, !job.isFinished { return }  // the next one takes the latest scan then
             let scan = min(pending.scans.scanEnds.count, pending.limit)
             guard scan > pending.made else { return }

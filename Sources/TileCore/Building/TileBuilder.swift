@@ -20,10 +20,8 @@ public import Foundation
 /// again.
 public final class TileBuilder {
     enum State {
-        case readingHeader
-        case starting(Pipeline)
-        case scanning(Pipeline)
-        case finishing(Pipeline)
+        /// The decode goes on (where it is: ``decode``); the pipeline exists once the header is read.
+        case decoding(Pipeline?)
         case complete(TiledImage)
         case failed(TileError)
     }
@@ -64,7 +62,9 @@ public final class TileBuilder {
     /// Bytes appended after the pyramid was complete (after the end-of-image marker, in later
     /// chunks): counted and dropped, never buffered or decoded.
     public private(set) var bytesAfterImage = 0
-    var state = State.readingHeader
+    var state = State.decoding(nil)
+    /// Where the decode is: header, start, rows, the input's end.
+    private(set) var decode = DecodeDriver()
     /// The master's decoder, chosen by its first bytes (nil until they arrive).
     private var chosenDecoder: (any RowDecoder)?
     /// The file whose bytes are appended, when there is one: a TIFF master is then read from it directly
@@ -131,9 +131,9 @@ public final class TileBuilder {
     /// by tile row while the build goes on.
     public var image: TiledImage? {
         switch state {
-        case .starting(let p), .scanning(let p), .finishing(let p): return p.image
+        case .decoding(let p): return p?.image
         case .complete(let image): return image
-        case .readingHeader, .failed: return nil
+        case .failed: return nil
         }
     }
 
@@ -167,7 +167,7 @@ public final class TileBuilder {
                 throw error
             }
         }
-        if case .readingHeader = state { headerReader.feed(bytes) }
+        if decode.phase == .header { headerReader.feed(bytes) }
         if case .persistent = options.storage { fingerprint.add(bytes) }
         bytesReceived += bytes.count
         if preview != nil {
@@ -221,7 +221,7 @@ public final class TileBuilder {
             try advance()
         }
         reportScratchBytes()
-        if rowBudget == 0, case .scanning = state { return nil }  // the rows asked for are in; more remain
+        if rowBudget == 0, decode.phase == .rows { return nil }  // the rows asked for are in; more remain
         guard case .complete(let image) = state else {
             var error = TileError(.truncated, "the stream ended before the image did")
             error.isFillable = decoder is JPEGDecoder && header != nil
@@ -237,13 +237,13 @@ public final class TileBuilder {
     /// - Throws: the writer's ``TileError/Code/io`` error, if writing failed.
     public func waitUntilWritten() throws(TileError) {
         switch state {
-        case .starting(let p), .scanning(let p), .finishing(let p):
+        case .decoding(let p?):
             try guarded { () throws(TileError) in
                 try p.writer.sync()
                 try decoder.syncTranscode()  // a TIFF's level 0, copied on a thread of its own
             }
         case .failed(let error): throw error
-        case .readingHeader, .complete: return
+        case .decoding(nil), .complete: return
         }
     }
 
@@ -268,10 +268,10 @@ public final class TileBuilder {
     /// Publishes the size of the coefficient file, while it exists, for disk budgets.
     private func reportScratchBytes() {
         switch state {
-        case .starting(let p), .scanning(let p), .finishing(let p):
+        case .decoding(let p?):
             p.image.setScratchByteCount(chosenDecoder?.coefficientFileByteCount ?? 0)
         case .complete(let image): image.setScratchByteCount(0)
-        case .readingHeader, .failed: break
+        case .decoding(nil), .failed: break
         }
     }
 
@@ -286,43 +286,29 @@ public final class TileBuilder {
         }
     }
 
+    /// Decodes what the bytes so far allow: the header makes the pipeline, rows go to its writer (at
+    /// most ``rowBudget`` of them), and a decode that has ended completes the pyramid.
     private func advance() throws(TileError) {
-        while true {
-            switch state {
-            case .readingHeader:
-                guard let header = try decoder.readSourceHeader() else { return }
-                state = .starting(try prepare(header))
-            case .starting(let p):
-                guard try decoder.start() == .ready else { return }
-                stopPreviews()
-                state = .scanning(p)
-            case .scanning(let p):
-                guard try scan(p) else { return }
-                state = .finishing(p)
-            case .finishing(let p):
-                guard try decoder.finish() == .done else { return }
+        guard case .decoding = state else { return }
+        let ended = try decode.advance(
+            decoder,
+            header: { header throws(TileError) in state = .decoding(try prepare(header)) },
+            started: { stopPreviews() },
+            rows: { () throws(TileError) -> DecodeStep? in
+                guard rowBudget != 0, case .decoding(let p?) = state else { return nil }
+                let budget = rowBudget
+                let (rows, step) = try p.writer.withRowBuffer {
+                    (buffer, stride, capacity) throws(TileError) -> (rows: Int, result: (Int, DecodeStep)) in
+                    let (rows, step) = try decoder.readRows(into: buffer, stride: stride, maxRows: min(capacity, budget ?? capacity))
+                    return (rows, (rows, step))
+                }
+                rowBudget = rowBudget.map { $0 - rows }
                 try checkTruncation()
-                try complete(p)
-            case .complete, .failed:
-                return
-            }
-        }
-    }
-
-    /// Reads as many rows as the bytes allow into the writer. Returns true when every row is in.
-    private func scan(_ p: Pipeline) throws(TileError) -> Bool {
-        while rowBudget != 0 {
-            let budget = rowBudget
-            let (rows, step) = try p.writer.withRowBuffer { (buffer, stride, capacity) throws(TileError) -> (rows: Int, result: (Int, DecodeStep)) in
-                let (rows, step) = try decoder.readRows(into: buffer, stride: stride, maxRows: min(capacity, budget ?? capacity))
-                return (rows, (rows, step))
-            }
-            rowBudget = rowBudget.map { $0 - rows }
-            try checkTruncation()
-            if step == .done { return true }
-            if step == .needData { return false }
-        }
-        return false  // finish(rowLimit:)'s rows are in
+                return step
+            })
+        guard ended, case .decoding(let p?) = state else { return }
+        try checkTruncation()
+        try complete(p)
     }
 
     private func checkTruncation() throws(TileError) {
@@ -348,11 +334,11 @@ public final class TileBuilder {
         if case .failed = state { return }
         stopPreviews()  // before the files go: nothing of a preview writes after this
         switch state {
-        case .starting(let p), .scanning(let p), .finishing(let p):
+        case .decoding(let p?):
             p.image.markFailed(error)
             p.image.setScratchByteCount(0)
             p.store.discard()
-        case .readingHeader:
+        case .decoding(nil):
             break
         case .complete, .failed:
             return

@@ -68,53 +68,49 @@ struct ResizeJob {
     {
         let decoder = try makeDecoder()
         let reader = try SourceReader(source)
-        var header: SourceHeader?
-        var ended = false
-        while header == nil {
-            if let chunk = try reader.next() {
-                try Self.feed(chunk, to: decoder)
-            } else {
-                guard !ended else { throw TileError(.truncated, "the input ends inside the \(info.format.rawValue.uppercased()) header") }
-                try decoder.endInput()  // a spooled TIFF is read once all of it has come
-                ended = true
-            }
-            header = try decoder.readSourceHeader()
-        }
         var size = (width: info.width, height: info.height)
-        if let jpeg = decoder as? JPEGDecoder {
-            size = try jpeg.setScale(denominator: denominator)
-            try jpeg.storeCoefficients(options.coefficientStorage, in: LevelFiles.defaultDirectory, windowBytes: nil)
-        }
-        var resamplers = storedSizes.map {
-            AreaResampler(
-                inputWidth: size.width, inputHeight: size.height,
-                outputWidth: min($0.0, size.width), outputHeight: min($0.1, size.height))
-        }
-        let stride = size.width * 4
-        let strip = UnsafeMutableRawBufferPointer.allocate(byteCount: stride * 16, alignment: 64)
+        var resamplers: [AreaResampler] = []
+        var stride = 0
+        var strip = UnsafeMutableRawBufferPointer(start: nil, count: 0)
         defer { strip.deallocate() }
-        var started = false
-        while true {
-            if !started { started = try decoder.start() == .ready }
-            if started {
-                var step = DecodeStep.ready
-                while step == .ready {
-                    let (rows, s) = try decoder.readRows(into: strip, stride: stride, maxRows: 16)
-                    step = s
-                    if info.hasAlpha { Self.compositeOntoWhite(UnsafeMutableRawBufferPointer(rebasing: strip[..<(rows * stride)])) }
-                    for r in 0..<rows {
-                        let row = UnsafeRawBufferPointer(rebasing: strip[(r * stride)..<((r + 1) * stride)])
-                        for k in resamplers.indices { resamplers[k].add(row: row) }
-                    }
+        var driver = DecodeDriver()
+        var ended = false
+        while try !driver.advance(
+            decoder,
+            header: { _ throws(TileError) in
+                if let jpeg = decoder as? JPEGDecoder {
+                    size = try jpeg.setScale(denominator: denominator)
+                    try jpeg.storeCoefficients(options.coefficientStorage, in: LevelFiles.defaultDirectory, windowBytes: nil)
                 }
-                if step == .done, try decoder.finish() == .done { break }
-            }
+                resamplers = storedSizes.map {
+                    AreaResampler(
+                        inputWidth: size.width, inputHeight: size.height,
+                        outputWidth: min($0.0, size.width), outputHeight: min($0.1, size.height))
+                }
+                stride = size.width * 4
+                strip = .allocate(byteCount: stride * 16, alignment: 64)
+            },
+            rows: { () throws(TileError) -> DecodeStep? in
+                let (rows, step) = try decoder.readRows(into: strip, stride: stride, maxRows: 16)
+                if info.hasAlpha { Self.compositeOntoWhite(UnsafeMutableRawBufferPointer(rebasing: strip[..<(rows * stride)])) }
+                for r in 0..<rows {
+                    let row = UnsafeRawBufferPointer(rebasing: strip[(r * stride)..<((r + 1) * stride)])
+                    for k in resamplers.indices { resamplers[k].add(row: row) }
+                }
+                return step
+            })
+        {
             if decoder.isTruncated { throw TileError(.truncated, "the input ends before the image does") }
-            guard !ended else { throw TileError(.truncated, "the input ends before the image does") }
+            guard !ended else {
+                guard driver.phase != .header else {
+                    throw TileError(.truncated, "the input ends inside the \(info.format.rawValue.uppercased()) header")
+                }
+                throw TileError(.truncated, "the input ends before the image does")
+            }
             if let chunk = try reader.next() {
                 try Self.feed(chunk, to: decoder)
             } else {
-                try decoder.endInput()
+                try decoder.endInput()  // a spooled TIFF is read once all of it has come
                 ended = true
             }
         }
