@@ -31,7 +31,7 @@ extension ImageCatalog {
         var seen: SourceFingerprint?
         /// The look at its file in progress (its phase is then being checked).
         var check: TaskNursery.Handle<LookupError?>?
-        /// The catalog's use count when it was last asked for: the open stores past
+        /// The catalog's use clock when it was last asked for: the open stores past
         /// ``ImageCatalog/maximumOpenImages`` are closed least recently used first.
         var lastUse: UInt64 = 0
         /// The refusal last said in the log (``Event/refused(_:)``), until the image opens or builds:
@@ -200,7 +200,6 @@ extension ImageCatalog {
 
     /// Marks `id` asked for now.
     func touch(_ id: String) {
-        useCount += 1
-        entries[id, default: Entry()].lastUse = useCount
+        entries[id, default: Entry()].lastUse = uses.tick()
     }
 }

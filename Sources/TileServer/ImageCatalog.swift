@@ -105,8 +105,8 @@ public actor ImageCatalog {
     /// Everything the catalog holds of each image (``Entry``): its phase changes only by
     /// ``apply(_:to:)``.
     var entries: [String: Entry] = [:]
-    /// Lookups made so far: ``Entry/lastUse``'s clock.
-    var useCount: UInt64 = 0
+    /// ``Entry/lastUse``'s clock (the one recency rule's, as ``UseOrder`` keeps it for the other caches).
+    var uses = UseClock()
     /// Stores opened so far (for tests: concurrent first requests open a store once).
     package internal(set) var storesOpened = 0
     var nextWaiter = 0

@@ -5,7 +5,7 @@
 /// A use clock per key: marking a use costs a dictionary write, and an eviction sorts the keys it
 /// may drop (evictions are rare and batched; uses are every request's).
 package struct UseOrder<Key: Hashable & Sendable>: Sendable {
-    private var clock: UInt64 = 0
+    private var clock = UseClock()
     private var lastUse: [Key: UInt64] = [:]
 
     package init() {}
@@ -15,8 +15,7 @@ package struct UseOrder<Key: Hashable & Sendable>: Sendable {
 
     /// Marks `key` used now.
     package mutating func use(_ key: Key) {
-        clock += 1
-        lastUse[key] = clock
+        lastUse[key] = clock.tick()
     }
 
     /// Forgets `key`.
@@ -35,5 +34,20 @@ package struct UseOrder<Key: Hashable & Sendable>: Sendable {
     /// The least recently used of `keys`; nil when there are none.
     package func oldest(of keys: some Sequence<Key>) -> Key? {
         keys.min { lastUse[$0, default: 0] < lastUse[$1, default: 0] }
+    }
+}
+
+/// The clock of every recency rule: each use gets a later stamp than every one before. ``UseOrder``
+/// keeps a stamp per key; a holder that keeps everything of a key in one place (the server's catalogue
+/// entry of an image) keeps the key's stamp there, and orders by it as ``UseOrder`` does.
+package struct UseClock: Sendable {
+    private var now: UInt64 = 0
+
+    package init() {}
+
+    /// A stamp later than every one given before (never 0: 0 is "never used").
+    package mutating func tick() -> UInt64 {
+        now += 1
+        return now
     }
 }
