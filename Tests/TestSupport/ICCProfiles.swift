@@ -1,5 +1,5 @@
 public import Foundation
-public import TileCore
+import TileCore
 
 /// ICC profiles for tests: made plainly here, carried by JPEGs that libjpeg writes, and read back from
 /// outputs by outside tools (`djpeg -icc`, `vipsheader -f icc-profile-data`).

@@ -1,5 +1,5 @@
 public import Foundation
-public import TileCore
+import TileCore
 
 /// Inputs made here: a deterministic picture encoded with libjpeg through the shim.
 public enum Inputs {

@@ -29,7 +29,7 @@ struct HeavyWorkQueueTests {
                 })
             while queue.currentCounts.active + queue.currentCounts.pending < i + 1 { await Task.yield() }
         }
-        #expect(await queue.currentCounts == .init(pending: 6 - limit, active: limit))
+        #expect(queue.currentCounts == .init(pending: 6 - limit, active: limit))
         func starts() async -> [Int] { await recorder.events.compactMap { if case .start(let i) = $0 { i } else { nil } } }
         /// Whether `count` jobs have started within a minute (a wait for a state, not a time).
         func waitForStarts(_ count: Int) async -> Bool {
@@ -64,7 +64,7 @@ struct HeavyWorkQueueTests {
             }
         }
         #expect(await starts().count == 6)
-        #expect(await queue.currentCounts == .init(pending: 0, active: 0))
+        #expect(queue.currentCounts == .init(pending: 0, active: 0))
     }
 
     @Test("a cancelled pending job never starts and leaves the counts")
@@ -82,7 +82,7 @@ struct HeavyWorkQueueTests {
         while queue.currentCounts.pending == 0 { await Task.yield() }
         second.cancel()
         await #expect(throws: CancellationError.self) { try await second.value }
-        #expect(await queue.currentCounts == .init(pending: 0, active: 1))
+        #expect(queue.currentCounts == .init(pending: 0, active: 1))
         await gate.open()
         try await first.value
         #expect(await recorder.events == [1])

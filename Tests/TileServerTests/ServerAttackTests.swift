@@ -251,7 +251,7 @@ struct RecordingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
-        records.withLockedValue { $0.append((message.description, self.metadata.merging(metadata ?? [:]) { $1 })) }
+    func log(event: LogEvent) {
+        records.withLockedValue { $0.append((event.message.description, self.metadata.merging(event.metadata ?? [:]) { $1 })) }
     }
 }

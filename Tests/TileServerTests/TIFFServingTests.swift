@@ -149,7 +149,7 @@ struct TIFFServingTests {
                 for _ in 0..<10 where directAnswer == nil {
                     let connection = try LoopbackConnection(port: port)
                     try connection.send(Data("GET \(target) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-                    routedAnswer = try HTTPAnswers.read(connection, count: 1, timeout: .seconds(60)).answers.first
+                    routedAnswer = HTTPAnswers.read(connection, count: 1, timeout: .seconds(60)).answers.first
                     stored = TileAddress(path: target[...]).image.flatMap(service.storedTile)
                     directAnswer = stored.flatMap { service.storedImage($0, path: target) }
                 }

@@ -56,7 +56,7 @@ struct ExportCommandTests {
 
         let overlap = try TilerCommandTests.run(["export", "photo.jpg", "--layout", "iiif3", "--overlap", "1", "--out", "w"], in: folder)
         #expect(overlap.status != 0 && overlap.stderr.contains("IIIF tiles have no overlap"), "\(overlap.stderr)")
-        FileManager.default.createFile(atPath: "\(folder)/bad.jpg", contents: Data([0xFF, 0xD8, 0xFF, 0xDB, 0, 3, 1]))
+        _ = FileManager.default.createFile(atPath: "\(folder)/bad.jpg", contents: Data([0xFF, 0xD8, 0xFF, 0xDB, 0, 3, 1]))
         let bad = try TilerCommandTests.run(["export", "bad.jpg", "--out", "web"], in: folder)
         #expect(bad.status == 1 && bad.stderr.hasPrefix("tiler: bad.jpg: "), "\(bad.stderr)")
         #expect(bad.stderr.split(separator: "\n").count == 1)
