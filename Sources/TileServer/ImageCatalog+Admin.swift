@@ -26,7 +26,8 @@ extension ImageCatalog {
             }
             let (root, cache) = (self.root, self.cache)
             let bytes = try? await threadPool.blocking { () throws(TileError) -> Int? in
-                for path in ["\(cache)/\(id).tiles", "\(root)/\(id).tiles", "\(root)/\(id).tif", "\(root)/\(id).tiff"] {
+                // The cache's store, else a store or a TIFF pyramid in the folder (any suffix's case the folder uses).
+                for path in ["\(cache)/\(id).tiles", "\(root)/\(id).tiles"] + SourceFile.tiffSuffixes.map({ "\(root)/\(id).\($0)" }) {
                     if let description = try? StoreDescription.read(at: path) { return description.byteCount }
                 }
                 return nil

@@ -24,6 +24,8 @@ struct SourceFile: Sendable, Hashable {
 
     static let masterSuffixes = ["jpg", "jpeg", "JPG", "JPEG", "png", "PNG", "jp2", "JP2", "j2k", "J2K", "j2c", "J2C"]
     static let tiffSuffixes = ["tif", "tiff", "TIF", "TIFF"]
+    /// Every suffix a name of the folder is an image by: a master's, a TIFF's, a store folder's.
+    static let allSuffixes = masterSuffixes + tiffSuffixes + ["tiles"]
 
     /// The file behind `id` directly in `root`: a regular master file (`{id}.jpg`, `.jpeg`, `.png`,
     /// `.jp2`, `.j2k`, `.j2c`: its format is told from its bytes when it is built), a pyramidal TIFF, or a store
@@ -76,7 +78,7 @@ struct SourceFile: Sendable, Hashable {
         return Set(
             names.compactMap { name -> String? in
                 let (id, suffix) = ((name as NSString).deletingPathExtension, (name as NSString).pathExtension)
-                guard ImageCatalog.isValidIdentifier(id), (masterSuffixes + tiffSuffixes + ["tiles"]).contains(suffix) else { return nil }
+                guard ImageCatalog.isValidIdentifier(id), allSuffixes.contains(suffix) else { return nil }
                 return id
             }
         ).sorted()

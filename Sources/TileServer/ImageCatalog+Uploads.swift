@@ -32,7 +32,7 @@ extension ImageCatalog {
         // Anything at the name (a master, a store, a file or link of another kind) makes it taken.
         let taken =
             (try? await threadPool.blocking { () throws(TileError) -> Bool in
-                (SourceFile.masterSuffixes + SourceFile.tiffSuffixes + ["tiles"]).contains { FolderEntry(at: "\(root)/\(id).\($0)") != .none }
+                SourceFile.allSuffixes.contains { FolderEntry(at: "\(root)/\(id).\($0)") != .none }
             }) ?? true
         guard !taken, !isBuilding(id) else { throw .exists }
         var options = options

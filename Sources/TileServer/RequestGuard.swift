@@ -110,7 +110,8 @@ struct GuardMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
     }
 
     private func answer(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        // RFC 9112 3.2: a request with more than one Host, or an invalid one, is answered 400.
+        // RFC 9112 3.2: a request with more than one Host, or an invalid one, is answered 400. The
+        // conversion from HTTP/1.1 takes the first Host as the authority: one left among the fields is a second.
         if request.headers[.host] != nil {
             return TileRoutes.plain(.badRequest, "a request names one Host")
         }
@@ -159,9 +160,7 @@ struct GuardMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
 }
 
 extension HTTPField.Name {
-    static let xContentTypeOptions = Self("X-Content-Type-Options")!
     static let secFetchSite = Self("Sec-Fetch-Site")!
-    /// A `Host` field left among the fields: the conversion from HTTP/1.1 takes the first as the
-    /// authority, so this is a second one.
+    /// `Host` among the fields (swift-http-types marks its own unavailable: the authority replaces it).
     static let host = Self("Host")!
 }

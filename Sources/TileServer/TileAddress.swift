@@ -30,11 +30,6 @@ struct TileAddress: Sendable {
         (route, image) = Self.parse(segments, path: path)
     }
 
-    /// The address of a request target (its query ignored).
-    init(target: String) {
-        self.init(path: Self.path(of: target))
-    }
-
     /// A request target's path, without its query: what the routes and the cache key answers by.
     static func path(of target: String) -> Substring {
         guard let query = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return target[...] }

@@ -37,12 +37,15 @@ public struct TileRoutes: Sendable {
         self.publicBaseURL = publicBaseURL
     }
 
-    static let profileLink = IIIFVersion.v3.profileLink
     static let extras = (features: ["mirroring", "sizeUpscaling", "profileLinkHeader"], qualities: ["gray", "bitonal"])
     static let supports2 = ["mirroring", "regionSquare", "profileLinkHeader"]
 
     /// Adds the routes to `router`.
     public func register<Context: RequestContext>(on router: Router<Context>) {
+        // IIIF images and DeepZoom tiles: one handler reads either address.
+        let imageRoute: @Sendable (Request, Context) async -> Response = { request, context in
+            await image(request, client: client(request, context))
+        }
         for version in IIIFVersion.allCases {
             router.get("\(version.path)/:id") { request, context in
                 Self.response(
@@ -57,20 +60,14 @@ public struct TileRoutes: Sendable {
                     client: client(request, context)?.address)
             }
             // HEAD has its own handler: a render's head is answered without rendering.
-            let imageRoute: @Sendable (Request, Context) async -> Response = { request, context in
-                await image(request, client: client(request, context))
-            }
             router.get("\(version.path)/:id/:region/:size/:rotation/:file", use: imageRoute)
             router.head("\(version.path)/:id/:region/:size/:rotation/:file") { Self.head(await imageRoute($0, $1)) }
         }
         router.get("dzi/:name") { request, context in
             await deepZoomDescriptor(name: context.parameters.get("name") ?? "", request: request, client: client(request, context)?.address)
         }
-        let deepZoomRoute: @Sendable (Request, Context) async -> Response = { request, context in
-            await image(request, client: client(request, context))
-        }
-        router.get("dzi/:name/:level/:tile", use: deepZoomRoute)
-        router.head("dzi/:name/:level/:tile") { Self.head(await deepZoomRoute($0, $1)) }
+        router.get("dzi/:name/:level/:tile", use: imageRoute)
+        router.head("dzi/:name/:level/:tile") { Self.head(await imageRoute($0, $1)) }
     }
 
     /// What answers naming the server's URL vary on: nothing when ``publicBaseURL`` names it, else

@@ -19,6 +19,13 @@ struct AdminTests {
             let status1 = try await TileServerTests.get(client, "\(base)/admin/images").status
             #expect(status1 == 404, "off without a token")
         }
+        // A TIFF pyramid of the photo, as `tiler build --format tiff` writes one, named as a camera would.
+        var options = BuildOptions()
+        options.format = .tiff()
+        options.storage = .persistent(path: "\(folder)/.scan.tiles")
+        _ = try TileBuilder.build(contentsOfFile: "\(folder)/photo.jpg", options: options)
+        try FileManager.default.moveItem(atPath: "\(folder)/.scan.tiles/pyramid.tif", toPath: "\(folder)/scan.TIF")
+        try FileManager.default.removeItem(atPath: "\(folder)/.scan.tiles")
         let token = "0123456789abcdef-admin"
         // A server of its own: the first one's catalog was shut down with it.
         server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
@@ -33,7 +40,7 @@ struct AdminTests {
             var list = try await TileServerTests.get(client, "\(base)/admin/images", headers: auth)
             var entries = try #require(try JSONSerialization.jsonObject(with: list.body) as? [[String: Any]])
             let ids = entries.compactMap { ($0["summary"] as? [String: Any])?["id"] as? String }
-            #expect(ids == ["kept", "photo"], "\(ids)")
+            #expect(ids == ["kept", "photo", "scan"], "\(ids)")
             // Built on request: the cache's store appears, and the listing has its size and fingerprint.
             let status4 = try await TileServerTests.get(client, "\(base)/admin/images/photo/build", method: .POST, headers: auth).status
             #expect(status4 == 202)
@@ -42,10 +49,10 @@ struct AdminTests {
             for _ in 0..<100 {
                 list = try await TileServerTests.get(client, "\(base)/admin/images", headers: auth)
                 entries = try #require(try JSONSerialization.jsonObject(with: list.body) as? [[String: Any]])
-                if (entries.last?["summary"] as? [String: Any])?["state"] as? String == "ready" { break }
+                if (Self.entry("photo", of: entries)?["summary"] as? [String: Any])?["state"] as? String == "ready" { break }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            let photo = try #require(entries.last)
+            let photo = try #require(Self.entry("photo", of: entries))
             #expect((photo["summary"] as? [String: Any])?["state"] as? String == "ready")
             #expect((photo["bytesOnDisk"] as? Int ?? 0) >= 1300 * 900 * 4, "a raw store holds at least level 0's pixels")
             #expect((photo["fingerprint"] as? String)?.isEmpty == false)
@@ -59,10 +66,19 @@ struct AdminTests {
             #expect(status7 == 202)
             for _ in 0..<600 where !((try? TiledImage.open(store: store))?.isComplete ?? false) { try await Task.sleep(for: .milliseconds(50)) }
             #expect(try TiledImage.open(store: store).isComplete)
+            // A TIFF pyramid in the folder, its suffix upper-case: listed with its size on disk.
+            let scan = try #require(Self.entry("scan", of: entries))
+            let scanBytes = try FileManager.default.attributesOfItem(atPath: "\(folder)/scan.TIF")[.size] as? Int
+            #expect(scan["bytesOnDisk"] as? Int == scanBytes, "\(scan)")
             // The folder's own store is never deleted by a purge.
             let status8 = try await TileServerTests.get(client, "\(base)/admin/images/kept", method: .DELETE, headers: auth).status
             #expect(status8 == 200)
             #expect(FileManager.default.fileExists(atPath: "\(folder)/kept.tiles"))
         }
+    }
+
+    /// The listing's entry of `id`.
+    static func entry(_ id: String, of entries: [[String: Any]]) -> [String: Any]? {
+        entries.first { ($0["summary"] as? [String: Any])?["id"] as? String == id }
     }
 }
