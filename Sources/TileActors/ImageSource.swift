@@ -1,5 +1,6 @@
 public import Foundation
 import NIOConcurrencyHelpers
+package import NIOPosix
 import TileCore
 
 /// Somewhere the bytes of a master (JPEG, PNG, TIFF) come from: a file, a sequence of chunks, or (in TileNetwork) an HTTP
@@ -28,6 +29,8 @@ extension ImageSource {
 public struct FileImageSource: ImageSource {
     public let path: String
     public let chunkSize: Int
+    /// Where a regular file is read (``init(regularFile:readingOn:chunkSize:)``); nil: a thread of the feed's own.
+    private let pool: NIOThreadPool?
     public var name: String { path == "-" ? "stdin" : (path as NSString).lastPathComponent }
     public var filePath: String? { path == "-" ? nil : path }
 
@@ -37,6 +40,15 @@ public struct FileImageSource: ImageSource {
     public init(path: String, chunkSize: Int = 1 << 20) {
         self.path = path
         self.chunkSize = max(1, chunkSize)
+        pool = nil
+    }
+
+    /// A regular file only (a FIFO or device planted at the path is refused, never waited on), read
+    /// on `pool` a chunk at a time: what a server reads the masters of its folder with.
+    package init(regularFile path: String, readingOn pool: NIOThreadPool, chunkSize: Int = 1 << 20) {
+        self.path = path
+        self.chunkSize = max(1, chunkSize)
+        self.pool = pool
     }
 
     /// Reads the file chunk by chunk into `builder`, up to the end of the image. The file is opened and
@@ -44,6 +56,7 @@ public struct FileImageSource: ImageSource {
     /// shared pool: standard input or a FIFO may wait for its writer for as long as it likes.
     /// - Throws: `TileError.Code.io` naming the file and the cause, and the builder's errors.
     public func feed(into builder: ImageBuilder) async throws {
+        if let pool { return try await feed(into: builder, readingOn: pool) }
         let reader = FeedReader(path: path, chunkSize: chunkSize)
         defer { reader.stop() }
         var parts = reader.parts.makeAsyncIterator()
@@ -56,6 +69,44 @@ public struct FileImageSource: ImageSource {
             try await builder.append(chunk)
             if await builder.hasReachedEndOfImage { return }
         }
+    }
+}
+
+extension FileImageSource {
+    /// Reads a regular file on `pool`, one chunk at a time (each read awaited before the next).
+    private func feed(into builder: ImageBuilder, readingOn pool: NIOThreadPool) async throws {
+        let (path, chunkSize) = (path, chunkSize)
+        let file = try await pool.blocking { () throws(TileError) in try PoolReadFile(path: path) }
+        await builder.setExpectedBytes(file.byteCount)
+        while true {
+            try Task.checkCancellation()
+            let chunk = try await pool.blocking { () throws(TileError) in try file.next(chunkSize) }
+            if chunk.isEmpty { return }
+            try await builder.append(chunk)
+            if await builder.hasReachedEndOfImage { return }
+        }
+    }
+}
+
+/// A regular file read a chunk at a time on a thread pool by one task.
+///
+/// @unchecked Sendable: the file is only touched inside `next(_:)`, which its one task calls on the
+/// pool one call at a time.
+private final class PoolReadFile: @unchecked Sendable {
+    private let file: InputFile
+    let byteCount: Int?
+
+    init(path: String) throws(TileError) {
+        file = try InputFile(regularFile: path)
+        byteCount = file.byteCount
+    }
+
+    /// The next chunk of at most `size` bytes; empty at the end.
+    func next(_ size: Int) throws(TileError) -> Data {
+        var chunk = Data(count: size)
+        let count = chunk.withUnsafeMutableBytes { raw in Result { () throws(TileError) in try file.read(into: raw) } }
+        chunk.count = try count.get()
+        return chunk
     }
 }
 

@@ -114,7 +114,7 @@ extension ImageCatalog {
         let (queue, pool, path) = (builds, threadPool, source.path)
         build.task = tasks.spawn {
             do {
-                try await queue.run { try await Self.feed(path, into: builder, readingOn: pool) }
+                try await queue.run { try await FileImageSource(regularFile: path, readingOn: pool).feed(into: builder) }
                 _ = try await builder.finish()
             } catch {
                 await builder.cancel()  // a cancelled feed or turn: the builder removes its files
@@ -135,19 +135,6 @@ extension ImageCatalog {
         apply(.opened(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: storeID), to: id)
         await closeLeastRecentlyUsed()
         return true
-    }
-
-    /// Reads the JPEG at `path` a chunk at a time on `pool` and appends each to `builder`.
-    private static func feed(_ path: String, into builder: ImageBuilder, readingOn pool: NIOThreadPool) async throws {
-        let file = try await pool.blocking { () throws(TileError) in try ChunkReader(path: path) }
-        await builder.setExpectedBytes(file.byteCount)
-        while true {
-            try Task.checkCancellation()
-            let chunk = try await pool.blocking { () throws(TileError) in try file.next() }
-            if chunk.isEmpty { return }
-            try await builder.append(chunk)
-            if await builder.hasReachedEndOfImage { return }
-        }
     }
 
     /// Follows `build`'s progress (waking the requests it satisfies) and settles `id`'s state when it ends.
@@ -306,28 +293,5 @@ extension ImageCatalog {
     final class WeakBuild: @unchecked Sendable {
         weak var build: Build?
         init(_ build: Build) { self.build = build }
-    }
-}
-
-/// A file read a chunk at a time on a thread pool by one task (each read awaited before the next).
-///
-/// @unchecked Sendable: the file is only touched inside `next()`, which its one task calls on the pool
-/// one call at a time.
-final class ChunkReader: @unchecked Sendable {
-    private let file: InputFile
-    let byteCount: Int?
-    static let chunkByteCount = 1 << 20
-
-    init(path: String) throws(TileError) {
-        file = try InputFile(regularFile: path)
-        byteCount = file.byteCount
-    }
-
-    /// The next chunk; empty at the end.
-    func next() throws(TileError) -> Data {
-        var chunk = Data(count: Self.chunkByteCount)
-        let count = chunk.withUnsafeMutableBytes { raw in Result { () throws(TileError) in try file.read(into: raw) } }
-        chunk.count = try count.get()
-        return chunk
     }
 }
