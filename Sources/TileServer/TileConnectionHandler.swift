@@ -28,7 +28,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     private let service: TileService
     private let rules: RequestGuard
-    private let accessLog: AccessLog?
+    private let recorder: RequestRecorder
     /// The peer's address as the access log writes it, made once per connection.
     private var client: String?
     private let headTimeout: TimeAmount
@@ -65,16 +65,16 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Whether the peer has closed its side (its renders are stopped: ``RenderAdmission/peerClosed(_:)``).
     private var peerHasClosed = false
 
-    init(service: TileService, rules: RequestGuard, accessLog: AccessLog?, headTimeout: TimeAmount) {
+    init(service: TileService, rules: RequestGuard, recorder: RequestRecorder, headTimeout: TimeAmount) {
         self.service = service
         self.rules = rules
-        self.accessLog = accessLog
+        self.recorder = recorder
         self.headTimeout = headTimeout
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         encoder = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
-        if accessLog != nil { client = context.channel.remoteAddress?.ipAddress }
+        if recorder.accessLog != nil { client = context.channel.remoteAddress?.ipAddress }
         if context.channel.isActive { waitForHead(context) }
     }
 
@@ -286,16 +286,10 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         held = nil
         hasAnswered = true
         waitForHead(context)
-        if let accessLog {
-            let combined = accessLog.format == .combined
-            accessLog.record(
-                client: client, method: head.method.rawValue, target: head.uri, version: (head.version.major, head.version.minor),
-                status: status, bytes: bodyBytes, referer: combined ? head.headers.first(name: "referer") : nil,
-                userAgent: combined ? head.headers.first(name: "user-agent") : nil)
-        }
-        service.metrics.record(
-            heldAddress.route, status: status, bytes: bodyBytes,
-            nanoseconds: (NIODeadline.now() - heldSince).nanoseconds)
+        recorder.record(
+            heldAddress.route, client: client, method: head.method.rawValue, target: head.uri,
+            version: (head.version.major, head.version.minor), status: status, bytes: bodyBytes, since: heldSince,
+            referer: head.headers.first(name: "referer"), userAgent: head.headers.first(name: "user-agent"))
     }
 
     /// Writes the routes' answer to `head` from the cache: 200 (no body for `HEAD`), or 304 when the

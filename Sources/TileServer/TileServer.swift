@@ -96,8 +96,7 @@ public struct TileServer: Sendable {
     /// does): its lookups and builds run in the catalog's service, and wait for it.
     public func router(guard rules: RequestGuard = RequestGuard()) -> Router<TileRequestContext> {
         let router = Router(context: TileRequestContext.self, options: .autoGenerateHeadEndpoints)
-        if let accessLog { router.add(middleware: AccessLogMiddleware(log: accessLog)) }
-        router.add(middleware: MetricsMiddleware(metrics: routes.service.metrics))
+        router.add(middleware: RecordingMiddleware(recorder: RequestRecorder(accessLog: accessLog, metrics: routes.service.metrics)))
         router.add(middleware: NonBlockingMiddleware())
         router.add(middleware: GuardMiddleware(rules: rules))
         let plainText: HTTPFields = [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"]
@@ -139,7 +138,9 @@ public struct TileServer: Sendable {
         let idle = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         let (service, accessLog, rules) = (routes.service, self.accessLog, requestGuard ?? .defaults(bind: host))
         let server = HTTPServerBuilder { responder in
-            TileHTTPChannel(responder: responder, service: service, rules: rules, idleTimeout: idle, accessLog: accessLog)
+            TileHTTPChannel(
+                responder: responder, service: service, rules: rules, idleTimeout: idle,
+                recorder: RequestRecorder(accessLog: accessLog, metrics: service.metrics))
         }
         let limit = ConnectionLimit(maximum: maximumConnections, counts: connections, logger: log)
         return Application(
@@ -158,7 +159,7 @@ struct TileHTTPChannel: HTTPChannelHandler {
     let service: TileService
     let rules: RequestGuard
     let idleTimeout: TimeAmount
-    let accessLog: AccessLog?
+    let recorder: RequestRecorder
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -172,7 +173,7 @@ struct TileHTTPChannel: HTTPChannelHandler {
             try pipeline.addHandler(HTTPResponseEncoder(configuration: .init()))
             try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
             try pipeline.addHandler(IdleStateHandler(readTimeout: idleTimeout), position: .first)
-            try pipeline.addHandler(TileConnectionHandler(service: service, rules: rules, accessLog: accessLog, headTimeout: idleTimeout))
+            try pipeline.addHandler(TileConnectionHandler(service: service, rules: rules, recorder: recorder, headTimeout: idleTimeout))
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }
@@ -191,17 +192,19 @@ struct NonBlockingMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// Writes each request the router answers to the access log, once its answer is made.
-struct AccessLogMiddleware<Context: RequestContext & ChannelRequestContext>: RouterMiddleware {
-    let log: AccessLog
+/// Writes each request the router answers to the access log (when there is one) and counts it in
+/// the metrics, once its answer is made: ``RequestRecorder``, as the connection handler records the
+/// answers it makes itself.
+struct RecordingMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
+    let recorder: RequestRecorder
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let client = context.channel.remoteAddress?.ipAddress
-        let combined = log.format == .combined
+        let start = NIODeadline.now()
         func record(_ status: Int, bytes: Int) {
-            log.record(
-                client: client, method: request.method.rawValue, target: request.uri.description, status: status, bytes: bytes,
-                referer: combined ? request.headers[.referer] : nil, userAgent: combined ? request.headers[.userAgent] : nil)
+            recorder.record(
+                TileAddress(path: request.uri.path[...]).route, client: context.channel.remoteAddress?.ipAddress,
+                method: request.method.rawValue, target: request.uri.description, status: status, bytes: bytes, since: start,
+                referer: request.headers[.referer], userAgent: request.headers[.userAgent])
         }
         do {
             let response = try await next(request, context)
@@ -214,24 +217,25 @@ struct AccessLogMiddleware<Context: RequestContext & ChannelRequestContext>: Rou
     }
 }
 
-/// Counts each request the router answers (``ServerMetrics``): its route, status, bytes and time.
-struct MetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+/// The one place a request's answer is recorded: its access-log line (with an ``AccessLog``) and its
+/// metrics (``ServerMetrics``), whether the router or the connection handler made it.
+struct RequestRecorder: Sendable {
+    let accessLog: AccessLog?
     let metrics: ServerMetrics
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let start = ContinuousClock.now
-        let route = TileAddress(path: request.uri.path[...]).route
-        do {
-            let response = try await next(request, context)
-            let (seconds, attoseconds) = (ContinuousClock.now - start).components
-            let bytes = request.method == .head ? 0 : response.body.contentLength ?? 0
-            metrics.record(route, status: response.status.code, bytes: bytes, nanoseconds: seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-            return response
-        } catch {
-            let (seconds, attoseconds) = (ContinuousClock.now - start).components
-            let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            metrics.record(route, status: status, bytes: 0, nanoseconds: seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-            throw error
-        }
+    /// Records one answer, made since `start`.
+    /// - Parameters:
+    ///   - referer: the request's `Referer`, read only for a combined log (likewise `userAgent`).
+    func record(
+        _ route: ServerMetrics.Route, client: @autoclosure () -> String?, method: String, target: String,
+        version: (major: Int, minor: Int) = (1, 1), status: Int, bytes: Int, since start: NIODeadline,
+        referer: @autoclosure () -> String?, userAgent: @autoclosure () -> String?
+    ) {
+        metrics.record(route, status: status, bytes: bytes, nanoseconds: (NIODeadline.now() - start).nanoseconds)
+        guard let accessLog else { return }
+        let combined = accessLog.format == .combined
+        accessLog.record(
+            client: client(), method: method, target: target, version: version, status: status, bytes: bytes,
+            referer: combined ? referer() : nil, userAgent: combined ? userAgent() : nil)
     }
 }
