@@ -142,14 +142,24 @@ public struct TileRoutes: Sendable {
         headers[.eTag] = tag
         headers[.lastModified] = outline.lastModified
         headers[.cacheControl] = service.cachePolicy.documentCacheControl
-        if Self.isNotModified(
-            request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: tag,
-            lastModified: outline.lastModified)
-        {
-            headers[.contentLength] = String(body.readableBytes)
-            return Self.response(.notModified, headers: headers)
-        }
-        return Self.response(.ok, headers: headers, body: body)
+        return Self.conditional(request, headers: headers, body: body)
+    }
+
+    /// 200 with `body`, or 304 (with the 200's length: RFC 9110, 8.6) when the request's conditions
+    /// say the client has it (by the `ETag` and `Last-Modified` among `headers`).
+    static func conditional(_ request: Request, headers: HTTPFields, body: ByteBuffer) -> Response {
+        guard isNotModified(request, headers: headers) else { return response(.ok, headers: headers, body: body) }
+        var headers = headers
+        headers[.contentLength] = String(body.readableBytes)
+        return response(.notModified, headers: headers)
+    }
+
+    /// ``isNotModified(_:ifModifiedSince:entityTag:lastModified:)`` of `request`'s conditions against the
+    /// `ETag` and `Last-Modified` among `headers`.
+    static func isNotModified(_ request: Request, headers: HTTPFields) -> Bool {
+        isNotModified(
+            request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: headers[.eTag],
+            lastModified: headers[.lastModified])
     }
 
     /// An image request (a DeepZoom tile or an IIIF image, ``TileAddress``): the image looked up, the
@@ -179,15 +189,7 @@ public struct TileRoutes: Sendable {
                 return Self.bodilessHead(head.fields, request: request)
             }
             let encoded = try await service.encoded(resolved, path: request.uri.path, variant: variant, link: link, of: image, for: client)
-            var headers = encoded.head.fields
-            if Self.isNotModified(
-                request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: encoded.entityTag,
-                lastModified: encoded.lastModified)
-            {
-                headers[.contentLength] = String(encoded.body.readableBytes)  // the 200's length (RFC 9110, 8.6)
-                return Self.response(.notModified, headers: headers)
-            }
-            return Self.response(.ok, headers: headers, body: encoded.body)
+            return Self.conditional(request, headers: encoded.head.fields, body: encoded.body)
         } catch {
             return Self.failure(error, link: link)
         }
@@ -202,9 +204,7 @@ public struct TileRoutes: Sendable {
     /// A `HEAD` answer with `headers` and no `Content-Length` (the length is known only once the image
     /// is rendered): 200, or 304 when the request's conditions say the client has it.
     static func bodilessHead(_ headers: HTTPFields, request: Request) -> Response {
-        let notModified = isNotModified(
-            request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince], entityTag: headers[.eTag],
-            lastModified: headers[.lastModified])
+        let notModified = isNotModified(request, headers: headers)
         // A body of unknown length with no bytes: NIO's encoder frames it as chunked, and the connection's
         // handler does not pass on its end (``TileConnectionHandler``), whose terminator would be a body.
         return Response(
