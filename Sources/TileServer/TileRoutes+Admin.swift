@@ -30,16 +30,11 @@ extension TileRoutes {
     ///   encoded images dropped, and the caches of ``AdminPolicy/purgeURLs`` told (200, or 404);
     /// - `POST /admin/images/{id}/rebuild`: purges, then builds (202).
     public func registerAdmin<Context: RequestContext>(on router: Router<Context>) {
-        let admin = router.group("admin")
+        let admin = router.group("admin").add(middleware: AdminGuard<Context>(policy: self.admin))
         admin.get("images") { request, _ in
-            if let refusal = authorize(request) { return refusal }
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            let body = (try? encoder.encode(await catalog.adminEntries())) ?? Data("[]".utf8)
-            return Self.response(.ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: ByteBuffer(data: body))
+            Self.json(await catalog.adminEntries())
         }
         admin.post("build") { request, _ in
-            if let refusal = authorize(request) { return refusal }
             let ids = await catalog.identifiers()
             catalog.tasks.spawn { [catalog] in
                 for id in ids {
@@ -50,30 +45,17 @@ extension TileRoutes {
             return Self.plain(.accepted, "building \(ids.count) images, one after another")
         }
         admin.post("images/:id/build") { request, context in
-            if let refusal = authorize(request) { return refusal }
             return await build(context.parameters.get("id") ?? "")
         }
         admin.post("images/:id/rebuild") { request, context in
-            if let refusal = authorize(request) { return refusal }
             let id = context.parameters.get("id") ?? ""
             guard await purge(id) else { return Self.plain(.notFound, "no image named \(id)") }
             return await build(id)
         }
         admin.delete("images/:id") { request, context in
-            if let refusal = authorize(request) { return refusal }
             let id = context.parameters.get("id") ?? ""
             return await purge(id) ? Self.plain(.ok, "purged \(id)") : Self.plain(.notFound, "no image named \(id)")
         }
-    }
-
-    private func authorize(_ request: Request) -> Response? {
-        guard let admin else { return Self.plain(.notFound, "the admin API is off (tiler serve --admin-token)") }
-        guard UploadPolicy(token: admin.token).authorizes(request.headers[.authorization]) else {
-            var response = Self.plain(.unauthorized, "the admin API needs its bearer token")
-            response.headers[.wwwAuthenticate] = "Bearer"
-            return response
-        }
-        return nil
     }
 
     private func build(_ id: String) async -> Response {
@@ -96,5 +78,18 @@ extension TileRoutes {
             _ = try? await HTTPClient.shared.execute(ban, timeout: .seconds(5))
         }
         return true
+    }
+}
+
+/// The admin API's guard: 404 while the API is off, 401 without its token.
+struct AdminGuard<Context: RequestContext>: RouterMiddleware {
+    let policy: AdminPolicy?
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let policy else { return TileRoutes.plain(.notFound, "the admin API is off (tiler serve --admin-token)") }
+        guard TileRoutes.presents(request.headers[.authorization], token: policy.token) else {
+            return TileRoutes.unauthorized("the admin API needs its bearer token")
+        }
+        return try await next(request, context)
     }
 }

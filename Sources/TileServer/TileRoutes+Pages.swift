@@ -72,21 +72,12 @@ extension TileRoutes {
     }
 
     func state(id encoded: String) async -> Response {
-        guard let id = TileAddress.percentDecoded(encoded), ImageCatalog.isValidIdentifier(id) else {
-            return Self.plain(.badRequest, "not an image identifier")
-        }
-        let summary: ImageCatalog.Summary
-        do throws(ImageCatalog.LookupError) { summary = try await catalog.summary(id) } catch { return Self.refusal(error, id: id) }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(summary)) ?? Data()
-        return Self.response(.ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: ByteBuffer(data: data))
+        guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
+        do throws(ImageCatalog.LookupError) { return Self.json(try await catalog.summary(id)) } catch { return Self.refusal(error, id: id) }
     }
 
     func viewer(id encoded: String) async -> Response {
-        guard let id = TileAddress.percentDecoded(encoded), ImageCatalog.isValidIdentifier(id) else {
-            return Self.plain(.badRequest, "not an image identifier")
-        }
+        guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
         do throws(ImageCatalog.LookupError) { _ = try await catalog.summary(id) } catch { return Self.refusal(error, id: id) }
         let nonce = ViewerPage.nonce()
         return Self.response(.ok, headers: ViewerPage.headers(nonce: nonce), body: ByteBuffer(string: ViewerPage.html(id: id, nonce: nonce)))

@@ -18,15 +18,8 @@ public struct UploadPolicy: Sendable, Hashable {
         self.maximumBytes = maximumBytes
     }
 
-    /// Whether an `Authorization` value presents the token: the scheme `Bearer` in any case (RFC 9110,
-    /// 11.1), the token compared in constant time.
-    func authorizes(_ authorization: String?) -> Bool {
-        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return false }
-        let given = Array(authorization.dropFirst(7).drop { $0 == " " }.utf8), expected = Array(token.utf8)
-        var difference = given.count ^ expected.count
-        for i in 0..<expected.count { difference |= Int(expected[i] ^ (i < given.count ? given[i] : 0)) }
-        return difference == 0
-    }
+    /// Whether an `Authorization` value presents the token (``TileRoutes/presents(_:token:)``).
+    func authorizes(_ authorization: String?) -> Bool { TileRoutes.presents(authorization, token: token) }
 }
 
 /// A request context that knows its connection's channel (``TileServer``'s router uses one): an
@@ -71,15 +64,11 @@ extension TileRoutes {
 
     func upload(_ request: Request, id encoded: String, sendContinue: () -> Void) async -> Response {
         guard let policy = uploads else { return Self.plain(.forbidden, "uploads are off (tiler serve --allow-uploads)") }
-        guard policy.authorizes(request.headers[.authorization]) else {
-            var response = Self.plain(.unauthorized, "an upload needs the server's bearer token")
-            response.headers[.wwwAuthenticate] = "Bearer"
-            return response
-        }
+        guard policy.authorizes(request.headers[.authorization]) else { return Self.unauthorized("an upload needs the server's bearer token") }
         if let length = request.headers[.contentLength].flatMap(Int.init), length > policy.maximumBytes {
             return Self.plain(.contentTooLarge, "the body (\(length) bytes) is over the limit of \(policy.maximumBytes)")
         }
-        guard let id = TileAddress.percentDecoded(encoded) else { return Self.plain(.badRequest, "not an image identifier") }
+        guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
         let builder: ImageBuilder
         do throws(ImageCatalog.UploadRefusal) { builder = try await catalog.beginUpload(id) } catch { return Self.refusal(error, id: id) }
         if request.headers[.expect]?.lowercased() == "100-continue" { sendContinue() }
@@ -160,7 +149,7 @@ extension TileRoutes {
 
     static func refusal(_ refusal: ImageCatalog.UploadRefusal, id: String) -> Response {
         switch refusal {
-        case .invalidIdentifier: return plain(.badRequest, "not an image identifier")
+        case .invalidIdentifier: return notAnIdentifier
         case .exists: return plain(.conflict, "an image named \(id) exists or is being uploaded")
         case .busy: return failure(TileError(.notReady, "too many uploads are in progress; try again shortly"))
         case .overBudget(let bytes):

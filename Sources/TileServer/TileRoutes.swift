@@ -103,7 +103,7 @@ public struct TileRoutes: Sendable {
     }
 
     func info(id encoded: String, version: IIIFVersion, base: String, request: Request, client: String? = nil) async -> Response {
-        guard let id = TileAddress.percentDecoded(encoded) else { return Self.plain(.badRequest, "not an image identifier") }
+        guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
         let outline: ImageCatalog.Outline
         do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch { return Self.refusal(error, id: id) }
         let layout = outline.geometry.layout
@@ -174,7 +174,7 @@ public struct TileRoutes: Sendable {
         if let ready = catalog.readyImage(address.id) {
             image = ready
         } else {
-            guard let id = TileAddress.percentDecoded(address.id) else { return Self.plain(.badRequest, "not an image identifier") }
+            guard let id = Self.identifier(address.id) else { return Self.notAnIdentifier }
             do throws(ImageCatalog.LookupError) { image = try await catalog.image(id, for: client?.address) } catch {
                 return Self.refusal(error, id: id)
             }
@@ -236,7 +236,7 @@ public struct TileRoutes: Sendable {
     /// or too many builds waiting) or 500 (the build failed).
     static func refusal(_ error: ImageCatalog.LookupError, id: String) -> Response {
         switch error {
-        case .invalidIdentifier: return plain(.badRequest, "not an image identifier")
+        case .invalidIdentifier: return notAnIdentifier
         case .notFound: return plain(.notFound, "no image named \(id)")
         case .forbidden: return plain(.forbidden, "the server may not read the file of \(id) (its log says which)")
         case .busy: return failure(TileError(.notReady, "too many images are waiting to be built; try again shortly"))
@@ -271,6 +271,41 @@ public struct TileRoutes: Sendable {
         }
         if let link { response.headers[.link] = link }
         return response
+    }
+
+    /// The identifier a path segment names (percent-decoded), or nil when it names none
+    /// (``ImageCatalog/isValidIdentifier(_:)``): answered ``notAnIdentifier``.
+    static func identifier(_ encoded: some StringProtocol) -> String? {
+        guard let id = TileAddress.percentDecoded(encoded), ImageCatalog.isValidIdentifier(id) else { return nil }
+        return id
+    }
+
+    /// The answer to a path segment that names no image (``identifier(_:)``).
+    static var notAnIdentifier: Response { plain(.badRequest, "not an image identifier") }
+
+    /// A JSON answer of `value` (keys sorted), never stored by caches: an image's state, the admin listing.
+    static func json(_ value: some Encodable) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = (try? encoder.encode(value)) ?? Data()
+        return response(.ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: ByteBuffer(data: body))
+    }
+
+    /// 401 with `message`, asking for a bearer token (uploads, the admin API).
+    static func unauthorized(_ message: String) -> Response {
+        var response = plain(.unauthorized, message)
+        response.headers[.wwwAuthenticate] = "Bearer"
+        return response
+    }
+
+    /// Whether an `Authorization` value presents `token`: the scheme `Bearer` in any case (RFC 9110,
+    /// 11.1), the token compared in constant time.
+    static func presents(_ authorization: String?, token: String) -> Bool {
+        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return false }
+        let given = Array(authorization.dropFirst(7).drop { $0 == " " }.utf8), expected = Array(token.utf8)
+        var difference = given.count ^ expected.count
+        for i in 0..<expected.count { difference |= Int(expected[i] ^ (i < given.count ? given[i] : 0)) }
+        return difference == 0
     }
 
     static func plain(_ status: HTTPResponse.Status, _ message: String) -> Response {
