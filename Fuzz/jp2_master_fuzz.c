@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)signature;
     cjp2_decoder *d;
     char message[256];
-    if (cjp2_decoder_open(-1, data, size, 1 /* complete */, 1 /* threads */, budget, &d, message, sizeof message) != CJP2_OK)
+    if (cjp2_decoder_open(-1, data, size, 1 /* complete */, 1 /* threads */, budget, &d, message, sizeof message) != CMASTER_OK)
         return 0;
     cjp2_header h;
     cjp2_decoder_header(d, &h);
@@ -41,15 +41,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint32_t total = 0;
     for (;;) {
         uint32_t got = 0;
-        cjp2_status s = cjp2_decoder_read_rows(d, rows, (size_t)h.width * 4, per_read, &got);
+        cmaster_status s = cjp2_decoder_read_rows(d, rows, (size_t)h.width * 4, per_read, &got);
         if (got > per_read) abort();
         total += got;
         if (cjp2_decoder_rows_read(d) != total) abort();
-        if (s == CJP2_DONE) {
+        if (s == CMASTER_DONE) {
             if (total != h.height) abort(); /* done means every row was given */
             break;
         }
-        if (s != CJP2_OK) break;
+        if (s != CMASTER_OK) break;
     }
     /* A band holds at most the budget's bytes of samples, or one row when a row is more, or a 64th of
        a tile's rows when that is more (cjp2_decoder.h). */

@@ -17,9 +17,9 @@ enum { MAX_PIXELS = 1 << 20, MAX_WIDTH = 4096 };
    or an image too large to explore. */
 static int pump(cpng_decoder *d, int *have_header, cpng_header *h, uint8_t **rows, uint32_t per_read) {
     if (!*have_header) {
-        cpng_status s = cpng_decoder_read_header(d, h);
-        if (s == CPNG_NEED_DATA) return 0;
-        if (s != CPNG_OK) return -1;
+        cmaster_status s = cpng_decoder_read_header(d, h);
+        if (s == CMASTER_NEED_DATA) return 0;
+        if (s != CMASTER_OK) return -1;
         if (h->width == 0 || h->width > MAX_WIDTH || (uint64_t)h->width * h->height > MAX_PIXELS) return -1;
         *rows = malloc((size_t)h->width * 4 * per_read);
         if (!*rows) return -1;
@@ -27,11 +27,11 @@ static int pump(cpng_decoder *d, int *have_header, cpng_header *h, uint8_t **row
     }
     for (;;) {
         uint32_t got = 0;
-        cpng_status s = cpng_decoder_read_rows(d, *rows, (size_t)h->width * 4, per_read, &got);
+        cmaster_status s = cpng_decoder_read_rows(d, *rows, (size_t)h->width * 4, per_read, &got);
         if (got > per_read) abort();
-        if (s == CPNG_OK) continue;
-        if (s == CPNG_NEED_DATA) return 0;
-        return s == CPNG_DONE ? 1 : -1;
+        if (s == CMASTER_OK) continue;
+        if (s == CMASTER_NEED_DATA) return 0;
+        return s == CMASTER_DONE ? 1 : -1;
     }
 }
 
@@ -41,14 +41,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t chunk = (size_t)1 << (pick & 15);
     uint32_t per_read = 1 + (pick >> 4);
     cpng_decoder *d;
-    if (cpng_decoder_create(&d) != CPNG_OK) return 0;
+    if (cpng_decoder_create(&d) != CMASTER_OK) return 0;
     cpng_decoder_set_spool_directory(d, "/tmp"); /* interlaced images too, their passes on disk */
     cpng_header h;
     int have_header = 0, state = 0;
     uint8_t *rows = NULL;
     for (size_t at = 0; at < size && state == 0; at += chunk) {
         size_t n = size - at < chunk ? size - at : chunk;
-        if (cpng_decoder_feed(d, data + at, n) != CPNG_OK) break;
+        if (cpng_decoder_feed(d, data + at, n) != CMASTER_OK) break;
         state = pump(d, &have_header, &h, &rows, per_read);
     }
     if (state == 0) {

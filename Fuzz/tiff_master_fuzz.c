@@ -19,29 +19,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint32_t per_read = 1 + (pick >> 4);
     ctiff_decoder *d;
     int number = 0;
-    if (ctiff_decoder_create(NULL, "/tmp", 0, &d, &number) != CTIFF_OK) return 0;
+    if (ctiff_decoder_create(NULL, "/tmp", 0, &d, &number) != CMASTER_OK) return 0;
     for (size_t at = 0; at < size; at += chunk) {
         size_t n = size - at < chunk ? size - at : chunk;
-        if (ctiff_decoder_feed(d, data + at, n) != CTIFF_OK) goto done;
+        if (ctiff_decoder_feed(d, data + at, n) != CMASTER_OK) goto done;
     }
     ctiff_header h;
-    if (ctiff_decoder_read_header(d, &h) != CTIFF_NEED_DATA) abort(); /* nothing is read before the end */
+    if (ctiff_decoder_read_header(d, &h) != CMASTER_NEED_DATA) abort(); /* nothing is read before the end */
     ctiff_decoder_end_input(d);
-    if (ctiff_decoder_read_header(d, &h) != CTIFF_OK) goto done;
+    if (ctiff_decoder_read_header(d, &h) != CMASTER_OK) goto done;
     if (h.width == 0 || h.width > MAX_WIDTH || (uint64_t)h.width * h.height > MAX_PIXELS) goto done;
     uint8_t *rows = malloc((size_t)h.width * 4 * per_read);
     if (!rows) goto done;
     uint32_t total = 0;
     for (;;) {
         uint32_t got = 0;
-        ctiff_status s = ctiff_decoder_read_rows(d, rows, (size_t)h.width * 4, per_read, &got);
+        cmaster_status s = ctiff_decoder_read_rows(d, rows, (size_t)h.width * 4, per_read, &got);
         if (got > per_read) abort();
         total += got;
-        if (s == CTIFF_DONE) {
+        if (s == CMASTER_DONE) {
             if (total != h.height) abort(); /* done means every row was given */
             break;
         }
-        if (s != CTIFF_OK) break;
+        if (s != CMASTER_OK) break;
     }
     free(rows);
 done:;

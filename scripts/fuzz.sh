@@ -26,7 +26,7 @@ done
   Sources/CTiffDecoder/*.c Sources/CTiffIO/tiff_io.c Sources/CSpool/spool.c $(pkg-config --cflags --libs libtiff-4) -o "$out/tiff_master_fuzz" 2>"$out/clang.log" \
   || { cat "$out/clang.log"; exit 1; }
 "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
-  -I Sources/CJp2Decoder/include -I Sources/CJp2Decoder Fuzz/jp2_master_fuzz.c Sources/CJp2Decoder/*.c \
+  -I Sources/CJp2Decoder/include -I Sources/CJp2Decoder -I Sources/CSpool/include Fuzz/jp2_master_fuzz.c Sources/CJp2Decoder/*.c \
   $(pkg-config --cflags --libs libopenjp2) -o "$out/jp2_master_fuzz" 2>"$out/clang.log" \
   || { cat "$out/clang.log"; exit 1; }
 swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/metadata_fuzz.swift \
