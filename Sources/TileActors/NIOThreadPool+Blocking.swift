@@ -43,7 +43,13 @@ extension NIOThreadPool {
     /// down, or a pool never started) still runs, never on the caller's thread.
     package static func runOnThreadOfItsOwn(_ body: @escaping @Sendable () -> Void) {
         Thread {
-            Thread.current.name = "TP-#stopped"  // the thread's name as the kernel knows it (comm)
+            // The name the kernel knows (comm), set by the thread itself before anything runs: a new
+            // thread starts with its creator's (Foundation's name setter races with the thread's start).
+            let raw = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+            if raw >= 0 {
+                let comm = OwnedDescriptor(adopting: raw)
+                _ = "TP-#stopped".withCString { write(comm.raw, $0, strlen($0)) }
+            }
             body()
         }.start()
     }
