@@ -53,7 +53,9 @@ public struct FileImageSource: ImageSource {
 
     /// Reads the file chunk by chunk into `builder`, up to the end of the image. The file is opened and
     /// read on a thread of the feed's own, one chunk ahead, never on Swift's cooperative pool nor on a
-    /// shared pool: standard input or a FIFO may wait for its writer for as long as it likes.
+    /// shared pool: standard input or a FIFO may wait for its writer for as long as it likes. A source
+    /// made with ``init(regularFile:readingOn:chunkSize:)`` reads on its pool instead (a regular file
+    /// only: nothing there waits for a writer).
     /// - Throws: `TileError.Code.io` naming the file and the cause, and the builder's errors.
     public func feed(into builder: ImageBuilder) async throws {
         if let pool { return try await feed(into: builder, readingOn: pool) }

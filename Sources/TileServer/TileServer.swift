@@ -200,9 +200,11 @@ struct RecordingMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = NIODeadline.now()
+        // Read now: the channel forgets its peer's address once it closes (a stalled upload, a hang-up).
+        let client = recorder.accessLog == nil ? nil : context.channel.remoteAddress?.ipAddress
         func record(_ status: Int, bytes: Int) {
             recorder.record(
-                TileAddress(path: request.uri.path[...]).route, client: context.channel.remoteAddress?.ipAddress,
+                TileAddress(path: request.uri.path[...]).route, client: client,
                 method: request.method.rawValue, target: request.uri.description, status: status, bytes: bytes, since: start,
                 referer: request.headers[.referer], userAgent: request.headers[.userAgent])
         }

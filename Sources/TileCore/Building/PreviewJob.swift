@@ -65,17 +65,21 @@ final class PreviewJob: @unchecked Sendable {
         let geometry = image.geometry
         let firstLevel = TileBuilder.previewLevel
         var writer: PyramidWriter?
+        var size = (width: 0, height: 0)
+        var hasEveryRow = false
         var driver = DecodeDriver()
-        let ended = try driver.advance(
+        _ = try driver.advance(
             decoder,
             header: { _ throws(TileError) in
                 let first = geometry.levels[firstLevel]
-                let size = try decoder.setScale(denominator: 1 << firstLevel)
+                size = try decoder.setScale(denominator: 1 << firstLevel)
                 guard size.width == first.storedWidth, size.height == first.storedHeight else {
                     throw TileError(.corrupt, "the preview's size \(size) is not level \(firstLevel)'s")
                 }
                 try decoder.storeCoefficients(
                     options.coefficientStorage, in: scratchDirectory, windowBytes: options.coefficientWindowBytes)
+            },
+            started: { () throws(TileError) in
                 let levels = try TileGeometry(
                     storedWidth: size.width, storedHeight: size.height, orientation: geometry.orientation,
                     placement: geometry.placement, tileSize: geometry.tileSize,
@@ -87,14 +91,17 @@ final class PreviewJob: @unchecked Sendable {
             },
             rows: { () throws(TileError) -> DecodeStep? in
                 if stopped.load(ordering: .relaxed) { throw TileError(.cancelled, "the preview was stopped") }
-                return try writer!.withRowBuffer { (buffer, stride, capacity) throws(TileError) in
+                let step = try writer!.withRowBuffer { (buffer, stride, capacity) throws(TileError) in
                     let (rows, step) = try decoder.readRows(into: buffer, stride: stride, maxRows: capacity)
                     return (rows, step)
                 }
+                guard step == .done else { return step }
+                hasEveryRow = true
+                return nil  // every row is in: the end of the cut stream is not read
             })
         // The stream was cut after a scan, with an EOI: every byte is in, so a decode that stops short
-        // of its rows stops for good (the end of the input after the last row is not needed).
-        guard ended || driver.phase == .finishing, let writer else {
+        // of its rows stops for good.
+        guard hasEveryRow, let writer else {
             switch driver.phase {
             case .header: throw TileError(.corrupt, "the preview's header is incomplete")
             case .starting: throw TileError(.corrupt, "the preview's scans are incomplete")

@@ -131,8 +131,8 @@ final class JPEG2000Decoder: RowDecoder {
     /// The error `status` is (one that is none: a call in the wrong state).
     private static func error(_ status: cmaster_status, _ message: String, errorNumber: Int32 = 0) -> TileError {
         do {
-            _ = try MasterStatus.step(status, format: "JPEG 2000 data", message: { message }, errorNumber: { errorNumber })
-            return TileError(.invalidArgument, "the JPEG 2000 data decoder was called in the wrong state")
+            _ = try MasterStatus.step(status, format: "JPEG 2000", message: { message }, errorNumber: { errorNumber })
+            return TileError(.invalidArgument, "the JPEG 2000 decoder was called in the wrong state")
         } catch {
             return error
         }

@@ -5,8 +5,9 @@ import Darwin
 #endif
 
 /// A file descriptor this process owns, as a value that cannot be copied: closed when the value
-/// ends (an error thrown, a scope left), unless handed on whole (``take()``) to the one owner that
-/// keeps it (``LevelFiles``, ``InputFile``, a C object such as libjpeg's coefficient file).
+/// ends (an error thrown, a scope left, the class that holds it released), unless handed on whole
+/// (``take()``) to the one owner that keeps it (``LevelFiles``, a C object such as libjpeg's
+/// coefficient file).
 ///
 /// Every `open`, `mkstemp` and the like of TileCore's returns one (``SystemCall``), so no error path
 /// has to remember to close what was opened before it.
