@@ -10,10 +10,6 @@ import TileCore
 /// 507 with the reason in `/ready`, and nothing past the budget is written.
 @Suite("Server disks under attack", .serialized)
 struct ServerDiskAttackTests {
-    static func send(_ port: UInt16, _ head: String, body: Data = Data()) async throws -> (status: Int, headers: [String: String], body: Data) {
-        try await RequestGuardTests.send(port, head, body: body)
-    }
-
     @Test("a store deleted from the cache folder by hand leaves the budget's accounts (and /ready's count)")
     func storeDeletedByHand() async throws {
         let (folder, _) = try TileServerTests.folder()
@@ -92,7 +88,7 @@ struct ServerDiskAttackTests {
             let port = UInt16(base.split(separator: ":").last!)!
             let head =
                 "PUT /images/up HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(jpeg.count)\r\nConnection: close\r\n\r\n"
-            let reply = try await Self.send(port, head, body: jpeg)
+            let reply = try await RequestGuardTests.send(port, head, body: jpeg)
             #expect(reply.status == 507, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
             #expect(String(decoding: reply.body, as: UTF8.self).contains("disk is full"))
             let ready = try await TileServerTests.get(client, "\(base)/ready")
@@ -125,7 +121,7 @@ struct ServerDiskAttackTests {
             let server = try TileServer(root: folder, cache: cache, cacheByteBudget: budget, storeFormat: .raw)
             try await TileServerTests.withServer(server) { base, _ in
                 let port = UInt16(base.split(separator: ":").last!)!
-                let reply = try await Self.send(
+                let reply = try await RequestGuardTests.send(
                     port, "GET /iiif/3/photo/0,0,256,256/256,/0/default.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
                 #expect(
                     reply.status == (fits ? 200 : 507),
@@ -156,7 +152,7 @@ struct ServerDiskAttackTests {
         let cache = "\(folder)/.cache"
         try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget)) { base, _ in
             let port = UInt16(base.split(separator: ":").last!)!
-            let reply = try await Self.send(
+            let reply = try await RequestGuardTests.send(
                 port, "GET /iiif/3/strips/full/256,/0/default.jpg HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             #expect(reply.status == 507, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
         }
@@ -180,7 +176,8 @@ struct ServerDiskAttackTests {
         let cache = "\(folder)/.cache"
         try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget)) { base, _ in
             let port = UInt16(base.split(separator: ":").last!)!
-            let reply = try await Self.send(port, "GET /iiif/3/big/full/256,/0/default.png HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            let reply = try await RequestGuardTests.send(
+                port, "GET /iiif/3/big/full/256,/0/default.png HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             #expect(reply.status == 507, "\(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
         }
         #expect(FileFacts.diskBytes(below: cache) <= budget)
