@@ -55,6 +55,17 @@ let package = Package(
             pkgConfig: "libopenjp2",
             providers: [.apt(["libopenjp2-7-dev"])]
         ),
+        // libwebp and libavif: WebP and AVIF answers (encoded by CWebEncoders).
+        .systemLibrary(
+            name: "CLibWebP",
+            pkgConfig: "libwebpmux",
+            providers: [.apt(["libwebp-dev"])]
+        ),
+        // (No pkgConfig: libavif's .pc adds -DAVIF_DLL, a flag SwiftPM refuses; the headers are in /usr/include.)
+        .systemLibrary(
+            name: "CLibAVIF",
+            providers: [.apt(["libavif-dev"])]
+        ),
         // libtiff over a descriptor: client procedures and message handlers the TIFF writer, the
         // pyramid reader and the master decoder share.
         .target(name: "CTiffIO", dependencies: ["CLibTIFF"]),
@@ -63,6 +74,8 @@ let package = Package(
             dependencies: ["CLibJPEG", "CLibPNG", "CLibTIFF", "CTiffIO"],
             cSettings: [.define("_GNU_SOURCE")]
         ),
+        // RGBA pixels to WebP and AVIF, one image a call (TileCore's RGBAPixels.encoded(as:)).
+        .target(name: "CWebEncoders", dependencies: ["CLibWebP", "CLibAVIF"], linkerSettings: [.linkedLibrary("avif")]),
         // Anonymous spool files: the one maker, for the master decoders and TileCore's MasterFile.
         .target(name: "CSpool", cSettings: [.define("_GNU_SOURCE")]),
         // PNG masters: libpng's progressive reader behind a push decoder of RGBA rows (TileCore's PNGDecoder).
@@ -76,7 +89,8 @@ let package = Package(
         .target(
             name: "TileCore",
             dependencies: [
-                "CJpegShim", "CPngDecoder", "CTiffDecoder", "CJp2Decoder", "CSpool", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+                "CJpegShim", "CPngDecoder", "CTiffDecoder", "CJp2Decoder", "CSpool", "CWebEncoders",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
             ],
             swiftSettings: swiftSettings
         ),

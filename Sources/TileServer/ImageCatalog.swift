@@ -58,7 +58,7 @@ public actor ImageCatalog {
         public let lastModified: String?
 
         /// The entity tag of its stored tiles' answers, made up to the request's variant (which the
-        /// request adds), made once: ``TileService/entityTag(version:stored:of:)``'s.
+        /// request adds), made once: ``TileService/entityTag(version:stored:format:of:)``'s.
         let storedEntityTag: EntityTag?
 
         init(id: String, pyramid: TiledImage, fingerprint: SourceFingerprint?) {

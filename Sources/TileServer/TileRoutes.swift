@@ -37,7 +37,10 @@ public struct TileRoutes: Sendable {
         self.publicBaseURL = publicBaseURL
     }
 
-    static let extras = (features: ["mirroring", "sizeUpscaling", "profileLinkHeader"], qualities: ["gray", "bitonal"])
+    static let extras = (
+        features: ["mirroring", "sizeUpscaling", "profileLinkHeader"], qualities: ["gray", "bitonal"],
+        formats: ImageRequest.Format.offered.filter { $0 != .jpg && $0 != .png }.map(\.rawValue)
+    )
     static let supports2 = ["mirroring", "regionSquare", "profileLinkHeader"]
 
     /// Adds the routes to `router`.

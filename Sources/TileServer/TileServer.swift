@@ -56,6 +56,7 @@ public struct TileServer: Sendable {
     ///   - followsSymlinks: follow a symlink in `root` to a target inside it (default false).
     ///   - storeFormat: what JPEGs and uploads are built into (default a tiled pyramidal TIFF).
     ///   - cachePolicy: how long caches may keep the answers (images a day, `info.json` and `.dzi` five minutes).
+    ///   - encoding: the quality of each format answers are encoded in (JPEG, WebP, AVIF; default `OutputEncoding()`'s).
     ///   - taskExecutor: where the catalog's own tasks prefer to run (``ImageCatalog/taskExecutor``; default
     ///     Swift's global executor).
     /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
@@ -63,13 +64,15 @@ public struct TileServer: Sendable {
         root: String, cache: String, publicBaseURL: String? = nil, uploads: UploadPolicy? = nil,
         maximumPendingBuilds: Int = 16, cacheByteBudget: Int? = nil,
         descriptors: DescriptorBudget = DescriptorBudget(limit: DescriptorBudget.currentLimit()), followsSymlinks: Bool = false,
-        storeFormat: StoreFormat = .tiff(), cachePolicy: CachePolicy = CachePolicy(), taskExecutor: (any TaskExecutor)? = nil
+        storeFormat: StoreFormat = .tiff(), cachePolicy: CachePolicy = CachePolicy(), encoding: OutputEncoding = OutputEncoding(),
+        taskExecutor: (any TaskExecutor)? = nil
     ) throws(TileError) {
         let catalog = try ImageCatalog(
             root: root, cache: cache, maximumPendingBuilds: maximumPendingBuilds, maximumOpenImages: descriptors.maximumOpenImages,
             maximumUploads: descriptors.maximumUploads, cacheByteBudget: cacheByteBudget, followsSymlinks: followsSymlinks,
             storeFormat: storeFormat, taskExecutor: taskExecutor)
-        self.init(service: TileService(catalog: catalog, cachePolicy: cachePolicy), publicBaseURL: publicBaseURL, uploads: uploads)
+        self.init(
+            service: TileService(catalog: catalog, encoding: encoding, cachePolicy: cachePolicy), publicBaseURL: publicBaseURL, uploads: uploads)
         maximumConnections = descriptors.maximumConnections
     }
 

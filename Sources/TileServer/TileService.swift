@@ -18,8 +18,8 @@ public final class TileService: Sendable {
     public let cache: EncodedTileCache
     /// Limits on rendered sizes (`ImageRequest.Limits`), also announced in `info.json`.
     public let limits: ImageRequest.Limits
-    /// JPEG quality of every image encoded.
-    public let jpegQuality: Int
+    /// The quality of each format answers are encoded in (JPEG, WebP, AVIF).
+    public let encoding: OutputEncoding
     /// How long an image request waits for rows still being decoded before it fails as `notReady`.
     public let waitLimit: Duration
     /// How long caches may keep the answers.
@@ -43,14 +43,14 @@ public final class TileService: Sendable {
     ///   - catalog: the images served.
     ///   - cache: encoded images kept (default 64 MiB).
     ///   - limits: limits on rendered sizes (default `ImageRequest.Limits.default`).
-    ///   - jpegQuality: 1...100 (default `TileJPEGEncoder.defaultQuality`).
+    ///   - encoding: each format's quality (default: `OutputEncoding()`'s, chosen by measurement).
     ///   - waitLimit: how long a request waits for rows still being decoded (default 20 s).
     ///   - cachePolicy: how long caches may keep the answers (default ``CachePolicy/init(imageMaxAge:documentMaxAge:)``'s).
     ///   - renderLimits: renders running and waiting at most; nil (the default): ``RenderLimits/init(threads:waiting:perClient:pixelsPerClient:)``
     ///     for a pool of one thread a core, as NIO's shared pool has.
     public init(
         catalog: ImageCatalog, cache: EncodedTileCache = EncodedTileCache(), limits: ImageRequest.Limits = .default,
-        jpegQuality: Int = TileJPEGEncoder.defaultQuality, waitLimit: Duration = .seconds(20), cachePolicy: CachePolicy = CachePolicy(),
+        encoding: OutputEncoding = OutputEncoding(), waitLimit: Duration = .seconds(20), cachePolicy: CachePolicy = CachePolicy(),
         renderLimits: RenderLimits? = nil
     ) {
         renders = RenderAdmission(limits: renderLimits ?? RenderLimits(threads: System.coreCount))
@@ -59,7 +59,7 @@ public final class TileService: Sendable {
         self.catalog = catalog
         self.cache = cache
         self.limits = limits
-        self.jpegQuality = min(100, max(1, jpegQuality))
+        self.encoding = encoding
         self.waitLimit = waitLimit
     }
 
@@ -172,7 +172,7 @@ public final class TileService: Sendable {
         guard pyramid.isComplete, let version = image.version, Self.storedTile(resolved, of: pyramid) == nil,
             cache.image(for: path)?.version != version
         else { return nil }
-        var tag = entityTag(version: version, stored: false, of: image)
+        var tag = entityTag(version: version, stored: false, format: resolved.format, of: image)
         tag.combine(variant.utf8)
         return ImageHead(
             mediaType: resolved.format.mediaType, link: link, entityTag: tag, lastModified: image.lastModified, cacheControl: imageCacheControl)
@@ -184,10 +184,10 @@ public final class TileService: Sendable {
     {
         let source = try pyramid.sourceRect(for: resolved)
         let pixels = (source.x1 - source.x0) * (source.y1 - source.y0) + resolved.scaledWidth * resolved.scaledHeight
-        let (quality, renders) = (jpegQuality, self.renders)
+        let (quality, lossless, renders) = (encoding.quality(of: resolved.format), encoding.webpLossless, self.renders)
         return try await renders.run(for: client, pixels: pixels) { () throws(TileError) in
             try await threadPool.blocking { () throws(TileError) in
-                try pyramid.renderEncoded(resolved, quality: quality, isCancelled: { renders.hasGone(client) })
+                try pyramid.renderEncoded(resolved, quality: quality, lossless: lossless, isCancelled: { renders.hasGone(client) })
             }
         }
     }
@@ -199,7 +199,7 @@ public final class TileService: Sendable {
         _ body: ByteBuffer, _ resolved: ImageRequest.Resolved, stored: Bool, caches: Bool, path: String, variant: String, link: String?,
         of image: ImageCatalog.Image, version: String
     ) -> EncodedImage {
-        var tag = entityTag(version: version, stored: stored, of: image)
+        var tag = entityTag(version: version, stored: stored, format: resolved.format, of: image)
         tag.combine(variant.utf8)
         let head = ImageHead(
             mediaType: resolved.format.mediaType, link: link, entityTag: tag, lastModified: image.lastModified, cacheControl: imageCacheControl)
@@ -209,9 +209,10 @@ public final class TileService: Sendable {
     }
 
     /// The entity tag of an answer of `image`, made up to the request's variant (which the caller adds):
-    /// the source's version, then how the answer was made. Stored tiles keep the store's own quality.
-    func entityTag(version: String, stored: Bool, of image: ImageCatalog.Image) -> EntityTag {
+    /// the source's version, then how the answer was made (``OutputEncoding/label(of:)`` of `format`).
+    /// Stored tiles keep the store's own quality.
+    func entityTag(version: String, stored: Bool, format: ImageRequest.Format, of image: ImageCatalog.Image) -> EntityTag {
         if stored, let made = image.storedEntityTag, image.version == version { return made }
-        return EntityTag(version: version, made: stored ? "stored" : "\(jpegQuality)", profile: image.pyramid.colorProfile != nil)
+        return EntityTag(version: version, made: stored ? "stored" : encoding.label(of: format), profile: image.pyramid.colorProfile != nil)
     }
 }

@@ -96,6 +96,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The quantisation tables --quality scales: flattened (the default) or annex-k.")
     var tables: TablesArgument?
 
+    @Option(help: "The JPEG quality of rendered answers (regions, sizes, tiles a store does not keep as JPEG), 1-100 (default 80).")
+    var jpegQuality: Int?
+
+    @Option(help: "The WebP quality of .webp answers, 1-100 (default \(OutputEncoding.defaultWebPQuality)).")
+    var webpQuality: Int?
+
+    @Flag(inversion: .prefixedNo, help: "Encode .webp answers losslessly (every pixel as rendered; larger; default off).")
+    var webpLossless: Bool?
+
+    @Option(help: "The AVIF quality of .avif answers, 1-100 (default \(OutputEncoding.defaultAVIFQuality)).")
+    var avifQuality: Int?
+
     @Option(help: "Seconds caches may keep an image (a tile, a region) of a complete pyramid: Cache-Control max-age (default 86400).")
     var imageMaxAge: Int?
 
@@ -155,7 +167,9 @@ struct ServeCommand: AsyncParsableCommand {
                 maximumPendingBuilds: s.maxPendingBuilds, cacheByteBudget: s.cacheBudget, descriptors: descriptors,
                 followsSymlinks: s.followSymlinks,
                 storeFormat: s.format == .tiff ? .tiff(TIFFWriting(quality: s.quality, tables: s.tables.tables)) : .raw,
-                cachePolicy: CachePolicy(imageMaxAge: s.imageMaxAge, documentMaxAge: s.documentMaxAge))
+                cachePolicy: CachePolicy(imageMaxAge: s.imageMaxAge, documentMaxAge: s.documentMaxAge),
+                encoding: OutputEncoding(
+                    jpegQuality: s.jpegQuality, webpQuality: s.webpQuality, webpLossless: s.webpLossless, avifQuality: s.avifQuality))
             server.idleTimeout = .seconds(s.idleTimeout)
             server.metricsRegistry = registry
             let format = AccessLog.Format(rawValue: s.accessLogFormat) ?? .common

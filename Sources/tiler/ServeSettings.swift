@@ -3,6 +3,7 @@ import Configuration
 import Foundation
 import Logging
 import SystemPackage
+import TileCore
 import TileServer
 
 /// Every setting of `tiler serve`, with its default, from three places in order of precedence: the
@@ -29,6 +30,10 @@ struct ServeSettings {
     var format = StoreFormatArgument.tiff
     var quality = 74
     var tables = TablesArgument.flattened
+    var jpegQuality = TileJPEGEncoder.defaultQuality
+    var webpQuality = OutputEncoding.defaultWebPQuality
+    var webpLossless = false
+    var avifQuality = OutputEncoding.defaultAVIFQuality
     var imageMaxAge = 86_400
     var documentMaxAge = 300
     var metrics = true
@@ -45,6 +50,7 @@ struct ServeSettings {
     static let keys = [
         "folder", "host", "port", "cache", "publicURL", "allowUploads", "uploadToken", "allowedHosts", "uploadOrigins", "trustedProxies",
         "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality", "tables",
+        "jpegQuality", "webpQuality", "webpLossless", "avifQuality",
         "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "accessLogFile", "accessLogFormat",
         "logLevel", "idleTimeout", "adminToken", "purgeURLs"
     ]
@@ -110,6 +116,10 @@ struct ServeSettings {
         {
             s.tables = tables
         }
+        s.jpegQuality = try command.jpegQuality ?? read.int("jpegQuality") ?? s.jpegQuality
+        s.webpQuality = try command.webpQuality ?? read.int("webpQuality") ?? s.webpQuality
+        s.webpLossless = try command.webpLossless ?? read.bool("webpLossless") ?? s.webpLossless
+        s.avifQuality = try command.avifQuality ?? read.int("avifQuality") ?? s.avifQuality
         s.imageMaxAge = try command.imageMaxAge ?? read.int("imageMaxAge") ?? s.imageMaxAge
         s.documentMaxAge = try command.documentMaxAge ?? read.int("documentMaxAge") ?? s.documentMaxAge
         s.metrics = try command.metrics ?? read.bool("metrics") ?? s.metrics
@@ -136,6 +146,9 @@ struct ServeSettings {
         try require(maxPendingBuilds >= 0, "maxPendingBuilds (--max-pending-builds)", "must not be negative")
         try require(cacheBudget.map { $0 > 0 } ?? true, "cacheBudget (--cache-budget)", "must be positive")
         try require((1...100).contains(quality), "quality (--quality)", "must be 1-100")
+        try require((1...100).contains(jpegQuality), "jpegQuality (--jpeg-quality)", "must be 1-100")
+        try require((1...100).contains(webpQuality), "webpQuality (--webp-quality)", "must be 1-100")
+        try require((1...100).contains(avifQuality), "avifQuality (--avif-quality)", "must be 1-100")
         try require(
             imageMaxAge >= 0 && documentMaxAge >= 0, "imageMaxAge and documentMaxAge (--image-max-age, --document-max-age)", "must not be negative")
         try require(idleTimeout > 0, "idleTimeout (--idle-timeout)", "must be positive")

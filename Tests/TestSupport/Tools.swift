@@ -39,7 +39,8 @@ public enum Tools {
         "pngtopnm": "netpbm", "pnmtotiff": "netpbm", "pnmtotiffcmyk": "netpbm", "tifftopnm": "netpbm", "tiffinfo": "libtiff-tools",
         "tiffdump": "libtiff-tools", "tiffcp": "libtiff-tools", "tiffset": "libtiff-tools", "openslide-show-properties": "openslide-tools",
         "spawn-fcgi": "spawn-fcgi", "nginx": "nginx-light", "/usr/lib/iipimage-server/iipsrv.fcgi": "iipimage-server", "flock": "util-linux",
-        "varnishd": "varnish", "varnishadm": "varnish", "prometheus": "prometheus", "systemd-analyze": "systemd", "chromium": "chromium"
+        "varnishd": "varnish", "varnishadm": "varnish", "prometheus": "prometheus", "systemd-analyze": "systemd", "chromium": "chromium",
+        "dwebp": "webp", "webpmux": "webp", "avifdec": "libavif-bin"
     ]
 
     /// A skip message naming what is missing and the Debian packages that bring it, for `.enabled(if:)`;

@@ -93,7 +93,11 @@ struct ImageRequestTests {
         #expect(try Self.resolve("full/max/0/color.jpg").canonicalPath == "full/max/0/color.jpg")
         #expect(ImageRequest.Format.png.mediaType == "image/png")
         #expect(try Self.resolve("full/max/0/bitonal.jpg").quality == .bitonal)
-        for format in ["tif", "gif", "jp2", "pdf", "webp"] {
+        for format in ["webp", "avif"] {
+            #expect(try Self.resolve("full/max/0/default.\(format)").format.rawValue == format)
+        }
+        #expect(ImageRequest.Format.avif.mediaType == "image/avif" && ImageRequest.Format.webp.mediaType == "image/webp")
+        for format in ["tif", "gif", "jp2", "pdf"] {
             #expect(thrownCode { try Self.resolve("full/max/0/default.\(format)") } == .unsupported, "\(format)")
         }
     }

@@ -26,7 +26,7 @@ struct IIIF2Tests {
             let profile = try #require(info["profile"] as? [Any])
             #expect(profile.first as? String == "http://iiif.io/api/image/2/level2.json")
             let description = try #require(profile.last as? [String: Any])
-            #expect(description["formats"] as? [String] == ["jpg", "png"])
+            #expect(description["formats"] as? [String] == ["jpg", "png", "webp", "avif"])
             #expect(Set(description["qualities"] as? [String] ?? []) == ["default", "color", "gray", "bitonal"])
             #expect(description["maxWidth"] as? Int == 8192)
             // 1300x900 halved until one tile: 650, 325, 163; the sizes are 163x113 and every smaller level,

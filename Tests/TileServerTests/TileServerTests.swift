@@ -274,7 +274,7 @@ struct TileServerTests {
                 ("/iiif/3/photo/bogus/max/0/default.jpg", 400),
                 ("/iiif/3/photo/5000,5000,10,10/max/0/default.jpg", 400),
                 ("/iiif/3/photo/full/max/45/default.jpg", 501),
-                ("/iiif/3/photo/full/max/0/default.webp", 501),
+                ("/iiif/3/photo/full/max/0/default.gif", 501),
                 ("/iiif/3/photo/full/100000,/0/default.jpg", 400),
                 ("/dzi/photo_files/12/0_0.jpg", 404),
                 ("/dzi/photo_files/11/6_0.jpg", 404),

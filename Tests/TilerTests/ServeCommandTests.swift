@@ -287,6 +287,8 @@ struct ServeCommandTests {
             ("{}", ["TILER_MAX_UPLOADS": "many"], [], "TILER_MAX_UPLOADS"),
             ("{}", ["TILER_TRUSTED_PROXIES": "10.0.0.0/8,example.org"], [], "example.org"),
             (#"{"format": "webp"}"#, [:], [], "format"),
+            (#"{"avifQuality": 0}"#, [:], [], "avifQuality"),
+            ("{}", [:], ["--webp-quality", "101"], "webpQuality"),
             ("{}", [:], ["--idle-timeout", "0"], "idleTimeout"),
             // URLs that end up in answers (issue 37): not a web URL, not an origin.
             ("{}", [:], ["--public-url", "javascript:alert(1)"], "publicURL"),

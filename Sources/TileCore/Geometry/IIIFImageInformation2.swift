@@ -89,7 +89,7 @@ extension PyramidLayout {
     public func iiifInformation2(id: String, limits: ImageRequest.Limits? = nil, supports: [String] = []) -> IIIFImageInformation2 {
         let v3 = iiifInformation(id: id, limits: limits)
         let description = IIIFImageInformation2.ProfileDescription(
-            formats: ["jpg", "png"], qualities: ["default", "color", "gray", "bitonal"], supports: supports,
+            formats: ImageRequest.Format.offered.map(\.rawValue), qualities: ["default", "color", "gray", "bitonal"], supports: supports,
             maxWidth: limits?.maxWidth, maxHeight: limits?.maxHeight, maxArea: limits?.maxArea)
         return IIIFImageInformation2(
             id: id, width: width, height: height, complianceLevel: "http://iiif.io/api/image/2/level2.json", profileDescription: description,

@@ -30,10 +30,12 @@ public struct IIIFImageInformation: Codable, Sendable, Hashable {
     public var tiles: [Tiles]
     public var extraFeatures: [String]?
     public var extraQualities: [String]?
+    /// Formats offered besides `jpg` and `png` (`webp`, `avif`).
+    public var extraFormats: [String]?
 
     enum CodingKeys: String, CodingKey {
         case context = "@context"
-        case id, type, `protocol`, profile, width, height, maxWidth, maxHeight, maxArea, sizes, tiles, extraFeatures, extraQualities
+        case id, type, `protocol`, profile, width, height, maxWidth, maxHeight, maxArea, sizes, tiles, extraFeatures, extraQualities, extraFormats
     }
 
     /// The document as JSON (keys sorted, slashes not escaped).
@@ -103,17 +105,17 @@ extension PyramidLayout {
     ///   - id: the image service's URI (base URI and identifier, no trailing slash).
     ///   - profile: `level0` for static files, `level2` for a server (default).
     ///   - limits: announced as `maxWidth`, `maxHeight` and `maxArea` (none: not announced).
-    ///   - extras: `extraFeatures` and `extraQualities` to announce.
+    ///   - extras: `extraFeatures`, `extraQualities` and `extraFormats` to announce.
     public func iiifInformation(
         id: String, profile: String = "level2", limits: ImageRequest.Limits? = nil,
-        extras: (features: [String], qualities: [String])? = nil
+        extras: (features: [String], qualities: [String], formats: [String])? = nil
     ) -> IIIFImageInformation {
         let single = firstSingleTileLevel
         let sizes = (single..<levelCount).reversed().map { size(ofLevel: $0) }.map { IIIFImageInformation.Size(width: $0.width, height: $0.height) }
         return IIIFImageInformation(
             id: id, profile: profile, width: width, height: height, maxWidth: limits?.maxWidth, maxHeight: limits?.maxHeight,
             maxArea: limits?.maxArea, sizes: sizes, tiles: [.init(width: tileSize, scaleFactors: (0...single).map { 1 << $0 })],
-            extraFeatures: extras?.features, extraQualities: extras?.qualities)
+            extraFeatures: extras?.features, extraQualities: extras?.qualities, extraFormats: extras?.formats)
     }
 
     /// The DeepZoom descriptor of this pyramid's tiles in `format`, with `overlap` pixels of overlap.

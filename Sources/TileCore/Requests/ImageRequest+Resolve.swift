@@ -79,7 +79,7 @@ extension ImageRequest {
     ///   the region without `^`, an empty result, or a rotation outside 0...360; ``TileError/Code/tooLarge``
     ///   past `limits`;
     ///   ``TileError/Code/unsupported`` for a rotation other than a multiple of 90 degrees,
-    ///   or a format other than `jpg` and `png`.
+    ///   or a format other than `jpg`, `png`, `webp` and `avif`.
     public func resolve(width: Int, height: Int, limits: Limits = .default) throws(TileError) -> Resolved {
         guard width > 0, height > 0 else { throw TileError(.invalidArgument, "the image is empty (\(width)x\(height))") }
         let (x, y, w, h) = try resolveRegion(width, height)
@@ -90,8 +90,8 @@ extension ImageRequest {
         guard rotation.truncatingRemainder(dividingBy: 90) == 0 else {
             throw TileError(.unsupported, "rotation \(Self.number(rotation)): only multiples of 90 degrees are offered")
         }
-        guard format == .jpg || format == .png else {
-            throw TileError(.unsupported, "format \(format.rawValue) is not offered (jpg, png)")
+        guard format.isOffered else {
+            throw TileError(.unsupported, "format \(format.rawValue) is not offered (jpg, png, webp, avif)")
         }
         let turns = Int(rotation / 90) % 4
         let regionText = x == 0 && y == 0 && w == width && h == height ? "full" : "\(x),\(y),\(w),\(h)"

@@ -6,7 +6,7 @@
 /// canonical form. Every malformed request throws a ``TileError`` naming the parameter:
 /// ``TileError/Code/invalidArgument`` for bad syntax or values the specification forbids (an HTTP
 /// server answers 400), ``TileError/Code/unsupported`` for valid requests of features not offered
-/// (arbitrary rotations, formats other than `jpg` and `png`; 501), and
+/// (arbitrary rotations, formats other than `jpg`, `png`, `webp` and `avif`; 501), and
 /// ``TileError/Code/tooLarge`` for outputs past the limits (400).
 public struct ImageRequest: Sendable, Hashable {
     /// The part of the full image requested, in display orientation.
@@ -45,7 +45,7 @@ public struct ImageRequest: Sendable, Hashable {
 
     /// The encoding of the output.
     public enum Format: String, Sendable, Hashable, CaseIterable {
-        case jpg, tif, png, gif, jp2, pdf, webp
+        case jpg, tif, png, gif, jp2, pdf, webp, avif
 
         /// The media type (`image/jpeg`, ...).
         public var mediaType: String {
@@ -57,6 +57,19 @@ public struct ImageRequest: Sendable, Hashable {
             case .jp2: "image/jp2"
             case .pdf: "application/pdf"
             case .webp: "image/webp"
+            case .avif: "image/avif"
+            }
+        }
+
+        /// The formats answers are encoded in: `jpg` and `png` (which every IIIF server at level 2
+        /// offers), `webp` and `avif` (listed in an image's `extraFormats`).
+        public static let offered: [Format] = [.jpg, .png, .webp, .avif]
+
+        /// Whether answers are encoded in it (``offered``).
+        public var isOffered: Bool {
+            switch self {
+            case .jpg, .png, .webp, .avif: true
+            default: false
             }
         }
     }

@@ -1,25 +1,33 @@
 internal import CJpegShim
+internal import CWebEncoders
 public import Foundation
 
 extension RGBAPixels {
     /// Encodes the pixels as a JPEG (the tiles' pooled compressor, ``TileJPEGEncoder``: 4:2:0, no EXIF,
-    /// so a browser never turns it a second time; transparency composited onto white) or a PNG (libpng:
-    /// RGB, or RGBA when some pixel is not opaque; gray, or gray and alpha).
+    /// so a browser never turns it a second time; transparency composited onto white), a PNG (libpng:
+    /// RGB, or RGBA when some pixel is not opaque; gray, or gray and alpha), a WebP (libwebp: lossy, or
+    /// lossless with `lossless`; alpha kept when some pixel is not opaque) or an AVIF (libavif's aom
+    /// encoder: YUV 4:2:0, or luma only for gray pixels; alpha kept likewise, losslessly).
     /// - Parameters:
-    ///   - format: ``ImageRequest/Format/jpg`` or ``ImageRequest/Format/png``.
-    ///   - quality: JPEG quality, 1...100 (default ``TileJPEGEncoder/defaultQuality``).
-    ///   - gray: the pixels are gray (R = G = B): a one-component JPEG or a gray PNG.
-    ///   - colorProfile: a colour profile to carry (JPEG APP2 chunks, PNG `iCCP`) when it describes the
-    ///     output's channels (``ColorProfile/describes(channels:)``); otherwise left out.
+    ///   - format: ``ImageRequest/Format/jpg``, ``ImageRequest/Format/png``, ``ImageRequest/Format/webp``
+    ///     or ``ImageRequest/Format/avif``.
+    ///   - quality: 1...100; nil: the format's default (``OutputEncoding``'s). PNG has none.
+    ///   - lossless: a lossless WebP (the other formats ignore it).
+    ///   - gray: the pixels are gray (R = G = B): a one-component JPEG, a gray PNG, a luma-only AVIF.
+    ///   - colorProfile: a colour profile to carry (JPEG APP2 chunks, PNG `iCCP`, WebP `ICCP`, AVIF
+    ///     `colr`) when it describes the output's channels (``ColorProfile/describes(channels:)``);
+    ///     otherwise left out.
     ///   - isCancelled: asked every 64 rows of a PNG (a large one takes seconds): true stops it.
-    /// - Throws: ``TileError/Code/unsupported`` for other formats, ``TileError/Code/invalidArgument``
-    ///   for a quality out of range, ``TileError/Code/cancelled``, what the encoders throw.
+    /// - Throws: ``TileError/Code/unsupported`` for other formats and for a WebP over 16383 pixels a
+    ///   side, ``TileError/Code/invalidArgument`` for a quality out of range,
+    ///   ``TileError/Code/cancelled``, what the encoders throw.
     public func encoded(
-        as format: ImageRequest.Format, quality: Int = TileJPEGEncoder.defaultQuality, gray: Bool = false,
+        as format: ImageRequest.Format, quality: Int? = nil, lossless: Bool = false, gray: Bool = false,
         colorProfile: ColorProfile? = nil, isCancelled: (() -> Bool)? = nil
     ) throws(TileError) -> Data {
-        guard (1...100).contains(quality) else { throw TileError(.invalidArgument, "JPEG quality \(quality) is not within 1...100") }
-        let profile = colorProfile.flatMap { $0.describes(channels: gray ? 1 : 3) ? $0 : nil }
+        let quality = quality ?? OutputEncoding().quality(of: format)
+        guard (1...100).contains(quality) else { throw TileError(.invalidArgument, "quality \(quality) is not within 1...100") }
+        let profile = colorProfile.flatMap { $0.describes(channels: gray && format != .webp ? 1 : 3) ? $0 : nil }
         switch format {
         case .jpg:
             let jpeg = try TileJPEGEncoderPool.shared.withEncoder(quality: quality, gray: gray) { encoder throws(TileError) in
@@ -53,8 +61,43 @@ extension RGBAPixels {
             }
             defer { cjs_free(pointer) }
             return Data(bytes: pointer, count: length)
+        case .webp, .avif:
+            return try webOrAVIF(format, quality: quality, lossless: lossless, gray: gray, icc: profile?.bytes ?? [])
         default:
-            throw TileError(.unsupported, "the \(format.rawValue) format is not offered (jpg and png are)")
+            throw TileError(.unsupported, "the \(format.rawValue) format is not offered (jpg, png, webp and avif are)")
+        }
+    }
+
+    /// A WebP or an AVIF of the pixels (``encoded(as:quality:lossless:gray:colorProfile:isCancelled:)``).
+    private func webOrAVIF(_ format: ImageRequest.Format, quality: Int, lossless: Bool, gray: Bool, icc: [UInt8]) throws(TileError) -> Data {
+        if format == .webp, max(width, height) > Int(CWEB_WEBP_MAX_SIDE) {
+            throw TileError(.unsupported, "a WebP is at most \(CWEB_WEBP_MAX_SIDE) pixels a side (asked: \(width)x\(height)); ask for jpg or png")
+        }
+        let alpha: Int32 = hasTransparency ? 1 : 0
+        var pointer: UnsafeMutableRawPointer?
+        var length = 0
+        var detail: Int32 = 0
+        let status = bytes.withUnsafeBytes { raw in
+            icc.withUnsafeBytes { profile in
+                let rows = raw.bindMemory(to: UInt8.self).baseAddress
+                return format == .webp
+                    ? cweb_webp_encode(
+                        rows, width * 4, UInt32(width), UInt32(height), Int32(quality), lossless ? 1 : 0, OutputEncoding.webpMethod, alpha,
+                        profile.baseAddress, profile.count, &pointer, &length, &detail)
+                    : cweb_avif_encode(
+                        rows, width * 4, UInt32(width), UInt32(height), Int32(quality), OutputEncoding.avifSpeed, alpha, gray ? 1 : 0,
+                        profile.baseAddress, profile.count, &pointer, &length, &detail)
+            }
+        }
+        let library = format == .webp ? "libwebp" : "libavif"
+        switch status {
+        case CWEB_OK:
+            guard let pointer else { throw TileError(.io, "\(library) gave no bytes") }
+            defer { cweb_free(pointer) }
+            return Data(bytes: pointer, count: length)
+        case CWEB_ERR_MEMORY: throw TileError(.io, "\(library) ran out of memory encoding a \(width)x\(height) image")
+        case CWEB_ERR_ARGUMENT: throw TileError(.invalidArgument, "\(library) cannot encode a \(width)x\(height) image at quality \(quality)")
+        default: throw TileError(.io, "\(library) could not encode a \(width)x\(height) image (its error \(detail))")
         }
     }
 
@@ -94,30 +137,31 @@ extension TiledImage {
     /// qualities as gray images), carrying the image's ``colorProfile`` where it describes the output.
     /// - Parameters:
     ///   - request: the request, resolved against this image's size.
-    ///   - quality: JPEG quality, default ``TileJPEGEncoder/defaultQuality``.
+    ///   - quality: the format's quality, 1...100; nil: its default (``OutputEncoding``'s).
+    ///   - lossless: a lossless WebP (``RGBAPixels/encoded(as:quality:lossless:gray:colorProfile:isCancelled:)``).
     ///   - deadline: until when to wait for tiles still being built.
     ///   - isCancelled: asked between tile rows; true stops the render (``render(_:waitingUntil:isCancelled:)``).
     public func renderEncoded(
-        _ request: ImageRequest.Resolved, quality: Int = TileJPEGEncoder.defaultQuality,
+        _ request: ImageRequest.Resolved, quality: Int? = nil, lossless: Bool = false,
         waitingUntil deadline: ContinuousClock.Instant? = nil, isCancelled: (() -> Bool)? = nil
     ) throws(TileError) -> Data {
-        guard request.format == .jpg || request.format == .png else {
-            throw TileError(.unsupported, "the \(request.format.rawValue) format is not offered (jpg and png are)")
+        guard request.format.isOffered else {
+            throw TileError(.unsupported, "the \(request.format.rawValue) format is not offered (jpg, png, webp and avif are)")
         }
         // A stored tile asked for as it is (a viewer's tile requests): read and encoded, nothing more.
         if request.format == .jpg, let tile = geometry.layout.tile(exactly: request), tile.level < levelCount {
-            let jpeg = try encodedTile(tile, quality: quality)
+            let jpeg = try encodedTile(tile, quality: quality ?? TileJPEGEncoder.defaultQuality)
             guard let colorProfile, colorProfile.describes(channels: 3) else { return jpeg }
             return Data(colorProfile.inserted(into: [UInt8](jpeg)))
         }
         let pixels = try render(request, waitingUntil: deadline, isCancelled: isCancelled)
         return try pixels.encoded(
-            as: request.format, quality: quality, gray: request.quality == .gray || request.quality == .bitonal,
+            as: request.format, quality: quality, lossless: lossless, gray: request.quality == .gray || request.quality == .bitonal,
             colorProfile: colorProfile, isCancelled: isCancelled)
     }
 }
 
-/// A cancellation check handed to C as a context pointer (``RGBAPixels/encoded(as:quality:gray:colorProfile:isCancelled:)``).
+/// A cancellation check handed to C as a context pointer (``RGBAPixels/encoded(as:quality:lossless:gray:colorProfile:isCancelled:)``).
 private final class CancellationCheck {
     let isCancelled: () -> Bool
     init(_ isCancelled: @escaping () -> Bool) { self.isCancelled = isCancelled }

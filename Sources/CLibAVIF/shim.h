@@ -1,0 +1,2 @@
+/* libavif (Debian's libavif-dev, with its aom encoder): AVIF answers. */
+#include <avif/avif.h>

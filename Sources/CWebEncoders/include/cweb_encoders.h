@@ -1,0 +1,58 @@
+/*
+ * cweb_encoders.h: WebP (libwebp) and AVIF (libavif) encoders of RGBA pixels, for the answers a
+ * browser asks for in those formats. One call encodes one image; nothing is kept between calls.
+ */
+#ifndef CWEB_ENCODERS_H
+#define CWEB_ENCODERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    CWEB_OK = 0,
+    /** A size, stride or setting the format cannot take (WebP: at most 16383 pixels a side). */
+    CWEB_ERR_ARGUMENT = -1,
+    /** Memory ran out. */
+    CWEB_ERR_MEMORY = -2,
+    /** The library refused or failed; `detail` (when given) holds its own code. */
+    CWEB_ERR_ENCODER = -3,
+} cweb_status;
+
+/** The largest side a WebP image can have. */
+#define CWEB_WEBP_MAX_SIDE 16383
+
+/**
+ * Encodes `height` rows of `width` RGBA pixels (4 bytes a pixel, `stride` bytes apart) as WebP:
+ * lossy at `quality` (1...100), or lossless when `lossless` is non-zero (`quality` then sets the
+ * effort spent on size). `method` is libwebp's speed and size trade-off, 0 (fastest) to 6. With
+ * `keep_alpha` zero the alpha channel is not stored (the image is opaque). `icc` (may be NULL), a
+ * colour profile carried in an `ICCP` chunk (libwebpmux). On success `*out` is a buffer of `*length`
+ * bytes the caller frees with `cweb_free`. `detail` may be NULL.
+ */
+cweb_status cweb_webp_encode(const uint8_t *rgba, size_t stride, uint32_t width, uint32_t height, int32_t quality,
+                             int32_t lossless, int32_t method, int32_t keep_alpha, const void *icc, size_t icc_length,
+                             void **out, size_t *length, int32_t *detail);
+
+/**
+ * Encodes `height` rows of `width` RGBA pixels as AVIF (AV1, 8 bits, full range): YUV 4:2:0, or
+ * 4:0:0 (luma only) when `gray` is non-zero, at `quality` (1...100, mapped onto AV1's quantisers
+ * 63...0), with libavif's `speed` (0 slowest ... 10 fastest) on one thread. With `keep_alpha`
+ * non-zero the alpha channel is stored too, losslessly. `icc` (may be NULL), a colour profile
+ * carried in the file's `colr` box. `*out` as for `cweb_webp_encode`.
+ */
+cweb_status cweb_avif_encode(const uint8_t *rgba, size_t stride, uint32_t width, uint32_t height, int32_t quality,
+                             int32_t speed, int32_t keep_alpha, int32_t gray, const void *icc, size_t icc_length,
+                             void **out, size_t *length, int32_t *detail);
+
+/** Frees a buffer the encoders returned. */
+void cweb_free(void *buffer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

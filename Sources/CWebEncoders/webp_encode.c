@@ -1,0 +1,83 @@
+/*
+ * webp_encode.c: RGBA pixels to WebP through libwebp's advanced API (a picture, a config, a memory
+ * writer), on the caller's thread.
+ */
+#include "cweb_encoders.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <webp/encode.h>
+#include <webp/mux.h>
+
+cweb_status cweb_webp_encode(const uint8_t *rgba, size_t stride, uint32_t width, uint32_t height, int32_t quality,
+                             int32_t lossless, int32_t method, int32_t keep_alpha, const void *icc, size_t icc_length,
+                             void **out, size_t *length, int32_t *detail) {
+    if (detail) *detail = 0;
+    if (!rgba || !out || !length || width == 0 || height == 0 || width > CWEB_WEBP_MAX_SIDE ||
+        height > CWEB_WEBP_MAX_SIDE || stride < (size_t)width * 4 || stride > INT32_MAX || quality < 1 || quality > 100 ||
+        method < 0 || method > 6)
+        return CWEB_ERR_ARGUMENT;
+    *out = NULL;
+    *length = 0;
+
+    WebPConfig config;
+    if (!WebPConfigInit(&config)) return CWEB_ERR_ENCODER;
+    config.quality = (float)quality;
+    config.method = method;
+    config.lossless = lossless ? 1 : 0;
+    /* Lossless keeps the colour under transparent pixels too: what is decoded is what was given. */
+    config.exact = lossless ? 1 : 0;
+    if (!WebPValidateConfig(&config)) return CWEB_ERR_ARGUMENT;
+
+    WebPPicture picture;
+    if (!WebPPictureInit(&picture)) return CWEB_ERR_ENCODER;
+    picture.width = (int)width;
+    picture.height = (int)height;
+    picture.use_argb = lossless ? 1 : 0;
+    int imported = keep_alpha ? WebPPictureImportRGBA(&picture, rgba, (int)stride)
+                              : WebPPictureImportRGBX(&picture, rgba, (int)stride);
+    if (!imported) {
+        WebPPictureFree(&picture);
+        return CWEB_ERR_MEMORY;
+    }
+
+    WebPMemoryWriter writer;
+    WebPMemoryWriterInit(&writer);
+    picture.writer = WebPMemoryWrite;
+    picture.custom_ptr = &writer;
+    int encoded = WebPEncode(&config, &picture);
+    WebPEncodingError error = picture.error_code;
+    WebPPictureFree(&picture);
+    if (!encoded) {
+        WebPMemoryWriterClear(&writer);
+        if (detail) *detail = (int32_t)error;
+        return error == VP8_ENC_ERROR_OUT_OF_MEMORY || error == VP8_ENC_ERROR_BITSTREAM_OUT_OF_MEMORY ? CWEB_ERR_MEMORY
+                                                                                                      : CWEB_ERR_ENCODER;
+    }
+    WebPData bitstream = {writer.mem, writer.size};
+    WebPData assembled = {NULL, 0};
+    if (icc && icc_length > 0) {
+        /* The image and its profile in one extended file (VP8X, ICCP, the bitstream). */
+        WebPMux *mux = WebPMuxNew();
+        WebPData profile = {icc, icc_length};
+        int ok = mux && WebPMuxSetImage(mux, &bitstream, 0) == WEBP_MUX_OK &&
+                 WebPMuxSetChunk(mux, "ICCP", &profile, 0) == WEBP_MUX_OK && WebPMuxAssemble(mux, &assembled) == WEBP_MUX_OK;
+        WebPMuxDelete(mux);
+        if (!ok) {
+            WebPDataClear(&assembled);
+            WebPMemoryWriterClear(&writer);
+            return CWEB_ERR_ENCODER;
+        }
+        bitstream = assembled;
+    }
+    /* The library's buffers are freed by the library; the caller's is malloc's (cweb_free). */
+    void *copy = malloc(bitstream.size ? bitstream.size : 1);
+    if (copy) memcpy(copy, bitstream.bytes, bitstream.size);
+    *out = copy;
+    *length = copy ? bitstream.size : 0;
+    WebPDataClear(&assembled);
+    WebPMemoryWriterClear(&writer);
+    return copy ? CWEB_OK : CWEB_ERR_MEMORY;
+}
+
+void cweb_free(void *buffer) { free(buffer); }

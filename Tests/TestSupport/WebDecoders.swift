@@ -1,0 +1,73 @@
+public import Foundation
+
+/// The outside decoders of WebP and AVIF (`dwebp` from Debian's `webp`, `avifdec` from
+/// `libavif-bin`): what a file decodes to, for tests of the encoders, with nothing of ours in between.
+public enum WebDecoders {
+    /// Why the decoders are absent (a skip message), or empty when both are installed.
+    public static var missing: String { Tools.missing("dwebp", "avifdec") }
+    public static var installed: Bool { Tools.have("dwebp", "avifdec") }
+
+    /// `dwebp`'s decode of a WebP, as RGBA (its PAM output: alpha 255 where the file has none).
+    public static func webp(_ data: Data) throws -> RGBAImage {
+        try withFiles(data, input: "in.webp", output: "out.pam") { input, output in
+            try check(Tools.run("dwebp", [input, "-pam", "-o", output]), "dwebp")
+            return try pam(Data(contentsOf: URL(fileURLWithPath: output)))
+        }
+    }
+
+    /// `avifdec`'s decode of an AVIF to an 8-bit PNG, read by libpng, as RGBA.
+    public static func avif(_ data: Data) throws -> RGBAImage {
+        try withFiles(data, input: "in.avif", output: "out.png") { input, output in
+            try check(Tools.run("avifdec", ["--depth", "8", input, output]), "avifdec")
+            return try Reference.decodePNG(Data(contentsOf: URL(fileURLWithPath: output)))
+        }
+    }
+
+    /// What `avifdec --info` says of an AVIF (its colour profile's size, its format).
+    public static func avifInfo(_ data: Data) throws -> String {
+        try withFiles(data, input: "in.avif", output: "unused") { input, _ in
+            let run = try Tools.run("avifdec", ["--info", input])
+            try check(run, "avifdec --info")
+            return run.text
+        }
+    }
+
+    private static func withFiles<T>(_ data: Data, input: String, output: String, _ body: (String, String) throws -> T) throws -> T {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("webdecode-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try data.write(to: URL(fileURLWithPath: "\(folder)/\(input)"))
+        return try body("\(folder)/\(input)", "\(folder)/\(output)")
+    }
+
+    private static func check(_ run: Tools.Run, _ name: String) throws {
+        guard run.status == 0 else { throw Reference.DecodeFailure(message: "\(name) failed (\(run.status)): \(run.stderr)") }
+    }
+
+    /// A PAM (`P7`, 8 bits, depth 3 or 4) as RGBA.
+    static func pam(_ data: Data) throws -> RGBAImage {
+        let bytes = [UInt8](data)
+        guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: Array("ENDHDR\n".utf8)) }) else {
+            throw Reference.DecodeFailure(message: "not a PAM")
+        }
+        var fields: [String: Int] = [:]
+        for line in String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, let value = Int(parts[1]) { fields[String(parts[0])] = value }
+        }
+        guard let width = fields["WIDTH"], let height = fields["HEIGHT"], let depth = fields["DEPTH"], fields["MAXVAL"] == 255,
+            depth == 3 || depth == 4
+        else { throw Reference.DecodeFailure(message: "a PAM this reader does not take: \(fields)") }
+        let body = bytes[(end + 7)...]
+        guard body.count >= width * height * depth else { throw Reference.DecodeFailure(message: "a cut PAM") }
+        var pixels = [UInt8]()
+        pixels.reserveCapacity(width * height * 4)
+        var i = body.startIndex
+        for _ in 0..<(width * height) {
+            pixels += body[i..<(i + 3)]
+            pixels.append(depth == 4 ? body[i + 3] : 255)
+            i += depth
+        }
+        return RGBAImage(width: width, height: height, pixels: pixels)
+    }
+}

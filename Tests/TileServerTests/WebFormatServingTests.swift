@@ -1,0 +1,85 @@
+import Foundation
+import NIOHTTP1
+import Testing
+import TestSupport
+import TileCore
+@testable import TileServer
+
+/// `.webp` and `.avif` answers over HTTP (issue 39): listed in info.json, encoded as asked, decoded by
+/// the outside decoders; entity tags and the answer cache as for JPEG, the format part of both.
+@Suite("Serving WebP and AVIF", .serialized, .enabled(if: WebDecoders.installed, Comment(rawValue: WebDecoders.missing)))
+struct WebFormatServingTests {
+    @Test("info.json lists webp and avif (3.0 extraFormats, 2.1 formats); regions and tiles answer in them")
+    func answers() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await TileServerTests.withServer(folder) { base, client in
+            let info = try await TileServerTests.settled(client, "\(base)/iiif/3/photo/info.json")
+            let json = try #require(try JSONSerialization.jsonObject(with: info.body) as? [String: Any])
+            #expect(json["extraFormats"] as? [String] == ["webp", "avif"])
+            // The same region in each format: the PNG is the rendered pixels exactly (libpng decodes it),
+            // the others are within a JPEG's distance of them, at the same size.
+            let region = "\(base)/iiif/3/photo/200,100,600,400/300,/0/default"
+            let png = try Reference.decodePNG(try await TileServerTests.settled(client, region + ".png").body)
+            for (suffix, type) in [("webp", "image/webp"), ("avif", "image/avif"), ("jpg", "image/jpeg")] {
+                let reply = try await TileServerTests.settled(client, "\(region).\(suffix)")
+                #expect(reply.status == 200 && reply.headers["content-type"] == type, "\(suffix)")
+                let decoded =
+                    try suffix == "webp"
+                    ? WebDecoders.webp(reply.body) : suffix == "avif" ? WebDecoders.avif(reply.body) : Reference.decode(reply.body).image
+                #expect(decoded.width == 300 && decoded.height == 200)
+                #expect(Reference.psnr(decoded, png) >= 34, "\(suffix): \(Reference.psnr(decoded, png)) dB")
+            }
+            // A tile as a viewer asks for it, and a gray one.
+            let tile = try await TileServerTests.settled(client, "\(base)/iiif/3/photo/256,256,256,256/256,/0/default.avif")
+            #expect(try WebDecoders.avif(tile.body).width == 256)
+            let gray = try await TileServerTests.settled(client, "\(base)/iiif/3/photo/0,0,512,512/256,/0/gray.avif")
+            #expect(try WebDecoders.avifInfo(gray.body).contains("YUV400"))
+            let v2 = try await TileServerTests.settled(client, "\(base)/iiif/2/photo/0,0,512,512/256,/0/default.webp")
+            #expect(try v2.status == 200 && WebDecoders.webp(v2.body).width == 256)
+        }
+    }
+
+    @Test("each format has its own entity tag; a conditional request gets 304; the second answer comes from the cache")
+    func caching() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await TileServerTests.withServer(folder) { base, client in
+            let path = "\(base)/iiif/3/photo/0,0,512,512/256,/0/default"
+            let webp = try await TileServerTests.settled(client, path + ".webp")
+            let avif = try await TileServerTests.settled(client, path + ".avif")
+            let jpeg = try await TileServerTests.settled(client, path + ".jpg")
+            let tags = [webp, avif, jpeg].compactMap { $0.headers["etag"] }
+            #expect(tags.count == 3 && Set(tags).count == 3, "\(tags)")
+            let again = try await TileServerTests.get(client, path + ".webp")
+            #expect(again.body == webp.body && again.headers["etag"] == webp.headers["etag"])
+            let conditional = try await TileServerTests.get(client, path + ".webp", headers: [("If-None-Match", webp.headers["etag"] ?? "")])
+            #expect(conditional.status == 304 && conditional.body.isEmpty)
+            let head = try await TileServerTests.get(client, path + ".avif", method: .HEAD)
+            #expect(head.status == 200 && head.body.isEmpty && head.headers["content-length"] == String(avif.body.count))
+        }
+    }
+
+    @Test("the server's qualities: a lower WebP quality gives fewer bytes and another tag; lossless WebP gives the pixels")
+    func qualities() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = "/iiif/3/photo/200,100,600,400/300,/0/default"
+        var defaults: (Data, String?) = (Data(), nil)
+        try await TileServerTests.withServer(folder) { base, client in
+            let reply = try await TileServerTests.settled(client, "\(base)\(path).webp")
+            defaults = (reply.body, reply.headers["etag"])
+        }
+        let low = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, encoding: OutputEncoding(webpQuality: 30))
+        try await TileServerTests.withServer(low) { base, client in
+            let reply = try await TileServerTests.settled(client, "\(base)\(path).webp")
+            #expect(reply.body.count < defaults.0.count && reply.headers["etag"] != defaults.1)
+        }
+        let lossless = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, encoding: OutputEncoding(webpLossless: true))
+        try await TileServerTests.withServer(lossless) { base, client in
+            let png = try Reference.decodePNG(try await TileServerTests.settled(client, "\(base)\(path).png").body)
+            let webp = try WebDecoders.webp(try await TileServerTests.settled(client, "\(base)\(path).webp").body)
+            #expect(webp == png)
+        }
+    }
+}
