@@ -49,7 +49,7 @@ struct Benchmarks: AsyncParsableCommand {
         guard rateMbps > 0 else { throw ValidationError("--rate-mbps must be positive.") }
         let names = Set(
             Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name) + LoadScenarios.names + [
-                "tiff-compare", "serve-tiff", MasterScenarios.name, BusyServeScenario.name, AttackScenario.name
+                "tiff-compare", "serve-tiff", MasterScenarios.name, BusyServeScenario.name, AttackScenario.name, FormatScenarios.name
             ])
         for name in selected ?? [] where !names.contains(name) {
             throw ValidationError("no scenario named '\(name)' (BENCHMARKS.md lists them).")
@@ -131,6 +131,11 @@ struct Benchmarks: AsyncParsableCommand {
         if !json && selected?.contains("serve-tiff") == true {
             print("serve-tiff: level 0 of \(input) as a TIFF store, 64 connections, loopback")
             for line in try await TIFFServeScenarios.run(input: input, runs: min(runs, 3)) { print("  " + line) }
+        }
+        // The answers' formats (sizes, fidelity, encode times; warm WebP tiles beside nginx): only when named.
+        if !json && selected?.contains(FormatScenarios.name) == true {
+            print("formats: JPEG, WebP and AVIF answers of \(input) at their default qualities")
+            for line in try await FormatScenarios.run(input: input, runs: min(runs, 3)) { print("  " + line) }
         }
         // Serving a built image while the input is built four times: only when named.
         if !json && selected?.contains(BusyServeScenario.name) == true {

@@ -73,9 +73,10 @@ enum LoadScenarios {
         throw BenchmarkError("the server did not start: \(process.output)")
     }
 
-    /// nginx (Debian's nginx-light) on a free loopback port, serving `root` at `/dzi/`; its access log
-    /// off, or to `accessLog` (one `write` per request, its default).
-    static func startNginx(_ setup: Setup, root: String, accessLog: String? = nil) throws -> (BackgroundProcess, String)? {
+    /// nginx (Debian's nginx-light) on a free loopback port, serving `root` at `/dzi/` (and `iiifRoot`'s
+    /// `iiif/` folder at `/iiif/`, when given); its access log off, or to `accessLog` (one `write` per
+    /// request, its default).
+    static func startNginx(_ setup: Setup, root: String, iiifRoot: String? = nil, accessLog: String? = nil) throws -> (BackgroundProcess, String)? {
         guard let nginx = Scenario.which("nginx") ?? ["/usr/sbin/nginx"].first(where: { access($0, X_OK) == 0 }) else { return nil }
         let port = 20000 + Int(getpid() % 20000)
         let config = """
@@ -90,10 +91,10 @@ enum LoadScenarios {
               tcp_nopush on;
               keepalive_requests 1000000;
               open_file_cache max=20000 inactive=60s;
-              types { image/jpeg jpg; application/xml dzi; }
+              types { image/jpeg jpg; application/xml dzi; image/webp webp; image/avif avif; }
               client_body_temp_path \(setup.folder)/nginx-body;
               proxy_temp_path \(setup.folder)/nginx-proxy;
-              server { listen 127.0.0.1:\(port); location /dzi/ { alias \(root)/; } }
+              server { listen 127.0.0.1:\(port); location /dzi/ { alias \(root)/; } \(iiifRoot.map { "location /iiif/ { root \($0); }" } ?? "") }
             }
 
             """

@@ -7,9 +7,9 @@
 /// ``TileJPEGEncoder/defaultQuality`` in fewer bytes.
 public struct OutputEncoding: Sendable, Hashable {
     /// The WebP quality, 1...100, by default.
-    public static let defaultWebPQuality = 82
+    public static let defaultWebPQuality = 85
     /// The AVIF quality, 1...100, by default.
-    public static let defaultAVIFQuality = 64
+    public static let defaultAVIFQuality = 72
     /// libwebp's method (0 fastest ... 6 smallest) every WebP is encoded with.
     public static let webpMethod: Int32 = 4
     /// libavif's speed (0 slowest ... 10 fastest) every AVIF is encoded with.

@@ -1,0 +1,146 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import TestSupport
+import TileCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `formats` (issue 39): the answers' formats at their default qualities, on regions of the input.
+/// - `formats-<format>`: bytes (as a ratio to JPEG's), mean PSNR against the rendered pixels (decoded by
+///   libjpeg, `dwebp`, `avifdec`: nothing of ours in between), median encode time, for 24 regions of
+///   512x512 and 24 tiles of 256x256 of level 0 at random places;
+/// - `formats-webp-warm`: 400 WebP tiles (IIIF `x,y,256,256/256,/0/default.webp`) asked again and again
+///   of our server (answered from its cache) and of nginx serving the same bytes as files, alternately
+///   (`wrk -t2 -c64`), as `serve-tiff-warm` does for JPEG.
+enum FormatScenarios {
+    static let name = "formats"
+
+    static func run(input: String, runs: Int) async throws -> [String] {
+        guard WebDecoders.installed else { return ["formats: skipped (\(WebDecoders.missing))"] }
+        let folder = NSTemporaryDirectory() + "/tiledimagekit-formats-\(getpid())"
+        try? FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.createDirectory(atPath: "\(folder)/images", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var options = BuildOptions()
+        options.format = .tiff()
+        options.storage = .persistent(path: "\(folder)/images/photo.tiles")
+        let image = try TileBuilder.build(contentsOfFile: input, options: options)
+        var lines = try encodings(image)
+        let g = image.geometry
+        let setup = LoadScenarios.Setup(
+            folder: folder, images: "\(folder)/images", deepZoom: nil, top: g.deepZoomTopLevel, columns: g.levels[0].columns,
+            rows: g.levels[0].rows)
+        lines += try await warm(setup, runs: runs)
+        return lines
+    }
+
+    /// Sizes, fidelity and encode times of each format on the same rendered pixels: at the default
+    /// qualities, and the bytes each needs to equal JPEG's PSNR (interpolated between the two qualities
+    /// of a sweep that bracket it).
+    static func encodings(_ image: TiledImage) throws -> [String] {
+        var generator = SplitMix(seed: 39)
+        let layout = image.geometry.layout
+        let encoding = OutputEncoding()
+        let sweeps: [ImageRequest.Format: [Int]] = [
+            .jpg: [encoding.jpegQuality], .webp: [70, 76, 82, encoding.webpQuality, 90, 94], .avif: [52, 60, 66, encoding.avifQuality, 78, 84]
+        ]
+        var lines: [String] = []
+        for side in [512, 256] {
+            let regions = (0..<24).map { _ in
+                (Int.random(in: 0...(layout.width - side), using: &generator), Int.random(in: 0...(layout.height - side), using: &generator))
+            }
+            var bytes: [String: Int] = [:]
+            var psnr: [String: Double] = [:]
+            var times: [String: [Double]] = [:]
+            for (x, y) in regions {
+                let request = try ImageRequest(path: "\(x),\(y),\(side),\(side)/max/0/default.jpg").resolve(
+                    width: layout.width, height: layout.height)
+                let pixels = try image.render(request)
+                let reference = RGBAImage(width: pixels.width, height: pixels.height, pixels: pixels.bytes)
+                for (format, qualities) in sweeps {
+                    for quality in qualities {
+                        let key = "\(format.rawValue)\(quality)"
+                        let start = ContinuousClock.now
+                        let data = try pixels.encoded(as: format, quality: quality)
+                        times[key, default: []].append((ContinuousClock.now - start).seconds * 1000)
+                        let decoded =
+                            try format == .jpg ? Reference.decode(data).image : format == .webp ? WebDecoders.webp(data) : WebDecoders.avif(data)
+                        bytes[key, default: 0] += data.count
+                        psnr[key, default: 0] += Reference.psnr(decoded, reference) / Double(regions.count)
+                    }
+                }
+            }
+            let jpeg = "jpg\(encoding.jpegQuality)"
+            for format in [ImageRequest.Format.jpg, .webp, .avif] {
+                let key = "\(format.rawValue)\(encoding.quality(of: format))"
+                var line = String(
+                    format: "formats-%@-%d  q%d  %7.0f B a region  %.2fx JPEG's bytes  PSNR %.2f dB (JPEG's %+.2f)  encode %.1f ms (median)",
+                    format.rawValue, side, encoding.quality(of: format), Double(bytes[key]!) / Double(regions.count),
+                    Double(bytes[key]!) / Double(bytes[jpeg]!), psnr[key]!, psnr[key]! - psnr[jpeg]!, ScenarioResult.median(times[key]!))
+                // Where the sweep crosses JPEG's PSNR: the quality and bytes there.
+                let points = sweeps[format]!.map { (Double($0), psnr["\(format.rawValue)\($0)"]!, Double(bytes["\(format.rawValue)\($0)"]!)) }
+                if format != .jpg, let i = points.indices.dropLast().first(where: { points[$0].1 <= psnr[jpeg]! && points[$0 + 1].1 >= psnr[jpeg]! })
+                {
+                    let (a, b) = (points[i], points[i + 1])
+                    let t = (psnr[jpeg]! - a.1) / (b.1 - a.1)
+                    line += String(
+                        format: "; equal PSNR at q%.0f, %.2fx JPEG's bytes", a.0 + t * (b.0 - a.0), (a.2 + t * (b.2 - a.2)) / Double(bytes[jpeg]!))
+                }
+                lines.append(line)
+            }
+        }
+        return lines
+    }
+
+    /// Warm WebP tiles from our server's cache against nginx serving the same bytes.
+    static func warm(_ setup: LoadScenarios.Setup, runs: Int) async throws -> [String] {
+        // Whole tiles (not the right and bottom edges'), as a viewer asks for them.
+        let whole = LoadScenarios.shuffledTiles(setup).filter { $0.0 < setup.columns - 1 && $0.1 < setup.rows - 1 }
+        let paths = whole.prefix(400).map { "/iiif/3/photo/\($0.0 * 256),\($0.1 * 256),256,256/256,/0/default.webp" }
+        let root = "\(setup.folder)/static"
+        let (server, base) = try LoadScenarios.startServer(setup)
+        defer { server.stop() }
+        // The static copy: what our server answers, as files under the same paths.
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        var total = 0
+        do {
+            for path in paths {
+                let response = try await client.execute(HTTPClientRequest(url: base + path), timeout: .seconds(60))
+                guard response.status == .ok else { throw BenchmarkError("\(path): \(response.status)") }
+                let data = Data(try await response.body.collect(upTo: 1 << 24).readableBytesView)
+                let file = root + path
+                try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                try data.write(to: URL(fileURLWithPath: file))
+                total += data.count
+            }
+            try await client.shutdown()
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        guard let (nginx, nginxBase) = try LoadScenarios.startNginx(setup, root: root, iiifRoot: root) else {
+            return ["formats-webp-warm: skipped (no nginx)"]
+        }
+        defer { nginx.stop() }
+        let script = try LoadScenarios.cyclingScript(Array(paths), at: "\(setup.folder)/webp-warm.lua")
+        let (ours, theirs) = try WrkResult.alternating(ours: base, nginx: nginxBase, script: script, runs: runs)
+        let (rate, nginxRate) = (ScenarioResult.median(ours.map(\.requestsPerSecond)), ScenarioResult.median(theirs.map(\.requestsPerSecond)))
+        return [
+            String(
+                format: "formats-webp-warm   %8.0f req/s  p99 %.2f ms  %.2fx nginx (run by run %@)  errors %d  (400 tiles, %.0f B each)", rate,
+                ScenarioResult.median(ours.map(\.p99Milliseconds)), rate / nginxRate, WrkResult.pairedRatios(ours, to: theirs),
+                ours.map(\.errors).reduce(0, +), Double(total) / Double(paths.count)),
+            String(
+                format: "nginx-webp-warm     %8.0f req/s  p99 %.2f ms  (the same bytes as files)", nginxRate,
+                ScenarioResult.median(theirs.map(\.p99Milliseconds)))
+        ]
+    }
+}
+
+extension Duration {
+    fileprivate var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
