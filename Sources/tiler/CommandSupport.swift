@@ -144,11 +144,19 @@ func openPyramid(_ path: String, orientation: OrientationOption) throws -> Tiled
     guard path != "-" else { return nil }
     if isDirectory(path) { return try TiledImage.open(store: path, orientation: orientation) }
     guard isTIFFFile(path) else { return nil }
-    do { return try TiledImage.open(tiff: path) } catch {
+    let image: TiledImage
+    do { image = try TiledImage.open(tiff: path) } catch {
         // A TIFF master (strips, or a layout no pyramid has): built as the other masters are.
         guard [.invalidStore, .unsupported].contains(error.code) else { throw error }
         return nil
     }
+    // A pyramidal TIFF is read as it is stored: an orientation that would turn it is refused, not ignored.
+    if case .fixed(let asked) = orientation, asked != .identity {
+        throw TileError(
+            .unsupported,
+            "\(path) is a tiled pyramidal TIFF, read as stored: --orientation \(asked.rawValue) cannot be applied to it (auto and none can)")
+    }
+    return image
 }
 
 /// Refuses an output whose extension names another format than the one written (`render --out x.png`

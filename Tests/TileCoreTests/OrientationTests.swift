@@ -110,4 +110,23 @@ struct StoreOrientationTests {
             #expect(try image.pixels(level: 1) == Reference.orient(Reference.shrink(stored), value), "built \(built), read \(value)")
         }
     }
+
+    @Test("a TIFF store, written upright, opens in the orientation it was built with and refuses any other")
+    func tiffStoreOrientation() throws {
+        let data = try Synthetic.jpeg(.init(width: 300, height: 170))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orient-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var options = BuildOptions()
+        options.orientation = .fixed(.rotate90)
+        options.format = .tiff()
+        options.storage = .persistent(path: "\(folder)/t.tiles")
+        _ = try TileBuilder.build(data: data, options: options)
+        let path = "\(folder)/t.tiles"
+        #expect(try TiledImage.open(store: path).geometry.width == 170)
+        #expect(try TiledImage.open(store: path, orientation: .fixed(.rotate90)).geometry.width == 170)
+        for option in [OrientationOption.none, .fixed(.rotate180), .fixed(.identity)] {
+            #expect(thrownError { try TiledImage.open(store: path, orientation: option) }?.code == .unsupported, "\(option)")
+        }
+    }
 }

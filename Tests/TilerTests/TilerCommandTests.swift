@@ -116,6 +116,26 @@ struct TilerCommandTests {
         }
     }
 
+    @Test("render of a TIFF store in another orientation than it was built with is refused, saying why; its own works")
+    func renderTIFFStoreOrientation() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        #expect(try Self.run(["build", "base.jpg", "--orientation", "6", "--out", "t.tiles"], in: folder).status == 0)
+        for orientation in ["none", "3"] {
+            let run = try Self.run(["render", "t.tiles", "--orientation", orientation, "--out", "store.ppm"], in: folder)
+            #expect(run.status != 0 && run.stderr.contains("TIFF store") && run.stderr.contains("raw store"), "\(orientation): \(run)")
+        }
+        // The orientation it holds: as the JPEG turned the same way.
+        for arguments in [["render", "t.tiles", "--orientation", "6", "--out", "store.ppm"], ["render", "t.tiles", "--out", "auto.ppm"]] {
+            #expect(try Self.run(arguments, in: folder).status == 0)
+        }
+        #expect(try Self.run(["render", "base.jpg", "--orientation", "6", "--out", "jpeg.ppm"], in: folder).status == 0)
+        let jpeg = FileManager.default.contents(atPath: "\(folder)/jpeg.ppm")
+        for file in ["store.ppm", "auto.ppm"] {
+            #expect(jpeg != nil && FileManager.default.contents(atPath: "\(folder)/\(file)")?.count == jpeg?.count, "\(file)")
+        }
+    }
+
     @Test("two inputs that would share a store name are refused before anything is built")
     func duplicateStoreNames() throws {
         let folder = try Self.folder()

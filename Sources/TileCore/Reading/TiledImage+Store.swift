@@ -11,16 +11,28 @@ extension TiledImage {
     ///     ``OrientationOption/fixed(_:)`` applies that one. The files are the same either way:
     ///     a store keeps source order. Where the new orientation puts the padding elsewhere than the
     ///     build's did (a flip along another axis), each tile is assembled from the up to four stored
-    ///     tiles it straddles: up to four reads instead of one. A TIFF store is written upright: the
-    ///     option is not applied to it.
+    ///     tiles it straddles: up to four reads instead of one. A TIFF store is written upright, in the
+    ///     orientation it was built with: it is read only so (an option that resolves to another
+    ///     orientation is refused, never ignored).
     /// - Throws: ``TileError/Code/invalidStore`` when the folder is not a complete store of this format
-    ///   (a half-written store never has a manifest at its final path), ``TileError/Code/io``.
+    ///   (a half-written store never has a manifest at its final path), ``TileError/Code/io``;
+    ///   ``TileError/Code/unsupported`` for an orientation a TIFF store was not built with.
     ///   Opening changes nothing on disk (leftovers of builds that died are the next build's to remove).
     public static func open(store path: String, orientation option: OrientationOption = .fromExif) throws(TileError)
         -> TiledImage
     {
         let manifest = try StoreManifest.read(store: path)
-        if manifest.format == "tiff" { return try openTIFFStore(path, manifest) }
+        if manifest.format == "tiff" {
+            let built = manifest.tiff.flatMap { ImageOrientation(rawValue: $0.sourceOrientation) } ?? .identity
+            let asked = option.resolve(exif: built.rawValue)
+            guard asked == built else {
+                throw TileError(
+                    .unsupported,
+                    "\(path) is a TIFF store, written upright in orientation \(built.rawValue) when it was built: it cannot be read in orientation \(asked.rawValue); build the master again with that orientation, or into a raw store (which turns its tiles when read)"
+                )
+            }
+            return try openTIFFStore(path, manifest)
+        }
         guard manifest.formatVersion == StoreManifest.currentFormatVersion else {
             throw TileError(.invalidStore, "\(path): store format \(manifest.formatVersion) is not supported")
         }
