@@ -20,7 +20,8 @@ cweb_status cweb_avif_encode(const uint8_t *rgba, size_t stride, uint32_t width,
                              void **out, size_t *length, int32_t *detail) {
     if (detail) *detail = 0;
     if (!rgba || !out || !length || width == 0 || height == 0 || width > 65536 || height > 65536 ||
-        stride < (size_t)width * 4 || stride > UINT32_MAX || quality < 1 || quality > 100 || speed < 0 || speed > 10)
+        stride < (size_t)width * 4 || stride > UINT32_MAX || (uint64_t)stride * height > UINT32_MAX || quality < 1 ||
+        quality > 100 || speed < 0 || speed > 10)
         return CWEB_ERR_ARGUMENT;
     *out = NULL;
     *length = 0;
@@ -32,7 +33,15 @@ cweb_status cweb_avif_encode(const uint8_t *rgba, size_t stride, uint32_t width,
        unless a profile says otherwise. */
     image->matrixCoefficients = AVIF_MATRIX_COEFFICIENTS_BT601;
     if (icc && icc_length > 0) {
+#if AVIF_VERSION_MAJOR >= 1
+        avifResult set = avifImageSetProfileICC(image, icc, icc_length);
+        if (set != AVIF_RESULT_OK) {
+            avifImageDestroy(image);
+            return failed(set, detail);
+        }
+#else
         avifImageSetProfileICC(image, icc, icc_length);
+#endif
     } else {
         image->colorPrimaries = AVIF_COLOR_PRIMARIES_BT709;
         image->transferCharacteristics = AVIF_TRANSFER_CHARACTERISTICS_SRGB;
@@ -55,6 +64,8 @@ cweb_status cweb_avif_encode(const uint8_t *rgba, size_t stride, uint32_t width,
         avifImageDestroy(image);
         return CWEB_ERR_MEMORY;
     }
+    /* libaom, whatever else libavif was built with: 4:0:0 and lossless alpha are known to work with it. */
+    encoder->codecChoice = AVIF_CODEC_CHOICE_AOM;
     encoder->maxThreads = 1;
     encoder->speed = speed;
     encoder->minQuantizer = encoder->maxQuantizer = quantizer(quality);

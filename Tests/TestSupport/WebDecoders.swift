@@ -4,8 +4,8 @@ public import Foundation
 /// `libavif-bin`): what a file decodes to, for tests of the encoders, with nothing of ours in between.
 public enum WebDecoders {
     /// Why the decoders are absent (a skip message), or empty when both are installed.
-    public static var missing: String { Tools.missing("dwebp", "avifdec") }
-    public static var installed: Bool { Tools.have("dwebp", "avifdec") }
+    public static var missing: String { Tools.missing("dwebp", "webpmux", "avifdec") }
+    public static var installed: Bool { Tools.have("dwebp", "webpmux", "avifdec") }
 
     /// `dwebp`'s decode of a WebP, as RGBA (its PAM output: alpha 255 where the file has none).
     public static func webp(_ data: Data) throws -> RGBAImage {
@@ -20,6 +20,24 @@ public enum WebDecoders {
         try withFiles(data, input: "in.avif", output: "out.png") { input, output in
             try check(Tools.run("avifdec", ["--depth", "8", input, output]), "avifdec")
             return try Reference.decodePNG(Data(contentsOf: URL(fileURLWithPath: output)))
+        }
+    }
+
+    /// What `webpmux -info` says of a WebP (its features: `alpha`, `ICC profile`; "No features present."
+    /// for a plain lossy or lossless file).
+    public static func webpInfo(_ data: Data) throws -> String {
+        try withFiles(data, input: "in.webp", output: "unused") { input, _ in
+            let run = try Tools.run("webpmux", ["-info", input])
+            try check(run, "webpmux -info")
+            return run.text
+        }
+    }
+
+    /// The colour profile `webpmux -get icc` finds in a WebP, or nil when it has none.
+    public static func webpProfile(_ data: Data) throws -> [UInt8]? {
+        try withFiles(data, input: "in.webp", output: "out.icc") { input, output in
+            let run = try Tools.run("webpmux", ["-get", "icc", input, "-o", output])
+            return run.status == 0 ? FileManager.default.contents(atPath: output).map { [UInt8]($0) } : nil
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import NIOHTTP1
 import Testing
 import TestSupport
@@ -40,17 +41,23 @@ struct WebFormatServingTests {
         }
     }
 
-    @Test("each format has its own entity tag; a conditional request gets 304; the second answer comes from the cache")
+    @Test("each format has its own entity tag; a conditional request gets 304; the answer is kept in the cache")
     func caching() async throws {
         let (folder, _) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        try await TileServerTests.withServer(folder) { base, client in
-            let path = "\(base)/iiif/3/photo/0,0,512,512/256,/0/default"
+        let server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        let cache = server.routes.service.cache
+        try await TileServerTests.withServer(server) { base, client in
+            let key = "/iiif/3/photo/0,0,512,512/256,/0/default"
+            let path = base + key
             let webp = try await TileServerTests.settled(client, path + ".webp")
             let avif = try await TileServerTests.settled(client, path + ".avif")
             let jpeg = try await TileServerTests.settled(client, path + ".jpg")
             let tags = [webp, avif, jpeg].compactMap { $0.headers["etag"] }
             #expect(tags.count == 3 && Set(tags).count == 3, "\(tags)")
+            // Kept under its own path, one entry a format.
+            #expect(cache.image(for: key + ".webp")?.body.readableBytes == webp.body.count)
+            #expect(cache.image(for: key + ".avif")?.mediaType == "image/avif")
             let again = try await TileServerTests.get(client, path + ".webp")
             #expect(again.body == webp.body && again.headers["etag"] == webp.headers["etag"])
             let conditional = try await TileServerTests.get(client, path + ".webp", headers: [("If-None-Match", webp.headers["etag"] ?? "")])

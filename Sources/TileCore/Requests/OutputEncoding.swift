@@ -3,8 +3,8 @@
 /// A server keeps one and encodes each answer in the format its request names
 /// (``TiledImage/renderEncoded(_:quality:lossless:waitingUntil:isCancelled:)`` with
 /// ``quality(of:)`` and ``webpLossless``). The defaults are chosen by measurement (BENCHMARKS.md,
-/// `formats`): each format's default gives at least the fidelity of a JPEG at
-/// ``TileJPEGEncoder/defaultQuality`` in fewer bytes.
+/// `formats`): each format's default keeps within 1 dB PSNR of a JPEG at
+/// ``TileJPEGEncoder/defaultQuality``, in fewer bytes.
 public struct OutputEncoding: Sendable, Hashable {
     /// The WebP quality, 1...100, by default.
     public static let defaultWebPQuality = 85
@@ -35,23 +35,24 @@ public struct OutputEncoding: Sendable, Hashable {
         self.avifQuality = Self.clamped(avifQuality)
     }
 
-    /// The quality `format` is encoded at (JPEG's for the formats that have none).
+    /// The quality `format` is encoded at, within 1...100 whatever was set (JPEG's for the formats that
+    /// have none).
     public func quality(of format: ImageRequest.Format) -> Int {
         switch format {
-        case .webp: webpQuality
-        case .avif: avifQuality
-        default: jpegQuality
+        case .webp: Self.clamped(webpQuality)
+        case .avif: Self.clamped(avifQuality)
+        default: Self.clamped(jpegQuality)
         }
     }
 
-    /// A short name of how `format` is encoded (`80`, `webp80`, `webp-lossless`, `avif60`, `png`): what an
-    /// answer's entity tag says of it, so that a change of settings changes the tags.
+    /// A short name of how `format` is encoded (`80`, `webp85m4`, `webp-lossless85m4`, `avif72s8`, `png`):
+    /// what an answer's entity tag says of it, so that a change of settings changes the tags.
     public func label(of format: ImageRequest.Format) -> String {
         switch format {
-        case .webp: webpLossless ? "webp-lossless" : "webp\(webpQuality)"
-        case .avif: "avif\(avifQuality)"
+        case .webp: "webp\(webpLossless ? "-lossless" : "")\(quality(of: .webp))m\(Self.webpMethod)"
+        case .avif: "avif\(quality(of: .avif))s\(Self.avifSpeed)"
         case .png: "png"
-        default: "\(jpegQuality)"
+        default: "\(quality(of: .jpg))"
         }
     }
 

@@ -7,7 +7,8 @@ extension RGBAPixels {
     /// so a browser never turns it a second time; transparency composited onto white), a PNG (libpng:
     /// RGB, or RGBA when some pixel is not opaque; gray, or gray and alpha), a WebP (libwebp: lossy, or
     /// lossless with `lossless`; alpha kept when some pixel is not opaque) or an AVIF (libavif's aom
-    /// encoder: YUV 4:2:0, or luma only for gray pixels; alpha kept likewise, losslessly).
+    /// encoder: YUV 4:2:0, or luma only for gray pixels, which then carries only a gray profile; alpha
+    /// kept likewise, losslessly). A WebP is at most 16383 pixels a side; an AVIF's rows at most 4 GiB.
     /// - Parameters:
     ///   - format: ``ImageRequest/Format/jpg``, ``ImageRequest/Format/png``, ``ImageRequest/Format/webp``
     ///     or ``ImageRequest/Format/avif``.
@@ -17,7 +18,8 @@ extension RGBAPixels {
     ///   - colorProfile: a colour profile to carry (JPEG APP2 chunks, PNG `iCCP`, WebP `ICCP`, AVIF
     ///     `colr`) when it describes the output's channels (``ColorProfile/describes(channels:)``);
     ///     otherwise left out.
-    ///   - isCancelled: asked every 64 rows of a PNG (a large one takes seconds): true stops it.
+    ///   - isCancelled: asked every 64 rows of a PNG and as a WebP's encode progresses (a large one takes
+    ///     seconds), and before an AVIF's (which cannot be stopped once started): true stops it.
     /// - Throws: ``TileError/Code/unsupported`` for other formats and for a WebP over 16383 pixels a
     ///   side, ``TileError/Code/invalidArgument`` for a quality out of range,
     ///   ``TileError/Code/cancelled``, what the encoders throw.
@@ -62,14 +64,18 @@ extension RGBAPixels {
             defer { cjs_free(pointer) }
             return Data(bytes: pointer, count: length)
         case .webp, .avif:
-            return try webOrAVIF(format, quality: quality, lossless: lossless, gray: gray, icc: profile?.bytes ?? [])
+            // An AVIF cannot be stopped once started (libavif 0.11): asked here first, for both.
+            if isCancelled?() == true { throw TileError(.cancelled, "the \(format.rawValue) encode was stopped") }
+            return try webOrAVIF(format, quality: quality, lossless: lossless, gray: gray, icc: profile?.bytes ?? [], isCancelled: isCancelled)
         default:
             throw TileError(.unsupported, "the \(format.rawValue) format is not offered (jpg, png, webp and avif are)")
         }
     }
 
     /// A WebP or an AVIF of the pixels (``encoded(as:quality:lossless:gray:colorProfile:isCancelled:)``).
-    private func webOrAVIF(_ format: ImageRequest.Format, quality: Int, lossless: Bool, gray: Bool, icc: [UInt8]) throws(TileError) -> Data {
+    private func webOrAVIF(
+        _ format: ImageRequest.Format, quality: Int, lossless: Bool, gray: Bool, icc: [UInt8], isCancelled: (() -> Bool)?
+    ) throws(TileError) -> Data {
         if format == .webp, max(width, height) > Int(CWEB_WEBP_MAX_SIDE) {
             throw TileError(.unsupported, "a WebP is at most \(CWEB_WEBP_MAX_SIDE) pixels a side (asked: \(width)x\(height)); ask for jpg or png")
         }
@@ -77,16 +83,18 @@ extension RGBAPixels {
         var pointer: UnsafeMutableRawPointer?
         var length = 0
         var detail: Int32 = 0
-        let status = bytes.withUnsafeBytes { raw in
-            icc.withUnsafeBytes { profile in
-                let rows = raw.bindMemory(to: UInt8.self).baseAddress
-                return format == .webp
-                    ? cweb_webp_encode(
-                        rows, width * 4, UInt32(width), UInt32(height), Int32(quality), lossless ? 1 : 0, OutputEncoding.webpMethod, alpha,
-                        profile.baseAddress, profile.count, &pointer, &length, &detail)
-                    : cweb_avif_encode(
-                        rows, width * 4, UInt32(width), UInt32(height), Int32(quality), OutputEncoding.avifSpeed, alpha, gray ? 1 : 0,
-                        profile.baseAddress, profile.count, &pointer, &length, &detail)
+        let status = Self.withCancellationCallback(isCancelled) { check, context in
+            bytes.withUnsafeBytes { raw in
+                icc.withUnsafeBytes { profile in
+                    let rows = raw.bindMemory(to: UInt8.self).baseAddress
+                    return format == .webp
+                        ? cweb_webp_encode(
+                            rows, width * 4, UInt32(width), UInt32(height), Int32(quality), lossless ? 1 : 0, OutputEncoding.webpMethod, alpha,
+                            profile.baseAddress, profile.count, check, context, &pointer, &length, &detail)
+                        : cweb_avif_encode(
+                            rows, width * 4, UInt32(width), UInt32(height), Int32(quality), OutputEncoding.avifSpeed, alpha, gray ? 1 : 0,
+                            profile.baseAddress, profile.count, &pointer, &length, &detail)
+                }
             }
         }
         let library = format == .webp ? "libwebp" : "libavif"
@@ -95,6 +103,7 @@ extension RGBAPixels {
             guard let pointer else { throw TileError(.io, "\(library) gave no bytes") }
             defer { cweb_free(pointer) }
             return Data(bytes: pointer, count: length)
+        case CWEB_ERR_CANCELLED: throw TileError(.cancelled, "the \(format.rawValue) encode was stopped")
         case CWEB_ERR_MEMORY: throw TileError(.io, "\(library) ran out of memory encoding a \(width)x\(height) image")
         case CWEB_ERR_ARGUMENT: throw TileError(.invalidArgument, "\(library) cannot encode a \(width)x\(height) image at quality \(quality)")
         default: throw TileError(.io, "\(library) could not encode a \(width)x\(height) image (its error \(detail))")
