@@ -21,19 +21,9 @@ enum FormatScenarios {
 
     static func run(input: String, runs: Int) async throws -> [String] {
         guard WebDecoders.installed else { return ["formats: skipped (\(WebDecoders.missing))"] }
-        let folder = NSTemporaryDirectory() + "/tiledimagekit-formats-\(getpid())"
-        try? FileManager.default.removeItem(atPath: folder)
-        try FileManager.default.createDirectory(atPath: "\(folder)/images", withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        var options = BuildOptions()
-        options.format = .tiff()
-        options.storage = .persistent(path: "\(folder)/images/photo.tiles")
-        let image = try TileBuilder.build(contentsOfFile: input, options: options)
+        let (image, setup) = try TIFFServeScenarios.prepare(input: input, name: "formats")
+        defer { try? FileManager.default.removeItem(atPath: setup.folder) }
         var lines = try encodings(image)
-        let g = image.geometry
-        let setup = LoadScenarios.Setup(
-            folder: folder, images: "\(folder)/images", deepZoom: nil, top: g.deepZoomTopLevel, columns: g.levels[0].columns,
-            rows: g.levels[0].rows)
         lines += try await warm(setup, runs: runs)
         return lines
     }

@@ -26,18 +26,10 @@ enum TIFFServeScenarios {
         guard Scenario.which("h2load") != nil, Scenario.which("wrk") != nil else {
             return ["serve-tiff: skipped (needs h2load and wrk)"]
         }
-        let folder = NSTemporaryDirectory() + "/tiledimagekit-servetiff-\(getpid())"
-        try? FileManager.default.removeItem(atPath: folder)
-        try FileManager.default.createDirectory(atPath: "\(folder)/images", withIntermediateDirectories: true)
+        let (image, setup) = try prepare(input: input, name: "servetiff")
+        let folder = setup.folder
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        var options = BuildOptions()
-        options.format = .tiff()
-        options.storage = .persistent(path: "\(folder)/images/photo.tiles")
-        let image = try TileBuilder.build(contentsOfFile: input, options: options)
         let g = image.geometry
-        let setup = LoadScenarios.Setup(
-            folder: folder, images: "\(folder)/images", deepZoom: nil, top: g.deepZoomTopLevel, columns: g.levels[0].columns,
-            rows: g.levels[0].rows)
         let tiles = LoadScenarios.shuffledTiles(setup)
         let paths = tiles.map { "/dzi/photo_files/\(setup.top)/\($0.0)_\($0.1).jpg" }
         var lines: [String] = []
@@ -83,6 +75,23 @@ enum TIFFServeScenarios {
     /// 10 s, ours and nginx alternately, after 3 s of each untimed), ours from the TIFF store (whole
     /// tiles kept in the encoded-image cache from their second request) against nginx serving the same
     /// bytes as files: requests per second, p99, each run's ratio to the nginx run before it.
+    /// The input built into a TIFF store, `photo.tiles`, in a new folder of `$TMPDIR` (the caller removes
+    /// it), and the load scenarios' description of it.
+    static func prepare(input: String, name: String) throws -> (TiledImage, LoadScenarios.Setup) {
+        let folder = NSTemporaryDirectory() + "/tiledimagekit-\(name)-\(getpid())"
+        try? FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.createDirectory(atPath: "\(folder)/images", withIntermediateDirectories: true)
+        var options = BuildOptions()
+        options.format = .tiff()
+        options.storage = .persistent(path: "\(folder)/images/photo.tiles")
+        let image = try TileBuilder.build(contentsOfFile: input, options: options)
+        let g = image.geometry
+        let setup = LoadScenarios.Setup(
+            folder: folder, images: "\(folder)/images", deepZoom: nil, top: g.deepZoomTopLevel, columns: g.levels[0].columns,
+            rows: g.levels[0].rows)
+        return (image, setup)
+    }
+
     static func warm(_ setup: LoadScenarios.Setup, root: String, tiles: [(Int, Int)], runs: Int) throws -> [String] {
         let script = try LoadScenarios.cyclingScript(
             tiles.prefix(400).map { "/dzi/photo_files/\(setup.top)/\($0.0)_\($0.1).jpg" }, at: "\(setup.folder)/tiff-warm.lua")
