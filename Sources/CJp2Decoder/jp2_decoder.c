@@ -125,6 +125,18 @@ static cmaster_status describe(cjp2_decoder *d, opj_codec_t *codec, const opj_im
     d->tile_y0 = info->ty0;
     d->tile_dy = info->tdy ? info->tdy : h->height;
     opj_destroy_cstr_info(&info);
+    if (h->is_htj2k) {
+        /* HTJ2K is decoded a row of whole tiles at a time (jp2_rows.c): its RGBA rows and one tile's
+           samples must fit JP2_HT_BAND_CAP. */
+        uint64_t tile_w = d->tile_dx < h->width ? d->tile_dx : h->width, tile_h = d->tile_dy < h->height ? d->tile_dy : h->height;
+        uint64_t bytes = (uint64_t)h->width * tile_h * 4 + tile_w * tile_h * (uint64_t)h->components * 4;
+        if (bytes > JP2_HT_BAND_CAP)
+            return jp2_fail(d, CMASTER_ERR_UNSUPPORTED,
+                            "HTJ2K tiles of %llux%llu are not read: OpenJPEG decodes HT code-blocks only a whole tile at a time, "
+                            "and a row of these takes %llu MiB (at most %llu); re-tile the image (e.g. ojph_compress -tile_size {1024,1024})",
+                            (unsigned long long)tile_w, (unsigned long long)tile_h, (unsigned long long)(bytes >> 20),
+                            (unsigned long long)(JP2_HT_BAND_CAP >> 20));
+    }
     return CMASTER_OK;
 }
 
@@ -171,6 +183,7 @@ cmaster_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length,
     if (bytes) memcpy(head, bytes, length < sizeof head ? (size_t)length : sizeof head);
     else if (pread(fd, head, sizeof head, 0) < 0) head[0] = 0xFF;
     d->header.is_jp2 = jp2_is_jp2(head, length < sizeof head ? (size_t)length : sizeof head);
+    d->header.is_htj2k = jp2_is_high_throughput(&d->source);
     if (!complete) {
         cmaster_status status = read_header_only(d);
         if (status != CMASTER_OK) {

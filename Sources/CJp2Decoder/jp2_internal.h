@@ -102,6 +102,18 @@ typedef struct {
    them, 0 when they are not valid (corrupt), -1 for what is not read (message in `message`). */
 int jp2_read_markers(const jp2_source *source, jp2_markers *markers, char *message, size_t capacity);
 
+/* The most bytes a band of HTJ2K takes: its RGBA rows (a whole row of tiles) and one tile's 32-bit
+   samples. OpenJPEG (2.5.0, and its master in 2026) fills an HT code-block only when the whole tile is
+   decoded: for a window inside a tile, opj_t1_ht_decode_cblk writes t1->data while the sub-tile path
+   reads cblk->decoded_data, left zero (mid-gray). A 24 MP RGB image of one tile takes 384 MiB. */
+#ifndef JP2_HT_BAND_CAP
+#define JP2_HT_BAND_CAP ((uint64_t)512 << 20)
+#endif
+
+/* Whether the codestream is HTJ2K (ISO/IEC 15444-15): its SIZ and CAP markers say its code-blocks may
+   be coded with the high-throughput block coder. 0 too when its main header is not (yet) there. */
+int jp2_is_high_throughput(const jp2_source *source);
+
 /* Whether the data is a JP2 file (1) or a bare codestream (0). */
 int jp2_is_jp2(const uint8_t *head, size_t length);
 

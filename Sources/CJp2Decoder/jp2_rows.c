@@ -54,6 +54,8 @@ static uint32_t band_height(const cjp2_decoder *d, uint32_t top) {
     uint64_t tile_rows_in_image = d->tile_dy < h->height ? d->tile_dy : h->height;
     uint64_t least = (tile_rows_in_image + JP2_MOST_BANDS_A_TILE - 1) / JP2_MOST_BANDS_A_TILE;
     if (rows < least) rows = least;
+    /* HTJ2K: whole rows of tiles, each window whole tiles (JP2_HT_BAND_CAP says why). */
+    if (h->is_htj2k && rows < tile_rows_in_image) rows = tile_rows_in_image;
     if (rows < 1) rows = 1;
     uint64_t y = (uint64_t)d->y0 + top, bottom = (uint64_t)d->y0 + h->height;
     uint64_t tile_rows = rows / d->tile_dy;

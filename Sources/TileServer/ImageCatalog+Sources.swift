@@ -22,13 +22,13 @@ struct SourceFile: Sendable, Hashable {
     var path: String
     var fingerprint: SourceFingerprint
 
-    static let masterSuffixes = ["jpg", "jpeg", "JPG", "JPEG", "png", "PNG", "jp2", "JP2", "j2k", "J2K", "j2c", "J2C"]
+    static let masterSuffixes = ["jpg", "jpeg", "JPG", "JPEG", "png", "PNG", "jp2", "JP2", "j2k", "J2K", "j2c", "J2C", "jph", "JPH"]
     static let tiffSuffixes = ["tif", "tiff", "TIF", "TIFF"]
     /// Every suffix a name of the folder is an image by: a master's, a TIFF's, a store folder's.
     static let allSuffixes = masterSuffixes + tiffSuffixes + ["tiles"]
 
     /// The file behind `id` directly in `root`: a regular master file (`{id}.jpg`, `.jpeg`, `.png`,
-    /// `.jp2`, `.j2k`, `.j2c`: its format is told from its bytes when it is built), a pyramidal TIFF, or a store
+    /// `.jp2`, `.j2k`, `.j2c`, `.jph`: its format is told from its bytes when it is built), a pyramidal TIFF, or a store
     /// folder (`{id}.tiles`). Never through a symlink unless `followsSymlinks`, and then only to a
     /// target inside `root`; never waiting on a FIFO or a device (opened non-blocking, then checked to
     /// be a regular file). What is at the name but none of these is skipped, and `skipped` told.

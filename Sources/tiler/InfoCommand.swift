@@ -77,7 +77,8 @@ struct InfoCommand: ParsableCommand {
             )
         } else if let j = info.jpeg2000 {
             let tiles = j.tileCount == 1 ? "one tile" : "\(j.tileCount) tiles of \(j.tileWidth)x\(j.tileHeight)"
-            print("JPEG 2000: \(j.isCodestream ? "J2K codestream" : "JP2 file"), \(tiles), \(j.resolutionLevels) resolution levels")
+            let coder = j.isHighThroughput ? " (HTJ2K)" : ""
+            print("JPEG 2000: \(j.isCodestream ? "J2K codestream" : "JP2 file")\(coder), \(tiles), \(j.resolutionLevels) resolution levels")
         } else if info.format == .jpeg {
             print(
                 "coding: \(info.coding.rawValue)\(info.isArithmetic ? ", arithmetic" : ""), subsampling \(info.subsampling), restart interval \(info.restartInterval)"
@@ -135,7 +136,8 @@ func infoJSON(_ info: ImageInfo) throws -> String {
     }
     if let j = info.jpeg2000 {
         object["jpeg2000"] = [
-            "codestream": j.isCodestream, "tileWidth": j.tileWidth, "tileHeight": j.tileHeight, "tiles": j.tileCount,
+            "codestream": j.isCodestream, "highThroughput": j.isHighThroughput, "tileWidth": j.tileWidth, "tileHeight": j.tileHeight,
+            "tiles": j.tileCount,
             "resolutionLevels": j.resolutionLevels
         ]
     }

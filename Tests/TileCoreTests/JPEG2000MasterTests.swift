@@ -23,6 +23,8 @@ struct JPEG2000MasterTests {
         var suffix = "jp2"
         var options: [String] = []
         var lossy = false
+        /// The program that compresses it: `opj_compress`, or an HTJ2K encoder (`ojph_compress`, `grk_compress`).
+        var encoder = "opj_compress"
         var description: String { name }
     }
 
@@ -102,7 +104,7 @@ struct JPEG2000MasterTests {
             try data.write(to: URL(fileURLWithPath: input))
         }
         let master = "\(folder)/master.\(kind.suffix)"
-        _ = try TIFFMasterTests.run("opj_compress", ["-i", input, "-o", master] + kind.options)
+        _ = try TIFFMasterTests.run(kind.encoder, ["-i", input, "-o", master] + kind.options)
         return master
     }
 
@@ -123,7 +125,7 @@ struct JPEG2000MasterTests {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         let info = try ImageInfo.read(contentsOfFile: path)
         #expect(info.format == .jpeg2000 && info.width == width && info.height == height && info.hasAlpha == kind.alpha)
-        #expect(info.jpeg2000?.isCodestream == (kind.suffix == "j2k"))
+        #expect(info.jpeg2000?.isCodestream == (kind.suffix == "j2k") && info.jpeg2000?.isHighThroughput == false)
         let built = [
             ("file", try TileBuilder.build(contentsOfFile: path)), ("whole", try TileBuilder.build(data: data)),
             ("pieces", try Synthetic.build(data, chunk: 997))
@@ -133,6 +135,125 @@ struct JPEG2000MasterTests {
             try image.forEachRow(level: 0) { _, row in rows.append(contentsOf: row) }
             #expect(RGBAImage(width: width, height: height, pixels: rows) == expected, "\(kind) \(way)")
         }
+    }
+
+    /// HTJ2K (ISO/IEC 15444-15) files as Debian's encoders write them. `ojph_compress` writes a bare
+    /// codestream whatever the name (`.jph` too); `grk_compress -M 64` a JP2 or a J2K.
+    static let highThroughputKinds: [Kind] = [
+        Kind(name: "ojph RGB lossless J2C", channels: 3, suffix: "j2c", options: ["-reversible", "true"], encoder: "ojph_compress"),
+        Kind(
+            name: "ojph gray 16-bit lossless, 32x32 code-blocks", channels: 1, maxValue: 65535, suffix: "j2c",
+            options: ["-reversible", "true", "-block_size", "{32,32}"], encoder: "ojph_compress"),
+        Kind(name: "ojph RGB lossy .jph", channels: 3, suffix: "jph", options: ["-qstep", "0.02"], lossy: true, encoder: "ojph_compress"),
+        Kind(name: "grk RGB lossless JP2, 128x128 tiles", channels: 3, options: ["-M", "64", "-t", "128,128"], encoder: "grk_compress"),
+        Kind(name: "grk RGBA lossless JP2", channels: 3, alpha: true, options: ["-M", "64"], encoder: "grk_compress"),
+        Kind(
+            name: "grk RGB irreversible J2K, 3 resolutions", channels: 3, suffix: "j2k", options: ["-M", "64", "-I", "-r", "12", "-n", "3"],
+            lossy: true, encoder: "grk_compress")
+    ]
+
+    @Test(
+        "HTJ2K masters: level 0 is the picture (lossless, by the depth rule) or opj_decompress's pixels (lossy); the header says HTJ2K",
+        .enabled(if: Tools.have("ojph_compress", "grk_compress"), Comment(rawValue: Tools.missing("ojph_compress", "grk_compress"))),
+        arguments: highThroughputKinds)
+    func highThroughput(kind: Kind) throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (width, height) = (301, 203)
+        let path = try Self.master(kind, width: width, height: height, in: folder)
+        let expected = kind.lossy ? try Self.decompressed(path, kind, in: folder) : Self.reference(kind, width: width, height: height)
+        let info = try ImageInfo.read(contentsOfFile: path)
+        #expect(info.format == .jpeg2000 && info.width == width && info.height == height && info.hasAlpha == kind.alpha)
+        #expect(info.jpeg2000?.isHighThroughput == true && info.jpeg2000?.isCodestream == (kind.encoder == "ojph_compress" || kind.suffix == "j2k"))
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        for (way, image) in [("file", try TileBuilder.build(contentsOfFile: path)), ("pieces", try Synthetic.build(data, chunk: 997))] {
+            var rows: [UInt8] = []
+            try image.forEachRow(level: 0) { _, row in rows.append(contentsOf: row) }
+            #expect(RGBAImage(width: width, height: height, pixels: rows) == expected, "\(kind) \(way)")
+        }
+    }
+
+    /// OpenJPEG leaves an HT code-block zero (mid-gray) when a window inside its tile is decoded: bands
+    /// of HTJ2K are whole rows of tiles, whatever the budget. Budgets of one row over one tile and over
+    /// 128x128 tiles (each tile 128 rows, against the 1 to 2 rows such a budget gives other files).
+    @Test(
+        "HTJ2K in bands smaller than a tile: every row is the picture",
+        .enabled(if: Tools.have("ojph_compress", "grk_compress"), Comment(rawValue: Tools.missing("ojph_compress", "grk_compress"))),
+        arguments: [
+            Kind(name: "ojph, one tile", channels: 3, suffix: "j2c", options: ["-reversible", "true"], encoder: "ojph_compress"),
+            Kind(name: "grk, 128x128 tiles", channels: 3, options: ["-M", "64", "-t", "128,128"], encoder: "grk_compress")
+        ])
+    func highThroughputBands(kind: Kind) throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (width, height) = (333, 257)
+        let path = try Self.master(kind, width: width, height: height, in: folder)
+        let decoder = try JPEG2000Decoder(path: path, spoolDirectory: folder, bandBudget: width * 3 * 4)
+        try decoder.endInput()
+        _ = try #require(try decoder.readSourceHeader())
+        var pixels = [UInt8](repeating: 0, count: width * height * 4)
+        var done = 0
+        while done < height {
+            let (got, step) = try pixels.withUnsafeMutableBytes { raw in
+                try decoder.readRows(
+                    into: UnsafeMutableRawBufferPointer(rebasing: raw[(done * width * 4)...]), stride: width * 4, maxRows: min(5, height - done))
+            }
+            done += got
+            if step == .done { break }
+            #expect(got > 0)
+        }
+        #expect(done == height && RGBAImage(width: width, height: height, pixels: pixels) == Self.reference(kind, width: width, height: height))
+    }
+
+    /// A row of HTJ2K tiles is decoded whole: one whose RGBA rows and samples pass 512 MiB is refused by
+    /// name, before any row (6000x6000 RGB in one tile: 144 MB of RGBA and 576 MB of samples).
+    @Test(
+        "an HTJ2K tile too large to decode whole is refused as unsupported, saying why",
+        .enabled(if: Tools.have("ojph_compress"), Comment(rawValue: Tools.missing("ojph_compress"))))
+    func highThroughputTooLarge() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let side = 6000
+        try (Data("P6\n\(side) \(side)\n255\n".utf8) + Data(count: side * side * 3)).write(to: URL(fileURLWithPath: "\(folder)/flat.ppm"))
+        _ = try TIFFMasterTests.run("ojph_compress", ["-i", "\(folder)/flat.ppm", "-o", "\(folder)/flat.j2c"])
+        try FileManager.default.removeItem(atPath: "\(folder)/flat.ppm")
+        do {
+            _ = try TileBuilder.build(contentsOfFile: "\(folder)/flat.j2c")
+            Issue.record("a 6000x6000 HTJ2K tile was decoded")
+        } catch {
+            #expect(error.code == .unsupported && "\(error)".contains("HTJ2K tiles of 6000x6000"), "\(error)")
+        }
+        // Tiled, the same picture is taken (its header read; decoding 36 MP is left to the tests above).
+        try (Data("P6\n\(side) \(side)\n255\n".utf8) + Data(count: side * side * 3)).write(to: URL(fileURLWithPath: "\(folder)/flat.ppm"))
+        _ = try TIFFMasterTests.run("ojph_compress", ["-i", "\(folder)/flat.ppm", "-o", "\(folder)/tiled.j2c", "-tile_size", "{1024,1024}"])
+        let decoder = try JPEG2000Decoder(path: "\(folder)/tiled.j2c", spoolDirectory: folder)
+        try decoder.endInput()
+        #expect(try decoder.readSourceHeader()?.width == side)
+    }
+
+    /// A JPH file (ISO/IEC 15444-15 Annex D: a JP2 file whose brand, and compatibility list, say `jph `)
+    /// made from grk_compress's JP2 by rewriting its `ftyp` box; no Debian tool writes one.
+    @Test(
+        "a JPH file (the JP2 boxes, brand jph) is the picture",
+        .enabled(if: Tools.have("grk_compress"), Comment(rawValue: Tools.missing("grk_compress"))))
+    func jphFile() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let kind = Kind(name: "grk RGB lossless", channels: 3, options: ["-M", "64"], encoder: "grk_compress")
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Self.master(kind, width: 97, height: 61, in: folder))))
+        // The ftyp box follows the 12-byte signature box: length, "ftyp", brand, minor version, compatibility list.
+        try #require(String(decoding: bytes[16..<24], as: UTF8.self) == "ftypjp2 ")
+        let length = bytes[12..<16].reduce(0) { $0 << 8 | Int($1) }
+        bytes.replaceSubrange(20..<24, with: Array("jph ".utf8))
+        for at in stride(from: 28, to: 12 + length, by: 4) where String(decoding: bytes[at..<(at + 4)], as: UTF8.self) == "jp2 " {
+            bytes.replaceSubrange(at..<(at + 4), with: Array("jph ".utf8))
+        }
+        try Data(bytes).write(to: URL(fileURLWithPath: "\(folder)/master.jph"))
+        let info = try ImageInfo.read(contentsOfFile: "\(folder)/master.jph")
+        #expect(info.jpeg2000?.isCodestream == false && info.jpeg2000?.isHighThroughput == true)
+        var rows: [UInt8] = []
+        try TileBuilder.build(contentsOfFile: "\(folder)/master.jph").forEachRow(level: 0) { _, row in rows.append(contentsOf: row) }
+        #expect(RGBAImage(width: 97, height: 61, pixels: rows) == Self.reference(kind, width: 97, height: 61))
     }
 
     @Test("bands smaller than a row of tiles: every band's rows as the whole decode's", arguments: [1, 7, 64])

@@ -7,7 +7,9 @@
  * the tiles a band crosses (for an image of one tile, that tile's compressed bytes). A band is whole
  * rows of tiles when they fit (else part of one row of tiles), at most 64 MiB of RGBA, decoded in
  * windows of whole tile columns of at most 48 MiB of OpenJPEG's 32-bit samples by default, each by an
- * OpenJPEG codec of its own: only the code-blocks a window crosses are decoded. */
+ * OpenJPEG codec of its own: only the code-blocks a window crosses are decoded. HTJ2K (Part 15) is read
+ * too, but a band of it is whole rows of tiles and a window whole tiles (OpenJPEG fills HT code-blocks
+ * only for whole tiles): one whose row of tiles takes more than 512 MiB is refused (CMASTER_ERR_UNSUPPORTED). */
 #ifndef CJP2_DECODER_H
 #define CJP2_DECODER_H
 
@@ -32,7 +34,8 @@ typedef struct {
     int32_t has_alpha;
     int32_t is_gray;
     int32_t is_cmyk;
-    int32_t is_jp2;             /* 1: a JP2 file; 0: a bare codestream */
+    int32_t is_jp2;             /* 1: a JP2 file (or a JPH file); 0: a bare codestream */
+    int32_t is_htj2k;           /* 1: an HTJ2K codestream (ISO/IEC 15444-15: its SIZ and CAP markers) */
     int32_t color_space;        /* OpenJPEG's OPJ_COLOR_SPACE */
     uint32_t tile_width, tile_height;
     uint32_t tiles_across, tiles_down;

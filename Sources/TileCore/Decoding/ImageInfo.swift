@@ -91,8 +91,11 @@ public struct ImageInfo: Sendable, Hashable {
 
     /// How a JPEG 2000 master is coded, as its main header says.
     public struct JPEG2000Details: Sendable, Hashable {
-        /// A bare J2K codestream rather than a JP2 file.
+        /// A bare J2K codestream rather than a JP2 (or JPH) file.
         public var isCodestream: Bool
+        /// An HTJ2K codestream (ISO/IEC 15444-15, the high-throughput block coder), as its SIZ and CAP
+        /// markers say: what `.jph` files and HTJ2K `.j2c` codestreams hold. Decoded as any other.
+        public var isHighThroughput: Bool
         /// The tiles' size on the reference grid (the image's size when it is one tile).
         public var tileWidth: Int
         public var tileHeight: Int

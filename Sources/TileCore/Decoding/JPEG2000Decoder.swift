@@ -151,7 +151,7 @@ extension ImageInfo {
             colorSpace = .cmyk
         }
         jpeg2000 = JPEG2000Details(
-            isCodestream: h.is_jp2 == 0, tileWidth: Int(h.tile_width), tileHeight: Int(h.tile_height),
+            isCodestream: h.is_jp2 == 0, isHighThroughput: h.is_htj2k != 0, tileWidth: Int(h.tile_width), tileHeight: Int(h.tile_height),
             tileCount: Int(h.tiles_across) * Int(h.tiles_down), resolutionLevels: Int(h.resolutions))
     }
 }
