@@ -71,7 +71,7 @@ let package = Package(
         .target(name: "CTiffIO", dependencies: ["CLibTIFF"]),
         .target(
             name: "CJpegShim",
-            dependencies: ["CLibJPEG", "CLibPNG", "CLibTIFF", "CTiffIO"],
+            dependencies: ["CLibJPEG", "CLibPNG", "CLibTIFF", "CTiffIO", "CLibWebP", "CWebEncoders"],
             cSettings: [.define("_GNU_SOURCE")]
         ),
         // RGBA pixels to WebP and AVIF, one image a call (TileCore's RGBAPixels.encoded(as:)).

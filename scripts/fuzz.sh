@@ -8,14 +8,15 @@ out=.build-fuzz
 mkdir -p "$out"
 if ! dpkg -s libjpeg62-turbo-dev libjpeg-turbo-progs libtiff-dev libtiff-tools netpbm libopenjp2-7-dev libopenjp2-tools >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg62-turbo-dev libjpeg-turbo-progs libpng-dev \
-    libtiff-dev libtiff-tools netpbm libopenjp2-7-dev libopenjp2-tools pkg-config >/dev/null
+    libtiff-dev libtiff-tools netpbm libopenjp2-7-dev libopenjp2-tools libwebp-dev libavif-dev pkg-config >/dev/null
 fi
 clang=$(command -v clang || echo /opt/swift/usr/bin/clang)
-shim=(Sources/CJpegShim/*.c Sources/CTiffIO/tiff_io.c)
+# The shim's WebP TIFF tiles are encoded by CWebEncoders (its AVIF half comes along, unused).
+shim=(Sources/CJpegShim/*.c Sources/CTiffIO/tiff_io.c Sources/CWebEncoders/*.c)
 for target in decoder_fuzz tiff_fuzz; do
   "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE \
-    -I Sources/CJpegShim/include -I Sources/CJpegShim -I Sources/CTiffIO/include Fuzz/$target.c "${shim[@]}" \
-    $(pkg-config --cflags --libs libpng libtiff-4) -ljpeg -lpthread -o "$out/$target" 2>"$out/clang.log" \
+    -I Sources/CJpegShim/include -I Sources/CJpegShim -I Sources/CTiffIO/include -I Sources/CWebEncoders/include \
+    Fuzz/$target.c "${shim[@]}" $(pkg-config --cflags --libs libpng libtiff-4 libwebpmux) -lavif -ljpeg -lpthread -o "$out/$target" 2>"$out/clang.log" \
     || { cat "$out/clang.log"; exit 1; }
 done
 "$clang" -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -I Sources/CPngDecoder/include \

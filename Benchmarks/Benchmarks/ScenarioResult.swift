@@ -31,6 +31,7 @@ struct ScenarioResult {
             let value = Self.median(extras[key]!)
             if key == "sizeMB" { return String(format: "  size %.1f MB", value) }
             if key == "sizeRatio" { return String(format: " (%.3fx the source)", value) }
+            if key == "rawRatio" { return String(format: " (%.3fx a raw store)", value) }
             return String(format: "  %@ %.3f s", key, value)
         }.joined()
         let ratio = floor.map { String(format: "%.2fx floor", medianSeconds / $0.medianSeconds) } ?? "-"

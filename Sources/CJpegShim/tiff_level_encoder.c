@@ -2,13 +2,16 @@
  * tiff_level_encoder.c: a level's RGBA rows into its JPEG tiles (cjs_tiff.h): one libjpeg compressor
  * per tile column, each fed its slice of every row as the row comes (libjpeg buffers an MCU row), so
  * no tile row of pixels is ever held. Tiles are abbreviated (their tables are the level's JPEGTables)
- * and padded to the tile size by repeating the last column and row. Also the pyramid's writer
- * strategy for TIFF levels (tiff_level_writer_methods).
+ * and padded to the tile size by repeating the last column and row. A level of WebP tiles holds a
+ * tile row of RGBA instead (libwebp encodes whole pictures) and encodes each tile as its last row
+ * comes. Also the pyramid's writer strategy for TIFF levels (tiff_level_writer_methods).
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cweb_encoders.h>
 
 #include "errors.h"
 #include "tile_codec.h"
@@ -33,6 +36,8 @@ struct cjs_tiff_level_encoder {
     uint8_t *last_row;   /* the level's last row, repeated below it */
     uint32_t rows_pushed;
     int failed;
+    /* WebP levels: a tile row of RGBA, `columns` tiles wide, padded. */
+    uint8_t *tile_row;
 };
 
 /* Replaces the luma (0) and chroma (1) tables by CJS_TABLES_FLATTENED's at `quality`: Annex K's
@@ -109,6 +114,7 @@ void cjs_tiff_level_encoder_destroy(cjs_tiff_level_encoder *e) {
     free(e->compressors);
     free(e->edge);
     free(e->last_row);
+    free(e->tile_row);
     free(e);
 }
 
@@ -141,11 +147,69 @@ static int tables_match(const cjs_tiff_level *desc, int quality, int tables) {
     return same;
 }
 
+/* A WebP level's encoder: its tile row buffer, nothing of libjpeg. */
+static cjs_status create_webp(cjs_tiff_writer *writer, uint32_t level, const cjs_tiff_level *desc,
+                              cjs_tiff_level_encoder **out) {
+    cjs_tiff_level_encoder *e = calloc(1, sizeof *e);
+    if (!e) return CJS_ERR_NOMEM;
+    e->writer = writer;
+    e->level = level;
+    e->desc = *desc;
+    e->tile_size = tiff_writer_tile_size(writer);
+    e->columns = (desc->width + e->tile_size - 1) / e->tile_size;
+    e->tile_row = malloc((size_t)e->columns * e->tile_size * e->tile_size * 4);
+    if (!e->tile_row) {
+        free(e);
+        return CJS_ERR_NOMEM;
+    }
+    *out = e;
+    return CJS_OK;
+}
+
+/* Copies `row` into line `y` of the tile row, padded right by its last pixel. */
+static void hold_row(cjs_tiff_level_encoder *e, uint32_t y, const uint8_t *row) {
+    size_t padded = (size_t)e->columns * e->tile_size;
+    uint8_t *line = e->tile_row + (size_t)y * padded * 4;
+    memcpy(line, row, (size_t)e->desc.width * 4);
+    for (size_t x = e->desc.width; x < padded; x++) memcpy(line + x * 4, row + (size_t)(e->desc.width - 1) * 4, 4);
+}
+
+/* Encodes the held tile row's tiles and hands them to the writer. */
+static cjs_status end_webp_tiles(cjs_tiff_level_encoder *e, uint32_t tile_row) {
+    size_t stride = (size_t)e->columns * e->tile_size * 4;
+    for (uint32_t c = 0; c < e->columns; c++) {
+        void *bytes = NULL;
+        size_t length = 0;
+        cweb_status encoded = cweb_webp_encode(e->tile_row + (size_t)c * e->tile_size * 4, stride, e->tile_size, e->tile_size,
+                                               e->desc.webp_quality, e->desc.webp_lossless, 4, e->desc.samples == 4, NULL, 0,
+                                               NULL, NULL, &bytes, &length, NULL);
+        if (encoded != CWEB_OK) return encoded == CWEB_ERR_MEMORY ? CJS_ERR_NOMEM : CJS_ERR_LIBJPEG;
+        cjs_status status = cjs_tiff_writer_put_tile(e->writer, e->level, c, tile_row, bytes, length);
+        cweb_free(bytes);
+        if (status != CJS_OK) return status == CJS_ERR_ARGUMENT ? CJS_ERR_ARGUMENT : CJS_ERR_IO;
+    }
+    return CJS_OK;
+}
+
+static cjs_status push_webp_row(cjs_tiff_level_encoder *e, const uint8_t *row) {
+    uint32_t y = e->rows_pushed % e->tile_size;
+    hold_row(e, y, row);
+    e->rows_pushed++;
+    int last = e->rows_pushed == e->desc.height;
+    if (last)
+        for (uint32_t pad = y + 1; pad < e->tile_size; pad++) hold_row(e, pad, row);
+    if (!last && y + 1 < e->tile_size) return CJS_OK;
+    cjs_status status = end_webp_tiles(e, (e->rows_pushed - 1) / e->tile_size);
+    if (status != CJS_OK) e->failed = 1;
+    return status;
+}
+
 cjs_status cjs_tiff_level_encoder_create(cjs_tiff_writer *writer, uint32_t level, int32_t quality,
                                          int32_t tables, cjs_tiff_level_encoder **out) {
     if (!out) return CJS_ERR_ARGUMENT;
     *out = NULL;
     const cjs_tiff_level *desc = writer ? tiff_writer_level(writer, level) : NULL;
+    if (desc && desc->compression == CJS_COMPRESSION_WEBP) return create_webp(writer, level, desc, out);
     if (!desc || !valid_coding(quality, tables) || !tables_match(desc, quality, tables)) return CJS_ERR_ARGUMENT;
     cjs_tiff_level_encoder *e = calloc(1, sizeof *e);
     if (!e) return CJS_ERR_NOMEM;
@@ -196,6 +260,7 @@ static cjs_status end_tiles(cjs_tiff_level_encoder *e, uint32_t tile_row) {
 cjs_status cjs_tiff_level_encoder_push_row(cjs_tiff_level_encoder *e, const void *row) {
     if (e->failed) return CJS_ERR_STATE;
     if (!row || e->rows_pushed >= e->desc.height) return CJS_ERR_ARGUMENT;
+    if (e->tile_row) return push_webp_row(e, row);
     if (setjmp(e->err.jump)) { /* jpeg_start_compress, jpeg_write_scanlines, jpeg_finish_compress */
         e->failed = 1;
         return e->err.pub.msg_code == JERR_OUT_OF_MEMORY ? CJS_ERR_NOMEM : CJS_ERR_LIBJPEG;

@@ -64,6 +64,26 @@ static int set_fields(cjs_tiff_writer *w, uint32_t index) {
     TIFF *tif = w->tif;
     const cjs_tiff_level *l = &w->levels[index].desc;
     int gray = l->photometric == CJS_PHOTOMETRIC_GRAY;
+    if (l->compression == CJS_COMPRESSION_WEBP) {
+        uint16_t alpha[1] = {EXTRASAMPLE_UNASSALPHA};
+        int ok = TIFFSetField(tif, TIFFTAG_SUBFILETYPE, index ? FILETYPE_REDUCEDIMAGE : 0) &&
+                 TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, l->width) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, l->height) &&
+                 TIFFSetField(tif, TIFFTAG_TILEWIDTH, w->options.tile_size) &&
+                 TIFFSetField(tif, TIFFTAG_TILELENGTH, w->options.tile_size) &&
+                 TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8) && TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, l->samples) &&
+                 TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG) &&
+                 TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_WEBP) &&
+                 TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_RGB) &&
+                 TIFFSetField(tif, TIFFTAG_ORIENTATION, ORIENTATION_TOPLEFT) &&
+                 TIFFSetField(tif, TIFFTAG_SOFTWARE, "TiledImageKit");
+        if (ok && l->samples == 4) ok = TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, alpha);
+        if (ok && w->options.resolution_unit)
+            ok = TIFFSetField(tif, TIFFTAG_RESOLUTIONUNIT, (uint16_t)w->options.resolution_unit) &&
+                 TIFFSetField(tif, TIFFTAG_XRESOLUTION, w->options.x_resolution) &&
+                 TIFFSetField(tif, TIFFTAG_YRESOLUTION, w->options.y_resolution);
+        if (ok && w->icc) ok = TIFFSetField(tif, TIFFTAG_ICCPROFILE, (uint32_t)w->options.icc_profile_length, w->icc);
+        return ok ? 0 : -1;
+    }
     int ok = TIFFSetField(tif, TIFFTAG_SUBFILETYPE, index ? FILETYPE_REDUCEDIMAGE : 0) &&
              TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, l->width) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, l->height) &&
              TIFFSetField(tif, TIFFTAG_TILEWIDTH, w->options.tile_size) &&
@@ -92,6 +112,11 @@ static int set_fields(cjs_tiff_writer *w, uint32_t index) {
 
 static int valid_level(const cjs_tiff_level *l, const cjs_tiff_level *above) {
     if (l->width == 0 || l->height == 0 || l->width > (1u << 24) || l->height > (1u << 24)) return 0;
+    if (above && (l->width != (above->width + 1) / 2 || l->height != (above->height + 1) / 2)) return 0;
+    if (l->compression == CJS_COMPRESSION_WEBP)
+        return l->photometric == CJS_PHOTOMETRIC_RGB && (l->samples == 3 || l->samples == 4) && l->webp_quality >= 1 &&
+               l->webp_quality <= 100;
+    if (l->compression != 0 && l->compression != CJS_COMPRESSION_JPEG) return 0;
     if (!l->jpeg_tables || l->jpeg_tables_length < 4 || l->jpeg_tables_length > (1u << 20)) return 0;
     if (l->photometric != CJS_PHOTOMETRIC_GRAY && l->photometric != CJS_PHOTOMETRIC_YCBCR) return 0;
     if (above && (l->width != (above->width + 1) / 2 || l->height != (above->height + 1) / 2)) return 0;
@@ -104,14 +129,14 @@ static cjs_status make_level(cjs_tiff_writer *w, uint32_t i, const cjs_tiff_leve
     l->columns = (source->width + w->options.tile_size - 1) / w->options.tile_size;
     l->rows = (source->height + w->options.tile_size - 1) / w->options.tile_size;
     size_t tiles = (size_t)l->columns * l->rows;
-    l->tables = malloc(source->jpeg_tables_length);
+    l->tables = malloc(source->jpeg_tables_length ? source->jpeg_tables_length : 1);
     l->offset = calloc(tiles, sizeof *l->offset);
     l->length = calloc(tiles, sizeof *l->length);
     l->where = calloc(tiles, 1);
     l->tiles_in_row = calloc(l->rows, sizeof *l->tiles_in_row);
     if (!l->tables || !l->offset || !l->length || !l->where || !l->tiles_in_row) return CJS_ERR_NOMEM;
-    memcpy(l->tables, source->jpeg_tables, source->jpeg_tables_length);
-    l->desc.jpeg_tables = l->tables;
+    if (source->jpeg_tables_length) memcpy(l->tables, source->jpeg_tables, source->jpeg_tables_length);
+    l->desc.jpeg_tables = source->jpeg_tables_length ? l->tables : NULL;
     return CJS_OK;
 }
 

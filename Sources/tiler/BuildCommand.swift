@@ -27,9 +27,15 @@ struct BuildCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Store format: tiff (one tiled pyramidal TIFF of JPEG tiles, level 0 copied losslessly from an upright JPEG, the default; a PNG or TIFF with alpha goes into a raw store, which keeps it) or raw (one file of RGBA tiles per level)."
+            "Store format: tiff (one tiled pyramidal TIFF of JPEG tiles, level 0 copied losslessly from an upright JPEG, the default; WebP tiles with alpha for a PNG, TIFF or JPEG 2000 with alpha: see --compression) or raw (one file of RGBA tiles per level)."
     )
     var format: StoreFormatArgument = .tiff
+
+    @Option(
+        help:
+            "A TIFF store's tiles: auto (JPEG; WebP for a master with alpha, which keeps it; the default), jpeg (a master with alpha then goes into a raw store), webp (lossy at quality 85, alpha lossless), webp:Q (lossy at Q, 1...100) or webp:lossless."
+    )
+    var compression: CompressionArgument = CompressionArgument(kind: .automatic)
 
     @Option(help: "JPEG quality of a TIFF's encoded levels (the lower levels; level 0 too when it cannot be copied), 1...100.")
     var quality = 74
@@ -77,7 +83,12 @@ struct BuildCommand: AsyncParsableCommand {
 
     func run() async throws {
         var options = decode.buildOptions()
-        if format == .tiff { options.format = .tiff(TIFFWriting(quality: quality, tables: tables.tables)) }
+        if format == .tiff {
+            options.format = .tiff(
+                TIFFWriting(
+                    quality: quality, tables: tables.tables, compression: compression.kind, webpQuality: compression.webpQuality,
+                    webpLossless: compression.lossless))
+        }
         let chosen = options
         let inputs = self.inputs
         let stores = try Self.storePaths(inputs: inputs, out: out)
@@ -135,6 +146,37 @@ struct BuildCommand: AsyncParsableCommand {
 }
 
 enum StoreFormatArgument: String, ExpressibleByArgument, CaseIterable { case tiff, raw }
+
+/// `--compression`: a TIFF store's tiles (`auto`, `jpeg`, `webp`, `webp:Q`, `webp:lossless`).
+struct CompressionArgument: ExpressibleByArgument, Equatable {
+    var kind: TIFFWriting.Compression
+    var webpQuality = 85
+    var lossless = false
+
+    init(kind: TIFFWriting.Compression) { self.kind = kind }
+
+    init?(argument: String) {
+        let parts = argument.split(separator: ":", maxSplits: 1).map(String.init)
+        switch parts.first {
+        case "auto": kind = .automatic
+        case "jpeg": kind = .jpeg
+        case "webp": kind = .webp
+        default: return nil
+        }
+        guard parts.count == 2 else { return }
+        guard kind == .webp else { return nil }
+        if parts[1] == "lossless" {
+            lossless = true
+        } else if let quality = Int(parts[1]), (1...100).contains(quality) {
+            webpQuality = quality
+        } else {
+            return nil
+        }
+    }
+
+    static var allValueStrings: [String] { ["auto", "jpeg", "webp", "webp:Q", "webp:lossless"] }
+    var defaultValueDescription: String { "auto" }
+}
 
 /// `--tables`: a TIFF's quantisation tables.
 enum TablesArgument: String, ExpressibleByArgument, CaseIterable {

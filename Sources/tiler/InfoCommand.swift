@@ -45,7 +45,7 @@ struct InfoCommand: ParsableCommand {
         var lines = ["\(escapingControlCharacters(input)): \(kind), \(g.width)x\(g.height), \(image.levelCount) levels, \(g.tileSize)px tiles"]
         if let levelZero = description.levelZero {
             lines.append(
-                "level 0: \(levelZero)\(description.levelZeroReason.map { " (\($0))" } ?? "")\(description.quality.map { ", lower levels at JPEG quality \($0)" } ?? "")\(description.tables.map { " (\($0 == .annexK ? "Annex K" : "flattened") tables)" } ?? "")"
+                "level 0: \(levelZero)\(description.levelZeroReason.map { " (\($0))" } ?? "")\(description.quality.map { ", lower levels at JPEG quality \($0)" } ?? "")\(description.tables.map { " (\($0 == .annexK ? "Annex K" : "flattened") tables)" } ?? "")\(description.webp.map { ", every level WebP \($0.lossless ? "lossless" : "at quality \($0.quality)")" } ?? "")"
             )
         }
         for index in 0..<image.levelCount {

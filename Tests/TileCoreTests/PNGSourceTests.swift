@@ -188,14 +188,15 @@ struct PNGSourceTests {
         let image = try TileBuilder.build(data: png, options: TIFFChecks.options())
         #expect(!image.isLevelZeroCopied)
         #expect(Reference.psnr(try image.pixels(level: 0), try Self.reference(png, in: folder)) > 30)
-        // With alpha: a raw store instead (its RGBA tiles keep it), or refused when asked.
+        // With alpha and JPEG tiles asked for: a raw store instead (its RGBA tiles keep it), or refused
+        // when asked. (By default such a master gets WebP tiles: WebPStoreTests.)
         let transparent = try Self.png(Self.kinds[2], width: 64, height: 64, in: folder)
-        let raw = try TileBuilder.build(data: transparent, options: TIFFChecks.options())
+        let raw = try TileBuilder.build(data: transparent, options: TIFFChecks.options { $0.format = .tiff(TIFFWriting(compression: .jpeg)) })
         let expected = try Self.reference(transparent, in: folder)
         #expect(raw.tileCoding(ofLevel: 0) == .rawRGBA)
         #expect(try raw.pixels(level: 0) == expected)
         var refusing = TIFFChecks.options()
-        refusing.format = .tiff(TIFFWriting(mastersWithAlpha: .refuse))
+        refusing.format = .tiff(TIFFWriting(mastersWithAlpha: .refuse, compression: .jpeg))
         #expect(thrownCode { try TileBuilder.build(data: transparent, options: refusing) } == .unsupported)
     }
 

@@ -302,7 +302,7 @@ extension TIFFMasterTests {
     }
 
     @Test(
-        "a TIFF store of an opaque TIFF master encodes level 0 from its rows; one with alpha goes into a raw store, or is refused",
+        "a TIFF store of an opaque TIFF master encodes level 0 from its rows; one with alpha gets WebP tiles, or with JPEG tiles asked a raw store, or is refused",
         .enabled(if: tools, skip))
     func tiffStores() throws {
         let folder = try PNGSourceTests.folder()
@@ -315,13 +315,18 @@ extension TIFFMasterTests {
         #expect(Reference.psnr(try image.pixels(level: 0), try Self.reference("\(folder)/made.tif", smooth, in: folder)) > 30)
         try FileManager.default.removeItem(atPath: "\(folder)/made.tif")
         try FileManager.default.removeItem(atPath: path)
-        // With alpha: a raw store instead (its RGBA tiles keep it), or refused when asked.
+        // With alpha: WebP tiles that keep it exactly (lossless asked for here); with JPEG tiles asked
+        // for, a raw store instead (its RGBA tiles keep it), or refused when asked.
         let transparent = try Self.tiff(Self.kind("RGBA unassociated"), width: 64, height: 64, in: folder)
-        let raw = try TileBuilder.build(contentsOfFile: transparent, options: TIFFChecks.options())
-        #expect(raw.tileCoding(ofLevel: 0) == .rawRGBA)
+        let webp = try TileBuilder.build(
+            contentsOfFile: transparent, options: TIFFChecks.options { $0.format = .tiff(TIFFWriting(webpLossless: true)) })
+        let raw = try TileBuilder.build(
+            contentsOfFile: transparent, options: TIFFChecks.options { $0.format = .tiff(TIFFWriting(compression: .jpeg)) })
+        #expect(webp.tileCoding(ofLevel: 0) == .webp && raw.tileCoding(ofLevel: 0) == .rawRGBA)
         #expect(try raw.pixels(level: 0).pixels.contains { $0 != 255 })
+        #expect(try webp.pixels(level: 0) == (try raw.pixels(level: 0)))
         var refusing = TIFFChecks.options()
-        refusing.format = .tiff(TIFFWriting(mastersWithAlpha: .refuse))
+        refusing.format = .tiff(TIFFWriting(mastersWithAlpha: .refuse, compression: .jpeg))
         #expect(thrownCode { try TileBuilder.build(contentsOfFile: transparent, options: refusing) } == .unsupported)
     }
 }

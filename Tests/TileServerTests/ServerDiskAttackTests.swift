@@ -174,7 +174,10 @@ struct ServerDiskAttackTests {
         #expect(png.count < 64 * 1024 && Self.rawStoreBytes(width: side, height: side) > 300_000_000)
         let budget = 64 << 20
         let cache = "\(folder)/.cache"
-        try await TileServerTests.withServer(try TileServer(root: folder, cache: cache, cacheByteBudget: budget)) { base, _ in
+        // JPEG tiles asked for: the master with alpha goes into a raw store (by default it would get
+        // WebP tiles, a few hundred kilobytes).
+        let server = try TileServer(root: folder, cache: cache, cacheByteBudget: budget, storeFormat: .tiff(TIFFWriting(compression: .jpeg)))
+        try await TileServerTests.withServer(server) { base, _ in
             let port = UInt16(base.split(separator: ":").last!)!
             let reply = try await RequestGuardTests.send(
                 port, "GET /iiif/3/big/full/256,/0/default.png HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")

@@ -2,7 +2,8 @@
  * cjs_tiff.h: tiled pyramidal (Big)TIFFs through libtiff, in the layout libvips writes: full resolution
  * in the first directory, then each half-size level with NewSubfileType "reduced image"; tiles JPEG
  * (abbreviated streams, their tables once per level in JPEGTables), YCbCr with the source's sampling
- * or grayscale.
+ * or grayscale; or WebP (Compression 50001, as libtiff and libvips write it: each tile a whole WebP
+ * file of the tile's full size), RGB or RGB with unassociated alpha.
  *  - cjs_tiff_writer: the container. Level 0's tiles go into the file as they come; lower levels'
  *    tiles, which come at the same time, wait in a spool file and are copied in by finish.
  *  - cjs_decoder_transcode_into: level 0 from a JPEG's own DCT coefficients, entropy-coded tile by
@@ -29,18 +30,25 @@ typedef enum {
     CJS_PHOTOMETRIC_YCBCR = 6,
 } cjs_photometric;
 
-/** One level of a TIFF being written: its size and its JPEG coding. */
+/** One level of a TIFF being written: its size and its coding. */
 typedef struct {
     uint32_t width;
     uint32_t height;
-    /** CJS_PHOTOMETRIC_YCBCR (3 samples) or CJS_PHOTOMETRIC_GRAY (1 sample). */
+    /** JPEG: CJS_PHOTOMETRIC_YCBCR (3 samples) or CJS_PHOTOMETRIC_GRAY (1 sample). WebP: CJS_PHOTOMETRIC_RGB. */
     int32_t photometric;
     /** YCbCrSubsampling: luma samples per chroma sample across and down (1, 2 or 4; down <= across). */
     uint16_t h_subsampling;
     uint16_t v_subsampling;
-    /** JPEGTables: SOI, DQT, DHT, EOI. Copied by create; need only live for the call. */
+    /** JPEGTables: SOI, DQT, DHT, EOI. Copied by create; need only live for the call. NULL for WebP. */
     const void *jpeg_tables;
     size_t jpeg_tables_length;
+    /** 0 or CJS_COMPRESSION_JPEG: JPEG tiles; CJS_COMPRESSION_WEBP: WebP tiles. */
+    int32_t compression;
+    /** WebP: 3 (RGB) or 4 (RGB and unassociated alpha, ExtraSamples 2). */
+    int32_t samples;
+    /** WebP: the encoder's quality (1...100; lossless: the effort on size), lossless when non-zero. */
+    int32_t webp_quality;
+    int32_t webp_lossless;
 } cjs_tiff_level;
 
 typedef struct {
@@ -123,11 +131,21 @@ cjs_status cjs_jpeg_tables(int32_t quality, int32_t tables, int32_t gray, void *
 typedef struct cjs_tiff_level_encoder cjs_tiff_level_encoder;
 
 /**
+ * Decodes one WebP tile of a TIFF (a whole WebP file) into RGBA, `stride` bytes a row; alpha 255 where
+ * the tile has none. The tile must be `width` x `height`. Thread-safe. CJS_ERR_LIBJPEG (the shim's
+ * "codec refused" status) for data that is not such a WebP, with a message in `message`.
+ */
+cjs_status cjs_webp_tile_decode(const void *tile, size_t tile_length, uint32_t width, uint32_t height, void *rgba,
+                                size_t stride, char *message, size_t capacity);
+
+/**
  * An encoder of level `level`'s rows into its JPEG tiles in `writer`, at `quality` from `tables` (what
  * the level's JPEGTables were made for: cjs_jpeg_tables). One libjpeg compressor per tile column, fed
  * each row as it comes, so memory is the compressors' (about 50 KiB each) and the tiles' bytes, never
  * a tile row of pixels. Edge tiles are padded by repeating the last column and row. `writer` must
- * outlive the encoder.
+ * outlive the encoder. For a level of WebP tiles (`quality` and `tables` then unused): a tile row of
+ * RGBA is held (tile size x the level's padded width), each tile encoded by libwebp (method 4) once
+ * its last row is in; alpha kept losslessly when the level has 4 samples.
  */
 cjs_status cjs_tiff_level_encoder_create(cjs_tiff_writer *writer, uint32_t level, int32_t quality,
                                          int32_t tables, cjs_tiff_level_encoder **out);
@@ -170,6 +188,8 @@ typedef enum {
     CJS_COMPRESSION_JPEG = 7,
     CJS_COMPRESSION_DEFLATE = 8,
     CJS_COMPRESSION_ADOBE_DEFLATE = 32946,
+    /** libtiff's COMPRESSION_WEBP: decoded from the tile's bytes by cjs_webp_tile_decode. */
+    CJS_COMPRESSION_WEBP = 50001,
 } cjs_compression;
 
 /** One tiled directory of a TIFF (an IFD, or a SubIFD of the first). */

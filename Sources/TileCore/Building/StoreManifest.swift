@@ -31,6 +31,11 @@ struct StoreManifest: Codable, Equatable {
         var bigTIFF: Bool
         /// The orientation the source's pixels were turned by (the TIFF is upright).
         var sourceOrientation: Int
+        /// `"webp"` for WebP tiles (then `quality` and `tables` are unused); absent for JPEG tiles.
+        var compression: String?
+        /// WebP tiles' quality, and whether they are lossless.
+        var webpQuality: Int?
+        var webpLossless: Bool?
     }
 
     struct Level: Codable, Equatable {

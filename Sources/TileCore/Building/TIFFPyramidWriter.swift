@@ -4,16 +4,38 @@ import Glibc
 import Synchronization
 #endif
 
-/// One level of a TIFF being written: its size and the JPEG coding of its tiles.
+/// One level of a TIFF being written: its size and the coding of its tiles (JPEG, or WebP).
 struct TIFFLevelCoding: Sendable, Hashable {
     var width: Int
     var height: Int
-    /// TIFF's number: 1 gray (MinIsBlack), 6 YCbCr.
+    /// TIFF's number: 1 gray (MinIsBlack), 6 YCbCr (JPEG tiles); 2 RGB (WebP tiles).
     var photometric: Int32
     var horizontalSubsampling: Int
     var verticalSubsampling: Int
-    /// JPEGTables: SOI, DQT, DHT, EOI.
+    /// JPEGTables: SOI, DQT, DHT, EOI (empty for WebP tiles).
     var tables: [UInt8]
+    /// TIFF's `Compression`: 7 JPEG, 50001 WebP.
+    var compression = Int32(CJS_COMPRESSION_JPEG.rawValue)
+    /// WebP tiles: 3 samples, or 4 with alpha.
+    var samples = 3
+    var webpQuality = 0
+    var webpLossless = false
+
+    var isWebP: Bool { compression == Int32(CJS_COMPRESSION_WEBP.rawValue) }
+
+    /// A level of WebP tiles, RGB or RGBA (`alpha`), as `coding` says.
+    init(webp coding: TIFFWriting, width: Int, height: Int, alpha: Bool) {
+        self.width = width
+        self.height = height
+        photometric = Int32(CJS_PHOTOMETRIC_RGB.rawValue)
+        horizontalSubsampling = 1
+        verticalSubsampling = 1
+        tables = []
+        compression = Int32(CJS_COMPRESSION_WEBP.rawValue)
+        samples = alpha ? 4 : 3
+        webpQuality = coding.webpQuality
+        webpLossless = coding.webpLossless
+    }
 
     /// A coding whose tables are made later (``init(encodedAs:width:height:like:)``).
     init(photometric: Int32, horizontalSubsampling: Int, verticalSubsampling: Int) {
@@ -134,8 +156,12 @@ final class TIFFPyramidWriter: @unchecked Sendable {
                 level.photometric = l.photometric
                 level.h_subsampling = UInt16(l.horizontalSubsampling)
                 level.v_subsampling = UInt16(l.verticalSubsampling)
-                level.jpeg_tables = tables.baseAddress
+                level.jpeg_tables = tables.count > 0 ? tables.baseAddress : nil
                 level.jpeg_tables_length = tables.count
+                level.compression = l.compression
+                level.samples = Int32(l.samples)
+                level.webp_quality = Int32(l.webpQuality)
+                level.webp_lossless = l.webpLossless ? 1 : 0
                 return build(index + 1, built + [level])
             }
         }

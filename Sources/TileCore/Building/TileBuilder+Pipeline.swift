@@ -17,13 +17,14 @@ extension TileBuilder {
         }
         let orientation = options.orientation.resolve(exif: info.exifOrientation)
         if case .tiff(let tiff) = options.format {
-            if !info.hasAlpha {
+            if !info.hasAlpha || tiff.usesWebP(hasAlpha: true) {
                 return (try makeTIFFPipeline(header, info: info, orientation: orientation, tiff: tiff), info)
             }
             // JPEG tiles keep no alpha: a raw store keeps it, unless the caller would rather fail.
             guard tiff.mastersWithAlpha == .rawStore else {
                 throw TileError(
-                    .unsupported, "a TIFF store's JPEG tiles keep no alpha: build a raw store of this \(info.format.rawValue.uppercased())")
+                    .unsupported,
+                    "a TIFF store's JPEG tiles keep no alpha: build a raw store, or WebP tiles, of this \(info.format.rawValue.uppercased())")
             }
         }
         return (try makeRawPipeline(header, info: info, orientation: orientation, storage: options.storage), info)

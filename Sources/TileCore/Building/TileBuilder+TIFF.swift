@@ -30,6 +30,9 @@ extension TileBuilder {
         guard (1...100).contains(tiff.quality) else {
             throw TileError(.invalidArgument, "JPEG quality \(tiff.quality) is not within 1...100")
         }
+        guard (1...100).contains(tiff.webpQuality) else {
+            throw TileError(.invalidArgument, "WebP quality \(tiff.webpQuality) is not within 1...100")
+        }
         if orientation != .identity {
             var p = try makeRawPipeline(header, info: info, orientation: orientation, storage: .ephemeral(directory: scratchFolder))
             p.tiff = TIFFBuild(writer: nil, levelZero: .turned, options: tiff)
@@ -42,12 +45,14 @@ extension TileBuilder {
         do {
             try decoder.storeCoefficients(
                 options.coefficientStorage, in: store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
-            let (copied, reason) = try decoder.transcodePlan(tileSize: geometry.tileSize)
+            let webp = tiff.usesWebP(hasAlpha: info.hasAlpha)
+            let (copied, reason) = webp ? (nil, "WebP tiles") : try decoder.transcodePlan(tileSize: geometry.tileSize)
             let codings = try Self.codings(geometry, levelZero: copied, coding: tiff, info: info)
             let progress = TileRowCounters(count: geometry.levels.count)
             let writer = try TIFFPyramidWriter(
                 files: store.files, levels: codings, tileSize: geometry.tileSize,
-                bigTIFF: Self.needsBigTIFF(tiff.bigTIFF, geometry), info: info, progress: progress)
+                bigTIFF: Self.needsBigTIFF(tiff.bigTIFF, geometry, bytesPerPixel: codings[0].isWebP && tiff.webpLossless ? 4 : 3),
+                info: info, progress: progress)
             let image = TiledImage(
                 geometry: geometry, files: store.files, storePath: store.finalPath, complete: false,
                 tiff: TIFFSource(building: writer, isLevelZeroCopied: copied != nil), progress: progress)
@@ -80,6 +85,9 @@ extension TileBuilder {
     static func codings(_ geometry: TileGeometry, levelZero copied: TIFFLevelCoding?, coding: TIFFWriting, info: ImageInfo)
         throws(TileError) -> [TIFFLevelCoding]
     {
+        if coding.usesWebP(hasAlpha: info.hasAlpha) {
+            return geometry.levels.map { TIFFLevelCoding(webp: coding, width: $0.width, height: $0.height, alpha: info.hasAlpha) }
+        }
         let full = geometry.levels[0]
         var first: TIFFLevelCoding
         if let copied {
@@ -103,15 +111,16 @@ extension TileBuilder {
         return TIFFLevelCoding(photometric: gray ? 1 : 6, horizontalSubsampling: h, verticalSubsampling: v)
     }
 
-    /// Whether the file needs BigTIFF: asked for, or a file that could pass 4 GiB (JPEG at up to 3
-    /// bytes a pixel over the whole pyramid, which no photograph approaches).
-    static func needsBigTIFF(_ choice: TIFFWriting.BigTIFF, _ geometry: TileGeometry) -> Bool {
+    /// Whether the file needs BigTIFF: asked for, or a file that could pass 4 GiB (JPEG or WebP at up
+    /// to 3 bytes a pixel over the whole pyramid, which no photograph approaches; lossless WebP of
+    /// noise with alpha could: 4).
+    static func needsBigTIFF(_ choice: TIFFWriting.BigTIFF, _ geometry: TileGeometry, bytesPerPixel: Int = 3) -> Bool {
         switch choice {
         case .always: return true
         case .never: return false
         case .automatic:
             let pixels = geometry.levels.reduce(0) { $0 + $1.columns * $1.rows * geometry.tileSize * geometry.tileSize }
-            return pixels * 3 >= 1 << 32
+            return pixels * bytesPerPixel >= 1 << 32
         }
     }
 
@@ -138,8 +147,11 @@ extension TileBuilder {
         case .encoded(let why): reason = why
         case .turned: reason = "the image is turned upright (orientation \(orientation.rawValue))"
         }
+        if writer.levels.first?.isWebP == true { reason = "WebP tiles" }
+        let webp = writer.levels.first?.isWebP == true
         return StoreManifest.TIFFDetails(
             file: StoreManifest.tiffFileName, levelZero: copied ? "copied" : "encoded", levelZeroReason: reason,
-            quality: options.quality, tables: options.tables, bigTIFF: writer.isBigTIFF, sourceOrientation: orientation.rawValue)
+            quality: options.quality, tables: options.tables, bigTIFF: writer.isBigTIFF, sourceOrientation: orientation.rawValue,
+            compression: webp ? "webp" : nil, webpQuality: webp ? options.webpQuality : nil, webpLossless: webp ? options.webpLossless : nil)
     }
 }

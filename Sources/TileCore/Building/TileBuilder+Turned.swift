@@ -14,7 +14,9 @@ extension TileBuilder {
             let progress = TileRowCounters(count: geometry.levels.count)
             let writer = try TIFFPyramidWriter(
                 files: store.files, levels: codings, tileSize: geometry.tileSize,
-                bigTIFF: Self.needsBigTIFF(tiff.options.bigTIFF, geometry), info: info, progress: progress)
+                bigTIFF: Self.needsBigTIFF(
+                    tiff.options.bigTIFF, geometry, bytesPerPixel: codings[0].isWebP && tiff.options.webpLossless ? 4 : 3),
+                info: info, progress: progress)
             for level in geometry.levels.indices {
                 let encoder = try TIFFLevelEncoder(writer: writer, level: level, coding: tiff.options)
                 do {

@@ -13,14 +13,20 @@ public struct StoreDescription: Sendable, Hashable {
     public var levelZero: String?
     /// Why level 0 was encoded rather than copied, when it was.
     public var levelZeroReason: String?
-    /// JPEG quality of a TIFF store's encoded levels.
+    /// JPEG quality of a TIFF store's encoded levels (`nil` for WebP tiles).
     public var quality: Int?
+    /// A TIFF store's WebP tiles: their quality and whether they are lossless (`nil` for JPEG tiles).
+    public var webp: (quality: Int, lossless: Bool)? {
+        webpQuality.map { ($0, webpLossless ?? false) }
+    }
     /// The quantisation tables `quality` scaled (stores written before there was a choice: Annex K's).
     public var tables: TIFFWriting.Tables?
     /// Bytes of the JPEG the store was built from (`nil` for a bare TIFF).
     public var sourceByteCount: Int?
     /// Bytes of the store's files on disk (their sizes; the TIFF's for a bare TIFF).
     public var byteCount: Int
+    var webpQuality: Int?
+    var webpLossless: Bool?
 
     /// Describes the store folder or TIFF file at `path` from its manifest and its files' sizes,
     /// without opening the pyramid.
@@ -42,8 +48,10 @@ public struct StoreDescription: Sendable, Hashable {
         }
         return StoreDescription(
             format: manifest.format ?? "raw", levelZero: manifest.tiff?.levelZero,
-            levelZeroReason: manifest.tiff?.levelZeroReason, quality: manifest.tiff?.quality,
-            tables: manifest.tiff.map { $0.tables ?? .annexK },
-            sourceByteCount: manifest.sourceByteCount, byteCount: bytes)
+            levelZeroReason: manifest.tiff?.levelZeroReason,
+            quality: manifest.tiff?.compression == "webp" ? nil : manifest.tiff?.quality,
+            tables: manifest.tiff.flatMap { $0.compression == "webp" ? nil : $0.tables ?? .annexK },
+            sourceByteCount: manifest.sourceByteCount, byteCount: bytes, webpQuality: manifest.tiff?.webpQuality,
+            webpLossless: manifest.tiff?.webpLossless)
     }
 }

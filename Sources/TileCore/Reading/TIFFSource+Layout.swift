@@ -64,9 +64,15 @@ extension TIFFSource {
             }
             return
         }
+        if d.compression == Int32(CJS_COMPRESSION_WEBP.rawValue) {
+            guard d.photometric == 2, spp == 3 || (spp == 4 && d.has_alpha != 0) else {
+                throw TileError(.unsupported, "\(path): WebP tiles of photometric \(d.photometric), \(spp) samples are not read")
+            }
+            return
+        }
         let codings: [Int32] = [1, 5, 8, 32946]
         guard codings.contains(d.compression) else {
-            throw TileError(.unsupported, "\(path): compression \(d.compression) is not read (JPEG, deflate, LZW, none)")
+            throw TileError(.unsupported, "\(path): compression \(d.compression) is not read (JPEG, WebP, deflate, LZW, none)")
         }
         let alpha = d.has_alpha != 0
         guard (gray && (spp == 1 || (spp == 2 && alpha))) || (d.photometric == 2 && (spp == 3 || (spp == 4 && alpha)))

@@ -76,7 +76,7 @@ final class TIFFSource: @unchecked Sendable {
             Level(
                 directory: UInt32(index), width: l.width, height: l.height, tileWidth: writer.tileSize,
                 tileHeight: writer.tileSize, columns: (l.width + writer.tileSize - 1) / writer.tileSize,
-                rows: (l.height + writer.tileSize - 1) / writer.tileSize, compression: Int32(CJS_COMPRESSION_JPEG.rawValue),
+                rows: (l.height + writer.tileSize - 1) / writer.tileSize, compression: l.compression,
                 photometric: l.photometric, tables: l.tables)
         }
         self.init(levels: levels, backing: .building(writer), isLevelZeroCopied: isLevelZeroCopied, colorProfile: writer.colorProfile)
@@ -84,6 +84,8 @@ final class TIFFSource: @unchecked Sendable {
 
     /// Whether the level's tiles are JPEG (and can be sent as stored).
     func isJPEG(level: Int) -> Bool { levels[level].compression == Int32(CJS_COMPRESSION_JPEG.rawValue) }
+    /// Whether the level's tiles are WebP (decoded from their bytes by libwebp, built or read).
+    func isWebP(level: Int) -> Bool { levels[level].compression == Int32(CJS_COMPRESSION_WEBP.rawValue) }
 
     /// Bytes of tiles written so far (a build), or the file's size.
     var byteCount: Int {
@@ -156,8 +158,19 @@ final class TIFFSource: @unchecked Sendable {
     {
         let l = levels[level]
         var message = [CChar](repeating: 0, count: 256)
+        if isWebP(level: level) {
+            let bytes = try storedBytes(level: level, column: column, row: row, path: path)
+            let status = bytes.withUnsafeBytes { tile in
+                cjs_webp_tile_decode(
+                    tile.baseAddress, tile.count, UInt32(l.tileWidth), UInt32(l.tileHeight), destination, stride, &message, message.count)
+            }
+            guard status == CJS_OK else {
+                throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) is not a valid WebP tile: \(String(cMessage: message))")
+            }
+            return
+        }
         guard isJPEG(level: level) else {
-            guard let reader = backing.reader else { preconditionFailure("a TIFF being built has JPEG tiles only") }
+            guard let reader = backing.reader else { preconditionFailure("a TIFF being built has JPEG or WebP tiles only") }
             try reader.decode(directory: l.directory, column: column, row: row, into: destination, stride: stride)
             return
         }

@@ -3,7 +3,7 @@ public enum TileCoding: Sendable, Hashable, CustomStringConvertible {
     /// Raw RGBA pixels, a tile a block (a raw store's level files).
     case rawRGBA
     /// A TIFF's tiles in one of its compressions.
-    case jpeg, deflate, lzw, uncompressed
+    case jpeg, webp, deflate, lzw, uncompressed
     /// A TIFF compression this package does not name (its `Compression` tag's value).
     case other(compression: Int)
 
@@ -11,6 +11,7 @@ public enum TileCoding: Sendable, Hashable, CustomStringConvertible {
     init(tiffCompression value: Int) {
         switch value {
         case 7: self = .jpeg
+        case 50001: self = .webp
         case 8, 32946: self = .deflate
         case 5: self = .lzw
         case 1: self = .uncompressed
@@ -23,6 +24,7 @@ public enum TileCoding: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .rawRGBA: "raw RGBA"
         case .jpeg: "JPEG"
+        case .webp: "WebP"
         case .deflate: "deflate"
         case .lzw: "LZW"
         case .uncompressed: "none"
