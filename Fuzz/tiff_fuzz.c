@@ -2,8 +2,8 @@
  * libFuzzer target for the TIFF reader (issue 26), driven as TiledImage drives it: the input is a
  * file (a memfd) opened with cjs_tiff_reader_open; then, for each tiled directory, up to 16 tiles are
  * located and decoded: JPEG tiles with cjs_jpeg_tile_decode (the directory's JPEGTables spliced in,
- * the tile's bytes as the file holds them) and cropped with cjs_jpeg_tile_crop, the others through
- * libtiff (cjs_tiff_reader_decode).
+ * the tile's bytes as the file holds them) and cropped with cjs_jpeg_tile_crop, WebP tiles with
+ * cjs_webp_tile_decode (libwebp, the tile's bytes), the others through libtiff (cjs_tiff_reader_decode).
  * Tiles are limited to 1024 pixels a side so that the fuzzer explores rather than allocates.
  */
 #define _GNU_SOURCE
@@ -28,7 +28,11 @@ static void read_tiles(cjs_tiff_reader *r, uint32_t index, const uint8_t *data, 
         for (uint32_t column = 0; column < d.columns && tiles < 16; column++, tiles++) {
             uint64_t offset, length;
             if (cjs_tiff_reader_locate(r, index, column, row, &offset, &length) != CJS_OK) abort();
-            if (d.compression != CJS_COMPRESSION_JPEG) {
+            if (d.compression == CJS_COMPRESSION_WEBP) {
+                if (length > 0 && length <= (1u << 20) && offset <= size && length <= size - offset)
+                    cjs_webp_tile_decode(data + offset, (size_t)length, d.tile_width, d.tile_height, rgba, stride, message,
+                                         sizeof message);
+            } else if (d.compression != CJS_COMPRESSION_JPEG) {
                 cjs_tiff_reader_decode(r, index, column, row, rgba, stride, message, sizeof message);
             } else if (length > 0 && length <= (1u << 20) && offset <= size && length <= size - offset) {
                 cjs_jpeg_tile_decode(d.jpeg_tables, d.jpeg_tables_length, data + offset, (size_t)length, d.photometric,

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 out=.build-fuzz
 mkdir -p "$out"
-if ! dpkg -s libjpeg62-turbo-dev libjpeg-turbo-progs libtiff-dev libtiff-tools netpbm libopenjp2-7-dev libopenjp2-tools >/dev/null 2>&1; then
+if ! dpkg -s libjpeg62-turbo-dev libjpeg-turbo-progs libtiff-dev libtiff-tools netpbm libopenjp2-7-dev libopenjp2-tools libwebp-dev libavif-dev >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjpeg62-turbo-dev libjpeg-turbo-progs libpng-dev \
     libtiff-dev libtiff-tools netpbm libopenjp2-7-dev libopenjp2-tools libwebp-dev libavif-dev pkg-config >/dev/null
 fi
@@ -63,13 +63,13 @@ if [ -d ../shared/fixtures/jpeg ]; then
   find ../shared/fixtures/jpeg -name '*.jp*g' -size -200k -exec cp {} "$seeds/" \;
 fi
 # TIFF seeds (tiff_fuzz): tiled pyramids of the baseline seed as libvips and tiler write them (JPEG,
-# deflate with a predictor, LZW, none; SubIFDs), and a stripped TIFF from libtiff's ppm2tiff.
+# deflate with a predictor, LZW, none, WebP; SubIFDs), and a stripped TIFF from libtiff's ppm2tiff.
 tiff_seeds="$out/tiff-seeds"
 mkdir -p "$tiff_seeds"
 djpeg -pnm "$seeds/baseline.jpg" >"$out/seed.ppm"
 command -v ppm2tiff >/dev/null && ppm2tiff "$out/seed.ppm" "$tiff_seeds/stripped.tif"
 if command -v vips >/dev/null; then
-  for c in jpeg deflate lzw none; do
+  for c in jpeg deflate lzw none webp; do
     vips tiffsave "$out/seed.ppm" "$tiff_seeds/vips-$c.tif" --tile --pyramid --compression $c --tile-width 16 --tile-height 16
   done
   vips tiffsave "$out/seed.ppm" "$tiff_seeds/vips-subifd.tif" --tile --pyramid --subifd --compression jpeg --tile-width 16 --tile-height 16
