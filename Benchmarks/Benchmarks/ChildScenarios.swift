@@ -24,7 +24,7 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
     case "bomb":
         try AttackScenario.bombChild(input: input, report: report)
         return
-    case "master-tiff", "master-tiff-lossless", "master-raw":
+    case "master-tiff", "master-raw":
         let (elapsed, extras) = try MasterScenarios.build(name, input: input)
         try writeReport(elapsed, extras: extras)
         return
