@@ -125,19 +125,23 @@ static cmaster_status describe(cjp2_decoder *d, opj_codec_t *codec, const opj_im
     d->tile_y0 = info->ty0;
     d->tile_dy = info->tdy ? info->tdy : h->height;
     opj_destroy_cstr_info(&info);
-    if (h->is_htj2k) {
-        /* HTJ2K is decoded a row of whole tiles at a time (jp2_rows.c): its RGBA rows and one tile's
-           samples must fit JP2_HT_BAND_CAP. */
-        uint64_t tile_w = d->tile_dx < h->width ? d->tile_dx : h->width, tile_h = d->tile_dy < h->height ? d->tile_dy : h->height;
-        uint64_t bytes = (uint64_t)h->width * tile_h * 4 + tile_w * tile_h * (uint64_t)h->components * 4;
-        if (bytes > JP2_HT_BAND_CAP)
-            return jp2_fail(d, CMASTER_ERR_UNSUPPORTED,
-                            "HTJ2K tiles of %llux%llu are not read: OpenJPEG decodes HT code-blocks only a whole tile at a time, "
-                            "and a row of these takes %llu MiB (at most %llu); re-tile the image (e.g. ojph_compress -tile_size {1024,1024})",
-                            (unsigned long long)tile_w, (unsigned long long)tile_h, (unsigned long long)(bytes >> 20),
-                            (unsigned long long)(JP2_HT_BAND_CAP >> 20));
-    }
     return CMASTER_OK;
+}
+
+cmaster_status jp2_check_high_throughput(cjp2_decoder *d) {
+    const cjp2_header *h = &d->header;
+    if (!h->is_htj2k) return CMASTER_OK;
+    /* HTJ2K is decoded a row of whole tiles at a time (jp2_rows.c): its RGBA rows and one tile's
+       samples must fit JP2_HT_BAND_CAP. */
+    uint64_t tile_w = h->tile_width && h->tile_width < h->width ? h->tile_width : h->width;
+    uint64_t tile_h = h->tile_height && h->tile_height < h->height ? h->tile_height : h->height;
+    uint64_t bytes = (uint64_t)h->width * tile_h * 4 + tile_w * tile_h * (uint64_t)h->components * 4;
+    if (bytes <= JP2_HT_BAND_CAP) return CMASTER_OK;
+    return jp2_fail(d, CMASTER_ERR_UNSUPPORTED,
+                    "HTJ2K tiles of %llux%llu are not read: OpenJPEG decodes HT code-blocks only a whole tile at a time, "
+                    "and a row of these takes %llu MiB (at most %llu); re-tile the image (e.g. ojph_compress -tile_size {1024,1024})",
+                    (unsigned long long)tile_w, (unsigned long long)tile_h, (unsigned long long)(bytes >> 20),
+                    (unsigned long long)(JP2_HT_BAND_CAP >> 20));
 }
 
 /* The header of data that may be only a file's beginning, from its markers and boxes, without
@@ -164,7 +168,8 @@ static cmaster_status read_header_only(cjp2_decoder *d) {
     h->tiles_down = (uint32_t)(((uint64_t)m.y1 - m.tile_y0 + m.tile_height - 1) / m.tile_height);
     h->resolutions = m.resolutions;
     d->header_only = 1;
-    return classify(d, m.components, -1);
+    cmaster_status status = jp2_check_high_throughput(d);
+    return status == CMASTER_OK ? classify(d, m.components, -1) : status;
 }
 
 cmaster_status cjp2_decoder_open(int32_t fd, const void *bytes, uint64_t length, int32_t complete, uint32_t threads,

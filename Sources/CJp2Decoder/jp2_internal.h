@@ -110,8 +110,14 @@ int jp2_read_markers(const jp2_source *source, jp2_markers *markers, char *messa
 #define JP2_HT_BAND_CAP ((uint64_t)512 << 20)
 #endif
 
-/* Whether the codestream is HTJ2K (ISO/IEC 15444-15): its SIZ and CAP markers say its code-blocks may
-   be coded with the high-throughput block coder. 0 too when its main header is not (yet) there. */
+/* CMASTER_OK, or the decoder failed as CMASTER_ERR_UNSUPPORTED when it is HTJ2K and a band of it (a
+   row of whole tiles) would pass JP2_HT_BAND_CAP: checked before rows are read and when only a file's
+   beginning is (an upload's), not when the header alone is asked for. */
+cmaster_status jp2_check_high_throughput(cjp2_decoder *d);
+
+/* Whether the codestream is HTJ2K (ISO/IEC 15444-15): its CAP marker says its code-blocks may be coded
+   with the high-throughput block coder, or its main header's COD or COC says they are. 0 too when its
+   main header is not (yet) there. */
 int jp2_is_high_throughput(const jp2_source *source);
 
 /* Whether the data is a JP2 file (1) or a bare codestream (0). */

@@ -145,6 +145,7 @@ static cmaster_status decode_window(cjp2_decoder *d, uint32_t x, uint32_t width,
    whole width when the image is one tile wide). */
 static cmaster_status decode_band(cjp2_decoder *d) {
     const cjp2_header *h = &d->header;
+    if (d->rows_read == 0 && jp2_check_high_throughput(d) != CMASTER_OK) return d->failure;
     uint32_t top = d->rows_read, rows = band_height(d, top);
     size_t needed = (size_t)h->width * 4 * rows;
     if (needed > d->band_capacity) {

@@ -330,20 +330,28 @@ int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capa
 
 int jp2_is_high_throughput(const jp2_source *s) {
     uint64_t start;
-    uint8_t head[6];
+    uint8_t head[6 + 36];
     if (!codestream_start(s, &start) || !read_at(s, start, head, sizeof head)) return 0;
     if (head[0] != 0xFF || head[1] != 0x4F || head[2] != 0xFF || head[3] != 0x51) return 0;
-    /* ISO/IEC 15444-15 A.2: Rsiz bit 14 says a CAP marker follows; its Pcap bit for Part 15
-       (0x00020000, the 15th from the most significant) says the code-blocks may be HT ones. */
-    uint8_t rsiz[2];
-    if (!read_at(s, start + 6, rsiz, 2) || !(rsiz[0] & 0x40)) return 0;
+    uint32_t components = (uint32_t)head[40] << 8 | head[41];
+    /* ISO/IEC 15444-15: the CAP marker's Pcap bit for Part 15 (0x00020000, the 15th from the most
+       significant) says the code-blocks may be HT ones; a COD or COC whose code-block style has bit 6
+       (0x40) says they are, and is what OpenJPEG decodes by (a file may lack the CAP marker). */
     uint64_t at = start + 4 + ((uint32_t)head[4] << 8 | head[5]);
     for (int markers = 0; markers < 256; markers++) {
         uint8_t marker[8];
         if (!read_at(s, at, marker, 4) || marker[0] != 0xFF || marker[1] == 0x90 || marker[1] == 0xD9) return 0;
         uint32_t size = (uint32_t)marker[2] << 8 | marker[3];
-        if (marker[1] == 0x50) return size >= 6 && read_at(s, at + 4, marker + 4, 4) && (be32(marker + 4) & 0x00020000) != 0;
         if (size < 2) return 0;
+        uint8_t style;
+        if (marker[1] == 0x50 && size >= 6 && read_at(s, at + 4, marker + 4, 4) && (be32(marker + 4) & 0x00020000))
+            return 1;
+        /* COD: Lcod, Scod, SGcod (4), then SPcod: levels, xcb, ycb, style. */
+        if (marker[1] == 0x52 && size >= 12 && read_at(s, at + 2 + 2 + 1 + 4 + 3, &style, 1) && (style & 0x40)) return 1;
+        /* COC: Lcoc, Ccoc (1 byte, 2 past 256 components), Scoc, then SPcoc: levels, xcb, ycb, style. */
+        uint32_t ccoc = components < 257 ? 1 : 2;
+        if (marker[1] == 0x53 && size >= 2 + ccoc + 1 + 4 && read_at(s, at + 2 + 2 + ccoc + 1 + 3, &style, 1) && (style & 0x40))
+            return 1;
         at += 2 + size;
     }
     return 0;

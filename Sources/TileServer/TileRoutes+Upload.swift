@@ -139,7 +139,8 @@ extension TileRoutes {
         }
         let geometry = try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
         var levels = geometry.levels.indices.reduce(0) { $0 + ((try? geometry.fileByteCount(level: $1)) ?? 0) }
-        if case .tiff = format, !info.hasAlpha {  // alpha: a raw store
+        // Alpha: WebP tiles (or a raw store): raw levels bound them.
+        if case .tiff = format, !info.hasAlpha {
             // A JPEG 2000 may be compressed further than the TIFF's JPEG tiles (about half a byte a pixel, lower levels included).
             let tiles = info.format == .jpeg2000 ? max(2 * sourceBytes, info.width * info.height / 2) : 2 * sourceBytes
             levels = min(levels, tiles + (1 << 20))

@@ -86,7 +86,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "What masters and uploads are built into: tiff (a tiled pyramidal TIFF, level 0 copied losslessly; the default; masters with alpha go into raw stores) or raw (RGBA tiles, one file per level: more disk, no decode on a read)."
+            "What masters and uploads are built into: tiff (a tiled pyramidal TIFF, level 0 copied losslessly; the default; masters with alpha get WebP tiles, which keep it) or raw (RGBA tiles, one file per level: more disk, no decode on a read)."
     )
     var format: StoreFormatArgument?
 

@@ -205,8 +205,40 @@ struct JPEG2000MasterTests {
         #expect(done == height && RGBAImage(width: width, height: height, pixels: pixels) == Self.reference(kind, width: width, height: height))
     }
 
+    /// OpenJPEG decodes a code-block as HT by its COD's code-block style (bit 6), with or without the
+    /// CAP marker Part 15 asks for: an ojph codestream with its CAP cut out is still taken for HTJ2K and
+    /// read a row of whole tiles at a time.
+    @Test(
+        "an HTJ2K codestream without its CAP marker is told by its COD, and read whole tiles at a time",
+        .enabled(if: Tools.have("ojph_compress"), Comment(rawValue: Tools.missing("ojph_compress"))))
+    func highThroughputWithoutCAP() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let kind = Kind(name: "ojph, one tile", channels: 3, suffix: "j2c", options: ["-reversible", "true"], encoder: "ojph_compress")
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Self.master(kind, width: 120, height: 90, in: folder))))
+        // SOC, then SIZ (its length at offset 4), then CAP: FF50, its length, Pcap, Ccap.
+        let cap = 4 + (Int(bytes[4]) << 8 | Int(bytes[5]))
+        try #require(bytes[cap] == 0xFF && bytes[cap + 1] == 0x50)
+        bytes.removeSubrange(cap..<(cap + 2 + (Int(bytes[cap + 2]) << 8 | Int(bytes[cap + 3]))))
+        try Data(bytes).write(to: URL(fileURLWithPath: "\(folder)/nocap.j2c"))
+        #expect(try ImageInfo.read(contentsOfFile: "\(folder)/nocap.j2c").jpeg2000?.isHighThroughput == true)
+        let decoder = try JPEG2000Decoder(path: "\(folder)/nocap.j2c", spoolDirectory: folder, bandBudget: 120 * 3 * 4)
+        try decoder.endInput()
+        _ = try #require(try decoder.readSourceHeader())
+        var pixels = [UInt8](repeating: 0, count: 120 * 90 * 4)
+        var done = 0
+        while done < 90 {
+            let (got, step) = try pixels.withUnsafeMutableBytes { raw in
+                try decoder.readRows(into: UnsafeMutableRawBufferPointer(rebasing: raw[(done * 120 * 4)...]), stride: 120 * 4, maxRows: 90 - done)
+            }
+            done += got
+            if step == .done || got == 0 { break }
+        }
+        #expect(done == 90 && RGBAImage(width: 120, height: 90, pixels: pixels) == Self.reference(kind, width: 120, height: 90))
+    }
+
     /// A row of HTJ2K tiles is decoded whole: one whose RGBA rows and samples pass 512 MiB is refused by
-    /// name, before any row (6000x6000 RGB in one tile: 144 MB of RGBA and 576 MB of samples).
+    /// name, before any row (6000x6000 RGB in one tile: 144 MB of RGBA and 432 MB of samples).
     @Test(
         "an HTJ2K tile too large to decode whole is refused as unsupported, saying why",
         .enabled(if: Tools.have("ojph_compress"), Comment(rawValue: Tools.missing("ojph_compress"))))

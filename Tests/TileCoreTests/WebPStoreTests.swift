@@ -144,6 +144,21 @@ struct WebPStoreTests {
         #expect(alpha.tileCoding(ofLevel: 0) == .rawRGBA)
     }
 
+    /// libwebp encodes whole pictures, so each level holds a tile row of RGBA: past 256 MiB of them (an
+    /// image 140,000 pixels wide: 140,032 x 256 x 4 bytes at level 0, about as much below) a master with
+    /// alpha goes into a raw store by default, and WebP tiles asked for are refused.
+    @Test("an image too wide for a tile row of each level: a raw store by default, refused when WebP is asked for")
+    func tooWide() throws {
+        let (width, height) = (140_000, 2)
+        var pixels = [UInt8](repeating: 200, count: width * height * 4)
+        for i in stride(from: 3, to: pixels.count, by: 4) { pixels[i] = UInt8(i / 4 % 256) }
+        let png = try Self.png(RGBAImage(width: width, height: height, pixels: pixels))
+        let image = try TileBuilder.build(data: png, options: TIFFChecks.options())
+        #expect(image.tileCoding(ofLevel: 0) == .rawRGBA)
+        let asked = TIFFChecks.options { $0.format = .tiff(TIFFWriting(compression: .webp)) }
+        #expect(thrownCode { try TileBuilder.build(data: png, options: asked) } == .tooLarge)
+    }
+
     @Test("a corrupt WebP tile is a typed error, not a crash")
     func corruptTile() throws {
         let folder = try Self.folder()

@@ -9,7 +9,8 @@
  * windows of whole tile columns of at most 48 MiB of OpenJPEG's 32-bit samples by default, each by an
  * OpenJPEG codec of its own: only the code-blocks a window crosses are decoded. HTJ2K (Part 15) is read
  * too, but a band of it is whole rows of tiles and a window whole tiles (OpenJPEG fills HT code-blocks
- * only for whole tiles): one whose row of tiles takes more than 512 MiB is refused (CMASTER_ERR_UNSUPPORTED). */
+ * only for whole tiles): one whose row of tiles takes more than 512 MiB is refused (CMASTER_ERR_UNSUPPORTED)
+ * when its rows are read, or when only its beginning is given. */
 #ifndef CJP2_DECODER_H
 #define CJP2_DECODER_H
 
@@ -35,7 +36,7 @@ typedef struct {
     int32_t is_gray;
     int32_t is_cmyk;
     int32_t is_jp2;             /* 1: a JP2 file (or a JPH file); 0: a bare codestream */
-    int32_t is_htj2k;           /* 1: an HTJ2K codestream (ISO/IEC 15444-15: its SIZ and CAP markers) */
+    int32_t is_htj2k;           /* 1: an HTJ2K codestream (ISO/IEC 15444-15: its CAP, COD or COC markers) */
     int32_t color_space;        /* OpenJPEG's OPJ_COLOR_SPACE */
     uint32_t tile_width, tile_height;
     uint32_t tiles_across, tiles_down;

@@ -17,7 +17,18 @@ extension TileBuilder {
         }
         let orientation = options.orientation.resolve(exif: info.exifOrientation)
         if case .tiff(let tiff) = options.format {
-            if !info.hasAlpha || tiff.usesWebP(hasAlpha: true) {
+            var webp = tiff.usesWebP(hasAlpha: info.hasAlpha)
+            let rows = Self.webpTileRowBytes(side: max(header.width, header.height), tileSize: options.tileSize)
+            if webp && rows > Self.webpTileRowBudget {
+                guard tiff.compression == .automatic else {
+                    throw TileError(
+                        .tooLarge,
+                        "WebP tiles of an image \(max(header.width, header.height)) pixels wide hold \(rows) bytes of tile rows while they are encoded, over \(Self.webpTileRowBudget): build JPEG tiles or a raw store"
+                    )
+                }
+                webp = false  // a master with alpha so wide goes into a raw store, as with JPEG tiles
+            }
+            if !info.hasAlpha || webp {
                 return (try makeTIFFPipeline(header, info: info, orientation: orientation, tiff: tiff), info)
             }
             // JPEG tiles keep no alpha: a raw store keeps it, unless the caller would rather fail.
@@ -32,16 +43,37 @@ extension TileBuilder {
 
     /// What a store of `geometry` takes: raw level files exactly (every tile, padding included); a
     /// TIFF pyramid of JPEG tiles about 2 bits a pixel over every level (photos at the default quality
-    /// take about 1), and its directories.
-    package static func storeByteEstimate(_ geometry: TileGeometry, tiff: Bool) -> Int {
+    /// take about 1), of lossy WebP tiles 1 byte a pixel (0.53 for the benchmark's RGBA photo, whose
+    /// alpha is noise kept losslessly), of lossless WebP tiles 4; and its directories.
+    package static func storeByteEstimate(_ geometry: TileGeometry, tiff: Bool, webpLossless: Bool? = nil) -> Int {
         guard tiff else { return geometry.levels.indices.reduce(0) { $0 + geometry.byteCount(ofLevel: $1) } }
-        return geometry.levels.reduce(0) { $0 + ($1.width * $1.height) / 4 } + 64 * 1024
+        let pixels = geometry.levels.reduce(0) { $0 + $1.width * $1.height }
+        switch webpLossless {
+        case nil: return pixels / 4 + 64 * 1024
+        case false?: return pixels + 64 * 1024
+        case true?: return pixels * 4 + 64 * 1024
+        }
+    }
+
+    /// The most RGBA the writers of a TIFF of WebP tiles hold at once: libwebp encodes whole pictures,
+    /// so each level holds one tile row (about twice level 0's row over the pyramid). 256 MiB: an image
+    /// about 130,000 pixels wide in 256-pixel tiles.
+    static let webpTileRowBudget = 256 << 20
+
+    /// The tile rows of every level of an image `side` pixels wide, padded to whole tiles.
+    static func webpTileRowBytes(side: Int, tileSize: Int) -> Int {
+        var (total, width) = (0, side)
+        while true {
+            total += (width + tileSize - 1) / tileSize * tileSize * tileSize * 4
+            if width <= tileSize { return total }
+            width = (width + 1) / 2
+        }
     }
 
     /// Refuses a store of `geometry` larger than ``storeByteLimit``, before any of its files is made.
-    func checkStoreFits(_ geometry: TileGeometry, tiff: Bool) throws(TileError) {
+    func checkStoreFits(_ geometry: TileGeometry, tiff: Bool, webpLossless: Bool? = nil) throws(TileError) {
         guard let limit = storeByteLimit else { return }
-        let bytes = Self.storeByteEstimate(geometry, tiff: tiff)
+        let bytes = Self.storeByteEstimate(geometry, tiff: tiff, webpLossless: webpLossless)
         guard bytes <= limit else {
             throw TileError(
                 .overBudget,

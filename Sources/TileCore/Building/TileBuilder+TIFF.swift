@@ -40,18 +40,18 @@ extension TileBuilder {
         }
         let geometry = try TileGeometry(
             storedWidth: header.width, storedHeight: header.height, tileSize: options.tileSize, levels: options.levels)
-        try checkStoreFits(geometry, tiff: true)
+        let webp = tiff.usesWebP(hasAlpha: info.hasAlpha)
+        try checkStoreFits(geometry, tiff: true, webpLossless: webp ? tiff.webpLossless : nil)
         let store = try StagedStore.createTIFF(options.storage)
         do {
             try decoder.storeCoefficients(
                 options.coefficientStorage, in: store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
-            let webp = tiff.usesWebP(hasAlpha: info.hasAlpha)
             let (copied, reason) = webp ? (nil, "WebP tiles") : try decoder.transcodePlan(tileSize: geometry.tileSize)
             let codings = try Self.codings(geometry, levelZero: copied, coding: tiff, info: info)
             let progress = TileRowCounters(count: geometry.levels.count)
             let writer = try TIFFPyramidWriter(
                 files: store.files, levels: codings, tileSize: geometry.tileSize,
-                bigTIFF: Self.needsBigTIFF(tiff.bigTIFF, geometry, bytesPerPixel: codings[0].isWebP && tiff.webpLossless ? 4 : 3),
+                bigTIFF: Self.needsBigTIFF(tiff.bigTIFF, geometry, bytesPerPixel: Self.bytesPerPixelBound(codings[0], tiff)),
                 info: info, progress: progress)
             let image = TiledImage(
                 geometry: geometry, files: store.files, storePath: store.finalPath, complete: false,
@@ -111,9 +111,15 @@ extension TileBuilder {
         return TIFFLevelCoding(photometric: gray ? 1 : 6, horizontalSubsampling: h, verticalSubsampling: v)
     }
 
-    /// Whether the file needs BigTIFF: asked for, or a file that could pass 4 GiB (JPEG or WebP at up
-    /// to 3 bytes a pixel over the whole pyramid, which no photograph approaches; lossless WebP of
-    /// noise with alpha could: 4).
+    /// The most bytes a pixel of a level coded as `coding` takes: JPEG and lossy WebP of RGB 3 (no
+    /// photograph approaches it), one more for alpha, one more for lossless WebP (noise).
+    static func bytesPerPixelBound(_ coding: TIFFLevelCoding, _ options: TIFFWriting) -> Int {
+        guard coding.isWebP else { return 3 }
+        return coding.samples + (options.webpLossless ? 1 : 0)
+    }
+
+    /// Whether the file needs BigTIFF: asked for, or a file that could pass 4 GiB at `bytesPerPixel`
+    /// over the whole pyramid (``bytesPerPixelBound(_:_:)``).
     static func needsBigTIFF(_ choice: TIFFWriting.BigTIFF, _ geometry: TileGeometry, bytesPerPixel: Int = 3) -> Bool {
         switch choice {
         case .always: return true

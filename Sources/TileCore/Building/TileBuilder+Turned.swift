@@ -15,7 +15,7 @@ extension TileBuilder {
             let writer = try TIFFPyramidWriter(
                 files: store.files, levels: codings, tileSize: geometry.tileSize,
                 bigTIFF: Self.needsBigTIFF(
-                    tiff.options.bigTIFF, geometry, bytesPerPixel: codings[0].isWebP && tiff.options.webpLossless ? 4 : 3),
+                    tiff.options.bigTIFF, geometry, bytesPerPixel: Self.bytesPerPixelBound(codings[0], tiff.options)),
                 info: info, progress: progress)
             for level in geometry.levels.indices {
                 let encoder = try TIFFLevelEncoder(writer: writer, level: level, coding: tiff.options)

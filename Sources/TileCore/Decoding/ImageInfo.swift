@@ -94,7 +94,9 @@ public struct ImageInfo: Sendable, Hashable {
         /// A bare J2K codestream rather than a JP2 (or JPH) file.
         public var isCodestream: Bool
         /// An HTJ2K codestream (ISO/IEC 15444-15, the high-throughput block coder), as its SIZ and CAP
-        /// markers say: what `.jph` files and HTJ2K `.j2c` codestreams hold. Decoded as any other.
+        /// markers say: what `.jph` files and HTJ2K `.j2c` codestreams hold. Decoded a row of whole
+        /// tiles at a time (OpenJPEG 2.5 fills HT code-blocks only for whole tiles); one whose row of
+        /// tiles takes more than 512 MiB is refused when its rows are read.
         public var isHighThroughput: Bool
         /// The tiles' size on the reference grid (the image's size when it is one tile).
         public var tileWidth: Int

@@ -184,7 +184,9 @@ final class TIFFTileStore: TileStore {
     /// Its tiles' bytes written so far, or the file's size.
     var bytesWritten: Int { source.byteCount }
     var totalByteCount: Int { source.fileByteCount }
-    var estimatedByteCount: Int { TileBuilder.storeByteEstimate(geometry, tiff: true) }
+    var estimatedByteCount: Int {
+        TileBuilder.storeByteEstimate(geometry, tiff: true, webpLossless: source.isWebP(level: 0) ? false : nil)
+    }
 
     /// A TIFF's tiles are appended: the whole file so far is written data.
     func flushWrittenData() throws(TileError) {
