@@ -147,25 +147,6 @@ static int tables_match(const cjs_tiff_level *desc, int quality, int tables) {
     return same;
 }
 
-/* A WebP level's encoder: its tile row buffer, nothing of libjpeg. */
-static cjs_status create_webp(cjs_tiff_writer *writer, uint32_t level, const cjs_tiff_level *desc,
-                              cjs_tiff_level_encoder **out) {
-    cjs_tiff_level_encoder *e = calloc(1, sizeof *e);
-    if (!e) return CJS_ERR_NOMEM;
-    e->writer = writer;
-    e->level = level;
-    e->desc = *desc;
-    e->tile_size = tiff_writer_tile_size(writer);
-    e->columns = (desc->width + e->tile_size - 1) / e->tile_size;
-    e->tile_row = malloc((size_t)e->columns * e->tile_size * e->tile_size * 4);
-    if (!e->tile_row) {
-        free(e);
-        return CJS_ERR_NOMEM;
-    }
-    *out = e;
-    return CJS_OK;
-}
-
 /* Copies `row` into line `y` of the tile row, padded right by its last pixel. */
 static void hold_row(cjs_tiff_level_encoder *e, uint32_t y, const uint8_t *row) {
     size_t padded = (size_t)e->columns * e->tile_size;
@@ -209,8 +190,8 @@ cjs_status cjs_tiff_level_encoder_create(cjs_tiff_writer *writer, uint32_t level
     if (!out) return CJS_ERR_ARGUMENT;
     *out = NULL;
     const cjs_tiff_level *desc = writer ? tiff_writer_level(writer, level) : NULL;
-    if (desc && desc->compression == CJS_COMPRESSION_WEBP) return create_webp(writer, level, desc, out);
-    if (!desc || !valid_coding(quality, tables) || !tables_match(desc, quality, tables)) return CJS_ERR_ARGUMENT;
+    int webp = desc && desc->compression == CJS_COMPRESSION_WEBP;
+    if (!desc || (!webp && (!valid_coding(quality, tables) || !tables_match(desc, quality, tables)))) return CJS_ERR_ARGUMENT;
     cjs_tiff_level_encoder *e = calloc(1, sizeof *e);
     if (!e) return CJS_ERR_NOMEM;
     e->writer = writer;
@@ -218,11 +199,17 @@ cjs_status cjs_tiff_level_encoder_create(cjs_tiff_writer *writer, uint32_t level
     e->desc = *desc;
     e->tile_size = tiff_writer_tile_size(writer);
     e->columns = (desc->width + e->tile_size - 1) / e->tile_size;
-    cjs_error_init(&e->err, 0);
-    e->compressors = calloc(e->columns, sizeof *e->compressors);
-    e->edge = malloc((size_t)e->tile_size * 4);
-    e->last_row = malloc((size_t)desc->width * 4);
-    cjs_status status = e->compressors && e->edge && e->last_row ? make_compressors(e, quality, tables) : CJS_ERR_NOMEM;
+    cjs_status status;
+    if (webp) { /* a tile row of RGBA, nothing of libjpeg */
+        e->tile_row = malloc((size_t)e->columns * e->tile_size * e->tile_size * 4);
+        status = e->tile_row ? CJS_OK : CJS_ERR_NOMEM;
+    } else {
+        cjs_error_init(&e->err, 0);
+        e->compressors = calloc(e->columns, sizeof *e->compressors);
+        e->edge = malloc((size_t)e->tile_size * 4);
+        e->last_row = malloc((size_t)desc->width * 4);
+        status = e->compressors && e->edge && e->last_row ? make_compressors(e, quality, tables) : CJS_ERR_NOMEM;
+    }
     if (status != CJS_OK) {
         cjs_tiff_level_encoder_destroy(e);
         return status;

@@ -63,39 +63,23 @@ static cjs_status fail_locked(cjs_tiff_writer *w, int error_number, const char *
 static int set_fields(cjs_tiff_writer *w, uint32_t index) {
     TIFF *tif = w->tif;
     const cjs_tiff_level *l = &w->levels[index].desc;
-    int gray = l->photometric == CJS_PHOTOMETRIC_GRAY;
-    if (l->compression == CJS_COMPRESSION_WEBP) {
-        uint16_t alpha[1] = {EXTRASAMPLE_UNASSALPHA};
-        int ok = TIFFSetField(tif, TIFFTAG_SUBFILETYPE, index ? FILETYPE_REDUCEDIMAGE : 0) &&
-                 TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, l->width) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, l->height) &&
-                 TIFFSetField(tif, TIFFTAG_TILEWIDTH, w->options.tile_size) &&
-                 TIFFSetField(tif, TIFFTAG_TILELENGTH, w->options.tile_size) &&
-                 TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8) && TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, l->samples) &&
-                 TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG) &&
-                 TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_WEBP) &&
-                 TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_RGB) &&
-                 TIFFSetField(tif, TIFFTAG_ORIENTATION, ORIENTATION_TOPLEFT) &&
-                 TIFFSetField(tif, TIFFTAG_SOFTWARE, "TiledImageKit");
-        if (ok && l->samples == 4) ok = TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, alpha);
-        if (ok && w->options.resolution_unit)
-            ok = TIFFSetField(tif, TIFFTAG_RESOLUTIONUNIT, (uint16_t)w->options.resolution_unit) &&
-                 TIFFSetField(tif, TIFFTAG_XRESOLUTION, w->options.x_resolution) &&
-                 TIFFSetField(tif, TIFFTAG_YRESOLUTION, w->options.y_resolution);
-        if (ok && w->icc) ok = TIFFSetField(tif, TIFFTAG_ICCPROFILE, (uint32_t)w->options.icc_profile_length, w->icc);
-        return ok ? 0 : -1;
-    }
+    int webp = l->compression == CJS_COMPRESSION_WEBP;
+    int gray = !webp && l->photometric == CJS_PHOTOMETRIC_GRAY;
     int ok = TIFFSetField(tif, TIFFTAG_SUBFILETYPE, index ? FILETYPE_REDUCEDIMAGE : 0) &&
              TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, l->width) && TIFFSetField(tif, TIFFTAG_IMAGELENGTH, l->height) &&
              TIFFSetField(tif, TIFFTAG_TILEWIDTH, w->options.tile_size) &&
-             TIFFSetField(tif, TIFFTAG_TILELENGTH, w->options.tile_size) &&
-             TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8) && TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, gray ? 1 : 3) &&
+             TIFFSetField(tif, TIFFTAG_TILELENGTH, w->options.tile_size) && TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8) &&
+             TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, webp ? l->samples : gray ? 1 : 3) &&
              TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG) &&
-             TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_JPEG) &&
-             TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, gray ? PHOTOMETRIC_MINISBLACK : PHOTOMETRIC_YCBCR) &&
-             TIFFSetField(tif, TIFFTAG_ORIENTATION, ORIENTATION_TOPLEFT) &&
-             TIFFSetField(tif, TIFFTAG_SOFTWARE, "TiledImageKit") &&
-             TIFFSetField(tif, TIFFTAG_JPEGTABLES, (uint32_t)l->jpeg_tables_length, l->jpeg_tables);
-    if (ok && !gray) {
+             TIFFSetField(tif, TIFFTAG_COMPRESSION, webp ? COMPRESSION_WEBP : COMPRESSION_JPEG) &&
+             TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, webp ? PHOTOMETRIC_RGB : gray ? PHOTOMETRIC_MINISBLACK : PHOTOMETRIC_YCBCR) &&
+             TIFFSetField(tif, TIFFTAG_ORIENTATION, ORIENTATION_TOPLEFT) && TIFFSetField(tif, TIFFTAG_SOFTWARE, "TiledImageKit");
+    if (ok && webp && l->samples == 4) {
+        uint16_t alpha[1] = {EXTRASAMPLE_UNASSALPHA};
+        ok = TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, alpha);
+    }
+    if (ok && !webp) ok = TIFFSetField(tif, TIFFTAG_JPEGTABLES, (uint32_t)l->jpeg_tables_length, l->jpeg_tables);
+    if (ok && !webp && !gray) {
         float reference[6] = {0, 255, 128, 255, 128, 255};
         ok = TIFFSetField(tif, TIFFTAG_YCBCRSUBSAMPLING, l->h_subsampling, l->v_subsampling) &&
              TIFFSetField(tif, TIFFTAG_REFERENCEBLACKWHITE, reference);
