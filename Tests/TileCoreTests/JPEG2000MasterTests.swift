@@ -189,20 +189,7 @@ struct JPEG2000MasterTests {
         let (width, height) = (333, 257)
         let path = try Self.master(kind, width: width, height: height, in: folder)
         let decoder = try JPEG2000Decoder(path: path, spoolDirectory: folder, bandBudget: width * 3 * 4)
-        try decoder.endInput()
-        _ = try #require(try decoder.readSourceHeader())
-        var pixels = [UInt8](repeating: 0, count: width * height * 4)
-        var done = 0
-        while done < height {
-            let (got, step) = try pixels.withUnsafeMutableBytes { raw in
-                try decoder.readRows(
-                    into: UnsafeMutableRawBufferPointer(rebasing: raw[(done * width * 4)...]), stride: width * 4, maxRows: min(5, height - done))
-            }
-            done += got
-            if step == .done { break }
-            #expect(got > 0)
-        }
-        #expect(done == height && RGBAImage(width: width, height: height, pixels: pixels) == Self.reference(kind, width: width, height: height))
+        #expect(try Self.rows(of: decoder, width: width, height: height) == Self.reference(kind, width: width, height: height))
     }
 
     /// OpenJPEG decodes a code-block as HT by its COD's code-block style (bit 6), with or without the
@@ -223,18 +210,7 @@ struct JPEG2000MasterTests {
         try Data(bytes).write(to: URL(fileURLWithPath: "\(folder)/nocap.j2c"))
         #expect(try ImageInfo.read(contentsOfFile: "\(folder)/nocap.j2c").jpeg2000?.isHighThroughput == true)
         let decoder = try JPEG2000Decoder(path: "\(folder)/nocap.j2c", spoolDirectory: folder, bandBudget: 120 * 3 * 4)
-        try decoder.endInput()
-        _ = try #require(try decoder.readSourceHeader())
-        var pixels = [UInt8](repeating: 0, count: 120 * 90 * 4)
-        var done = 0
-        while done < 90 {
-            let (got, step) = try pixels.withUnsafeMutableBytes { raw in
-                try decoder.readRows(into: UnsafeMutableRawBufferPointer(rebasing: raw[(done * 120 * 4)...]), stride: 120 * 4, maxRows: 90 - done)
-            }
-            done += got
-            if step == .done || got == 0 { break }
-        }
-        #expect(done == 90 && RGBAImage(width: 120, height: 90, pixels: pixels) == Self.reference(kind, width: 120, height: 90))
+        #expect(try Self.rows(of: decoder, width: 120, height: 90) == Self.reference(kind, width: 120, height: 90))
     }
 
     /// A row of HTJ2K tiles is decoded whole: one whose RGBA rows and samples pass 512 MiB is refused by
@@ -288,6 +264,24 @@ struct JPEG2000MasterTests {
         #expect(RGBAImage(width: 97, height: 61, pixels: rows) == Self.reference(kind, width: 97, height: 61))
     }
 
+    /// Every row `decoder` gives (the whole input, its header read first), 5 rows a call; nil when it
+    /// stops short of `height` rows.
+    static func rows(of decoder: JPEG2000Decoder, width: Int, height: Int) throws -> RGBAImage? {
+        try decoder.endInput()
+        _ = try #require(try decoder.readSourceHeader())
+        var pixels = [UInt8](repeating: 0, count: width * height * 4)
+        var done = 0
+        while done < height {
+            let (got, step) = try pixels.withUnsafeMutableBytes { raw in
+                try decoder.readRows(
+                    into: UnsafeMutableRawBufferPointer(rebasing: raw[(done * width * 4)...]), stride: width * 4, maxRows: min(5, height - done))
+            }
+            done += got
+            if step == .done || got == 0 { break }
+        }
+        return done == height ? RGBAImage(width: width, height: height, pixels: pixels) : nil
+    }
+
     @Test("bands smaller than a row of tiles: every band's rows as the whole decode's", arguments: [1, 7, 64])
     func bands(rows: Int) throws {
         let folder = try Self.folder()
@@ -297,20 +291,7 @@ struct JPEG2000MasterTests {
         let expected = try Self.decompressed(path, kind, in: folder)
         // A budget of `rows` rows of OpenJPEG's samples (3 components, 4 bytes each).
         let decoder = try JPEG2000Decoder(path: path, spoolDirectory: folder, bandBudget: rows * 333 * 3 * 4)
-        try decoder.endInput()
-        _ = try #require(try decoder.readSourceHeader())
-        var pixels = [UInt8](repeating: 0, count: 333 * 257 * 4)
-        var done = 0
-        while done < 257 {
-            let (got, step) = try pixels.withUnsafeMutableBytes { raw in
-                try decoder.readRows(
-                    into: UnsafeMutableRawBufferPointer(rebasing: raw[(done * 333 * 4)...]), stride: 333 * 4, maxRows: min(5, 257 - done))
-            }
-            done += got
-            if step == .done { break }
-            #expect(got > 0)
-        }
-        #expect(done == 257 && RGBAImage(width: 333, height: 257, pixels: pixels) == expected)
+        #expect(try Self.rows(of: decoder, width: 333, height: 257) == expected)
         #expect(decoder.bandByteCount <= rows * 333 * 3 * 4)
     }
 
