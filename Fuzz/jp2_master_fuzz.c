@@ -52,10 +52,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (s != CMASTER_OK) break;
     }
     /* A band holds at most the budget's bytes of samples, or one row when a row is more, or a 64th of
-       a tile's rows when that is more (cjp2_decoder.h). */
+       a tile's rows when that is more; for HTJ2K, whole tiles: one tile column's window of a row of
+       tiles (cjp2_decoder.h). */
     uint64_t row_bytes = (uint64_t)h.width * (uint64_t)h.components * 4;
-    uint64_t tile_rows = h.tile_height < h.height ? h.tile_height : h.height;
-    uint64_t least = (tile_rows + 63) / 64 * row_bytes;
+    uint64_t tile_rows = h.tile_height && h.tile_height < h.height ? h.tile_height : h.height;
+    uint64_t tile_columns = h.tile_width && h.tile_width < h.width ? h.tile_width : h.width;
+    uint64_t least = h.is_htj2k ? tile_rows * tile_columns * (uint64_t)h.components * 4
+                                : (tile_rows + 63) / 64 * row_bytes;
     uint64_t most = budget > row_bytes ? budget : row_bytes;
     if (cjp2_decoder_band_bytes(d) > (most > least ? most : least)) abort();
     free(rows);

@@ -122,6 +122,11 @@ if command -v opj_compress >/dev/null; then
   pnmdepth 65535 "$out/seed.ppm" >"$out/seed16.ppm" && opj_compress -i "$out/seed16.ppm" -n 5 -o "$jp2_seeds/rgb16.jp2" >/dev/null 2>&1
 fi
 command -v vips >/dev/null && vips copy "$out/seed.ppm" "$jp2_seeds/vips.jp2[Q=50,tile-width=16,tile-height=16]"
+# HTJ2K (Part 15) seeds, whose bands are whole rows of tiles: one tile, and 16 x 16 tiles.
+if command -v ojph_compress >/dev/null; then
+  ojph_compress -i "$out/seed.ppm" -o "$jp2_seeds/ht.j2c" -num_decomps 3 >/dev/null 2>&1
+  ojph_compress -i "$out/seed.ppm" -o "$jp2_seeds/ht-tiled.j2c" -num_decomps 3 -tile_size '{16,16}' >/dev/null 2>&1
+fi
 # A hostile seed (issue 37): a codestream of empty packets declaring 16384 x 16384 in 4 x 4 code-blocks
 # (OpenJPEG allocated 7 GB for its code-blocks before the size check refused it).
 python3 - "$jp2_seeds/codeblocks.j2k" <<'PY'

@@ -54,7 +54,7 @@ typedef struct cjp2_decoder cjp2_decoder;
  * marker, its components (1 to 4) and its tile count are checked: at most one tile per 14 bytes, the
  * least a tile-part takes (CMASTER_ERR_CORRUPT for complete data, CMASTER_ERR_TRUNCATED for a beginning). OpenJPEG decodes with `threads` threads;
  * a band holds at most `band_budget` bytes of its 32-bit samples (0: 48 MiB), and at least one row and
- * a 64th of a tile's rows (each band decodes its tiles anew). CMASTER_ERR_UNSUPPORTED for an image it
+ * a 64th of a tile's rows (each band decodes its tiles anew); for HTJ2K at least a whole tile. CMASTER_ERR_UNSUPPORTED for an image it
  * does not read (subsampled components, more than 4 components, over 16 bits, sizes over 2^31);
  * CMASTER_ERR_CORRUPT or CMASTER_ERR_TRUNCATED with the message in `message` (`capacity` bytes, may be NULL).
  */
