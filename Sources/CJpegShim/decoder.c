@@ -124,8 +124,7 @@ void cjs_decoder_destroy(cjs_decoder *d) {
     jpeg_destroy_decompress(&d->cinfo); /* cannot fail: it only frees (the arrays' strategy too) */
     cjs_coefficients_release(&d->coefficients);
     transcoder_destroy(d->transcoder);
-    if (d->plan) transcode_plan_free(d->plan);
-    free(d->plan);
+    decoder_plan_free(d);
     free(d->buffer);
     free(d);
 }

@@ -43,8 +43,13 @@ struct cjs_decoder {
     int output_finished;     /* jpeg_finish_output returned TRUE */
     cjs_coefficients coefficients; /* the whole-image arrays' strategy, and the tap */
     transcoder *transcoder;        /* level 0 of a TIFF from the coefficients, or NULL */
-    void *plan;                    /* a transcode_plan made and not yet handed to a transcoder */
+    /* Two transcode_plans made and not yet handed to a transcoder: the stored JPEG's, and for a
+       turned image, its upright tiles' (orientation 0 when there is none). */
+    void *plan;
 };
+
+/* Frees the plans (decoder_transcode.c). */
+void decoder_plan_free(cjs_decoder *d);
 
 /* The decoder that owns `cinfo`. */
 static inline cjs_decoder *decoder_of(j_common_ptr cinfo) { return (cjs_decoder *)(void *)cinfo; }

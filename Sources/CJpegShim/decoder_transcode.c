@@ -3,19 +3,40 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "decoder.h"
 #include "transcoder.h"
 
-cjs_status cjs_decoder_transcode_plan(cjs_decoder *d, uint32_t tile_size, cjs_tiff_level *level) {
+void decoder_plan_free(cjs_decoder *d) {
+    transcode_plan *plans = d->plan;
+    if (!plans) return;
+    transcode_plan_free(&plans[0]);
+    transcode_plan_free(&plans[1]);
+    free(plans);
+    d->plan = NULL;
+}
+
+cjs_status cjs_decoder_transcode_plan(cjs_decoder *d, uint32_t tile_size, int32_t orientation, cjs_tiff_level *level) {
     if (d->failed || d->stage != STAGE_HEADER_READ || d->transcoder) return CJS_ERR_STATE;
-    if (!d->plan && !(d->plan = calloc(1, sizeof(transcode_plan)))) return CJS_ERR_NOMEM;
+    if (orientation < 1 || orientation > 8) return CJS_ERR_ARGUMENT;
+    decoder_plan_free(d);
+    if (!(d->plan = calloc(2, sizeof(transcode_plan)))) return CJS_ERR_NOMEM;
     transcode_plan *plan = d->plan;
-    transcode_plan_free(plan);
     char reason[96];
     if (transcode_plan_make(&d->cinfo, tile_size, plan, reason, sizeof reason) != 0) {
         snprintf(d->err.message, sizeof d->err.message, "level 0 cannot be copied from this JPEG: %s", reason);
+        decoder_plan_free(d);
         return CJS_ERR_ARGUMENT;
+    }
+    if (orientation != 1) {
+        if (transcode_plan_turn(&plan[0], orientation, &plan[1], reason, sizeof reason) != 0) {
+            snprintf(d->err.message, sizeof d->err.message,
+                     "level 0 cannot be copied from this JPEG turned upright (orientation %d): %s", orientation, reason);
+            decoder_plan_free(d);
+            return CJS_ERR_ARGUMENT;
+        }
+        plan = &plan[1];
     }
     memset(level, 0, sizeof *level);
     level->width = plan->width;
@@ -28,14 +49,22 @@ cjs_status cjs_decoder_transcode_plan(cjs_decoder *d, uint32_t tile_size, cjs_ti
     return CJS_OK;
 }
 
-cjs_status cjs_decoder_transcode_into(cjs_decoder *d, cjs_tiff_writer *writer) {
-    if (d->failed || d->stage != STAGE_HEADER_READ || d->transcoder || !d->plan || !writer) return CJS_ERR_STATE;
+/* Hands the plans to a transcoder writing into `writer`, or, for a turned plan, spilling to `spill_fd`. */
+static cjs_status start_transcoder(cjs_decoder *d, cjs_tiff_writer *writer, int spill_fd) {
+    transcode_plan *plans = d->plan;
+    int turned = plans && plans[1].orientation != 0;
+    if (d->failed || d->stage != STAGE_HEADER_READ || d->transcoder || !plans || turned != (spill_fd >= 0) ||
+        (!turned && !writer)) {
+        if (spill_fd >= 0) close(spill_fd);
+        return CJS_ERR_STATE;
+    }
     /* A single-scan image decodes straight into the ring; a multi-scan one keeps its arrays where they
        were put, and its rows are copied into the ring as the output pass reads them. */
     int stream = !jpeg_has_multiple_scans(&d->cinfo);
-    transcode_plan *plan = d->plan;
-    cjs_status status = transcoder_create(plan, writer, stream, &d->transcoder);
-    free(d->plan); /* its contents belong to the transcoder now (or were freed) */
+    cjs_status status = transcoder_create_turned(&plans[0], turned ? &plans[1] : NULL, spill_fd, writer, stream,
+                                                 &d->transcoder);
+    if (!turned) transcode_plan_free(&plans[1]);
+    free(d->plan); /* their contents belong to the transcoder now (or were freed) */
     d->plan = NULL;
     if (status != CJS_OK) return status;
     const coefficient_sink *sink = transcoder_sink(d->transcoder);
@@ -48,6 +77,22 @@ cjs_status cjs_decoder_transcode_into(cjs_decoder *d, cjs_tiff_writer *writer) {
     /* The tap reads the rows as libjpeg's plain output pass does; smoothing reads them otherwise. */
     d->cinfo.do_block_smoothing = FALSE;
     return CJS_OK;
+}
+
+cjs_status cjs_decoder_transcode_into(cjs_decoder *d, cjs_tiff_writer *writer) { return start_transcoder(d, writer, -1); }
+
+cjs_status cjs_decoder_transcode_turned(cjs_decoder *d, int spill_fd) {
+    return spill_fd < 0 ? CJS_ERR_ARGUMENT : start_transcoder(d, NULL, spill_fd);
+}
+
+cjs_status cjs_decoder_transcode_write_turned(cjs_decoder *d, cjs_tiff_writer *writer) {
+    if (!d->transcoder || d->failed || d->stage != STAGE_DONE || !writer) return CJS_ERR_STATE;
+    int error = transcoder_write_turned(d->transcoder, writer);
+    if (!error) return CJS_OK;
+    if (error == EINVAL) return CJS_ERR_STATE;
+    d->err.io_errno = error;
+    snprintf(d->err.message, sizeof d->err.message, "cannot write level 0's turned tiles: %s", strerror(error));
+    return CJS_ERR_IO;
 }
 
 cjs_status cjs_decoder_transcode_wait(cjs_decoder *d) {

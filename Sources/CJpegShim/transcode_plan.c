@@ -241,6 +241,7 @@ int transcode_plan_make(j_decompress_ptr cinfo, uint32_t tile_size, transcode_pl
     p->width = cinfo->image_width;
     p->height = cinfo->image_height;
     p->tile_size = tile_size;
+    p->orientation = 1;
     p->imcu_rows = cinfo->total_iMCU_rows;
     if (cinfo->data_precision != 8) return refuse(reason, capacity, "it is not an 8-bit JPEG");
     if (tile_size < 16 || tile_size % 16) return refuse(reason, capacity, "the tile size is not a multiple of 16");
@@ -262,6 +263,7 @@ int transcode_plan_make(j_decompress_ptr cinfo, uint32_t tile_size, transcode_pl
         c->blocks_per_row = (info->width_in_blocks + (JDIMENSION)info->h_samp_factor - 1) /
                             (JDIMENSION)info->h_samp_factor * (JDIMENSION)info->h_samp_factor;
         c->block_rows = info->height_in_blocks;
+        c->blocks_wide = info->width_in_blocks;
     }
     p->source_tables = 1;
     if (huffman_tables(cinfo, p) || write_tables(p)) {
@@ -269,6 +271,61 @@ int transcode_plan_make(j_decompress_ptr cinfo, uint32_t tile_size, transcode_pl
         return refuse(reason, capacity, "out of memory");
     }
     write_header(p);
+    return 0;
+}
+
+plan_turn plan_turn_of(int orientation) {
+    switch (orientation) {
+    case 2: return (plan_turn){.flip_x = 1};
+    case 3: return (plan_turn){.flip_x = 1, .flip_y = 1};
+    case 4: return (plan_turn){.flip_y = 1};
+    case 5: return (plan_turn){.transpose = 1};
+    case 6: return (plan_turn){.transpose = 1, .flip_y = 1};
+    case 7: return (plan_turn){.transpose = 1, .flip_x = 1, .flip_y = 1};
+    case 8: return (plan_turn){.transpose = 1, .flip_x = 1};
+    default: return (plan_turn){0};
+    }
+}
+
+int transcode_plan_turn(const transcode_plan *s, int orientation, transcode_plan *t, char *reason,
+                        size_t capacity) {
+    memset(t, 0, sizeof *t);
+    plan_turn turn = plan_turn_of(orientation);
+    /* A flipped side's last block of every component must end at the image's edge: it becomes the
+       first, at the tile's origin. */
+    for (int ci = 0; ci < s->components; ci++) {
+        const plan_component *c = &s->component[ci];
+        char text[96];
+        if (turn.flip_x && (uint64_t)s->width * (uint64_t)c->h % (8u * (unsigned)s->max_h)) {
+            snprintf(text, sizeof text, "its width is not a whole number of %d-pixel MCUs", 8 * s->max_h);
+            return refuse(reason, capacity, text);
+        }
+        if (turn.flip_y && (uint64_t)s->height * (uint64_t)c->v % (8u * (unsigned)s->max_v)) {
+            snprintf(text, sizeof text, "its height is not a whole number of %d-pixel MCUs", 8 * s->max_v);
+            return refuse(reason, capacity, text);
+        }
+    }
+    *t = *s;
+    t->tables = NULL;
+    t->orientation = orientation;
+    if (turn.transpose) {
+        t->width = s->height;
+        t->height = s->width;
+        t->max_h = s->max_v;
+        t->max_v = s->max_h;
+        for (int ci = 0; ci < s->components; ci++) {
+            t->component[ci].h = s->component[ci].v;
+            t->component[ci].v = s->component[ci].h;
+            t->component[ci].blocks_wide = s->component[ci].block_rows;
+            t->component[ci].block_rows = s->component[ci].blocks_wide;
+        }
+        if (t->components == 3 && t->component[0].v > t->component[0].h)
+            return refuse(reason, capacity, "its sampling turned is not one TIFF can state");
+        for (int slot = 0; slot < NUM_QUANT_TBLS; slot++)
+            for (int k = 0; k < DCTSIZE2; k++) t->quant[slot][k] = s->quant[slot][(k % 8) * 8 + k / 8];
+    }
+    if (write_tables(t)) return refuse(reason, capacity, "out of memory");
+    write_header(t);
     return 0;
 }
 

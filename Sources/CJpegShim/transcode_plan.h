@@ -22,6 +22,7 @@ typedef struct {
     int table;            /* Huffman tables: 0 luma, 1 chroma */
     JDIMENSION blocks_per_row; /* libjpeg's array width (width_in_blocks rounded up to h_samp_factor) */
     JDIMENSION block_rows;     /* block rows holding the image (height_in_blocks) */
+    JDIMENSION blocks_wide;    /* blocks across the image (width_in_blocks) */
 } plan_component;
 
 typedef struct {
@@ -31,6 +32,7 @@ typedef struct {
 
 typedef struct {
     uint32_t width, height, tile_size;
+    int orientation;      /* 1: the tiles as stored; 2-8 (EXIF): a turned plan's (transcode_plan_turn) */
     int components;       /* 1 or 3 */
     int photometric;      /* CJS_PHOTOMETRIC_GRAY or CJS_PHOTOMETRIC_YCBCR */
     int max_h, max_v;     /* the tile's MCU is 8 * max_h x 8 * max_v pixels */
@@ -59,6 +61,23 @@ typedef struct {
 int transcode_plan_make(j_decompress_ptr cinfo, uint32_t tile_size, transcode_plan *plan, char *reason,
                         size_t capacity);
 void transcode_plan_free(transcode_plan *plan);
+
+/* The EXIF orientation `orientation` (1-8) as the moves that make the upright image from the stored
+   one: transpose (swap x and y), then read stored x (flip_x) or y (flip_y) from the far edge. */
+typedef struct {
+    int transpose, flip_x, flip_y;
+} plan_turn;
+plan_turn plan_turn_of(int orientation);
+
+/*
+ * Fills `turned` for tiles of the upright image of `source` (a plan of the stored JPEG) turned by
+ * EXIF `orientation` 2-8: sizes and sampling swapped and quantisation tables transposed for a
+ * transpose, the same Huffman tables. 0, or -1 with a reason when the turn cannot be lossless: a
+ * flipped side that is not a whole number of MCUs (its partial blocks would land inside the image),
+ * or a transposed sampling TIFF cannot state (4:2:2). Free with transcode_plan_free.
+ */
+int transcode_plan_turn(const transcode_plan *source, int orientation, transcode_plan *turned, char *reason,
+                        size_t capacity);
 
 /* The natural-order index of each zigzag position (what libjpeg calls jpeg_natural_order). */
 extern const uint8_t plan_natural_order[DCTSIZE2];

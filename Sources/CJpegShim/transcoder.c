@@ -1,11 +1,13 @@
 /* transcoder.c: level 0's tiles from the committed iMCU rows of a JPEG's coefficients (transcoder.h). */
 #include <errno.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "huffman.h"
 #include "transcoder.h"
+#include "turned_level.h"
 
 /* iMCU rows in the ring: the decoder fills one while the thread codes the others. */
 enum { RING_ROWS = 4 };
@@ -15,6 +17,9 @@ struct transcoder {
     cjs_tiff_writer *writer;
     coefficient_sink sink;
     int stream;
+    int spill_fd;                /* a turned image's: its iMCU rows go here (owned), or -1 */
+    transcode_plan turned;       /* a turned image's upright tiles (when spill_fd >= 0) */
+    size_t slot_bytes;           /* one iMCU row of every component */
     uint32_t columns;            /* tile columns */
     uint32_t mcus_per_tile;      /* MCUs across a tile */
     uint32_t mcu_rows_per_tile;
@@ -157,13 +162,28 @@ static int code_row(transcoder *t, uint32_t m, int slot, int sub) {
     return error;
 }
 
-/* Codes iMCU row `row` (and, after the last, the padding that completes the last tile row). */
+/* A turned image's iMCU row `row`, as the ring holds it, to its place in the spill file: 0 or an errno. */
+static int spill_row(transcoder *t, JDIMENSION row, int slot) {
+    const char *bytes = (const char *)t->memory + (size_t)slot * t->slot_bytes;
+    size_t done = 0;
+    while (done < t->slot_bytes) {
+        ssize_t n = pwrite(t->spill_fd, bytes + done, t->slot_bytes - done, (off_t)((size_t)row * t->slot_bytes + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return n < 0 ? errno : EIO;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* Codes iMCU row `row` (and, after the last, the padding that completes the last tile row); a turned
+   image's is spilled, to be coded upright once every row is in (transcoder_write_turned). */
 static int code_imcu_row(transcoder *t, JDIMENSION row) {
     int slot = (int)(row % RING_ROWS);
     int error = 0;
-    for (int sub = 0; sub < t->plan.sub_rows && !error; sub++)
+    if (t->spill_fd >= 0) error = spill_row(t, row, slot);
+    for (int sub = 0; sub < t->plan.sub_rows && !error && t->spill_fd < 0; sub++)
         error = code_row(t, (uint32_t)row * (uint32_t)t->plan.sub_rows + (uint32_t)sub, slot, sub);
-    if (!error && row + 1 == t->plan.imcu_rows)
+    if (!error && row + 1 == t->plan.imcu_rows && t->spill_fd < 0)
         for (uint32_t m = t->mcu_rows; m % t->mcu_rows_per_tile != 0 && !error; m++) error = code_row(t, m, -1, 0);
     if (t->stream) /* libjpeg expects the rows it is given to be zero */
         for (int ci = 0; ci < t->plan.components; ci++) memset(t->slots[slot][ci][0], 0, t->component_bytes[ci]);
@@ -199,6 +219,7 @@ static int make_ring(transcoder *t) {
         slot_bytes += t->component_bytes[ci];
         rows += (size_t)p->component[ci].source_v;
     }
+    t->slot_bytes = slot_bytes;
     t->memory = calloc(RING_ROWS, slot_bytes);
     t->pointers = malloc(RING_ROWS * rows * sizeof(JBLOCKROW));
     if (!t->memory || !t->pointers) return ENOMEM;
@@ -235,13 +256,23 @@ static int prepare(transcoder *t) {
 }
 
 cjs_status transcoder_create(transcode_plan *plan, cjs_tiff_writer *writer, int stream, transcoder **out) {
+    return transcoder_create_turned(plan, NULL, -1, writer, stream, out);
+}
+
+cjs_status transcoder_create_turned(transcode_plan *plan, transcode_plan *turned, int spill_fd, cjs_tiff_writer *writer,
+                                    int stream, transcoder **out) {
     *out = NULL;
     transcoder *t = calloc(1, sizeof *t);
     if (!t) {
         transcode_plan_free(plan);
+        if (turned) transcode_plan_free(turned);
+        if (spill_fd >= 0) close(spill_fd);
         return CJS_ERR_NOMEM;
     }
     t->plan = *plan;
+    if (turned) t->turned = *turned;
+    t->spill_fd = turned ? spill_fd : -1;
+    if (!turned && spill_fd >= 0) close(spill_fd);
     t->writer = writer;
     t->stream = stream;
     t->sink = (coefficient_sink){.rows = sink_rows, .commit = sink_commit, .context = t};
@@ -274,6 +305,12 @@ int transcoder_wait(transcoder *t) {
     return error;
 }
 
+int transcoder_write_turned(transcoder *t, cjs_tiff_writer *writer) {
+    if (t->spill_fd < 0) return EINVAL;
+    int error = transcoder_wait(t);
+    return error ? error : turned_level_write(&t->plan, &t->turned, t->spill_fd, t->slot_bytes, writer);
+}
+
 int transcoder_sync(transcoder *t) {
     pthread_mutex_lock(&t->lock);
     while (!t->error && !t->stopping && t->coded < t->committed) pthread_cond_wait(&t->changed, &t->lock);
@@ -297,6 +334,8 @@ void transcoder_destroy(transcoder *t) {
     free(t->memory);
     free(t->pointers);
     transcode_plan_free(&t->plan);
+    transcode_plan_free(&t->turned);
+    if (t->spill_fd >= 0) close(t->spill_fd);
     pthread_cond_destroy(&t->changed);
     pthread_mutex_destroy(&t->lock);
     free(t);

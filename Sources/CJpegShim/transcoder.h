@@ -17,6 +17,14 @@ typedef struct transcoder transcoder;
    ring is the decoder's coefficient array (its rows are cleared once coded), else rows are copied in.
    CJS_ERR_NOMEM (the plan is freed then too). */
 cjs_status transcoder_create(transcode_plan *plan, cjs_tiff_writer *writer, int stream, transcoder **out);
+/* A turned image's transcoder: the committed iMCU rows go to `spill_fd` (an empty read-write file,
+   taken over in every case) as the ring holds them; once all are in, transcoder_write_turned codes
+   level 0 of the upright image as `turned` (transcode_plan_turn of `plan`; taken over) says. */
+cjs_status transcoder_create_turned(transcode_plan *plan, transcode_plan *turned, int spill_fd, cjs_tiff_writer *writer,
+                                    int stream, transcoder **out);
+/* Waits until every iMCU row is spilled, then codes the turned level 0 into `writer` on the caller's
+   thread: 0 or an errno (EINVAL for a transcoder that is not turned). */
+int transcoder_write_turned(transcoder *t, cjs_tiff_writer *writer);
 /* The sink the coefficient store hands the rows to; lives as long as the transcoder. */
 const coefficient_sink *transcoder_sink(transcoder *t);
 /* Waits until every iMCU row is coded and every tile written: 0 or an errno. */

@@ -161,7 +161,7 @@ struct TIFFStoreTests {
         #expect(try TIFFChecks.levelZeroMismatches(done, source: jpeg) == [])
     }
 
-    @Test("a turned image is written upright, as the raw pyramid shows it, level 0 encoded")
+    @Test("a turned image whose flipped side is not whole MCUs is written upright, as the raw pyramid shows it, level 0 encoded")
     func turnedImage() throws {
         let jpeg = try Synthetic.smoothJPEG(width: 500, height: 300)
         var raw = BuildOptions()

@@ -158,11 +158,13 @@ cjs_status cjs_tiff_level_encoder_push_row(cjs_tiff_level_encoder *e, const void
 /**
  * Level 0's coding when it is copied from this decoder's JPEG (after the header, before start):
  * fills `level` (size, photometric, subsampling; jpeg_tables points into the decoder, valid until
- * destroy) for tiles of `tile_size`. CJS_ERR_ARGUMENT when the coefficients cannot make TIFF JPEG
- * tiles (CMYK, RGB-coded, 12-bit, sampling TIFF cannot say, an MCU that does not divide the tile);
+ * destroy) for tiles of `tile_size` of the image turned upright by EXIF `orientation` (1: as stored;
+ * 2-8: turned in the DCT domain, as jpegtran turns it). CJS_ERR_ARGUMENT when the coefficients cannot
+ * make TIFF JPEG tiles (CMYK, RGB-coded, 12-bit, sampling TIFF cannot say, an MCU that does not divide
+ * the tile; turned: a flipped side that is not a whole number of MCUs, 4:2:2 transposed);
  * cjs_decoder_message then says why.
  */
-cjs_status cjs_decoder_transcode_plan(cjs_decoder *d, uint32_t tile_size, cjs_tiff_level *level);
+cjs_status cjs_decoder_transcode_plan(cjs_decoder *d, uint32_t tile_size, int32_t orientation, cjs_tiff_level *level);
 /**
  * Makes level 0 of `writer` from this JPEG's coefficients while the decoder's rows come out as before
  * (after cjs_decoder_transcode_plan, before start): the image is decoded in buffered-image mode and
@@ -172,6 +174,17 @@ cjs_status cjs_decoder_transcode_plan(cjs_decoder *d, uint32_t tile_size, cjs_ti
  * decoder.
  */
 cjs_status cjs_decoder_transcode_into(cjs_decoder *d, cjs_tiff_writer *writer);
+/**
+ * For a turned plan (orientation 2-8), instead of cjs_decoder_transcode_into: each iMCU row's
+ * coefficients, once final, go to `spill_fd` (an empty read-write file, taken over in every case: the
+ * decoder closes it on destroy), 128 bytes a block; after the decode, cjs_decoder_transcode_write_turned
+ * codes the upright tiles from it. CJS_ERR_STATE without a turned plan.
+ */
+cjs_status cjs_decoder_transcode_turned(cjs_decoder *d, int spill_fd);
+/** After cjs_decoder_finish, for cjs_decoder_transcode_turned: codes every level-0 tile of `writer`
+    turned upright, on the caller's thread (the memory of one upright tile row of blocks). CJS_OK,
+    CJS_ERR_IO (cjs_decoder_errno, cjs_decoder_message), CJS_ERR_STATE. */
+cjs_status cjs_decoder_transcode_write_turned(cjs_decoder *d, cjs_tiff_writer *writer);
 /** Waits until the coefficient rows the output pass has moved past are coded and their complete
     tile rows written (for callers that need the tiles of the rows decoded so far now). */
 cjs_status cjs_decoder_transcode_sync(cjs_decoder *d);

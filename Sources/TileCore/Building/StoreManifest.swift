@@ -18,10 +18,11 @@ struct StoreManifest: Codable, Equatable {
     struct TIFFDetails: Codable, Equatable {
         /// The TIFF's name in the store folder.
         var file: String
-        /// `"copied"`: level 0's tiles hold the source's own DCT coefficients (lossless); `"encoded"`:
-        /// level 0 was decoded and encoded at `quality` (a turned image, CMYK, RGB-coded, ...).
+        /// `"copied"`: level 0's tiles hold the source's own DCT coefficients (lossless; a turned
+        /// image's turned in the DCT domain); `"encoded"`: level 0 was decoded and encoded at `quality`
+        /// (CMYK, RGB-coded, a turned image whose flipped side is not a whole number of MCUs, ...).
         var levelZero: String
-        /// Why level 0 was encoded, when it was.
+        /// Why level 0 was encoded, when it was; how a turned image's was copied, when it was.
         var levelZeroReason: String?
         /// JPEG quality of the encoded levels.
         var quality: Int

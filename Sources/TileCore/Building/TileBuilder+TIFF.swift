@@ -7,8 +7,10 @@ struct TIFFBuild {
         case copied
         /// Decoded and encoded, for `reason`.
         case encoded(reason: String)
-        /// The image is turned: built into a scratch raw pyramid first, then encoded upright.
-        case turned
+        /// The image is turned: built into a scratch raw pyramid first, then encoded upright; level 0
+        /// from the source's coefficients turned in the DCT domain when `coding` is given (lossless),
+        /// else encoded too, for `reason`.
+        case turned(coding: TIFFLevelCoding?, reason: String?)
     }
 
     /// `nil` while a turned image is built into its scratch pyramid.
@@ -35,7 +37,17 @@ extension TileBuilder {
         }
         if orientation != .identity {
             var p = try makeRawPipeline(header, info: info, orientation: orientation, storage: .ephemeral(directory: scratchFolder))
-            p.tiff = TIFFBuild(writer: nil, levelZero: .turned, options: tiff)
+            do throws(TileError) {
+                var (coding, reason) = (TIFFLevelCoding?.none, Optional("WebP tiles"))
+                if !tiff.usesWebP(hasAlpha: info.hasAlpha) {
+                    (coding, reason) = try decoder.transcodePlan(tileSize: options.tileSize, orientation: orientation)
+                    if coding != nil { try decoder.transcodeTurned(in: p.store.scratchDirectory) }
+                }
+                p.tiff = TIFFBuild(writer: nil, levelZero: .turned(coding: coding, reason: reason), options: tiff)
+            } catch {
+                p.store.discard()
+                throw error
+            }
             return p
         }
         let geometry = try TileGeometry(
@@ -46,7 +58,8 @@ extension TileBuilder {
         do {
             try decoder.storeCoefficients(
                 options.coefficientStorage, in: store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
-            let (copied, reason) = webp ? (nil, "WebP tiles") : try decoder.transcodePlan(tileSize: geometry.tileSize)
+            let (copied, reason) =
+                webp ? (nil, "WebP tiles") : try decoder.transcodePlan(tileSize: geometry.tileSize, orientation: .identity)
             let codings = try Self.codings(geometry, levelZero: copied, coding: tiff, info: info)
             let progress = TileRowCounters(count: geometry.levels.count)
             let writer = try TIFFPyramidWriter(
@@ -151,7 +164,12 @@ extension TileBuilder {
         switch levelZero {
         case .copied: copied = true
         case .encoded(let why): reason = why
-        case .turned: reason = "the image is turned upright (orientation \(orientation.rawValue))"
+        case .turned(let coding, let why):
+            copied = coding != nil
+            reason =
+                copied
+                ? "turned upright in the DCT domain (orientation \(orientation.rawValue)): every tile lossless"
+                : why ?? "the image is turned upright (orientation \(orientation.rawValue))"
         }
         if writer.levels.first?.isWebP == true { reason = "WebP tiles" }
         let webp = writer.levels.first?.isWebP == true

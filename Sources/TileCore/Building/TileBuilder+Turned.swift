@@ -1,7 +1,9 @@
 extension TileBuilder {
-    /// A turned image's TIFF store: its scratch raw pyramid (`raw`, complete, read upright) encoded
-    /// level by level, row by row, into a new TIFF (level 0 encoded too: turning JPEG blocks losslessly
-    /// is not done), then published. The scratch pyramid's files go when `raw` is released.
+    /// A turned image's TIFF store: level 0 from the source's coefficients turned in the DCT domain when
+    /// the build planned it (``TIFFBuild/LevelZero/turned(coding:reason:)``), else encoded from the
+    /// scratch raw pyramid (`raw`, complete, read upright); the lower levels encoded from it level by
+    /// level, row by row, into a new TIFF, then published. The scratch pyramid's files go when `raw`
+    /// is released.
     /// - Returns: the TIFF's image, which replaces `raw` as the build's result.
     func completeTurnedTIFF(_ raw: TiledImage, _ tiff: TIFFBuild) throws(TileError) -> TiledImage {
         guard let info else { preconditionFailure("a build completes after its header") }
@@ -9,15 +11,17 @@ extension TileBuilder {
             uprightLevels: raw.geometry.levels.map { ($0.width, $0.height) }, tileSize: raw.geometry.tileSize)
         let store = try StagedStore.createTIFF(options.storage)
         do throws(TileError) {
-            let codings = try Self.codings(
-                geometry, levelZero: nil, coding: tiff.options, info: info)
+            var turned: TIFFLevelCoding?
+            if case .turned(let coding, _) = tiff.levelZero { turned = coding }
+            let codings = try Self.codings(geometry, levelZero: turned, coding: tiff.options, info: info)
             let progress = TileRowCounters(count: geometry.levels.count)
             let writer = try TIFFPyramidWriter(
                 files: store.files, levels: codings, tileSize: geometry.tileSize,
                 bigTIFF: Self.needsBigTIFF(
                     tiff.options.bigTIFF, geometry, bytesPerPixel: Self.bytesPerPixelBound(codings[0], tiff.options)),
                 info: info, progress: progress)
-            for level in geometry.levels.indices {
+            if turned != nil { try decoder.writeTurnedLevelZero(into: writer) }
+            for level in geometry.levels.indices where level > 0 || turned == nil {
                 let encoder = try TIFFLevelEncoder(writer: writer, level: level, coding: tiff.options)
                 do {
                     try raw.forEachRow(level: level) { _, row in try encoder.push(row) }
@@ -30,7 +34,7 @@ extension TileBuilder {
             try writer.finish()
             let image = TiledImage(
                 geometry: geometry, files: store.files, storePath: store.finalPath, complete: true,
-                tiff: TIFFSource(building: writer, isLevelZeroCopied: false), progress: progress)
+                tiff: TIFFSource(building: writer, isLevelZeroCopied: turned != nil), progress: progress)
             if case .persistent = options.storage {
                 try store.publish(
                     manifest(

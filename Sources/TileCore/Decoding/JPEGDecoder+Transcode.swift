@@ -4,13 +4,17 @@ import Glibc
 #endif
 
 extension JPEGDecoder {
-    /// Level 0's coding when it is copied from this JPEG's coefficients (`cjs_decoder_transcode_plan`):
-    /// its size, photometric interpretation, subsampling and JPEGTables; `nil` when they cannot make
-    /// TIFF JPEG tiles (CMYK, RGB-coded, sampling TIFF cannot state, an MCU that does not divide the
-    /// tile), with the reason. Call after the header, before ``start()``.
-    func transcodePlan(tileSize: Int) throws(TileError) -> (coding: TIFFLevelCoding?, reason: String?) {
+    /// Level 0's coding when it is copied from this JPEG's coefficients (`cjs_decoder_transcode_plan`),
+    /// turned upright by `orientation` in the DCT domain when it is not the identity: its size,
+    /// photometric interpretation, subsampling and JPEGTables; `nil` when they cannot make TIFF JPEG
+    /// tiles (CMYK, RGB-coded, sampling TIFF cannot state, an MCU that does not divide the tile; turned:
+    /// a flipped side that is not a whole number of MCUs, 4:2:2 transposed), with the reason. Call after
+    /// the header, before ``start()``.
+    func transcodePlan(tileSize: Int, orientation: ImageOrientation) throws(TileError)
+        -> (coding: TIFFLevelCoding?, reason: String?)
+    {
         var level = cjs_tiff_level()
-        let status = cjs_decoder_transcode_plan(handle, UInt32(tileSize), &level)
+        let status = cjs_decoder_transcode_plan(handle, UInt32(tileSize), Int32(orientation.rawValue), &level)
         switch status {
         case CJS_OK:
             let tables = [UInt8](UnsafeRawBufferPointer(start: level.jpeg_tables, count: level.jpeg_tables_length))
@@ -23,7 +27,7 @@ extension JPEGDecoder {
 
     /// Makes level 0 of `writer` from this JPEG's coefficients while the rows come out as before
     /// (`cjs_decoder_transcode_into`); keeps `writer` alive as long as the decoder. Call after
-    /// ``transcodePlan(tileSize:)`` and ``storeCoefficients(_:in:windowBytes:)``, before ``start()``.
+    /// ``transcodePlan(tileSize:orientation:)`` and ``storeCoefficients(_:in:windowBytes:)``, before ``start()``.
     func transcode(into writer: TIFFPyramidWriter) throws(TileError) {
         let status = cjs_decoder_transcode_into(handle, writer.handle)
         guard status == CJS_OK else {
@@ -31,6 +35,31 @@ extension JPEGDecoder {
             throw TileError(.invalidArgument, "level 0 cannot be transcoded now (status \(status.rawValue))")
         }
         transcodeTarget = writer
+    }
+
+    /// For a turned plan: each row of coefficients, once final, goes to an anonymous file in `directory`
+    /// (`cjs_decoder_transcode_turned`, 128 bytes an 8x8 block) while the rows come out as before; after
+    /// the decode, ``writeTurnedLevelZero(into:)`` codes the upright tiles from it. Call after
+    /// ``transcodePlan(tileSize:orientation:)`` and ``storeCoefficients(_:in:windowBytes:)``, before
+    /// ``start()``.
+    func transcodeTurned(in directory: String) throws(TileError) {
+        let fd = try SystemCall.createAnonymous(in: directory, what: "a file of turned coefficients")
+        // The C decoder owns it from here, also when this fails.
+        let status = cjs_decoder_transcode_turned(handle, fd.take())
+        guard status == CJS_OK else {
+            if status == CJS_ERR_NOMEM { throw TileError(.io, "out of memory for the transcoder", errno: ENOMEM) }
+            throw TileError(.invalidArgument, "level 0 cannot be turned now (status \(status.rawValue))")
+        }
+    }
+
+    /// Codes level 0 of `writer` from the coefficients ``transcodeTurned(in:)`` kept, turned upright
+    /// (`cjs_decoder_transcode_write_turned`), on this thread. Call after ``finish()`` returned `.done`.
+    func writeTurnedLevelZero(into writer: TIFFPyramidWriter) throws(TileError) {
+        let status = cjs_decoder_transcode_write_turned(handle, writer.handle)
+        guard status == CJS_OK else {
+            if status == CJS_ERR_IO { throw TileError(.io, lastMessage, errno: cjs_decoder_errno(handle)) }
+            throw TileError(.invalidArgument, "the turned level 0 cannot be written now (status \(status.rawValue))")
+        }
     }
 
     /// Waits until the level-0 tiles of the rows decoded so far are in the writer

@@ -106,9 +106,15 @@ protocol RowDecoder: AnyObject {
     /// Puts a multi-scan JPEG's coefficients in a file when `storage` says so; whether it did.
     @discardableResult
     func storeCoefficients(_ storage: CoefficientStorage, in directory: String, windowBytes: Int?) throws(TileError) -> Bool
-    /// How level 0 can be copied into a TIFF store (nil coding: it cannot, and why).
-    func transcodePlan(tileSize: Int) throws(TileError) -> (coding: TIFFLevelCoding?, reason: String?)
+    /// How level 0 can be copied into a TIFF store, turned upright by `orientation` (nil coding: it
+    /// cannot, and why).
+    func transcodePlan(tileSize: Int, orientation: ImageOrientation) throws(TileError)
+        -> (coding: TIFFLevelCoding?, reason: String?)
     func transcode(into writer: TIFFPyramidWriter) throws(TileError)
+    /// A turned plan's coefficients kept in a file in `directory` while the image decodes.
+    func transcodeTurned(in directory: String) throws(TileError)
+    /// Level 0 of `writer` from the kept coefficients, turned upright, after the decode.
+    func writeTurnedLevelZero(into writer: TIFFPyramidWriter) throws(TileError)
     func syncTranscode() throws(TileError)
     func waitForTranscode() throws(TileError)
 }
@@ -121,10 +127,14 @@ extension RowDecoder {
     func storeCoefficients(_ storage: CoefficientStorage, in directory: String, windowBytes: Int?) throws(TileError) -> Bool {
         false
     }
-    func transcodePlan(tileSize: Int) throws(TileError) -> (coding: TIFFLevelCoding?, reason: String?) {
+    func transcodePlan(tileSize: Int, orientation: ImageOrientation) throws(TileError)
+        -> (coding: TIFFLevelCoding?, reason: String?)
+    {
         (nil, "the source is not a JPEG: level 0 is encoded from its rows")
     }
     func transcode(into writer: TIFFPyramidWriter) throws(TileError) {}
+    func transcodeTurned(in directory: String) throws(TileError) {}
+    func writeTurnedLevelZero(into writer: TIFFPyramidWriter) throws(TileError) {}
     func syncTranscode() throws(TileError) {}
     func waitForTranscode() throws(TileError) {}
 }

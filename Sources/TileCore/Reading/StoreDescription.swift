@@ -11,7 +11,7 @@ public struct StoreDescription: Sendable, Hashable {
     /// A TIFF store's level 0: `"copied"` (the source's DCT coefficients, lossless) or `"encoded"`;
     /// `nil` for raw stores and bare TIFFs.
     public var levelZero: String?
-    /// Why level 0 was encoded rather than copied, when it was.
+    /// Why level 0 was encoded rather than copied, when it was; how a turned image's was copied.
     public var levelZeroReason: String?
     /// JPEG quality of a TIFF store's encoded levels (`nil` for WebP tiles).
     public var quality: Int?

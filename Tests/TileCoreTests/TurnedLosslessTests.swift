@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+import TestTraits
+import TestSupport
+import TileCore
+
+/// Level 0 of a TIFF store of a turned JPEG (EXIF orientations 2-8) holds the source's coefficients
+/// turned in the DCT domain, checked against `jpegtran -perfect` turning the same JPEG the same way:
+/// every tile's coefficients equal jpegtran's (`jpeg_read_coefficients` of both), and corner tiles
+/// decode (`djpeg -nosmooth`) as `jpegtran -crop` of jpegtran's turned JPEG. Where jpegtran refuses
+/// `-perfect` (a flipped side that is not a whole number of MCUs), level 0 is encoded, and says why.
+@Suite(
+    "TIFF level 0 of a turned JPEG is the source's coefficients turned", .ownThreads,
+    .enabled(if: Tools.have("jpegtran", "djpeg"), Comment(rawValue: Tools.missing("jpegtran", "djpeg"))))
+struct TurnedLosslessTests {
+    /// jpegtran's arguments that turn a JPEG of EXIF orientation N upright.
+    static let jpegtranTurn: [Int: [String]] = [
+        2: ["-flip", "horizontal"], 3: ["-rotate", "180"], 4: ["-flip", "vertical"], 5: ["-transpose"],
+        6: ["-rotate", "90"], 7: ["-transverse"], 8: ["-rotate", "270"]
+    ]
+
+    /// `jpegtran -perfect` of `jpeg` turned upright from `orientation`; `nil` when jpegtran refuses it.
+    static func jpegtran(_ jpeg: Data, orientation: Int) throws -> Data? {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("turn-\(UUID().uuidString).jpg")
+        try jpeg.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let run = try Tools.run("jpegtran", ["-perfect", "-copy", "none"] + jpegtranTurn[orientation]! + [file.path])
+        return run.status == 0 ? run.stdout : nil
+    }
+
+    static func build(_ jpeg: Data, orientation: Int, storage: TileStorage? = nil) throws -> TiledImage {
+        try TileBuilder.build(
+            data: jpeg,
+            options: TIFFChecks.options {
+                $0.orientation = .fixed(ImageOrientation(rawValue: orientation)!)
+                if let storage { $0.storage = storage }
+            })
+    }
+
+    /// Sizes of whole MCUs (so every turn is perfect), in every coding the copy handles.
+    static let generated: [Synthetic.Spec] = [
+        .init(width: 640, height: 480),
+        .init(width: 528, height: 272, subsampling: .s444, quality: 97),
+        .init(width: 520, height: 264, grayscale: true),
+        .init(width: 384, height: 656, progressive: true),
+        .init(width: 512, height: 256, restartRows: 1)
+    ]
+
+    @Test(
+        "generated JPEGs, every orientation: level 0 is jpegtran's turn, block for block",
+        arguments: generated, 2...8)
+    func generatedInputs(_ spec: Synthetic.Spec, orientation: Int) throws {
+        let jpeg = try Synthetic.jpeg(spec)
+        let turned = try #require(try Self.jpegtran(jpeg, orientation: orientation), "jpegtran -perfect refused \(spec)")
+        let image = try Self.build(jpeg, orientation: orientation)
+        #expect(image.isLevelZeroCopied)
+        #expect(try TIFFChecks.levelZeroMismatches(image, source: turned) == [])
+        try Self.expectCornerPixels(image, turned: turned)
+    }
+
+    @Test("a flipped side that is not a whole number of MCUs: level 0 encoded, the manifest says why; a bare transpose is still copied")
+    func partialMCUs() throws {
+        let jpeg = try Synthetic.smoothJPEG(width: 777, height: 555, subsampling: .s420)
+        for orientation in 2...8 {
+            let perfect = try Self.jpegtran(jpeg, orientation: orientation)
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("turned-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let image = try Self.build(jpeg, orientation: orientation, storage: .persistent(path: folder))
+            #expect(image.isLevelZeroCopied == (perfect != nil), "orientation \(orientation)")
+            let description = try StoreDescription.read(at: folder)
+            if let perfect {
+                #expect(orientation == 5)
+                #expect(try TIFFChecks.levelZeroMismatches(image, source: perfect) == [])
+                #expect(description.levelZero == "copied")
+            } else {
+                #expect(description.levelZero == "encoded")
+                #expect(description.levelZeroReason?.contains("not a whole number of 16-pixel MCUs") == true, "\(orientation)")
+                // Encoded upright all the same: close to libjpeg's decode turned by the plain reference.
+                let reference = Reference.orient(try Reference.decode(jpeg).image, orientation)
+                let psnr = Reference.psnr(try image.pixels(level: 0), reference)
+                #expect(psnr > 38, "orientation \(orientation): \(psnr) dB")
+            }
+        }
+    }
+
+    @Test("4:2:2 transposed is a sampling TIFF cannot state: encoded; flipped only, copied")
+    func transposedSubsampling() throws {
+        let jpeg = try Synthetic.jpeg(.init(width: 608, height: 304, subsampling: .s422))
+        #expect(try !Self.build(jpeg, orientation: 6).isLevelZeroCopied)
+        let image = try Self.build(jpeg, orientation: 3)
+        #expect(image.isLevelZeroCopied)
+        #expect(try TIFFChecks.levelZeroMismatches(image, source: try #require(try Self.jpegtran(jpeg, orientation: 3))) == [])
+    }
+
+    /// The corpus's photos with orientations 2-8, built from their EXIF orientation: copied exactly when
+    /// `jpegtran -perfect` can turn them, and then equal to its turn.
+    static let corpus = Corpus.entries.filter {
+        (2...8).contains(Int($0["exif_orientation"] ?? "") ?? 0) && $0["djpeg_ok"] == "y"
+    }
+
+    @Test(
+        "fixtures with orientations 2-8: level 0 is jpegtran's turn wherever jpegtran -perfect turns them",
+        .enabled(if: Corpus.isPresent, Comment(rawValue: Corpus.skipMessage)), arguments: corpus)
+    func fixtures(_ entry: Corpus.Entry) throws {
+        let jpeg = try #require(FileManager.default.contents(atPath: entry.path))
+        let orientation = try #require(Int(entry["exif_orientation"] ?? ""))
+        let image = try TileBuilder.build(data: jpeg, options: TIFFChecks.options())
+        let perfect = try Self.jpegtran(jpeg, orientation: orientation)
+        #expect(image.isLevelZeroCopied == (perfect != nil))
+        if let perfect {
+            #expect(try TIFFChecks.levelZeroMismatches(image, source: perfect) == [])
+            try Self.expectCornerPixels(image, turned: perfect)
+        }
+    }
+
+    /// The first and last tiles decode (`djpeg -nosmooth`) to the same pixels as `jpegtran -crop` of
+    /// their region of jpegtran's turned JPEG.
+    static func expectCornerPixels(_ image: TiledImage, turned: Data) throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("turned-\(UUID().uuidString).jpg")
+        try turned.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let level = try image.level(0)
+        let size = image.geometry.tileSize
+        for (column, row) in [(0, 0), (level.columns - 1, level.rows - 1)] {
+            let (x, y) = (column * size, row * size)
+            let (w, h) = (min(size, level.width - x), min(size, level.height - y))
+            let expected = try TIFFChecks.djpeg(try Tools.run("jpegtran", ["-crop", "\(w)x\(h)+\(x)+\(y)", file.path]).stdout)
+            let tile = try TIFFChecks.djpeg(try #require(try image.storedJPEGTile(level: 0, column: column, row: row)))
+            #expect(expected.channels == tile.channels)
+            for line in 0..<h {
+                let a = expected.samples[(line * expected.width * expected.channels)..<((line * expected.width + w) * expected.channels)]
+                let b = tile.samples[(line * tile.width * tile.channels)..<((line * tile.width + w) * tile.channels)]
+                #expect(a == b, "tile (\(column), \(row)) row \(line)")
+                if a != b { break }
+            }
+        }
+    }
+}
