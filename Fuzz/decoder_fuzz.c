@@ -77,7 +77,7 @@ static int start_tiff(cjs_decoder *d, const cjs_level *levels, int count, cjs_wr
         status = -1;
     for (int i = 0; i < count; i++) cjs_free(tables[i]);
     if (status != 0) return -1;
-    *writer = (cjs_writer_config){.kind = CJS_WRITER_TIFF, .tiff = *out, .tiff_quality = 74, .tiff_tables = CJS_TABLES_FLATTENED, .tiff_first_level = copied};
+    *writer = (cjs_writer_config){.kind = CJS_WRITER_TIFF, .tiff = *out, .tiff_quality = 74, .tiff_tables = CJS_TABLES_FLATTENED, .first_level = copied};
     return copied && cjs_decoder_transcode_into(d, *out) != CJS_OK ? -1 : 0;
 }
 
@@ -124,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (((config >> 6) & 1) && cjs_decoder_coefficient_bytes(d) > 0 &&
                 cjs_decoder_use_coefficient_file(d, memfd_create("coefficients", 0), 1) != CJS_OK) break;
             if (kind == 3 && start_tiff(d, levels, count, &writer, &tiff, tiff_fds) != 0) break;
-            writer_copies = kind == 3 && writer.tiff_first_level == 1;
+            writer_copies = kind == 3 && writer.first_level == 1;
             int32_t error_number;
             if (cjs_pyramid_create(levels, count, TILE, &writer, progress, &p, &error_number) != CJS_OK) break;
         }

@@ -85,14 +85,22 @@ cjs_status cjs_decoder_transcode_turned(cjs_decoder *d, int spill_fd) {
     return spill_fd < 0 ? CJS_ERR_ARGUMENT : start_transcoder(d, NULL, spill_fd);
 }
 
-cjs_status cjs_decoder_transcode_write_turned(cjs_decoder *d, cjs_tiff_writer *writer) {
-    if (!d->transcoder || d->failed || d->stage != STAGE_DONE || !writer) return CJS_ERR_STATE;
-    int error = transcoder_write_turned(d->transcoder, writer);
+static cjs_status turned_failure(cjs_decoder *d, int error) {
     if (!error) return CJS_OK;
     if (error == EINVAL) return CJS_ERR_STATE;
     d->err.io_errno = error;
     snprintf(d->err.message, sizeof d->err.message, "cannot write level 0's turned tiles: %s", strerror(error));
     return CJS_ERR_IO;
+}
+
+cjs_status cjs_decoder_transcode_write_turned(cjs_decoder *d, cjs_tiff_writer *writer) {
+    if (!d->transcoder || d->failed || d->stage != STAGE_DONE || !writer) return CJS_ERR_STATE;
+    return turned_failure(d, transcoder_write_turned(d->transcoder, writer));
+}
+
+cjs_status cjs_decoder_transcode_wait_turned(cjs_decoder *d) {
+    if (!d->transcoder) return CJS_ERR_STATE;
+    return turned_failure(d, transcoder_wait_turned(d->transcoder));
 }
 
 cjs_status cjs_decoder_transcode_wait(cjs_decoder *d) {

@@ -141,7 +141,7 @@ static cjs_status create_level(cjs_pyramid *p, uint32_t i, const cjs_level *leve
     l->geometry = levels[i];
     if (!geometry_is_valid(&levels[i], tile_size)) return CJS_ERR_ARGUMENT;
     int tiff = config->kind == CJS_WRITER_TIFF;
-    if (!p->methods || (tiff && i < config->tiff_first_level)) return create_shrink(p, i, levels);
+    if (!p->methods || i < config->first_level) return create_shrink(p, i, levels);
     size_t tile_bytes = (size_t)tile_size * tile_size * 4;
     /* The file's full size, sparse: no block is allocated before data arrives. */
     off_t file_bytes = (off_t)levels[i].columns * (off_t)levels[i].rows * (off_t)tile_bytes;

@@ -20,6 +20,8 @@ struct transcoder {
     int spill_fd;                /* a turned image's: its iMCU rows go here (owned), or -1 */
     transcode_plan turned;       /* a turned image's upright tiles (when spill_fd >= 0) */
     size_t slot_bytes;           /* one iMCU row of every component */
+    cjs_tiff_writer *turned_writer; /* where the thread codes the turned level 0, once given */
+    int turned_done;             /* it has (t->error says how it went) */
     uint32_t columns;            /* tile columns */
     uint32_t mcus_per_tile;      /* MCUs across a tile */
     uint32_t mcu_rows_per_tile;
@@ -190,6 +192,14 @@ static int code_imcu_row(transcoder *t, JDIMENSION row) {
     return error;
 }
 
+static int should_stop(void *context) {
+    transcoder *t = context;
+    pthread_mutex_lock(&t->lock);
+    int stopping = t->stopping;
+    pthread_mutex_unlock(&t->lock);
+    return stopping;
+}
+
 static void *transcoder_main(void *argument) {
     transcoder *t = argument;
     pthread_mutex_lock(&t->lock);
@@ -206,6 +216,16 @@ static void *transcoder_main(void *argument) {
         else t->coded = row + 1;
         pthread_cond_broadcast(&t->changed);
     }
+    /* A turned image's level 0, once every row is spilled and the writer is given. */
+    while (t->spill_fd >= 0 && !t->turned_writer && !t->stopping && !t->error) pthread_cond_wait(&t->changed, &t->lock);
+    if (t->turned_writer && !t->stopping && !t->error) {
+        pthread_mutex_unlock(&t->lock);
+        int error = turned_level_write(&t->plan, &t->turned, t->spill_fd, t->slot_bytes, t->turned_writer, should_stop, t);
+        pthread_mutex_lock(&t->lock);
+        if (error && !t->error) t->error = error;
+    }
+    t->turned_done = 1;
+    pthread_cond_broadcast(&t->changed);
     pthread_mutex_unlock(&t->lock);
     return NULL;
 }
@@ -306,9 +326,24 @@ int transcoder_wait(transcoder *t) {
 }
 
 int transcoder_write_turned(transcoder *t, cjs_tiff_writer *writer) {
-    if (t->spill_fd < 0) return EINVAL;
+    if (t->spill_fd < 0 || !writer) return EINVAL;
     int error = transcoder_wait(t);
-    return error ? error : turned_level_write(&t->plan, &t->turned, t->spill_fd, t->slot_bytes, writer);
+    if (error) return error;
+    pthread_mutex_lock(&t->lock);
+    if (t->turned_writer) error = EINVAL;
+    else t->turned_writer = writer;
+    pthread_cond_broadcast(&t->changed);
+    pthread_mutex_unlock(&t->lock);
+    return error;
+}
+
+int transcoder_wait_turned(transcoder *t) {
+    pthread_mutex_lock(&t->lock);
+    int error = t->turned_writer ? 0 : EINVAL;
+    while (!error && !t->turned_done) pthread_cond_wait(&t->changed, &t->lock);
+    if (!error) error = t->error;
+    pthread_mutex_unlock(&t->lock);
+    return error;
 }
 
 int transcoder_sync(transcoder *t) {

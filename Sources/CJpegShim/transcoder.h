@@ -22,9 +22,12 @@ cjs_status transcoder_create(transcode_plan *plan, cjs_tiff_writer *writer, int 
    level 0 of the upright image as `turned` (transcode_plan_turn of `plan`; taken over) says. */
 cjs_status transcoder_create_turned(transcode_plan *plan, transcode_plan *turned, int spill_fd, cjs_tiff_writer *writer,
                                     int stream, transcoder **out);
-/* Waits until every iMCU row is spilled, then codes the turned level 0 into `writer` on the caller's
-   thread: 0 or an errno (EINVAL for a transcoder that is not turned). */
+/* Waits until every iMCU row is spilled, then has the transcoder's thread code the turned level 0
+   into `writer` (which must outlive transcoder_wait_turned or destroy): 0 or an errno (EINVAL for a
+   transcoder that is not turned, or was given a writer before). */
 int transcoder_write_turned(transcoder *t, cjs_tiff_writer *writer);
+/* Waits until the turned level 0 is coded: 0 or an errno. */
+int transcoder_wait_turned(transcoder *t);
 /* The sink the coefficient store hands the rows to; lives as long as the transcoder. */
 const coefficient_sink *transcoder_sink(transcoder *t);
 /* Waits until every iMCU row is coded and every tile written: 0 or an errno. */

@@ -10,6 +10,8 @@
 typedef struct {
     const transcode_plan *source, *turned;
     plan_turn turn;
+    uint8_t from[DCTSIZE2];                  /* upright coefficient k is stored coefficient from[k] */
+    JCOEF negate[DCTSIZE2];                  /* -1 where it changes sign, else 0 */
     int fd;
     size_t slot_bytes;
     size_t offset[PLAN_MAX_COMPONENTS];      /* a component's block rows within an iMCU row */
@@ -37,17 +39,21 @@ static int read_blocks(const turning *tr, int ci, JDIMENSION y, JDIMENSION x, JD
     return 0;
 }
 
-/* A block turned: coefficient (v, u) of the upright block is the stored block's (u, v) when
+/* How a block turns: coefficient (v, u) of the upright block is the stored block's (u, v) when
    transposed, negated where a flipped axis has an odd frequency (cos((2(7-x)+1)u pi/16) =
    (-1)^u cos((2x+1)u pi/16)). */
-static void turn_block(const JCOEF *in, JCOEF *out, plan_turn turn) {
+static void plan_block_turn(turning *tr) {
     for (int v = 0; v < DCTSIZE; v++)
         for (int u = 0; u < DCTSIZE; u++) {
-            int sv = turn.transpose ? u : v, su = turn.transpose ? v : u;
-            int value = in[sv * DCTSIZE + su];
-            if ((turn.flip_x && (su & 1)) != (turn.flip_y && (sv & 1))) value = -value;
-            out[v * DCTSIZE + u] = (JCOEF)value;
+            int sv = tr->turn.transpose ? u : v, su = tr->turn.transpose ? v : u;
+            tr->from[v * DCTSIZE + u] = (uint8_t)(sv * DCTSIZE + su);
+            tr->negate[v * DCTSIZE + u] = (tr->turn.flip_x && (su & 1)) != (tr->turn.flip_y && (sv & 1)) ? -1 : 0;
         }
+}
+
+/* A block turned: (x ^ -1) - -1 = -x, (x ^ 0) - 0 = x. */
+static inline void turn_block(const turning *tr, const JCOEF *in, JCOEF *out) {
+    for (int k = 0; k < DCTSIZE2; k++) out[k] = (JCOEF)((in[tr->from[k]] ^ tr->negate[k]) - tr->negate[k]);
 }
 
 /* Upright block rows [top, top + rows) of component `ci` into its strip, turned: 0 or an errno. */
@@ -62,7 +68,7 @@ static int fill_strip(turning *tr, int ci, JDIMENSION top, JDIMENSION rows) {
             int error = read_blocks(tr, ci, y, 0, width, tr->line);
             if (error) return error;
             for (JDIMENSION x = 0; x < width; x++)
-                turn_block(tr->line[tr->turn.flip_x ? width - 1 - x : x], strip[r * upright_width + x], tr->turn);
+                turn_block(tr, tr->line[tr->turn.flip_x ? width - 1 - x : x], strip[r * upright_width + x]);
         }
         return 0;
     }
@@ -74,7 +80,7 @@ static int fill_strip(turning *tr, int ci, JDIMENSION top, JDIMENSION rows) {
         JDIMENSION x = tr->turn.flip_y ? height - 1 - y : y;
         for (JDIMENSION k = 0; k < rows; k++) {
             JDIMENSION upright_row = tr->turn.flip_x ? width - 1 - (first + k) : first + k;
-            turn_block(tr->line[k], strip[(upright_row - top) * upright_width + x], tr->turn);
+            turn_block(tr, tr->line[k], strip[(upright_row - top) * upright_width + x]);
         }
     }
     return 0;
@@ -136,6 +142,7 @@ static int prepare(turning *tr) {
             huffman_derive(&tr->ac[i], p->ac[i].bits, p->ac[i].values))
             return EINVAL;
     huffman_order_init(&tr->order);
+    plan_block_turn(tr);
     size_t offset = 0;
     JDIMENSION widest = 1;
     for (int ci = 0; ci < p->components; ci++) {
@@ -151,7 +158,7 @@ static int prepare(turning *tr) {
 }
 
 int turned_level_write(const transcode_plan *source, const transcode_plan *turned, int fd, size_t slot_bytes,
-                       cjs_tiff_writer *writer) {
+                       cjs_tiff_writer *writer, int (*should_stop)(void *), void *context) {
     turning *tr = calloc(1, sizeof *tr);
     if (!tr) return ENOMEM;
     tr->source = source;
@@ -161,7 +168,8 @@ int turned_level_write(const transcode_plan *source, const transcode_plan *turne
     tr->slot_bytes = slot_bytes;
     int error = prepare(tr);
     uint32_t rows = (turned->height + turned->tile_size - 1) / turned->tile_size;
-    for (uint32_t row = 0; row < rows && !error; row++) error = code_tile_row(tr, row, writer);
+    for (uint32_t row = 0; row < rows && !error; row++)
+        error = should_stop(context) ? ECANCELED : code_tile_row(tr, row, writer);
     for (int ci = 0; ci < PLAN_MAX_COMPONENTS; ci++) free(tr->strip[ci]);
     free(tr->line);
     free(tr->stream.data);

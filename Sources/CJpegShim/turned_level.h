@@ -16,8 +16,8 @@
 
 /* Codes every tile of level 0 of `writer` as `turned` (transcode_plan_turn of `source`) says, from the
    iMCU rows of `source` in `fd` (`slot_bytes` each, every component's block rows in turn): 0 or an
-   errno. */
+   errno (ECANCELED once `should_stop(context)`, asked before each tile row, says so). */
 int turned_level_write(const transcode_plan *source, const transcode_plan *turned, int fd, size_t slot_bytes,
-                       cjs_tiff_writer *writer);
+                       cjs_tiff_writer *writer, int (*should_stop)(void *), void *context);
 
 #endif

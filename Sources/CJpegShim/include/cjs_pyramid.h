@@ -42,7 +42,7 @@ typedef enum {
     /** No level files: the rows go only to the export (cjs_writer_config.export), on a worker
         thread. The levels' fd, offsets and grids are not used. */
     CJS_WRITER_NONE = 3,
-    /** JPEG tiles of a TIFF (cjs_writer_config.tiff), from level tiff_first_level down, encoded on a
+    /** JPEG tiles of a TIFF (cjs_writer_config.tiff), from level first_level down, encoded on a
         worker thread by one cjs_tiff_level_encoder per level. The levels' fd are not used; their
         progress entries are the TIFF writer's to update. */
     CJS_WRITER_TIFF = 4,
@@ -76,12 +76,14 @@ typedef struct {
         sizes), after the level's writer has them. It must outlive the pyramid. */
     struct cjs_export *export_to;
     /** TIFF writer: where the tiles go (it must outlive the pyramid), their JPEG quality and
-        cjs_quant_tables (what the levels' JPEGTables were made for), and the first level encoded here (1 when level 0 is
-        transcoded from the source's coefficients: its rows only feed the shrink). */
+        cjs_quant_tables (what the levels' JPEGTables were made for). */
     struct cjs_tiff_writer *tiff;
     int32_t tiff_quality;
     int32_t tiff_tables;
-    uint32_t tiff_first_level;
+    /** The first level written, of any kind (1 when level 0 is made elsewhere: a TIFF's transcoded
+        from the source's coefficients, or turned from them after the decode): the rows of the
+        levels above it only feed the shrink, and their files are not sized. */
+    uint32_t first_level;
 } cjs_writer_config;
 
 /**

@@ -181,10 +181,13 @@ cjs_status cjs_decoder_transcode_into(cjs_decoder *d, cjs_tiff_writer *writer);
  * codes the upright tiles from it. CJS_ERR_STATE without a turned plan.
  */
 cjs_status cjs_decoder_transcode_turned(cjs_decoder *d, int spill_fd);
-/** After cjs_decoder_finish, for cjs_decoder_transcode_turned: codes every level-0 tile of `writer`
-    turned upright, on the caller's thread (the memory of one upright tile row of blocks). CJS_OK,
-    CJS_ERR_IO (cjs_decoder_errno, cjs_decoder_message), CJS_ERR_STATE. */
+/** After cjs_decoder_finish, for cjs_decoder_transcode_turned: starts coding every level-0 tile of
+    `writer` turned upright, on the transcoder's thread (the memory of one upright tile row of blocks),
+    and returns; `writer` must stay until cjs_decoder_transcode_wait_turned returns (or the decoder is
+    destroyed, which stops it). CJS_OK, CJS_ERR_IO (cjs_decoder_errno, cjs_decoder_message), CJS_ERR_STATE. */
 cjs_status cjs_decoder_transcode_write_turned(cjs_decoder *d, cjs_tiff_writer *writer);
+/** Waits until the turned level 0 is in the writer: CJS_OK, CJS_ERR_IO, CJS_ERR_STATE (not started). */
+cjs_status cjs_decoder_transcode_wait_turned(cjs_decoder *d);
 /** Waits until the coefficient rows the output pass has moved past are coded and their complete
     tile rows written (for callers that need the tiles of the rows decoded so far now). */
 cjs_status cjs_decoder_transcode_sync(cjs_decoder *d);

@@ -36,13 +36,15 @@ extension TileBuilder {
             throw TileError(.invalidArgument, "WebP quality \(tiff.webpQuality) is not within 1...100")
         }
         if orientation != .identity {
-            var p = try makeRawPipeline(header, info: info, orientation: orientation, storage: .ephemeral(directory: scratchFolder))
+            var (coding, reason) = (TIFFLevelCoding?.none, Optional("WebP tiles"))
+            if !tiff.usesWebP(hasAlpha: info.hasAlpha) {
+                (coding, reason) = try decoder.transcodePlan(tileSize: options.tileSize, orientation: orientation)
+            }
+            var p = try makeRawPipeline(
+                header, info: info, orientation: orientation, storage: .ephemeral(directory: scratchFolder),
+                skipsLevelZero: coding != nil)
             do throws(TileError) {
-                var (coding, reason) = (TIFFLevelCoding?.none, Optional("WebP tiles"))
-                if !tiff.usesWebP(hasAlpha: info.hasAlpha) {
-                    (coding, reason) = try decoder.transcodePlan(tileSize: options.tileSize, orientation: orientation)
-                    if coding != nil { try decoder.transcodeTurned(in: p.store.scratchDirectory) }
-                }
+                if coding != nil { try decoder.transcodeTurned(in: p.store.scratchDirectory) }
                 p.tiff = TIFFBuild(writer: nil, levelZero: .turned(coding: coding, reason: reason), options: tiff)
             } catch {
                 p.store.discard()

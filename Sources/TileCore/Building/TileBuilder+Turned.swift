@@ -20,17 +20,16 @@ extension TileBuilder {
                 bigTIFF: Self.needsBigTIFF(
                     tiff.options.bigTIFF, geometry, bytesPerPixel: Self.bytesPerPixelBound(codings[0], tiff.options)),
                 info: info, progress: progress)
-            if turned != nil { try decoder.writeTurnedLevelZero(into: writer) }
-            for level in geometry.levels.indices where level > 0 || turned == nil {
-                let encoder = try TIFFLevelEncoder(writer: writer, level: level, coding: tiff.options)
-                do {
-                    try raw.forEachRow(level: level) { _, row in try encoder.push(row) }
-                } catch let error as TileError {
-                    throw error
-                } catch {
-                    throw TileError(.io, "cannot turn the image into its TIFF: \(error)")
-                }
+            // The turned level 0 is coded on the decoder's thread while the lower levels are encoded
+            // here; the writer stays until that thread is done with it, also when this fails.
+            if turned != nil { try decoder.startTurnedLevelZero(into: writer) }
+            do throws(TileError) {
+                try encodeLevels(of: raw, into: writer, from: turned == nil ? 0 : 1, coding: tiff.options)
+            } catch {
+                if turned != nil { try? decoder.waitForTurnedLevelZero() }
+                throw error
             }
+            if turned != nil { try decoder.waitForTurnedLevelZero() }
             try writer.finish()
             let image = TiledImage(
                 geometry: geometry, files: store.files, storePath: store.finalPath, complete: true,
@@ -45,6 +44,22 @@ extension TileBuilder {
         } catch {
             store.discard()
             throw error
+        }
+    }
+
+    /// Levels `first` on of `raw`, read upright row by row, encoded into `writer`.
+    private func encodeLevels(of raw: TiledImage, into writer: TIFFPyramidWriter, from first: Int, coding: TIFFWriting)
+        throws(TileError)
+    {
+        for level in first..<raw.geometry.levels.count {
+            let encoder = try TIFFLevelEncoder(writer: writer, level: level, coding: coding)
+            do {
+                try raw.forEachRow(level: level) { _, row in try encoder.push(row) }
+            } catch let error as TileError {
+                throw error
+            } catch {
+                throw TileError(.io, "cannot turn the image into its TIFF: \(error)")
+            }
         }
     }
 }

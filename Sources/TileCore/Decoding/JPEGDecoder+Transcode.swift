@@ -39,7 +39,7 @@ extension JPEGDecoder {
 
     /// For a turned plan: each row of coefficients, once final, goes to an anonymous file in `directory`
     /// (`cjs_decoder_transcode_turned`, 128 bytes an 8x8 block) while the rows come out as before; after
-    /// the decode, ``writeTurnedLevelZero(into:)`` codes the upright tiles from it. Call after
+    /// the decode, ``startTurnedLevelZero(into:)`` codes the upright tiles from it. Call after
     /// ``transcodePlan(tileSize:orientation:)`` and ``storeCoefficients(_:in:windowBytes:)``, before
     /// ``start()``.
     func transcodeTurned(in directory: String) throws(TileError) {
@@ -52,13 +52,23 @@ extension JPEGDecoder {
         }
     }
 
-    /// Codes level 0 of `writer` from the coefficients ``transcodeTurned(in:)`` kept, turned upright
-    /// (`cjs_decoder_transcode_write_turned`), on this thread. Call after ``finish()`` returned `.done`.
-    func writeTurnedLevelZero(into writer: TIFFPyramidWriter) throws(TileError) {
-        let status = cjs_decoder_transcode_write_turned(handle, writer.handle)
+    /// Starts coding level 0 of `writer` from the coefficients ``transcodeTurned(in:)`` kept, turned
+    /// upright, on the transcoder's thread (`cjs_decoder_transcode_write_turned`), and returns; the
+    /// caller keeps `writer` until ``waitForTurnedLevelZero()`` returns, also when it fails meanwhile.
+    /// Call after ``finish()`` returned `.done`.
+    func startTurnedLevelZero(into writer: TIFFPyramidWriter) throws(TileError) {
+        try checkTurned(cjs_decoder_transcode_write_turned(handle, writer.handle))
+    }
+
+    /// Waits until the turned level 0 is in the writer (`cjs_decoder_transcode_wait_turned`).
+    func waitForTurnedLevelZero() throws(TileError) {
+        try checkTurned(cjs_decoder_transcode_wait_turned(handle))
+    }
+
+    private func checkTurned(_ status: cjs_status) throws(TileError) {
         guard status == CJS_OK else {
             if status == CJS_ERR_IO { throw TileError(.io, lastMessage, errno: cjs_decoder_errno(handle)) }
-            throw TileError(.invalidArgument, "the turned level 0 cannot be written now (status \(status.rawValue))")
+            throw TileError(.invalidArgument, "the turned level 0 is not being written (status \(status.rawValue))")
         }
     }
 

@@ -113,8 +113,10 @@ protocol RowDecoder: AnyObject {
     func transcode(into writer: TIFFPyramidWriter) throws(TileError)
     /// A turned plan's coefficients kept in a file in `directory` while the image decodes.
     func transcodeTurned(in directory: String) throws(TileError)
-    /// Level 0 of `writer` from the kept coefficients, turned upright, after the decode.
-    func writeTurnedLevelZero(into writer: TIFFPyramidWriter) throws(TileError)
+    /// Starts level 0 of `writer` from the kept coefficients, turned upright, after the decode, on a
+    /// thread of the decoder's; `writer` stays until ``waitForTurnedLevelZero()`` returns.
+    func startTurnedLevelZero(into writer: TIFFPyramidWriter) throws(TileError)
+    func waitForTurnedLevelZero() throws(TileError)
     func syncTranscode() throws(TileError)
     func waitForTranscode() throws(TileError)
 }
@@ -134,7 +136,8 @@ extension RowDecoder {
     }
     func transcode(into writer: TIFFPyramidWriter) throws(TileError) {}
     func transcodeTurned(in directory: String) throws(TileError) {}
-    func writeTurnedLevelZero(into writer: TIFFPyramidWriter) throws(TileError) {}
+    func startTurnedLevelZero(into writer: TIFFPyramidWriter) throws(TileError) {}
+    func waitForTurnedLevelZero() throws(TileError) {}
     func syncTranscode() throws(TileError) {}
     func waitForTranscode() throws(TileError) {}
 }
