@@ -10,7 +10,8 @@
  * seeds hit the limit). Once the
  * image is complete, the whole input is fed again as trailing bytes: the decoder must drop them
  * (its buffer may not grow). A fourth writer builds a TIFF (issue 26): level 0 transcoded from the
- * coefficients when the JPEG allows it, the lower levels encoded, all into memfds.
+ * coefficients when the JPEG allows it (turned upright by an EXIF orientation when the top bit says),
+ * the lower levels encoded, all into memfds.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -53,11 +54,11 @@ static int pump(cjs_decoder *d, cjs_pyramid *p, int *stage) {
 
 /* A TIFF writer over memfds for the levels: level 0 copied from the coefficients when the JPEG allows
    it, else encoded; the pyramid's writer becomes the TIFF's level encoders. 0, or -1. */
-static int start_tiff(cjs_decoder *d, const cjs_level *levels, int count, cjs_writer_config *writer,
+static int start_tiff(cjs_decoder *d, const cjs_level *levels, int count, int orientation, cjs_writer_config *writer,
                       cjs_tiff_writer **out, int fds[2]) {
     cjs_tiff_level tiff_levels[MAX_LEVELS];
     void *tables[MAX_LEVELS] = {0};
-    int copied = cjs_decoder_transcode_plan(d, TILE, &tiff_levels[0]) == CJS_OK;
+    int copied = cjs_decoder_transcode_plan(d, TILE, orientation, &tiff_levels[0]) == CJS_OK;
     int status = 0;
     for (int i = copied ? 1 : 0; i < count && status == 0; i++) {
         size_t length = 0;
@@ -123,7 +124,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             };
             if (((config >> 6) & 1) && cjs_decoder_coefficient_bytes(d) > 0 &&
                 cjs_decoder_use_coefficient_file(d, memfd_create("coefficients", 0), 1) != CJS_OK) break;
-            if (kind == 3 && start_tiff(d, levels, count, &writer, &tiff, tiff_fds) != 0) break;
+            /* The top bit turns level 0 (EXIF 2-8, by the input's length): its upright tiles are coded a
+               band at a time; the lower levels stay as stored, as sizes the writer is given. */
+            int orientation = config & 0x80 ? 2 + (int)(size % 7) : 1;
+            if (kind == 3 && start_tiff(d, levels, count, orientation, &writer, &tiff, tiff_fds) != 0) break;
             writer_copies = kind == 3 && writer.first_level == 1;
             int32_t error_number;
             if (cjs_pyramid_create(levels, count, TILE, &writer, progress, &p, &error_number) != CJS_OK) break;

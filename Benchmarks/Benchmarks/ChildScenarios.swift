@@ -28,9 +28,10 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
         let (elapsed, extras) = try MasterScenarios.build(name, input: input)
         try writeReport(elapsed, extras: extras)
         return
-    case "build-tiff", "build-tiff-progressive":
-        // A TIFF store (issue 26): level 0 copied from the coefficients, the lower levels encoded.
-        let (elapsed, extras) = try TIFFScenarios.build(input: input)
+    case "build-tiff", "build-tiff-progressive", "build-tiff-turned":
+        // A TIFF store (issue 26): level 0 copied from the coefficients, the lower levels encoded;
+        // turned by orientation 6 (issue 39), level 0 turned in the DCT domain.
+        let (elapsed, extras) = try TIFFScenarios.build(input: input, orientation: name == "build-tiff-turned" ? .rotate90 : nil)
         try writeReport(elapsed, extras: extras)
         return
     case "build", "build-lean", "build-buffered", "build-1thread", "build-window", "build-whole-tiles", "build-memory",

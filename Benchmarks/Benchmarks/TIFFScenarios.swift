@@ -37,22 +37,36 @@ enum TIFFScenarios {
             "vips", vipsArguments(twin ?? input, output: "{out}/v.tif"), name: "vips-tiffsave-progressive", input: twin ?? input)
         if let missing, vipsTwin.missing == nil { vipsTwin.missing = missing }
         list.append(vipsTwin)
+        // Issue 39: the input turned by orientation 6 (level 0 turned in the DCT domain), beside
+        // jpegtran's lossless turn of the whole JPEG and vips turning and saving the same pyramid.
+        list.append(Scenario(name: "build-tiff-turned", kind: .inProcess, input: input))
+        list.append(
+            Scenario.tool("jpegtran", ["-rotate", "90", "-perfect", "-outfile", "{out}/t.jpg", input], name: "jpegtran-rotate90", input: input))
+        list.append(
+            Scenario.tool(
+                "vips", ["rot", input, "{out}/v.tif[tile,pyramid,compression=jpeg,Q=85,tile-width=256,tile-height=256,bigtiff]", "d90"],
+                name: "vips-rot-tiffsave", input: input))
         return list
     }
 
     /// A child's build of the input into an ephemeral TIFF (the TMPDIR file system, as vips writes its
-    /// output there): the elapsed seconds to the complete pyramid, and the file's size in MB.
-    static func build(input: String) throws -> (seconds: Double, extras: [String: Double]) {
+    /// output there), turned by `orientation` when given: the elapsed seconds to the complete pyramid,
+    /// the file's size in MB, and whether level 0 was copied.
+    static func build(input: String, orientation: ImageOrientation? = nil) throws -> (seconds: Double, extras: [String: Double]) {
         let clock = ContinuousClock()
         let start = clock.now
         var options = BuildOptions()
         options.format = .tiff()
+        if let orientation { options.orientation = .fixed(orientation) }
         let image = try TileBuilder.build(contentsOfFile: input, options: options)
         let complete = clock.now
         guard image.isComplete else { throw BenchmarkError("incomplete pyramid") }
         let source = Double(try fileSize(input))
         let bytes = Double(image.totalByteCount)
-        return (seconds(complete - start), ["sizeMB": bytes / 1e6, "sizeRatio": bytes / source])
+        return (
+            seconds(complete - start),
+            ["sizeMB": bytes / 1e6, "sizeRatio": bytes / source, "levelZeroCopied": image.isLevelZeroCopied ? 1 : 0]
+        )
     }
 
     static func seconds(_ d: Duration) -> Double {

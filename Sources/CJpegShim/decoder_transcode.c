@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "decoder.h"
 #include "transcoder.h"
@@ -49,20 +48,14 @@ cjs_status cjs_decoder_transcode_plan(cjs_decoder *d, uint32_t tile_size, int32_
     return CJS_OK;
 }
 
-/* Hands the plans to a transcoder writing into `writer`, or, for a turned plan, spilling to `spill_fd`. */
-static cjs_status start_transcoder(cjs_decoder *d, cjs_tiff_writer *writer, int spill_fd) {
+cjs_status cjs_decoder_transcode_into(cjs_decoder *d, cjs_tiff_writer *writer) {
     transcode_plan *plans = d->plan;
-    int turned = plans && plans[1].orientation != 0;
-    if (d->failed || d->stage != STAGE_HEADER_READ || d->transcoder || !plans || turned != (spill_fd >= 0) ||
-        (!turned && !writer)) {
-        if (spill_fd >= 0) close(spill_fd);
-        return CJS_ERR_STATE;
-    }
+    if (d->failed || d->stage != STAGE_HEADER_READ || d->transcoder || !plans || !writer) return CJS_ERR_STATE;
     /* A single-scan image decodes straight into the ring; a multi-scan one keeps its arrays where they
        were put, and its rows are copied into the ring as the output pass reads them. */
     int stream = !jpeg_has_multiple_scans(&d->cinfo);
-    cjs_status status = transcoder_create_turned(&plans[0], turned ? &plans[1] : NULL, spill_fd, writer, stream,
-                                                 &d->transcoder);
+    int turned = plans[1].orientation != 0;
+    cjs_status status = transcoder_create(&plans[0], turned ? &plans[1] : NULL, writer, stream, &d->transcoder);
     if (!turned) transcode_plan_free(&plans[1]);
     free(d->plan); /* their contents belong to the transcoder now (or were freed) */
     d->plan = NULL;
@@ -77,30 +70,6 @@ static cjs_status start_transcoder(cjs_decoder *d, cjs_tiff_writer *writer, int 
     /* The tap reads the rows as libjpeg's plain output pass does; smoothing reads them otherwise. */
     d->cinfo.do_block_smoothing = FALSE;
     return CJS_OK;
-}
-
-cjs_status cjs_decoder_transcode_into(cjs_decoder *d, cjs_tiff_writer *writer) { return start_transcoder(d, writer, -1); }
-
-cjs_status cjs_decoder_transcode_turned(cjs_decoder *d, int spill_fd) {
-    return spill_fd < 0 ? CJS_ERR_ARGUMENT : start_transcoder(d, NULL, spill_fd);
-}
-
-static cjs_status turned_failure(cjs_decoder *d, int error) {
-    if (!error) return CJS_OK;
-    if (error == EINVAL) return CJS_ERR_STATE;
-    d->err.io_errno = error;
-    snprintf(d->err.message, sizeof d->err.message, "cannot write level 0's turned tiles: %s", strerror(error));
-    return CJS_ERR_IO;
-}
-
-cjs_status cjs_decoder_transcode_write_turned(cjs_decoder *d, cjs_tiff_writer *writer) {
-    if (!d->transcoder || d->failed || d->stage != STAGE_DONE || !writer) return CJS_ERR_STATE;
-    return turned_failure(d, transcoder_write_turned(d->transcoder, writer));
-}
-
-cjs_status cjs_decoder_transcode_wait_turned(cjs_decoder *d) {
-    if (!d->transcoder) return CJS_ERR_STATE;
-    return turned_failure(d, transcoder_wait_turned(d->transcoder));
 }
 
 cjs_status cjs_decoder_transcode_wait(cjs_decoder *d) {

@@ -305,6 +305,9 @@ int transcode_plan_turn(const transcode_plan *s, int orientation, transcode_plan
             return refuse(reason, capacity, text);
         }
     }
+    /* An upright tile is a band of whole stored iMCU rows (turned_level.h). */
+    if (s->tile_size % (8u * (unsigned)s->max_v * (unsigned)s->sub_rows))
+        return refuse(reason, capacity, "its MCU rows do not divide the tile size");
     *t = *s;
     t->tables = NULL;
     t->orientation = orientation;

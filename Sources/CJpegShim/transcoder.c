@@ -1,7 +1,6 @@
 /* transcoder.c: level 0's tiles from the committed iMCU rows of a JPEG's coefficients (transcoder.h). */
 #include <errno.h>
 #include <pthread.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +8,8 @@
 #include "transcoder.h"
 #include "turned_level.h"
 
-/* iMCU rows in the ring: the decoder fills one while the thread codes the others. */
+/* iMCU rows in the ring besides a turned image's band: the decoder fills one while the thread codes
+   the others. */
 enum { RING_ROWS = 4 };
 
 struct transcoder {
@@ -17,18 +17,16 @@ struct transcoder {
     cjs_tiff_writer *writer;
     coefficient_sink sink;
     int stream;
-    int spill_fd;                /* a turned image's: its iMCU rows go here (owned), or -1 */
-    transcode_plan turned;       /* a turned image's upright tiles (when spill_fd >= 0) */
-    size_t slot_bytes;           /* one iMCU row of every component */
-    cjs_tiff_writer *turned_writer; /* where the thread codes the turned level 0, once given */
-    int turned_done;             /* it has (t->error says how it went) */
+    transcode_plan turned;       /* a turned image's upright tiles (orientation 0: not turned) */
+    turned_coder *turner;        /* codes them a band of iMCU rows at a time, or NULL */
+    JDIMENSION ring_rows;        /* iMCU rows the ring holds */
     uint32_t columns;            /* tile columns */
     uint32_t mcus_per_tile;      /* MCUs across a tile */
     uint32_t mcu_rows_per_tile;
     uint32_t mcu_rows;           /* tile MCU rows the image's iMCU rows hold */
     JBLOCK *memory;
     JBLOCKROW *pointers;
-    JBLOCKARRAY slots[RING_ROWS][PLAN_MAX_COMPONENTS];
+    JBLOCKARRAY (*slots)[PLAN_MAX_COMPONENTS]; /* ring_rows of them */
     size_t component_bytes[PLAN_MAX_COMPONENTS]; /* one slot's rows of a component */
     huffman_stream *streams;     /* one per tile column */
     huffman_codes dc[2], ac[2];
@@ -51,7 +49,7 @@ static JBLOCKARRAY sink_rows(void *context, int component, JDIMENSION row, int *
         return NULL;
     }
     pthread_mutex_lock(&t->lock);
-    while (!t->error && !t->stopping && row >= t->coded + RING_ROWS) pthread_cond_wait(&t->changed, &t->lock);
+    while (!t->error && !t->stopping && row >= t->coded + t->ring_rows) pthread_cond_wait(&t->changed, &t->lock);
     int failed = t->error ? t->error : (t->stopping ? ECANCELED : 0);
     int coded = row < t->coded; /* a row already coded (and its room reused): the decoder went back */
     pthread_mutex_unlock(&t->lock);
@@ -59,7 +57,7 @@ static JBLOCKARRAY sink_rows(void *context, int component, JDIMENSION row, int *
         *error_number = failed ? failed : EINVAL;
         return NULL;
     }
-    return t->slots[row % RING_ROWS][component];
+    return t->slots[row % t->ring_rows][component];
 }
 
 static int sink_commit(void *context, JDIMENSION end) {
@@ -164,73 +162,58 @@ static int code_row(transcoder *t, uint32_t m, int slot, int sub) {
     return error;
 }
 
-/* A turned image's iMCU row `row`, as the ring holds it, to its place in the spill file: 0 or an errno. */
-static int spill_row(transcoder *t, JDIMENSION row, int slot) {
-    const char *bytes = (const char *)t->memory + (size_t)slot * t->slot_bytes;
-    size_t done = 0;
-    while (done < t->slot_bytes) {
-        ssize_t n = pwrite(t->spill_fd, bytes + done, t->slot_bytes - done, (off_t)((size_t)row * t->slot_bytes + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return n < 0 ? errno : EIO;
-        done += (size_t)n;
-    }
-    return 0;
-}
-
-/* Codes iMCU row `row` (and, after the last, the padding that completes the last tile row); a turned
-   image's is spilled, to be coded upright once every row is in (transcoder_write_turned). */
+/* Codes iMCU row `row` (and, after the last, the padding that completes the last tile row). */
 static int code_imcu_row(transcoder *t, JDIMENSION row) {
-    int slot = (int)(row % RING_ROWS);
+    int slot = (int)(row % t->ring_rows);
     int error = 0;
-    if (t->spill_fd >= 0) error = spill_row(t, row, slot);
-    for (int sub = 0; sub < t->plan.sub_rows && !error && t->spill_fd < 0; sub++)
+    for (int sub = 0; sub < t->plan.sub_rows && !error; sub++)
         error = code_row(t, (uint32_t)row * (uint32_t)t->plan.sub_rows + (uint32_t)sub, slot, sub);
-    if (!error && row + 1 == t->plan.imcu_rows && t->spill_fd < 0)
+    if (!error && row + 1 == t->plan.imcu_rows)
         for (uint32_t m = t->mcu_rows; m % t->mcu_rows_per_tile != 0 && !error; m++) error = code_row(t, m, -1, 0);
     if (t->stream) /* libjpeg expects the rows it is given to be zero */
         for (int ci = 0; ci < t->plan.components; ci++) memset(t->slots[slot][ci][0], 0, t->component_bytes[ci]);
     return error;
 }
 
-static int should_stop(void *context) {
+/* A turned image's stored block (x, y) of component `ci`, in the ring. */
+static const JCOEF *ring_block(void *context, int ci, JDIMENSION x, JDIMENSION y) {
     transcoder *t = context;
-    pthread_mutex_lock(&t->lock);
-    int stopping = t->stopping;
-    pthread_mutex_unlock(&t->lock);
-    return stopping;
+    JDIMENSION per_row = (JDIMENSION)t->plan.component[ci].source_v;
+    return t->slots[(y / per_row) % t->ring_rows][ci][y % per_row][x];
+}
+
+/* Codes the upright tiles of a turned image's band of iMCU rows [start, end), then frees its rows. */
+static int code_turned_band(transcoder *t, JDIMENSION start, JDIMENSION end) {
+    int error = turned_coder_band(t->turner, start, ring_block, t, t->writer);
+    for (JDIMENSION row = start; row < end && t->stream; row++) /* libjpeg expects its rows zero */
+        for (int ci = 0; ci < t->plan.components; ci++)
+            memset(t->slots[row % t->ring_rows][ci][0], 0, t->component_bytes[ci]);
+    return error;
 }
 
 static void *transcoder_main(void *argument) {
     transcoder *t = argument;
     pthread_mutex_lock(&t->lock);
     while (t->coded < t->plan.imcu_rows && !t->stopping && !t->error) {
-        if (t->committed <= t->coded) {
+        /* An iMCU row at a time, or a turned image's band of them. */
+        JDIMENSION end = t->turner ? turned_band_end(t->turner, t->coded) : t->coded + 1;
+        if (t->committed < end) {
             pthread_cond_wait(&t->changed, &t->lock);
             continue;
         }
         JDIMENSION row = t->coded;
         pthread_mutex_unlock(&t->lock);
-        int error = code_imcu_row(t, row);
+        int error = t->turner ? code_turned_band(t, row, end) : code_imcu_row(t, row);
         pthread_mutex_lock(&t->lock);
         if (error) t->error = error;
-        else t->coded = row + 1;
+        else t->coded = end;
         pthread_cond_broadcast(&t->changed);
     }
-    /* A turned image's level 0, once every row is spilled and the writer is given. */
-    while (t->spill_fd >= 0 && !t->turned_writer && !t->stopping && !t->error) pthread_cond_wait(&t->changed, &t->lock);
-    if (t->turned_writer && !t->stopping && !t->error) {
-        pthread_mutex_unlock(&t->lock);
-        int error = turned_level_write(&t->plan, &t->turned, t->spill_fd, t->slot_bytes, t->turned_writer, should_stop, t);
-        pthread_mutex_lock(&t->lock);
-        if (error && !t->error) t->error = error;
-    }
-    t->turned_done = 1;
-    pthread_cond_broadcast(&t->changed);
     pthread_mutex_unlock(&t->lock);
     return NULL;
 }
 
-/* The ring: RING_ROWS slots, each every component's source_v rows of blocks_per_row blocks, zeroed. */
+/* The ring: ring_rows slots, each every component's source_v rows of blocks_per_row blocks, zeroed. */
 static int make_ring(transcoder *t) {
     const transcode_plan *p = &t->plan;
     size_t slot_bytes = 0, rows = 0;
@@ -239,13 +222,13 @@ static int make_ring(transcoder *t) {
         slot_bytes += t->component_bytes[ci];
         rows += (size_t)p->component[ci].source_v;
     }
-    t->slot_bytes = slot_bytes;
-    t->memory = calloc(RING_ROWS, slot_bytes);
-    t->pointers = malloc(RING_ROWS * rows * sizeof(JBLOCKROW));
-    if (!t->memory || !t->pointers) return ENOMEM;
+    t->memory = calloc(t->ring_rows, slot_bytes);
+    t->pointers = malloc(t->ring_rows * rows * sizeof(JBLOCKROW));
+    t->slots = malloc(t->ring_rows * sizeof *t->slots);
+    if (!t->memory || !t->pointers || !t->slots) return ENOMEM;
     char *next = (char *)t->memory;
     JBLOCKROW *pointer = t->pointers;
-    for (int slot = 0; slot < RING_ROWS; slot++)
+    for (JDIMENSION slot = 0; slot < t->ring_rows; slot++)
         for (int ci = 0; ci < p->components; ci++) {
             t->slots[slot][ci] = pointer;
             for (int r = 0; r < p->component[ci].source_v; r++) {
@@ -272,27 +255,26 @@ static int prepare(transcoder *t) {
     if (!t->streams) return ENOMEM;
     for (int ci = 0; ci < p->components; ci++)
         if (!(t->last_dc[ci] = calloc(p->component[ci].blocks_per_row, sizeof(JCOEF)))) return ENOMEM;
+    t->ring_rows = RING_ROWS;
+    if (t->turned.orientation) { /* a whole band, and room to decode the next while it is coded */
+        int error = turned_coder_create(&t->plan, &t->turned, &t->turner);
+        if (error) return error;
+        t->ring_rows += 2 * turned_band_rows(t->turner);
+    }
     return make_ring(t);
 }
 
-cjs_status transcoder_create(transcode_plan *plan, cjs_tiff_writer *writer, int stream, transcoder **out) {
-    return transcoder_create_turned(plan, NULL, -1, writer, stream, out);
-}
-
-cjs_status transcoder_create_turned(transcode_plan *plan, transcode_plan *turned, int spill_fd, cjs_tiff_writer *writer,
-                                    int stream, transcoder **out) {
+cjs_status transcoder_create(transcode_plan *plan, transcode_plan *turned, cjs_tiff_writer *writer, int stream,
+                             transcoder **out) {
     *out = NULL;
     transcoder *t = calloc(1, sizeof *t);
     if (!t) {
         transcode_plan_free(plan);
         if (turned) transcode_plan_free(turned);
-        if (spill_fd >= 0) close(spill_fd);
         return CJS_ERR_NOMEM;
     }
     t->plan = *plan;
     if (turned) t->turned = *turned;
-    t->spill_fd = turned ? spill_fd : -1;
-    if (!turned && spill_fd >= 0) close(spill_fd);
     t->writer = writer;
     t->stream = stream;
     t->sink = (coefficient_sink){.rows = sink_rows, .commit = sink_commit, .context = t};
@@ -325,27 +307,6 @@ int transcoder_wait(transcoder *t) {
     return error;
 }
 
-int transcoder_write_turned(transcoder *t, cjs_tiff_writer *writer) {
-    if (t->spill_fd < 0 || !writer) return EINVAL;
-    int error = transcoder_wait(t);
-    if (error) return error;
-    pthread_mutex_lock(&t->lock);
-    if (t->turned_writer) error = EINVAL;
-    else t->turned_writer = writer;
-    pthread_cond_broadcast(&t->changed);
-    pthread_mutex_unlock(&t->lock);
-    return error;
-}
-
-int transcoder_wait_turned(transcoder *t) {
-    pthread_mutex_lock(&t->lock);
-    int error = t->turned_writer ? 0 : EINVAL;
-    while (!error && !t->turned_done) pthread_cond_wait(&t->changed, &t->lock);
-    if (!error) error = t->error;
-    pthread_mutex_unlock(&t->lock);
-    return error;
-}
-
 int transcoder_sync(transcoder *t) {
     pthread_mutex_lock(&t->lock);
     while (!t->error && !t->stopping && t->coded < t->committed) pthread_cond_wait(&t->changed, &t->lock);
@@ -368,9 +329,10 @@ void transcoder_destroy(transcoder *t) {
     for (int ci = 0; ci < PLAN_MAX_COMPONENTS; ci++) free(t->last_dc[ci]);
     free(t->memory);
     free(t->pointers);
+    free(t->slots);
+    turned_coder_destroy(t->turner);
     transcode_plan_free(&t->plan);
     transcode_plan_free(&t->turned);
-    if (t->spill_fd >= 0) close(t->spill_fd);
     pthread_cond_destroy(&t->changed);
     pthread_mutex_destroy(&t->lock);
     free(t);

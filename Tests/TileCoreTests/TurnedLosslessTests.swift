@@ -58,6 +58,38 @@ struct TurnedLosslessTests {
         try Self.expectCornerPixels(image, turned: turned)
     }
 
+    @Test("small tiles: many bands of rows, the first short where rows are flipped, the ring reused", arguments: 2...8)
+    func smallTiles(orientation: Int) throws {
+        let jpeg = try Synthetic.jpeg(.init(width: 528, height: 400, progressive: orientation % 2 == 0))
+        let turned = try #require(try Self.jpegtran(jpeg, orientation: orientation))
+        let image = try TileBuilder.build(
+            data: jpeg,
+            options: TIFFChecks.options {
+                $0.orientation = .fixed(ImageOrientation(rawValue: orientation)!)
+                $0.tileSize = 32
+            })
+        #expect(image.isLevelZeroCopied)
+        #expect(try TIFFChecks.levelZeroMismatches(image, source: turned) == [])
+    }
+
+    @Test("a turned JPEG cut short fails as truncated and leaves no folder behind")
+    func truncated() throws {
+        let jpeg = try Synthetic.jpeg(.init(width: 640, height: 480))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("turned-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let error = thrownError {
+            try TileBuilder.build(
+                data: jpeg.prefix(jpeg.count / 2),
+                options: TIFFChecks.options {
+                    $0.orientation = .fixed(.rotate90)
+                    $0.storage = .persistent(path: "\(folder)/t.tiles")
+                })
+        }
+        #expect(error?.code == .truncated)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == [])
+    }
+
     @Test("a flipped side that is not a whole number of MCUs: level 0 encoded, the manifest says why; a bare transpose is still copied")
     func partialMCUs() throws {
         let jpeg = try Synthetic.smoothJPEG(width: 777, height: 555, subsampling: .s420)

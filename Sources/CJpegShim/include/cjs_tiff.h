@@ -169,25 +169,11 @@ cjs_status cjs_decoder_transcode_plan(cjs_decoder *d, uint32_t tile_size, int32_
  * Makes level 0 of `writer` from this JPEG's coefficients while the decoder's rows come out as before
  * (after cjs_decoder_transcode_plan, before start): the image is decoded in buffered-image mode and
  * each iMCU row's coefficients, once final, are entropy-coded into its tiles by a thread of the
- * transcoder's own. A single-scan image's coefficients are never whole (a ring of iMCU rows); a
+ * transcoder's own (a turned plan's, a tile's rows at a time: the upright tiles they hold). A single-scan image's coefficients are never whole (a ring of iMCU rows); a
  * multi-scan image's stay where cjs_decoder_use_coefficient_file put them. `writer` must outlive the
  * decoder.
  */
 cjs_status cjs_decoder_transcode_into(cjs_decoder *d, cjs_tiff_writer *writer);
-/**
- * For a turned plan (orientation 2-8), instead of cjs_decoder_transcode_into: each iMCU row's
- * coefficients, once final, go to `spill_fd` (an empty read-write file, taken over in every case: the
- * decoder closes it on destroy), 128 bytes a block; after the decode, cjs_decoder_transcode_write_turned
- * codes the upright tiles from it. CJS_ERR_STATE without a turned plan.
- */
-cjs_status cjs_decoder_transcode_turned(cjs_decoder *d, int spill_fd);
-/** After cjs_decoder_finish, for cjs_decoder_transcode_turned: starts coding every level-0 tile of
-    `writer` turned upright, on the transcoder's thread (the memory of one upright tile row of blocks),
-    and returns; `writer` must stay until cjs_decoder_transcode_wait_turned returns (or the decoder is
-    destroyed, which stops it). CJS_OK, CJS_ERR_IO (cjs_decoder_errno, cjs_decoder_message), CJS_ERR_STATE. */
-cjs_status cjs_decoder_transcode_write_turned(cjs_decoder *d, cjs_tiff_writer *writer);
-/** Waits until the turned level 0 is in the writer: CJS_OK, CJS_ERR_IO, CJS_ERR_STATE (not started). */
-cjs_status cjs_decoder_transcode_wait_turned(cjs_decoder *d);
 /** Waits until the coefficient rows the output pass has moved past are coded and their complete
     tile rows written (for callers that need the tiles of the rows decoded so far now). */
 cjs_status cjs_decoder_transcode_sync(cjs_decoder *d);

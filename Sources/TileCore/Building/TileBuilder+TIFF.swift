@@ -7,13 +7,15 @@ struct TIFFBuild {
         case copied
         /// Decoded and encoded, for `reason`.
         case encoded(reason: String)
-        /// The image is turned: built into a scratch raw pyramid first, then encoded upright; level 0
-        /// from the source's coefficients turned in the DCT domain when `coding` is given (lossless),
-        /// else encoded too, for `reason`.
-        case turned(coding: TIFFLevelCoding?, reason: String?)
+        /// The image is turned: its lower levels are built into a scratch raw pyramid first and encoded
+        /// upright when it is complete; level 0 is coded into `tiff` (made at the start) from the
+        /// source's coefficients turned in the DCT domain as they are decoded (lossless), or, without
+        /// `tiff`, encoded from the scratch pyramid too, for `reason`.
+        case turned(TurnedTIFF?, reason: String?)
     }
 
-    /// `nil` while a turned image is built into its scratch pyramid.
+    /// `nil` while a turned image is built into its scratch pyramid (its TIFF, if made yet, is in
+    /// ``LevelZero/turned(_:reason:)``).
     var writer: TIFFPyramidWriter?
     var levelZero: LevelZero
     var options: TIFFWriting
@@ -43,13 +45,16 @@ extension TileBuilder {
             var p = try makeRawPipeline(
                 header, info: info, orientation: orientation, storage: .ephemeral(directory: scratchFolder),
                 skipsLevelZero: coding != nil)
-            do throws(TileError) {
-                if coding != nil { try decoder.transcodeTurned(in: p.store.scratchDirectory) }
-                p.tiff = TIFFBuild(writer: nil, levelZero: .turned(coding: coding, reason: reason), options: tiff)
-            } catch {
-                p.store.discard()
-                throw error
+            var turned: TurnedTIFF?
+            if let coding {
+                do throws(TileError) {
+                    turned = try makeTurnedTIFF(p.image.geometry, levelZero: coding, tiff: tiff, info: info)
+                } catch {
+                    p.store.discard()
+                    throw error
+                }
             }
+            p.tiff = TIFFBuild(writer: nil, levelZero: .turned(turned, reason: reason), options: tiff)
             return p
         }
         let geometry = try TileGeometry(
@@ -166,8 +171,8 @@ extension TileBuilder {
         switch levelZero {
         case .copied: copied = true
         case .encoded(let why): reason = why
-        case .turned(let coding, let why):
-            copied = coding != nil
+        case .turned(let turned, let why):
+            copied = turned != nil
             reason =
                 copied
                 ? "turned upright in the DCT domain (orientation \(orientation.rawValue)): every tile lossless"

@@ -1,48 +1,62 @@
+/// A turned image's TIFF: its store, writer, upright geometry and tile-row counters.
+struct TurnedTIFF {
+    var store: StagedStore
+    var writer: TIFFPyramidWriter
+    var geometry: TileGeometry
+    var progress: TileRowCounters
+}
+
 extension TileBuilder {
-    /// A turned image's TIFF store: level 0 from the source's coefficients turned in the DCT domain when
-    /// the build planned it (``TIFFBuild/LevelZero/turned(coding:reason:)``), else encoded from the
-    /// scratch raw pyramid (`raw`, complete, read upright); the lower levels encoded from it level by
-    /// level, row by row, into a new TIFF, then published. The scratch pyramid's files go when `raw`
-    /// is released.
-    /// - Returns: the TIFF's image, which replaces `raw` as the build's result.
-    func completeTurnedTIFF(_ raw: TiledImage, _ tiff: TIFFBuild) throws(TileError) -> TiledImage {
-        guard let info else { preconditionFailure("a build completes after its header") }
+    /// A turned image's TIFF store and writer, upright, for the scratch pyramid of `scratch`'s
+    /// geometry. With `levelZero` (a turned plan's coding), made before the decode starts: the
+    /// decoder codes level 0 into it from the coefficients, turned, a tile's rows at a time.
+    func makeTurnedTIFF(_ scratch: TileGeometry, levelZero coding: TIFFLevelCoding?, tiff: TIFFWriting, info: ImageInfo)
+        throws(TileError) -> TurnedTIFF
+    {
         let geometry = try TileGeometry(
-            uprightLevels: raw.geometry.levels.map { ($0.width, $0.height) }, tileSize: raw.geometry.tileSize)
+            uprightLevels: scratch.levels.map { ($0.width, $0.height) }, tileSize: scratch.tileSize)
         let store = try StagedStore.createTIFF(options.storage)
         do throws(TileError) {
-            var turned: TIFFLevelCoding?
-            if case .turned(let coding, _) = tiff.levelZero { turned = coding }
-            let codings = try Self.codings(geometry, levelZero: turned, coding: tiff.options, info: info)
+            let codings = try Self.codings(geometry, levelZero: coding, coding: tiff, info: info)
             let progress = TileRowCounters(count: geometry.levels.count)
             let writer = try TIFFPyramidWriter(
                 files: store.files, levels: codings, tileSize: geometry.tileSize,
-                bigTIFF: Self.needsBigTIFF(
-                    tiff.options.bigTIFF, geometry, bytesPerPixel: Self.bytesPerPixelBound(codings[0], tiff.options)),
+                bigTIFF: Self.needsBigTIFF(tiff.bigTIFF, geometry, bytesPerPixel: Self.bytesPerPixelBound(codings[0], tiff)),
                 info: info, progress: progress)
-            // The turned level 0 is coded on the decoder's thread while the lower levels are encoded
-            // here; the writer stays until that thread is done with it, also when this fails.
-            if turned != nil { try decoder.startTurnedLevelZero(into: writer) }
-            do throws(TileError) {
-                try encodeLevels(of: raw, into: writer, from: turned == nil ? 0 : 1, coding: tiff.options)
-            } catch {
-                if turned != nil { try? decoder.waitForTurnedLevelZero() }
-                throw error
-            }
-            if turned != nil { try decoder.waitForTurnedLevelZero() }
-            try writer.finish()
+            if coding != nil { try decoder.transcode(into: writer) }
+            return TurnedTIFF(store: store, writer: writer, geometry: geometry, progress: progress)
+        } catch {
+            store.discard()
+            throw error
+        }
+    }
+
+    /// A turned image's TIFF store completed: level 0's last tiles when they were coded from the
+    /// coefficients (``TIFFBuild/LevelZero/turned(_:reason:)``), else level 0 encoded from the scratch
+    /// raw pyramid (`raw`, complete, read upright); the lower levels encoded from it level by level,
+    /// row by row; then published. The scratch pyramid's files go when `raw` is released.
+    /// - Returns: the TIFF's image, which replaces `raw` as the build's result.
+    func completeTurnedTIFF(_ raw: TiledImage, _ tiff: TIFFBuild) throws(TileError) -> TiledImage {
+        guard let info else { preconditionFailure("a build completes after its header") }
+        guard case .turned(let made, _) = tiff.levelZero else { preconditionFailure("a turned image's TIFF") }
+        let t: TurnedTIFF
+        if let made { t = made } else { t = try makeTurnedTIFF(raw.geometry, levelZero: nil, tiff: tiff.options, info: info) }
+        do throws(TileError) {
+            if made != nil { try decoder.waitForTranscode() }
+            try encodeLevels(of: raw, into: t.writer, from: made == nil ? 0 : 1, coding: tiff.options)
+            try t.writer.finish()
             let image = TiledImage(
-                geometry: geometry, files: store.files, storePath: store.finalPath, complete: true,
-                tiff: TIFFSource(building: writer, isLevelZeroCopied: turned != nil), progress: progress)
+                geometry: t.geometry, files: t.store.files, storePath: t.store.finalPath, complete: true,
+                tiff: TIFFSource(building: t.writer, isLevelZeroCopied: made != nil), progress: t.progress)
             if case .persistent = options.storage {
-                try store.publish(
+                try t.store.publish(
                     manifest(
-                        for: geometry,
-                        tiff: details(tiff.levelZero, tiff.options, writer, orientation: raw.geometry.orientation)))
+                        for: t.geometry,
+                        tiff: details(tiff.levelZero, tiff.options, t.writer, orientation: raw.geometry.orientation)))
             }
             return image
         } catch {
-            store.discard()
+            t.store.discard()
             throw error
         }
     }

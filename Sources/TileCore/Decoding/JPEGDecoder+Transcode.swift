@@ -26,7 +26,8 @@ extension JPEGDecoder {
     }
 
     /// Makes level 0 of `writer` from this JPEG's coefficients while the rows come out as before
-    /// (`cjs_decoder_transcode_into`); keeps `writer` alive as long as the decoder. Call after
+    /// (`cjs_decoder_transcode_into`), turned upright as the plan says (a tile's rows at a time: the
+    /// upright tiles they hold); keeps `writer` alive as long as the decoder. Call after
     /// ``transcodePlan(tileSize:orientation:)`` and ``storeCoefficients(_:in:windowBytes:)``, before ``start()``.
     func transcode(into writer: TIFFPyramidWriter) throws(TileError) {
         let status = cjs_decoder_transcode_into(handle, writer.handle)
@@ -35,41 +36,6 @@ extension JPEGDecoder {
             throw TileError(.invalidArgument, "level 0 cannot be transcoded now (status \(status.rawValue))")
         }
         transcodeTarget = writer
-    }
-
-    /// For a turned plan: each row of coefficients, once final, goes to an anonymous file in `directory`
-    /// (`cjs_decoder_transcode_turned`, 128 bytes an 8x8 block) while the rows come out as before; after
-    /// the decode, ``startTurnedLevelZero(into:)`` codes the upright tiles from it. Call after
-    /// ``transcodePlan(tileSize:orientation:)`` and ``storeCoefficients(_:in:windowBytes:)``, before
-    /// ``start()``.
-    func transcodeTurned(in directory: String) throws(TileError) {
-        let fd = try SystemCall.createAnonymous(in: directory, what: "a file of turned coefficients")
-        // The C decoder owns it from here, also when this fails.
-        let status = cjs_decoder_transcode_turned(handle, fd.take())
-        guard status == CJS_OK else {
-            if status == CJS_ERR_NOMEM { throw TileError(.io, "out of memory for the transcoder", errno: ENOMEM) }
-            throw TileError(.invalidArgument, "level 0 cannot be turned now (status \(status.rawValue))")
-        }
-    }
-
-    /// Starts coding level 0 of `writer` from the coefficients ``transcodeTurned(in:)`` kept, turned
-    /// upright, on the transcoder's thread (`cjs_decoder_transcode_write_turned`), and returns; the
-    /// caller keeps `writer` until ``waitForTurnedLevelZero()`` returns, also when it fails meanwhile.
-    /// Call after ``finish()`` returned `.done`.
-    func startTurnedLevelZero(into writer: TIFFPyramidWriter) throws(TileError) {
-        try checkTurned(cjs_decoder_transcode_write_turned(handle, writer.handle))
-    }
-
-    /// Waits until the turned level 0 is in the writer (`cjs_decoder_transcode_wait_turned`).
-    func waitForTurnedLevelZero() throws(TileError) {
-        try checkTurned(cjs_decoder_transcode_wait_turned(handle))
-    }
-
-    private func checkTurned(_ status: cjs_status) throws(TileError) {
-        guard status == CJS_OK else {
-            if status == CJS_ERR_IO { throw TileError(.io, lastMessage, errno: cjs_decoder_errno(handle)) }
-            throw TileError(.invalidArgument, "the turned level 0 is not being written (status \(status.rawValue))")
-        }
     }
 
     /// Waits until the level-0 tiles of the rows decoded so far are in the writer

@@ -111,12 +111,6 @@ protocol RowDecoder: AnyObject {
     func transcodePlan(tileSize: Int, orientation: ImageOrientation) throws(TileError)
         -> (coding: TIFFLevelCoding?, reason: String?)
     func transcode(into writer: TIFFPyramidWriter) throws(TileError)
-    /// A turned plan's coefficients kept in a file in `directory` while the image decodes.
-    func transcodeTurned(in directory: String) throws(TileError)
-    /// Starts level 0 of `writer` from the kept coefficients, turned upright, after the decode, on a
-    /// thread of the decoder's; `writer` stays until ``waitForTurnedLevelZero()`` returns.
-    func startTurnedLevelZero(into writer: TIFFPyramidWriter) throws(TileError)
-    func waitForTurnedLevelZero() throws(TileError)
     func syncTranscode() throws(TileError)
     func waitForTranscode() throws(TileError)
 }
@@ -135,9 +129,6 @@ extension RowDecoder {
         (nil, "the source is not a JPEG: level 0 is encoded from its rows")
     }
     func transcode(into writer: TIFFPyramidWriter) throws(TileError) {}
-    func transcodeTurned(in directory: String) throws(TileError) {}
-    func startTurnedLevelZero(into writer: TIFFPyramidWriter) throws(TileError) {}
-    func waitForTurnedLevelZero() throws(TileError) {}
     func syncTranscode() throws(TileError) {}
     func waitForTranscode() throws(TileError) {}
 }
