@@ -224,7 +224,7 @@ func writeOnly(input: String) throws {
     var handle: OpaquePointer?
     var config = cjs_writer_config(
         kind: Int32(CJS_WRITER_BANDS.rawValue), band_rows: 0, band_threading: Int32(CJS_BANDS_WRITE_BEHIND.rawValue),
-        bypass_page_cache: 1, export_to: nil, tiff: nil, tiff_quality: 0, tiff_tables: 0, first_level: 0)
+        bypass_page_cache: 1, export_to: nil, tiff: nil, tiff_quality: 0, tiff_tables: 0, tiff_orientation: 0, first_level: 0)
     var number: Int32 = 0
     guard
         cjs_pyramid_create(levels, UInt32(levels.count), UInt32(geometry.tileSize), &config, nil, &handle, &number)

@@ -169,7 +169,8 @@ static cjs_status check_config(const cjs_writer_config *c, uint32_t tile_size) {
     if (c->kind == CJS_WRITER_WINDOW) return CJS_OK;
     if (c->kind == CJS_WRITER_NONE) return c->export_to ? CJS_OK : CJS_ERR_ARGUMENT;
     if (c->kind == CJS_WRITER_TIFF) return c->tiff && c->tiff_quality >= 1 && c->tiff_quality <= 100 &&
-               (c->tiff_tables == CJS_TABLES_ANNEX_K || c->tiff_tables == CJS_TABLES_FLATTENED) ? CJS_OK : CJS_ERR_ARGUMENT;
+               (c->tiff_tables == CJS_TABLES_ANNEX_K || c->tiff_tables == CJS_TABLES_FLATTENED) &&
+               c->tiff_orientation >= 0 && c->tiff_orientation <= 8 ? CJS_OK : CJS_ERR_ARGUMENT;
     if (c->kind != CJS_WRITER_BANDS) return CJS_ERR_ARGUMENT;
     if (c->band_threading < CJS_BANDS_ON_CALLER || c->band_threading > CJS_BANDS_WRITE_BEHIND) return CJS_ERR_ARGUMENT;
     if (c->band_rows > tile_size || (c->band_rows && tile_size % c->band_rows)) return CJS_ERR_ARGUMENT;
@@ -189,7 +190,8 @@ cjs_status cjs_pyramid_create(const cjs_level *levels, uint32_t count, uint32_t 
     p->count = count;
     p->methods = writer->kind == CJS_WRITER_BANDS    ? &band_writer_methods
                  : writer->kind == CJS_WRITER_WINDOW ? &window_writer_methods
-                 : writer->kind == CJS_WRITER_TIFF   ? &tiff_level_writer_methods
+                 : writer->kind == CJS_WRITER_TIFF   ? (writer->tiff_orientation > 1 ? &turned_tiles_writer_methods
+                                                                                       : &tiff_level_writer_methods)
                                                      : NULL;
     p->export_to = writer->export_to;
     p->shared.threaded = (writer->kind == CJS_WRITER_BANDS && writer->band_threading != CJS_BANDS_ON_CALLER) ||

@@ -36,7 +36,8 @@ struct cjs_tiff_level_encoder {
     uint8_t *last_row;   /* the level's last row, repeated below it */
     uint32_t rows_pushed;
     int failed;
-    /* WebP levels: a tile row of RGBA, `columns` tiles wide, padded. */
+    int webp;
+    /* WebP levels: a tile row of RGBA, `columns` tiles wide, padded (made at the first row). */
     uint8_t *tile_row;
 };
 
@@ -173,6 +174,10 @@ static cjs_status end_webp_tiles(cjs_tiff_level_encoder *e, uint32_t tile_row) {
 }
 
 static cjs_status push_webp_row(cjs_tiff_level_encoder *e, const uint8_t *row) {
+    if (!e->tile_row && !(e->tile_row = malloc((size_t)e->columns * e->tile_size * e->tile_size * 4))) {
+        e->failed = 1;
+        return CJS_ERR_NOMEM;
+    }
     uint32_t y = e->rows_pushed % e->tile_size;
     hold_row(e, y, row);
     e->rows_pushed++;
@@ -199,11 +204,9 @@ cjs_status cjs_tiff_level_encoder_create(cjs_tiff_writer *writer, uint32_t level
     e->desc = *desc;
     e->tile_size = tiff_writer_tile_size(writer);
     e->columns = (desc->width + e->tile_size - 1) / e->tile_size;
-    cjs_status status;
-    if (webp) { /* a tile row of RGBA, nothing of libjpeg */
-        e->tile_row = malloc((size_t)e->columns * e->tile_size * e->tile_size * 4);
-        status = e->tile_row ? CJS_OK : CJS_ERR_NOMEM;
-    } else {
+    e->webp = webp;
+    cjs_status status = CJS_OK;
+    if (!webp) { /* WebP: a tile row of RGBA once rows come, nothing of libjpeg */
         cjs_error_init(&e->err, 0);
         e->compressors = calloc(e->columns, sizeof *e->compressors);
         e->edge = malloc((size_t)e->tile_size * 4);
@@ -247,7 +250,7 @@ static cjs_status end_tiles(cjs_tiff_level_encoder *e, uint32_t tile_row) {
 cjs_status cjs_tiff_level_encoder_push_row(cjs_tiff_level_encoder *e, const void *row) {
     if (e->failed) return CJS_ERR_STATE;
     if (!row || e->rows_pushed >= e->desc.height) return CJS_ERR_ARGUMENT;
-    if (e->tile_row) return push_webp_row(e, row);
+    if (e->webp) return push_webp_row(e, row);
     if (setjmp(e->err.jump)) { /* jpeg_start_compress, jpeg_write_scanlines, jpeg_finish_compress */
         e->failed = 1;
         return e->err.pub.msg_code == JERR_OUT_OF_MEMORY ? CJS_ERR_NOMEM : CJS_ERR_LIBJPEG;
@@ -266,6 +269,39 @@ cjs_status cjs_tiff_level_encoder_push_row(cjs_tiff_level_encoder *e, const void
     cjs_status status = end_tiles(e, (e->rows_pushed - 1) / e->tile_size);
     if (status != CJS_OK) e->failed = 1;
     return status;
+}
+
+cjs_status tiff_level_encoder_put_tile(cjs_tiff_level_encoder *e, uint32_t column, uint32_t row, const uint8_t *tile) {
+    if (e->failed) return CJS_ERR_STATE;
+    size_t stride = (size_t)e->tile_size * 4;
+    cjs_status status;
+    if (e->webp) {
+        void *bytes = NULL;
+        size_t length = 0;
+        cweb_status encoded = cweb_webp_encode(tile, stride, e->tile_size, e->tile_size, e->desc.webp_quality,
+                                               e->desc.webp_lossless, 4, e->desc.samples == 4, NULL, 0, NULL, NULL, &bytes,
+                                               &length, NULL);
+        if (encoded != CWEB_OK) status = encoded == CWEB_ERR_MEMORY ? CJS_ERR_NOMEM : CJS_ERR_LIBJPEG;
+        else status = cjs_tiff_writer_put_tile(e->writer, e->level, column, row, bytes, length);
+        cweb_free(bytes);
+    } else {
+        column_compressor *c = &e->compressors[0];
+        if (setjmp(e->err.jump)) { /* jpeg_start_compress, jpeg_write_scanlines, jpeg_finish_compress */
+            e->failed = 1;
+            return e->err.pub.msg_code == JERR_OUT_OF_MEMORY ? CJS_ERR_NOMEM : CJS_ERR_LIBJPEG;
+        }
+        jpeg_start_compress(&c->cinfo, FALSE);
+        while (c->cinfo.next_scanline < c->cinfo.image_height) {
+            JSAMPROW line = (JSAMPROW)(uintptr_t)(tile + (size_t)c->cinfo.next_scanline * stride);
+            jpeg_write_scanlines(&c->cinfo, &line, 1);
+        }
+        jpeg_finish_compress(&c->cinfo);
+        status = cjs_tiff_writer_put_tile(e->writer, e->level, column, row, c->bytes.data, c->bytes.length);
+    }
+    if (status != CJS_OK) e->failed = 1;
+    return status == CJS_OK || status == CJS_ERR_NOMEM || status == CJS_ERR_LIBJPEG ? status
+           : status == CJS_ERR_ARGUMENT                                            ? CJS_ERR_ARGUMENT
+                                                                                    : CJS_ERR_IO;
 }
 
 /* ---- the pyramid's writer strategy for TIFF levels (writer.h) ----------------------------- */

@@ -175,16 +175,16 @@ static int code_imcu_row(transcoder *t, JDIMENSION row) {
     return error;
 }
 
-/* A turned image's stored block (x, y) of component `ci`, in the ring. */
-static const JCOEF *ring_block(void *context, int ci, JDIMENSION x, JDIMENSION y) {
+/* A turned image's stored block row `y` of component `ci`, in the ring. */
+static JBLOCKROW ring_row(void *context, int ci, JDIMENSION y) {
     transcoder *t = context;
     JDIMENSION per_row = (JDIMENSION)t->plan.component[ci].source_v;
-    return t->slots[(y / per_row) % t->ring_rows][ci][y % per_row][x];
+    return t->slots[(y / per_row) % t->ring_rows][ci][y % per_row];
 }
 
 /* Codes the upright tiles of a turned image's band of iMCU rows [start, end), then frees its rows. */
 static int code_turned_band(transcoder *t, JDIMENSION start, JDIMENSION end) {
-    int error = turned_coder_band(t->turner, start, ring_block, t, t->writer);
+    int error = turned_coder_band(t->turner, start, ring_row, t, t->writer);
     for (JDIMENSION row = start; row < end && t->stream; row++) /* libjpeg expects its rows zero */
         for (int ci = 0; ci < t->plan.components; ci++)
             memset(t->slots[row % t->ring_rows][ci][0], 0, t->component_bytes[ci]);

@@ -1,6 +1,7 @@
 /* turned_level.c: level 0 of a turned JPEG's TIFF, turned in the DCT domain (turned_level.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "huffman.h"
 #include "turned_level.h"
@@ -15,6 +16,9 @@ struct turned_coder {
     huffman_codes dc[2], ac[2];
     huffman_order order;
     huffman_stream stream;
+    /* A tile's stored blocks of each component, copied a stored row at a time (read in order, so the
+       hardware prefetches them) before they are coded in upright order. */
+    JBLOCK *local[PLAN_MAX_COMPONENTS];
 };
 
 /* How a block turns: coefficient (v, u) of the upright block is the stored block's (u, v) when
@@ -57,12 +61,21 @@ int turned_coder_create(const transcode_plan *source, const transcode_plan *turn
         }
     huffman_order_init(&c->order);
     plan_block_turn(c);
+    for (int ci = 0; ci < turned->components; ci++) {
+        const plan_component *u = &turned->component[ci];
+        size_t blocks = (size_t)c->mcus_across * (size_t)u->h * c->mcus_down * (size_t)u->v;
+        if (!(c->local[ci] = malloc(blocks * sizeof(JBLOCK)))) {
+            turned_coder_destroy(c);
+            return ENOMEM;
+        }
+    }
     *out = c;
     return 0;
 }
 
 void turned_coder_destroy(turned_coder *c) {
     if (!c) return;
+    for (int ci = 0; ci < PLAN_MAX_COMPONENTS; ci++) free(c->local[ci]);
     free(c->stream.data);
     free(c);
 }
@@ -77,13 +90,37 @@ JDIMENSION turned_band_end(const turned_coder *c, JDIMENSION start) {
     return start + c->band_rows < total ? start + c->band_rows : total;
 }
 
+/* Upright block (x, y) of component `ci`, clamped into the image, as stored block coordinates. */
+static void stored_of(const turned_coder *c, int ci, JDIMENSION x, JDIMENSION y, JDIMENSION *sx, JDIMENSION *sy) {
+    const plan_component *u = &c->turned->component[ci], *stored = &c->source->component[ci];
+    if (x >= u->blocks_wide) x = u->blocks_wide - 1;
+    if (y >= u->block_rows) y = u->block_rows - 1;
+    JDIMENSION a = c->turn.transpose ? y : x, b = c->turn.transpose ? x : y;
+    *sx = c->turn.flip_x ? stored->blocks_wide - 1 - a : a;
+    *sy = c->turn.flip_y ? stored->block_rows - 1 - b : b;
+}
+
 /* Codes upright tile (column, row) and hands it to `writer`: 0 or an errno. */
-static int code_tile(turned_coder *c, uint32_t column, uint32_t row, turned_block_at block, void *context,
+static int code_tile(turned_coder *c, uint32_t column, uint32_t row, turned_row_at stored_row, void *context,
                      cjs_tiff_writer *writer) {
     const transcode_plan *p = c->turned;
-    huffman_stream *s = &c->stream;
+    JDIMENSION left[PLAN_MAX_COMPONENTS], top[PLAN_MAX_COMPONENTS], across[PLAN_MAX_COMPONENTS];
     size_t blocks = 0;
-    for (int ci = 0; ci < p->components; ci++) blocks += (size_t)(p->component[ci].h * p->component[ci].v);
+    for (int ci = 0; ci < p->components; ci++) { /* the tile's stored blocks, row by stored row */
+        const plan_component *u = &p->component[ci];
+        JDIMENSION w = c->mcus_across * (JDIMENSION)u->h, h = c->mcus_down * (JDIMENSION)u->v;
+        JDIMENSION x0, y0, x1, y1;
+        stored_of(c, ci, column * w, row * h, &x0, &y0);
+        stored_of(c, ci, column * w + w - 1, row * h + h - 1, &x1, &y1);
+        left[ci] = x0 < x1 ? x0 : x1;
+        top[ci] = y0 < y1 ? y0 : y1;
+        across[ci] = (x0 < x1 ? x1 - x0 : x0 - x1) + 1;
+        JDIMENSION down = (y0 < y1 ? y1 - y0 : y0 - y1) + 1;
+        for (JDIMENSION y = 0; y < down; y++)
+            memcpy(c->local[ci][y * across[ci]], stored_row(context, ci, top[ci] + y)[left[ci]], across[ci] * sizeof(JBLOCK));
+        blocks += (size_t)(u->h * u->v);
+    }
+    huffman_stream *s = &c->stream;
     if (huffman_reserve(s, p->header_length)) return ENOMEM;
     huffman_begin(s, p->header, p->header_length);
     JBLOCK turned;
@@ -91,20 +128,16 @@ static int code_tile(turned_coder *c, uint32_t column, uint32_t row, turned_bloc
         for (uint32_t mx = 0; mx < c->mcus_across; mx++) {
             if (huffman_reserve(s, blocks * HUFFMAN_BLOCK_BYTES)) return ENOMEM;
             for (int ci = 0; ci < p->components; ci++) {
-                const plan_component *u = &p->component[ci], *stored = &c->source->component[ci];
+                const plan_component *u = &p->component[ci];
                 const huffman_codes *dc = &c->dc[u->table], *ac = &c->ac[u->table];
                 for (int by = 0; by < u->v; by++)
                     for (int bx = 0; bx < u->h; bx++) {
                         JDIMENSION x = (column * c->mcus_across + mx) * (JDIMENSION)u->h + (JDIMENSION)bx;
                         JDIMENSION y = (row * c->mcus_down + my) * (JDIMENSION)u->v + (JDIMENSION)by;
-                        /* Padding past the image: flat, the DC of the nearest block inside. */
-                        int inside = x < u->blocks_wide && y < u->block_rows;
-                        JDIMENSION nx = x < u->blocks_wide ? x : u->blocks_wide - 1;
-                        JDIMENSION ny = y < u->block_rows ? y : u->block_rows - 1;
-                        JDIMENSION a = c->turn.transpose ? ny : nx, b = c->turn.transpose ? nx : ny;
-                        const JCOEF *in = block(context, ci, c->turn.flip_x ? stored->blocks_wide - 1 - a : a,
-                                                c->turn.flip_y ? stored->block_rows - 1 - b : b);
-                        if (!inside) {
+                        JDIMENSION sx, sy;
+                        stored_of(c, ci, x, y, &sx, &sy);
+                        const JCOEF *in = c->local[ci][(sy - top[ci]) * across[ci] + (sx - left[ci])];
+                        if (x >= u->blocks_wide || y >= u->block_rows) { /* padding: flat, the nearest DC */
                             huffman_flat_block(s, in[0], ci, dc, ac);
                             continue;
                         }
@@ -122,15 +155,15 @@ static int code_tile(turned_coder *c, uint32_t column, uint32_t row, turned_bloc
     return 0;
 }
 
-int turned_coder_band(turned_coder *c, JDIMENSION start, turned_block_at block, void *context, cjs_tiff_writer *writer) {
+int turned_coder_band(turned_coder *c, JDIMENSION start, turned_row_at stored_row, void *context, cjs_tiff_writer *writer) {
     JDIMENSION end = turned_band_end(c, start);
     /* The band's place among the upright tiles, counted from the stored edge they are anchored at. */
     uint32_t k = (uint32_t)(c->turn.flip_y ? (c->source->imcu_rows - end) / c->band_rows : start / c->band_rows);
     int error = 0;
     if (c->turn.transpose) /* stored rows are upright columns: a tile column */
-        for (uint32_t row = 0; row < c->rows && !error; row++) error = code_tile(c, k, row, block, context, writer);
+        for (uint32_t row = 0; row < c->rows && !error; row++) error = code_tile(c, k, row, stored_row, context, writer);
     else
         for (uint32_t column = 0; column < c->columns && !error; column++)
-            error = code_tile(c, column, k, block, context, writer);
+            error = code_tile(c, column, k, stored_row, context, writer);
     return error;
 }

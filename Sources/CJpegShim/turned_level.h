@@ -15,8 +15,8 @@
 
 typedef struct turned_coder turned_coder;
 
-/* Stored block (x, y) of component `component` (its block coordinates), valid during the call. */
-typedef const JCOEF *(*turned_block_at)(void *context, int component, JDIMENSION x, JDIMENSION y);
+/* Stored block row `y` of component `component` (its block coordinates), valid during the call. */
+typedef JBLOCKROW (*turned_row_at)(void *context, int component, JDIMENSION y);
 
 /* A coder of the upright tiles `turned` (transcode_plan_turn of `source`) describes; both plans must
    outlive it. 0, ENOMEM, or EINVAL when a band would not be whole iMCU rows. */
@@ -27,7 +27,7 @@ JDIMENSION turned_band_rows(const turned_coder *c);
 /* The end of the band of stored iMCU rows that starts at `start` (the first band may be short). */
 JDIMENSION turned_band_end(const turned_coder *c, JDIMENSION start);
 /* Codes the upright tiles of the band [start, turned_band_end(start)) into level 0 of `writer`,
-   reading the stored blocks through `block`: 0 or an errno. */
-int turned_coder_band(turned_coder *c, JDIMENSION start, turned_block_at block, void *context, cjs_tiff_writer *writer);
+   reading the stored block rows through `stored_row`: 0 or an errno. */
+int turned_coder_band(turned_coder *c, JDIMENSION start, turned_row_at stored_row, void *context, cjs_tiff_writer *writer);
 
 #endif

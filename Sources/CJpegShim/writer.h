@@ -2,7 +2,7 @@
  * writer.h: the level writer interface. The pyramid (pyramid.c) owns one writer per level and
  * hands it that level's rows, top to bottom; a writer turns them into tiles in the level's file
  * and stores its count of complete tile rows into the level's progress entry. Each strategy lives
- * in its own file (band_writer.c, window_writer.c, tiff_level_encoder.c) with its own state struct, behind one table of
+ * in its own file (band_writer.c, window_writer.c, tiff_level_encoder.c, turned_tiles.c) with its own state struct, behind one table of
  * methods, as libjpeg's jpeg_memory_mgr and SQLite's sqlite3_io_methods are. Writers never call
  * the pyramid: what they share with it is the writer_shared object below, which the pyramid owns.
  */
@@ -69,5 +69,6 @@ typedef struct {
 extern const writer_methods band_writer_methods;
 extern const writer_methods window_writer_methods;
 extern const writer_methods tiff_level_writer_methods;
+extern const writer_methods turned_tiles_writer_methods;
 
 #endif

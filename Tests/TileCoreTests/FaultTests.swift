@@ -200,7 +200,7 @@ struct MidBuildWriteFaultTests {
         #expect(!fds.contains(-1))
         var config = cjs_writer_config(
             kind: Int32(CJS_WRITER_BANDS.rawValue), band_rows: 0, band_threading: threading, bypass_page_cache: 0, export_to: nil,
-            tiff: nil, tiff_quality: 0, tiff_tables: 0, first_level: 0)
+            tiff: nil, tiff_quality: 0, tiff_tables: 0, tiff_orientation: 0, first_level: 0)
         var handle: OpaquePointer?
         var number: Int32 = -1
         #expect(cjs_pyramid_create(levels, UInt32(levels.count), 256, &config, nil, &handle, &number) == CJS_OK)

@@ -101,6 +101,29 @@ struct WebPStoreTests {
         }
     }
 
+    @Test("lossless WebP tiles turned by every orientation: each level is the master turned by the plain reference, as the raw store reads it")
+    func turned() throws {
+        let source = Self.picture(width: 300, height: 170)
+        let png = try Self.png(source)
+        for orientation in ImageOrientation.allCases where orientation != .identity {
+            let image = try TileBuilder.build(
+                data: png,
+                options: TIFFChecks.options {
+                    $0.format = .tiff(TIFFWriting(webpLossless: true))
+                    $0.orientation = .fixed(orientation)
+                    $0.tileSize = 64
+                })
+            var raw = BuildOptions()
+            raw.orientation = .fixed(orientation)
+            raw.tileSize = 64
+            let shown = try TileBuilder.build(data: png, options: raw)
+            #expect(try image.pixels(level: 0) == Reference.orient(source, orientation.rawValue), "\(orientation)")
+            for level in 0..<image.levelCount {
+                #expect(try image.pixels(level: level) == (try shown.pixels(level: level)), "\(orientation) level \(level)")
+            }
+        }
+    }
+
     @Test(
         "lossy WebP tiles as vips reads them: 4 bands on every level, alpha exact at level 0",
         .enabled(if: Tools.have("vips", "vipsheader"), Comment(rawValue: Tools.missing("vips", "vipsheader"))))

@@ -80,9 +80,13 @@ typedef struct {
     struct cjs_tiff_writer *tiff;
     int32_t tiff_quality;
     int32_t tiff_tables;
+    /** TIFF writer: the EXIF orientation (2-8) its levels are turned upright by, 0 or 1 for none: the
+        levels' rows come as stored, a band of a tile's height is held, and the upright tiles it
+        holds are encoded once its last row comes (turned_tiles.c); the TIFF's levels are upright. */
+    int32_t tiff_orientation;
     /** The first level written, of any kind (1 when level 0 is made elsewhere: a TIFF's transcoded
-        from the source's coefficients, or turned from them after the decode): the rows of the
-        levels above it only feed the shrink, and their files are not sized. */
+        from the source's coefficients): the rows of the levels above it only feed the shrink, and
+        their files are not sized. */
     uint32_t first_level;
 } cjs_writer_config;
 

@@ -29,17 +29,17 @@ final class PyramidWriter {
     ///   - export: an export that takes every level's rows too; its levels must be the geometry's.
     ///   - tiff: a TIFF whose levels from `firstLevel` down are encoded from the rows as `coding` says
     ///     (`writer` is then nil; level 0 is copied from the coefficients when `firstLevel` is 1).
-    ///   - skipsLevelZero: level 0's rows only feed the shrink, its file is left empty (a turned TIFF's
-    ///     scratch pyramid, whose level 0 is turned from the coefficients instead).
+    ///   - orientation: for `tiff`, what turns the levels upright (`geometry` is as stored, the TIFF's
+    ///     levels upright): each level's rows are held a band of tile rows at a time, and the upright
+    ///     tiles a band holds encoded once it is whole.
     init(
         geometry: TileGeometry, files: LevelFiles, progress: TileRowCounters, writer: LevelWriter?,
         export: ExportSession? = nil, tiff: (writer: TIFFPyramidWriter, firstLevel: Int, coding: TIFFWriting)? = nil,
-        skipsLevelZero: Bool = false
+        orientation: ImageOrientation = .identity
     ) throws(TileError) {
         precondition(writer != nil || export != nil || tiff != nil, "a pyramid writes somewhere")
         var config = cjs_writer_config()
         config.export_to = export?.handle
-        config.first_level = skipsLevelZero ? 1 : 0
         switch writer {
         case nil where tiff != nil:
             config.kind = Int32(CJS_WRITER_TIFF.rawValue)
@@ -47,6 +47,7 @@ final class PyramidWriter {
             config.tiff_quality = Int32(tiff?.coding.quality ?? 0)
             config.tiff_tables = tiff?.coding.tablesCode ?? 0
             config.first_level = UInt32(tiff?.firstLevel ?? 0)
+            config.tiff_orientation = Int32(orientation.rawValue)
         case nil:
             config.kind = Int32(CJS_WRITER_NONE.rawValue)
         case .window:

@@ -81,11 +81,10 @@ extension TileBuilder {
         }
     }
 
-    /// Raw level files in `storage`: the default format, and the scratch pyramid of a TIFF store whose
-    /// image is turned (without level 0 when `skipsLevelZero`: it is turned from the coefficients).
-    func makeRawPipeline(
-        _ header: SourceHeader, info: ImageInfo, orientation: ImageOrientation, storage: TileStorage, skipsLevelZero: Bool = false
-    ) throws(TileError) -> Pipeline {
+    /// Raw level files in `storage`: the default format.
+    func makeRawPipeline(_ header: SourceHeader, info: ImageInfo, orientation: ImageOrientation, storage: TileStorage)
+        throws(TileError) -> Pipeline
+    {
         // An export streams when the rows come out upright; else it reads the finished store.
         let streams = exportTarget != nil && orientation == .identity
         let geometry = try TileGeometry(
@@ -105,8 +104,7 @@ extension TileBuilder {
             }
             let writer = try PyramidWriter(
                 geometry: geometry, files: store.files, progress: image.progress,
-                writer: export == nil || exportTarget?.writesStore == true ? options.writer : nil, export: export,
-                skipsLevelZero: skipsLevelZero)
+                writer: export == nil || exportTarget?.writesStore == true ? options.writer : nil, export: export)
             try decoder.storeCoefficients(
                 options.coefficientStorage, in: store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
             return Pipeline(image: image, store: store, writer: writer, export: export)

@@ -1,24 +1,19 @@
 import Foundation
 
-/// A TIFF store's build: its writer, and how its level 0 is made.
+/// A TIFF store's build: its writer, how its level 0 is made, and the orientation its levels are
+/// turned upright by.
 struct TIFFBuild {
     enum LevelZero {
-        /// From the source's DCT coefficients (lossless).
+        /// From the source's DCT coefficients (lossless; turned in the DCT domain for a turned image).
         case copied
         /// Decoded and encoded, for `reason`.
         case encoded(reason: String)
-        /// The image is turned: its lower levels are built into a scratch raw pyramid first and encoded
-        /// upright when it is complete; level 0 is coded into `tiff` (made at the start) from the
-        /// source's coefficients turned in the DCT domain as they are decoded (lossless), or, without
-        /// `tiff`, encoded from the scratch pyramid too, for `reason`.
-        case turned(TurnedTIFF?, reason: String?)
     }
 
-    /// `nil` while a turned image is built into its scratch pyramid (its TIFF, if made yet, is in
-    /// ``LevelZero/turned(_:reason:)``).
-    var writer: TIFFPyramidWriter?
+    var writer: TIFFPyramidWriter
     var levelZero: LevelZero
     var options: TIFFWriting
+    var orientation: ImageOrientation
 }
 
 extension TileBuilder {
@@ -37,28 +32,14 @@ extension TileBuilder {
         guard (1...100).contains(tiff.webpQuality) else {
             throw TileError(.invalidArgument, "WebP quality \(tiff.webpQuality) is not within 1...100")
         }
-        if orientation != .identity {
-            var (coding, reason) = (TIFFLevelCoding?.none, Optional("WebP tiles"))
-            if !tiff.usesWebP(hasAlpha: info.hasAlpha) {
-                (coding, reason) = try decoder.transcodePlan(tileSize: options.tileSize, orientation: orientation)
-            }
-            var p = try makeRawPipeline(
-                header, info: info, orientation: orientation, storage: .ephemeral(directory: scratchFolder),
-                skipsLevelZero: coding != nil)
-            var turned: TurnedTIFF?
-            if let coding {
-                do throws(TileError) {
-                    turned = try makeTurnedTIFF(p.image.geometry, levelZero: coding, tiff: tiff, info: info)
-                } catch {
-                    p.store.discard()
-                    throw error
-                }
-            }
-            p.tiff = TIFFBuild(writer: nil, levelZero: .turned(turned, reason: reason), options: tiff)
-            return p
-        }
-        let geometry = try TileGeometry(
-            storedWidth: header.width, storedHeight: header.height, tileSize: options.tileSize, levels: options.levels)
+        // The pyramid's levels as stored; the TIFF's upright (a turned image's levels are turned a band
+        // of tile rows at a time as their rows come, level 0 in the DCT domain when it is copied).
+        let stored = try TileGeometry(
+            storedWidth: header.width, storedHeight: header.height, orientation: orientation, tileSize: options.tileSize,
+            levels: options.levels)
+        let geometry =
+            orientation == .identity
+            ? stored : try TileGeometry(uprightLevels: stored.levels.map { ($0.width, $0.height) }, tileSize: stored.tileSize)
         let webp = tiff.usesWebP(hasAlpha: info.hasAlpha)
         try checkStoreFits(geometry, tiff: true, webpLossless: webp ? tiff.webpLossless : nil)
         let store = try StagedStore.createTIFF(options.storage)
@@ -66,7 +47,7 @@ extension TileBuilder {
             try decoder.storeCoefficients(
                 options.coefficientStorage, in: store.scratchDirectory, windowBytes: options.coefficientWindowBytes)
             let (copied, reason) =
-                webp ? (nil, "WebP tiles") : try decoder.transcodePlan(tileSize: geometry.tileSize, orientation: .identity)
+                webp ? (nil, "WebP tiles") : try decoder.transcodePlan(tileSize: geometry.tileSize, orientation: orientation)
             let codings = try Self.codings(geometry, levelZero: copied, coding: tiff, info: info)
             let progress = TileRowCounters(count: geometry.levels.count)
             let writer = try TIFFPyramidWriter(
@@ -77,26 +58,16 @@ extension TileBuilder {
                 geometry: geometry, files: store.files, storePath: store.finalPath, complete: false,
                 tiff: TIFFSource(building: writer, isLevelZeroCopied: copied != nil), progress: progress)
             let pyramid = try PyramidWriter(
-                geometry: geometry, files: store.files, progress: progress, writer: nil,
-                tiff: (writer, copied == nil ? 0 : 1, tiff))
+                geometry: stored, files: store.files, progress: progress, writer: nil,
+                tiff: (writer, copied == nil ? 0 : 1, tiff), orientation: orientation)
             if copied != nil { try decoder.transcode(into: writer) }
             let levelZero: TIFFBuild.LevelZero = copied == nil ? .encoded(reason: reason ?? "") : .copied
             return Pipeline(
                 image: image, store: store, writer: pyramid, export: nil,
-                tiff: TIFFBuild(writer: writer, levelZero: levelZero, options: tiff))
+                tiff: TIFFBuild(writer: writer, levelZero: levelZero, options: tiff, orientation: orientation))
         } catch {
             store.discard()
             throw error
-        }
-    }
-
-    /// Where a turned image's scratch pyramid goes: beside the store (the same file system).
-    private var scratchFolder: String? {
-        switch options.storage {
-        case .ephemeral(let directory): return directory
-        case .persistent(let path):
-            let parent = (path as NSString).deletingLastPathComponent
-            return parent.isEmpty ? "." : parent
         }
     }
 
@@ -150,33 +121,29 @@ extension TileBuilder {
         }
     }
 
-    /// Completes a TIFF store: level 0's last tiles, the directories, the manifest. A turned image's
-    /// scratch pyramid is encoded upright into the TIFF first.
+    /// Completes a TIFF store: level 0's last tiles, the directories, the manifest.
     func completeTIFF(_ p: Pipeline, _ tiff: TIFFBuild) throws(TileError) -> TiledImage {
-        guard let writer = tiff.writer else { return try completeTurnedTIFF(p.image, tiff) }
         if case .copied = tiff.levelZero { try decoder.waitForTranscode() }
-        try writer.finish()
+        try tiff.writer.finish()
         if case .persistent = options.storage {
-            try p.store.publish(
-                manifest(for: p.image.geometry, tiff: details(tiff.levelZero, tiff.options, writer, orientation: .identity)))
+            try p.store.publish(manifest(for: p.image.geometry, tiff: details(tiff)))
         }
         return p.image
     }
 
-    func details(
-        _ levelZero: TIFFBuild.LevelZero, _ options: TIFFWriting, _ writer: TIFFPyramidWriter, orientation: ImageOrientation
-    ) -> StoreManifest.TIFFDetails {
+    /// The manifest's account of a TIFF store: how level 0 was made (and why, or how it was turned),
+    /// the coding, and the orientation the levels were turned upright by.
+    func details(_ tiff: TIFFBuild) -> StoreManifest.TIFFDetails {
+        let (options, writer, orientation) = (tiff.options, tiff.writer, tiff.orientation)
         var reason: String?
         var copied = false
-        switch levelZero {
-        case .copied: copied = true
+        switch tiff.levelZero {
+        case .copied:
+            copied = true
+            if orientation != .identity {
+                reason = "turned upright in the DCT domain (orientation \(orientation.rawValue)): every tile lossless"
+            }
         case .encoded(let why): reason = why
-        case .turned(let turned, let why):
-            copied = turned != nil
-            reason =
-                copied
-                ? "turned upright in the DCT domain (orientation \(orientation.rawValue)): every tile lossless"
-                : why ?? "the image is turned upright (orientation \(orientation.rawValue))"
         }
         if writer.levels.first?.isWebP == true { reason = "WebP tiles" }
         let webp = writer.levels.first?.isWebP == true

@@ -338,7 +338,6 @@ public final class TileBuilder {
             p.image.markFailed(error)
             p.image.setScratchByteCount(0)
             p.store.discard()
-            if case .turned(let turned?, _) = p.tiff?.levelZero { turned.store.discard() }
         case .decoding(nil):
             break
         case .complete, .failed:
