@@ -52,20 +52,21 @@ static int pump(cjs_decoder *d, cjs_pyramid *p, int *stage) {
     }
 }
 
-/* A TIFF writer over memfds for the levels: level 0 copied from the coefficients when the JPEG allows
-   it, else encoded; the pyramid's writer becomes the TIFF's level encoders. 0, or -1. */
+/* A TIFF writer over memfds for the levels, upright (turned by `orientation`, 1-8): level 0 copied
+   from the coefficients when the JPEG allows it, else encoded; the pyramid's writer becomes the TIFF's
+   level encoders (turned_tiles.c for a turn). 0, or -1. */
 static int start_tiff(cjs_decoder *d, const cjs_level *levels, int count, int orientation, cjs_writer_config *writer,
                       cjs_tiff_writer **out, int fds[2]) {
     cjs_tiff_level tiff_levels[MAX_LEVELS];
     void *tables[MAX_LEVELS] = {0};
     int copied = cjs_decoder_transcode_plan(d, TILE, orientation, &tiff_levels[0]) == CJS_OK;
-    int status = 0;
+    int status = 0, swaps = orientation >= 5;
     for (int i = copied ? 1 : 0; i < count && status == 0; i++) {
         size_t length = 0;
         int gray = copied && tiff_levels[0].photometric == CJS_PHOTOMETRIC_GRAY;
         if (cjs_jpeg_tables(74, CJS_TABLES_FLATTENED, gray, &tables[i], &length) != CJS_OK) status = -1;
-        tiff_levels[i] = (cjs_tiff_level){levels[i].width, levels[i].height, gray ? CJS_PHOTOMETRIC_GRAY : CJS_PHOTOMETRIC_YCBCR,
-                                          2, 2, tables[i], length};
+        tiff_levels[i] = (cjs_tiff_level){swaps ? levels[i].height : levels[i].width, swaps ? levels[i].width : levels[i].height,
+                                          gray ? CJS_PHOTOMETRIC_GRAY : CJS_PHOTOMETRIC_YCBCR, 2, 2, tables[i], length};
         if (copied && !gray) {
             tiff_levels[i].h_subsampling = tiff_levels[0].h_subsampling;
             tiff_levels[i].v_subsampling = tiff_levels[0].v_subsampling;
@@ -78,7 +79,8 @@ static int start_tiff(cjs_decoder *d, const cjs_level *levels, int count, int or
         status = -1;
     for (int i = 0; i < count; i++) cjs_free(tables[i]);
     if (status != 0) return -1;
-    *writer = (cjs_writer_config){.kind = CJS_WRITER_TIFF, .tiff = *out, .tiff_quality = 74, .tiff_tables = CJS_TABLES_FLATTENED, .first_level = copied};
+    *writer = (cjs_writer_config){.kind = CJS_WRITER_TIFF, .tiff = *out, .tiff_quality = 74, .tiff_tables = CJS_TABLES_FLATTENED,
+                                  .tiff_orientation = orientation, .first_level = copied};
     return copied && cjs_decoder_transcode_into(d, *out) != CJS_OK ? -1 : 0;
 }
 
@@ -124,8 +126,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             };
             if (((config >> 6) & 1) && cjs_decoder_coefficient_bytes(d) > 0 &&
                 cjs_decoder_use_coefficient_file(d, memfd_create("coefficients", 0), 1) != CJS_OK) break;
-            /* The top bit turns level 0 (EXIF 2-8, by the input's length): its upright tiles are coded a
-               band at a time; the lower levels stay as stored, as sizes the writer is given. */
+            /* The top bit turns the TIFF (EXIF 2-8, by the input's length): its upright tiles are coded
+               (level 0 from the coefficients) and encoded a band of a tile's rows at a time. */
             int orientation = config & 0x80 ? 2 + (int)(size % 7) : 1;
             if (kind == 3 && start_tiff(d, levels, count, orientation, &writer, &tiff, tiff_fds) != 0) break;
             writer_copies = kind == 3 && writer.first_level == 1;

@@ -259,7 +259,7 @@ static int prepare(transcoder *t) {
     if (t->turned.orientation) { /* a whole band, and room to decode the next while it is coded */
         int error = turned_coder_create(&t->plan, &t->turned, &t->turner);
         if (error) return error;
-        t->ring_rows += 2 * turned_band_rows(t->turner);
+        t->ring_rows += 3 * turned_band_rows(t->turner);
     }
     return make_ring(t);
 }

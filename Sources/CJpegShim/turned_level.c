@@ -9,8 +9,7 @@
 struct turned_coder {
     const transcode_plan *source, *turned;
     plan_turn turn;
-    uint8_t from[DCTSIZE2];     /* upright coefficient k is stored coefficient from[k] */
-    JCOEF negate[DCTSIZE2];     /* -1 where it changes sign, else 0 */
+    void (*turn_block)(const JCOEF *in, JCOEF *out); /* the turn's own, its signs constants */
     JDIMENSION band_rows;       /* stored iMCU rows in a band: one tile's */
     uint32_t mcus_across, mcus_down, columns, rows; /* the upright tiles' */
     huffman_codes dc[2], ac[2];
@@ -23,26 +22,29 @@ struct turned_coder {
 
 /* How a block turns: coefficient (v, u) of the upright block is the stored block's (u, v) when
    transposed, negated where a flipped axis has an odd frequency (cos((2(7-x)+1)u pi/16) =
-   (-1)^u cos((2x+1)u pi/16)). */
-static void plan_block_turn(turned_coder *c) {
-    for (int v = 0; v < DCTSIZE; v++)
-        for (int u = 0; u < DCTSIZE; u++) {
-            int sv = c->turn.transpose ? u : v, su = c->turn.transpose ? v : u;
-            c->from[v * DCTSIZE + u] = (uint8_t)(sv * DCTSIZE + su);
-            c->negate[v * DCTSIZE + u] = (c->turn.flip_x && (su & 1)) != (c->turn.flip_y && (sv & 1)) ? -1 : 0;
-        }
-}
-
-/* A block turned: (x ^ -1) - -1 = -x, (x ^ 0) - 0 = x. */
-static inline void turn_block(const turned_coder *c, const JCOEF *in, JCOEF *out) {
-    for (int k = 0; k < DCTSIZE2; k++) out[k] = (JCOEF)((in[c->from[k]] ^ c->negate[k]) - c->negate[k]);
-}
+   (-1)^u cos((2x+1)u pi/16)). One function per turn, so that the compiler sees its signs. */
+#define TURN_BLOCK(name, transpose, flip_x, flip_y)                                                     \
+    static void name(const JCOEF *in, JCOEF *out) {                                                     \
+        for (int v = 0; v < DCTSIZE; v++)                                                               \
+            for (int u = 0; u < DCTSIZE; u++) {                                                         \
+                int sv = (transpose) ? u : v, su = (transpose) ? v : u;                                 \
+                int value = in[sv * DCTSIZE + su];                                                      \
+                out[v * DCTSIZE + u] = (JCOEF)(((flip_x) && (su & 1)) != ((flip_y) && (sv & 1)) ? -value : value); \
+            }                                                                                           \
+    }
+TURN_BLOCK(turn_2, 0, 1, 0)
+TURN_BLOCK(turn_3, 0, 1, 1)
+TURN_BLOCK(turn_4, 0, 0, 1)
+TURN_BLOCK(turn_5, 1, 0, 0)
+TURN_BLOCK(turn_6, 1, 0, 1)
+TURN_BLOCK(turn_7, 1, 1, 1)
+TURN_BLOCK(turn_8, 1, 1, 0)
 
 int turned_coder_create(const transcode_plan *source, const transcode_plan *turned, turned_coder **out) {
     *out = NULL;
     /* A tile's stored rows must be whole iMCU rows (8 * the largest vertical factor each). */
     uint32_t imcu_height = 8u * (uint32_t)source->max_v * (uint32_t)source->sub_rows;
-    if (turned->tile_size % imcu_height) return EINVAL;
+    if (turned->tile_size % imcu_height || turned->orientation < 2 || turned->orientation > 8) return EINVAL;
     turned_coder *c = calloc(1, sizeof *c);
     if (!c) return ENOMEM;
     c->source = source;
@@ -60,7 +62,9 @@ int turned_coder_create(const transcode_plan *source, const transcode_plan *turn
             return EINVAL;
         }
     huffman_order_init(&c->order);
-    plan_block_turn(c);
+    static void (*const turns[9])(const JCOEF *, JCOEF *) = {
+        NULL, NULL, turn_2, turn_3, turn_4, turn_5, turn_6, turn_7, turn_8};
+    c->turn_block = turns[turned->orientation];
     for (int ci = 0; ci < turned->components; ci++) {
         const plan_component *u = &turned->component[ci];
         size_t blocks = (size_t)c->mcus_across * (size_t)u->h * c->mcus_down * (size_t)u->v;
@@ -141,7 +145,7 @@ static int code_tile(turned_coder *c, uint32_t column, uint32_t row, turned_row_
                             huffman_flat_block(s, in[0], ci, dc, ac);
                             continue;
                         }
-                        turn_block(c, in, turned);
+                        c->turn_block(in, turned);
                         huffman_block(s, turned, ci, dc, ac, &c->order);
                     }
             }
