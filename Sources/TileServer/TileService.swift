@@ -65,15 +65,20 @@ public final class TileService: Sendable {
 
     var threadPool: NIOThreadPool { catalog.threadPool }
 
-    /// The stored tile `resolved` asks for as it is, when the pyramid keeps it as a JPEG (a TIFF
-    /// pyramid's JPEG tiles): a whole tile is sent as it is stored, an edge tile cropped from the stored
-    /// one without decoding (``TileCore/TiledImage/exactJPEGTile(level:column:row:)``).
+    /// The stored tile `resolved` asks for as it is, when the pyramid keeps it in the format asked
+    /// for (a TIFF pyramid's JPEG or WebP tiles): a whole tile is sent as it is stored, a JPEG edge tile
+    /// cropped from the stored one without decoding (``TileCore/TiledImage/exactJPEGTile(level:column:row:)``);
+    /// a WebP edge tile, whose stored picture holds padding, is rendered.
     static func storedTile(_ resolved: ImageRequest.Resolved, of pyramid: TiledImage) -> PyramidLayout.Tile? {
         let layout = pyramid.geometry.layout
-        guard resolved.format == .jpg, let tile = layout.tile(exactly: resolved), tile.level < pyramid.levelCount,
-            pyramid.tileCoding(ofLevel: tile.level) == .jpeg
+        guard resolved.format == .jpg || resolved.format == .webp, let tile = layout.tile(exactly: resolved),
+            tile.level < pyramid.levelCount
         else { return nil }
-        return tile
+        switch (resolved.format, pyramid.tileCoding(ofLevel: tile.level)) {
+        case (.jpg, .jpeg): return tile
+        case (.webp, .webp): return isWhole(tile, of: pyramid) ? tile : nil
+        default: return nil
+        }
     }
 
     /// Whether `tile` is a whole stored tile (not an edge tile, whose stored JPEG holds padding).
@@ -139,12 +144,16 @@ public final class TileService: Sendable {
                 throw TileError(.notReady, "the rows this request needs are not written yet")
             }
         }
-        // The stored tile's bytes when the pyramid has them as JPEG (an edge tile cropped), else a render.
+        // The stored tile's bytes when the pyramid has them in the format asked for (a JPEG edge tile
+        // cropped), else a render.
         var storedBytes: Data?
         if let stored {
+            let webp = resolved.format == .webp
             storedBytes = try await renders.read(for: client) { () throws(TileError) in
                 try await threadPool.blocking { () throws(TileError) in
-                    try pyramid.exactJPEGTile(level: stored.level, column: stored.column, row: stored.row)
+                    webp
+                        ? try pyramid.storedWebPTile(level: stored.level, column: stored.column, row: stored.row)
+                        : try pyramid.exactJPEGTile(level: stored.level, column: stored.column, row: stored.row)
                 }
             }
         }

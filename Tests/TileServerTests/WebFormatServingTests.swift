@@ -67,6 +67,31 @@ struct WebFormatServingTests {
         }
     }
 
+    @Test("a WebP TIFF store's whole tile asked for in WebP is its stored file; an edge tile is rendered at its own size")
+    func storedWebPTiles() async throws {
+        let folder = try ServerLimitsTests.folder([:])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var pixels = [UInt8]()
+        for y in 0..<400 { for x in 0..<600 { pixels += [UInt8(x % 256), UInt8(y % 256), UInt8((x + y) % 256), UInt8(x / 3 % 256)] } }
+        let master = RGBAImage(width: 600, height: 400, pixels: pixels)
+        try RGBAPixels(width: 600, height: 400, bytes: pixels).encoded(as: .png).write(to: URL(fileURLWithPath: "\(folder)/alpha.png"))
+        try await TileServerTests.withServer(folder, format: .tiff(TIFFWriting(webpLossless: true))) { base, client in
+            let whole = try await TileServerTests.settled(client, "\(base)/iiif/3/alpha/256,0,256,256/256,/0/default.webp")
+            #expect(whole.status == 200 && whole.headers["content-type"] == "image/webp")
+            // dwebp's pixels are the master's (the store is lossless, alpha and all) ...
+            #expect(try WebDecoders.webp(whole.body) == Reference.crop(master, x: 256, y: 0, width: 256, height: 256))
+            // ... and the bytes are the stored tile's, as the store's TIFF holds it.
+            let tiff = try #require(FileManager.default.enumerator(atPath: folder)?.compactMap { $0 as? String }.first { $0.hasSuffix(".tif") })
+            let store = try TiledImage.open(tiff: "\(folder)/\(tiff)")
+            #expect(whole.body == (try store.storedWebPTile(level: 0, column: 1, row: 0)))
+            // An edge tile's stored picture holds padding: rendered, encoded at the server's WebP quality.
+            let edge = try WebDecoders.webp(
+                try await TileServerTests.settled(client, "\(base)/iiif/3/alpha/512,256,88,144/88,/0/default.webp").body)
+            #expect(edge.width == 88 && edge.height == 144)
+            #expect(Reference.psnr(edge, Reference.crop(master, x: 512, y: 256, width: 88, height: 144)) >= 30)
+        }
+    }
+
     @Test("the server's qualities: a lower WebP quality gives fewer bytes and another tag; lossless WebP gives the pixels")
     func qualities() async throws {
         let (folder, _) = try TileServerTests.folder()

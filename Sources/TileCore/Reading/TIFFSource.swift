@@ -194,6 +194,16 @@ final class TIFFSource: @unchecked Sendable {
     /// A whole JPEG of a stored tile: the level's prefix (``jpegPrefixes``: SOI, the ICC profile, the
     /// JPEGTables' markers), then the tile without its SOI (TIFF's abbreviated streams made complete).
     /// `nil` when the level's tiles are not JPEG.
+    /// A WebP level's stored tile as it is: a RIFF WebP file (checked by its first 12 bytes).
+    func storedWebP(level: Int, column: Int, row: Int, path: String?) throws(TileError) -> [UInt8]? {
+        guard isWebP(level: level) else { return nil }
+        let tile = try storedBytes(level: level, column: column, row: row, path: path)
+        guard tile.count >= 12, tile[0..<4].elementsEqual("RIFF".utf8), tile[8..<12].elementsEqual("WEBP".utf8) else {
+            throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) is not a WebP file")
+        }
+        return tile
+    }
+
     func completeJPEG(level: Int, column: Int, row: Int, path: String?) throws(TileError) -> [UInt8]? {
         guard isJPEG(level: level) else { return nil }
         let tile = try storedBytes(level: level, column: column, row: row, path: path)

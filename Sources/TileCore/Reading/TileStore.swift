@@ -80,6 +80,8 @@ protocol TileStore: AnyObject, Sendable {
 
     /// A stored JPEG tile made a complete JPEG (nil where the level's tiles are not JPEG).
     func storedJPEGTile(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8]?
+    /// A stored WebP tile's bytes, a complete WebP file (nil where the level's tiles are not WebP).
+    func storedWebPTile(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8]?
     /// A JPEG tile cropped to `width` x `height` without decoding; `waitsForDisk` false: only when the
     /// page cache holds the stored tile.
     func croppedJPEGTile(level: Int, column: Int, row: Int, width: Int, height: Int, waitsForDisk: Bool) throws(TileError) -> [UInt8]?
@@ -115,6 +117,7 @@ extension TileStore {
     var isLevelZeroCopied: Bool { false }
 
     func storedJPEGTile(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8]? { nil }
+    func storedWebPTile(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8]? { nil }
     func croppedJPEGTile(level: Int, column: Int, row: Int, width: Int, height: Int, waitsForDisk: Bool) throws(TileError) -> [UInt8]? {
         nil
     }

@@ -68,6 +68,19 @@ extension TiledImage {
         return try store.storedJPEGTile(level: level, column: column, row: row).map { Data($0) }
     }
 
+    /// A stored WebP tile of a TIFF pyramid as it is stored: a complete WebP file of the whole tile
+    /// (libtiff's WebP tiles hold one each), padding included for an edge tile. A server sends these
+    /// bytes for a whole tile asked for in WebP.
+    /// - Returns: the WebP, or `nil` when the level's tiles are not WebP (or the store keeps no encoded
+    ///   tiles: raw level files).
+    /// - Throws: ``TileError/Code/notReady`` before the tile is written, ``TileError/Code/corrupt`` for
+    ///   stored bytes that are not a WebP file, ``TileError/Code/io`` when the file cannot be read.
+    public func storedWebPTile(level: Int, column: Int, row: Int) throws(TileError) -> Data? {
+        guard store.keepsEncodedTiles else { return nil }
+        _ = try checkedTileOffset(level: level, column: column, row: row)
+        return try store.storedWebPTile(level: level, column: column, row: row).map { Data($0) }
+    }
+
     /// A TIFF pyramid's JPEG tile at the tile's own size, without decoding anything: a whole tile as
     /// ``storedJPEGTile(level:column:row:)`` makes it; an edge tile (its padding beyond the level left
     /// out) cropped from the stored one as `jpegtran -crop WxH+0+0` crops: its DCT coefficients
@@ -202,6 +215,10 @@ final class TIFFTileStore: TileStore {
 
     func storedJPEGTile(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8]? {
         try source.completeJPEG(level: level, column: column, row: row, path: storePath)
+    }
+
+    func storedWebPTile(level: Int, column: Int, row: Int) throws(TileError) -> [UInt8]? {
+        try source.storedWebP(level: level, column: column, row: row, path: storePath)
     }
 
     func croppedJPEGTile(level: Int, column: Int, row: Int, width: Int, height: Int, waitsForDisk: Bool) throws(TileError) -> [UInt8]? {
