@@ -300,8 +300,10 @@ int transcode_plan_turn(const transcode_plan *s, int orientation, transcode_plan
             snprintf(text, sizeof text, "its width is not a whole number of %d-pixel MCUs", 8 * s->max_h);
             return refuse(reason, capacity, text);
         }
-        if (turn.flip_y && (uint64_t)s->height * (uint64_t)c->v % (8u * (unsigned)s->max_v)) {
-            snprintf(text, sizeof text, "its height is not a whole number of %d-pixel MCUs", 8 * s->max_v);
+        /* Flipped rows: whole iMCU rows too (8 x the source's largest vertical factor), so that the
+           bands of rows the tiles are coded from end where the image does (turned_level.h). */
+        if (turn.flip_y && (uint64_t)s->height % (8u * (unsigned)(s->max_v * s->sub_rows))) {
+            snprintf(text, sizeof text, "its height is not a whole number of %d-pixel MCUs", 8 * s->max_v * s->sub_rows);
             return refuse(reason, capacity, text);
         }
     }

@@ -8,8 +8,8 @@
 #include "transcoder.h"
 #include "turned_level.h"
 
-/* iMCU rows in the ring besides a turned image's band: the decoder fills one while the thread codes
-   the others. */
+/* iMCU rows in the ring (besides a turned image's two bands): the decoder fills one while the thread
+   codes the others. */
 enum { RING_ROWS = 4 };
 
 struct transcoder {
@@ -259,7 +259,8 @@ static int prepare(transcoder *t) {
     if (t->turned.orientation) { /* a whole band, and room to decode the next while it is coded */
         int error = turned_coder_create(&t->plan, &t->turned, &t->turner);
         if (error) return error;
-        t->ring_rows += 3 * turned_band_rows(t->turner);
+        t->ring_rows += 2 * turned_band_rows(t->turner);
+        if (t->ring_rows > p->imcu_rows) t->ring_rows = p->imcu_rows > 0 ? p->imcu_rows : 1; /* all of them */
     }
     return make_ring(t);
 }
@@ -307,9 +308,17 @@ int transcoder_wait(transcoder *t) {
     return error;
 }
 
+/* The committed rows the thread will code without more: all of them, or a turned image's whole bands. */
+static JDIMENSION codable(const transcoder *t) {
+    if (!t->turner) return t->committed;
+    JDIMENSION end = t->coded;
+    while (end < t->plan.imcu_rows && turned_band_end(t->turner, end) <= t->committed) end = turned_band_end(t->turner, end);
+    return end;
+}
+
 int transcoder_sync(transcoder *t) {
     pthread_mutex_lock(&t->lock);
-    while (!t->error && !t->stopping && t->coded < t->committed) pthread_cond_wait(&t->changed, &t->lock);
+    while (!t->error && !t->stopping && t->coded < codable(t)) pthread_cond_wait(&t->changed, &t->lock);
     int error = t->error;
     pthread_mutex_unlock(&t->lock);
     return error;

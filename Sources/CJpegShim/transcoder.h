@@ -3,7 +3,7 @@
  * whose committed iMCU rows a thread of its own entropy-codes (huffman.c) into each tile column's
  * stream; a tile row's tiles go to the TIFF writer as soon as its last MCU row is coded. A turned
  * image's tiles are coded a band of rows at a time, turned (turned_level.c). Memory: the ring of iMCU
- * rows (a turned image's holds a tile's rows more) and the tiles' bytes. Calls run one way: it calls
+ * rows (a turned image's holds two bands of a tile's rows more, at most the image's) and the tiles' bytes. Calls run one way: it calls
  * huffman.c, turned_level.c and tiff_writer.c.
  */
 #ifndef CJS_TRANSCODER_H

@@ -72,6 +72,47 @@ struct TurnedLosslessTests {
         #expect(try TIFFChecks.levelZeroMismatches(image, source: turned) == [])
     }
 
+    @Test("waitUntilWritten in the middle of a turned build returns (a band of rows is coded whole or not yet)")
+    func waitMidway() throws {
+        let jpeg = try Synthetic.jpeg(.init(width: 640, height: 1200))
+        let turned = try #require(try Self.jpegtran(jpeg, orientation: 6))
+        let builder = try TileBuilder(options: TIFFChecks.options { $0.orientation = .fixed(.rotate90) })
+        for part in stride(from: 0, to: jpeg.count, by: jpeg.count / 7 + 1) {
+            try builder.append(jpeg[part..<min(part + jpeg.count / 7 + 1, jpeg.count)])
+            try builder.waitUntilWritten()
+        }
+        let image = try builder.finish()
+        #expect(image.isLevelZeroCopied)
+        #expect(try TIFFChecks.levelZeroMismatches(image, source: turned) == [])
+    }
+
+    @Test(
+        "every component sampled 1x2 (iMCU rows of 16 in an 8-pixel MCU): flipped rows copied exactly where the iMCU rows are whole",
+        .enabled(if: Tools.have("cjpeg"), Comment(rawValue: Tools.missing("cjpeg"))))
+    func wholeIMCURows() throws {
+        let pixels = try Synthetic.jpeg(.init(width: 48, height: 40, subsampling: .s444))
+        let ppm = try Tools.run("djpeg", ["-pnm", try Self.file(pixels)]).stdout
+        let jpeg = try Tools.run("cjpeg", ["-sample", "1x2,1x2,1x2", "-quality", "90", try Self.file(ppm, suffix: "ppm")]).stdout
+        for orientation in 2...8 {
+            let perfect = try Self.jpegtran(jpeg, orientation: orientation)
+            let image = try TileBuilder.build(
+                data: jpeg,
+                options: TIFFChecks.options {
+                    $0.orientation = .fixed(ImageOrientation(rawValue: orientation)!)
+                    $0.tileSize = 16
+                })
+            #expect(image.isLevelZeroCopied == (perfect != nil), "orientation \(orientation)")
+            if let perfect { #expect(try TIFFChecks.levelZeroMismatches(image, source: perfect) == [], "orientation \(orientation)") }
+        }
+    }
+
+    /// `data` in a temporary file (removed when the process ends: the test's folder is temporary).
+    static func file(_ data: Data, suffix: String = "jpg") throws -> String {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("turned-\(UUID().uuidString).\(suffix)")
+        try data.write(to: file)
+        return file.path
+    }
+
     @Test("a turned JPEG cut short fails as truncated and leaves no folder behind")
     func truncated() throws {
         let jpeg = try Synthetic.jpeg(.init(width: 640, height: 480))

@@ -174,7 +174,8 @@ cjs_status cjs_decoder_transcode_plan(cjs_decoder *d, uint32_t tile_size, int32_
  * decoder.
  */
 cjs_status cjs_decoder_transcode_into(cjs_decoder *d, cjs_tiff_writer *writer);
-/** Waits until the coefficient rows the output pass has moved past are coded and their complete
+/** Waits until the coefficient rows the output pass has moved past are coded (a turned plan's: the
+    whole bands of a tile's rows among them) and their complete
     tile rows written (for callers that need the tiles of the rows decoded so far now). */
 cjs_status cjs_decoder_transcode_sync(cjs_decoder *d);
 /** After cjs_decoder_finish: waits until every level-0 tile is in the writer. CJS_OK, or the

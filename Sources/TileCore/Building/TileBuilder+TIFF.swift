@@ -19,7 +19,10 @@ struct TIFFBuild {
 extension TileBuilder {
     /// A TIFF store's pipeline: the TIFF, its level 0 copied from the coefficients when the JPEG and the
     /// tile size allow it (else encoded from the rows), its lower levels encoded from the shrink. A
-    /// turned image is built into a scratch raw pyramid first and encoded upright when complete.
+    /// turned image's TIFF is upright: each level holds a band of a tile's stored rows and encodes the
+    /// upright tiles it holds once it is whole (level 0 turned in the DCT domain when it is copied).
+    /// - Throws: ``TileError/Code/tooLarge`` for a turned image whose bands would pass
+    ///   ``turnedBandBudget``.
     func makeTIFFPipeline(_ header: SourceHeader, info: ImageInfo, orientation: ImageOrientation, tiff: TIFFWriting)
         throws(TileError) -> Pipeline
     {
@@ -40,6 +43,17 @@ extension TileBuilder {
         let geometry =
             orientation == .identity
             ? stored : try TileGeometry(uprightLevels: stored.levels.map { ($0.width, $0.height) }, tileSize: stored.tileSize)
+        if orientation != .identity {
+            // A band of every level's RGBA rows (4 bytes a pixel), or level 0's two of coefficients (3 a
+            // pixel for 4:2:0, 6 for 4:4:4), and the lower levels'.
+            let bytes = Self.webpTileRowBytes(side: header.width, tileSize: options.tileSize) * 5 / 4
+            guard bytes <= Self.turnedBandBudget else {
+                throw TileError(
+                    .tooLarge,
+                    "turning an image \(header.width) pixels wide holds about \(bytes) bytes of its rows in \(options.tileSize)-pixel bands, over \(Self.turnedBandBudget): build a raw store (its tiles are turned when read) or use smaller tiles"
+                )
+            }
+        }
         let webp = tiff.usesWebP(hasAlpha: info.hasAlpha)
         try checkStoreFits(geometry, tiff: true, webpLossless: webp ? tiff.webpLossless : nil)
         let store = try StagedStore.createTIFF(options.storage)
@@ -70,6 +84,9 @@ extension TileBuilder {
             throw error
         }
     }
+
+    /// The most a turned image's bands may hold (``makeTIFFPipeline(_:info:orientation:tiff:)``).
+    static let turnedBandBudget = 256 << 20
 
     /// Every level's coding: level 0 `copied`'s, or encoded; the lower levels encoded as `coding` says,
     /// in level 0's colour and sampling.
@@ -141,7 +158,7 @@ extension TileBuilder {
         case .copied:
             copied = true
             if orientation != .identity {
-                reason = "turned upright in the DCT domain (orientation \(orientation.rawValue)): every tile lossless"
+                reason = "every tile turned upright in the DCT domain (orientation \(orientation.rawValue))"
             }
         case .encoded(let why): reason = why
         }

@@ -128,7 +128,8 @@ public final class TileBuilder {
     }
 
     /// The pyramid, available as soon as the header has been read; its tiles become readable tile row
-    /// by tile row while the build goes on.
+    /// by tile row while the build goes on (a turned image's TIFF store: as its tile rows are whole
+    /// from the top, which for orientations 3-8 is at the end).
     public var image: TiledImage? {
         switch state {
         case .decoding(let p): return p?.image
