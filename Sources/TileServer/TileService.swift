@@ -68,7 +68,8 @@ public final class TileService: Sendable {
     /// The stored tile `resolved` asks for as it is, when the pyramid keeps it in the format asked
     /// for (a TIFF pyramid's JPEG or WebP tiles): a whole tile is sent as it is stored, a JPEG edge tile
     /// cropped from the stored one without decoding (``TileCore/TiledImage/exactJPEGTile(level:column:row:)``);
-    /// a WebP edge tile, whose stored picture holds padding, is rendered.
+    /// a WebP edge tile, whose stored picture holds padding, is rendered, and so is every WebP tile of
+    /// an image with a colour profile (stored WebP tiles carry none; rendered answers do).
     static func storedTile(_ resolved: ImageRequest.Resolved, of pyramid: TiledImage) -> PyramidLayout.Tile? {
         let layout = pyramid.geometry.layout
         guard resolved.format == .jpg || resolved.format == .webp, let tile = layout.tile(exactly: resolved),
@@ -76,7 +77,7 @@ public final class TileService: Sendable {
         else { return nil }
         switch (resolved.format, pyramid.tileCoding(ofLevel: tile.level)) {
         case (.jpg, .jpeg): return tile
-        case (.webp, .webp): return isWhole(tile, of: pyramid) ? tile : nil
+        case (.webp, .webp): return isWhole(tile, of: pyramid) && pyramid.colorProfile == nil ? tile : nil
         default: return nil
         }
     }

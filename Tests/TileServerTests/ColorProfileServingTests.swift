@@ -32,4 +32,19 @@ struct ColorProfileServingTests {
             #expect(try ICCProfiles.djpeg(gray.body) == (nil, true))
         }
     }
+
+    @Test("WebP tiles of a WebP TIFF store of a JPEG with a profile carry it (whole tiles too: rendered, not stored)")
+    func webpStoreProfile() async throws {
+        let folder = try ServerLimitsTests.folder([:])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let profile = ICCProfiles.profile(padding: 5000)
+        try ICCProfiles.jpeg(width: 700, height: 500, profile: profile).write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
+        try await TileServerTests.withServer(folder, format: .tiff(TIFFWriting(compression: .webp))) { base, client in
+            for region in ["0,0,256,256/256,", "512,256,188,244/188,"] {
+                let answer = try await TileServerTests.settled(client, "\(base)/iiif/3/photo/\(region)/0/default.webp")
+                #expect(answer.status == 200 && answer.headers["content-type"] == "image/webp")
+                #expect(try ICCProfiles.vips(answer.body, suffix: "webp") == profile, "\(region)")
+            }
+        }
+    }
 }

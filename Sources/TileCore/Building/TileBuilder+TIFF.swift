@@ -44,9 +44,10 @@ extension TileBuilder {
             orientation == .identity
             ? stored : try TileGeometry(uprightLevels: stored.levels.map { ($0.width, $0.height) }, tileSize: stored.tileSize)
         if orientation != .identity {
-            // A band of every level's RGBA rows (4 bytes a pixel), or level 0's two of coefficients (3 a
-            // pixel for 4:2:0, 6 for 4:4:4), and the lower levels'.
-            let bytes = Self.webpTileRowBytes(side: header.width, tileSize: options.tileSize) * 5 / 4
+            // A band of every level's RGBA rows (about 8 bytes a pixel of a band's width in all), or level
+            // 0's two bands of coefficients (6 bytes a pixel for 4:2:0, 12 for 4:4:4) and the lower
+            // levels' (4): at most twice the RGBA bands.
+            let bytes = Self.webpTileRowBytes(side: header.width, tileSize: options.tileSize) * 2
             guard bytes <= Self.turnedBandBudget else {
                 throw TileError(
                     .tooLarge,
@@ -86,7 +87,7 @@ extension TileBuilder {
     }
 
     /// The most a turned image's bands may hold (``makeTIFFPipeline(_:info:orientation:tiff:)``).
-    static let turnedBandBudget = 256 << 20
+    static let turnedBandBudget = 320 << 20
 
     /// Every level's coding: level 0 `copied`'s, or encoded; the lower levels encoded as `coding` says,
     /// in level 0's colour and sampling.
