@@ -186,26 +186,11 @@ struct TurnedLosslessTests {
         }
     }
 
-    /// The first and last tiles decode (`djpeg -nosmooth`) to the same pixels as `jpegtran -crop` of
-    /// their region of jpegtran's turned JPEG.
+    /// The first and last tiles decode as `jpegtran -crop` of jpegtran's turned JPEG
+    /// (``TIFFLosslessTests/expectCornerPixels(_:jpeg:)``).
     static func expectCornerPixels(_ image: TiledImage, turned: Data) throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("turned-\(UUID().uuidString).jpg")
-        try turned.write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
-        let level = try image.level(0)
-        let size = image.geometry.tileSize
-        for (column, row) in [(0, 0), (level.columns - 1, level.rows - 1)] {
-            let (x, y) = (column * size, row * size)
-            let (w, h) = (min(size, level.width - x), min(size, level.height - y))
-            let expected = try TIFFChecks.djpeg(try Tools.run("jpegtran", ["-crop", "\(w)x\(h)+\(x)+\(y)", file.path]).stdout)
-            let tile = try TIFFChecks.djpeg(try #require(try image.storedJPEGTile(level: 0, column: column, row: row)))
-            #expect(expected.channels == tile.channels)
-            for line in 0..<h {
-                let a = expected.samples[(line * expected.width * expected.channels)..<((line * expected.width + w) * expected.channels)]
-                let b = tile.samples[(line * tile.width * tile.channels)..<((line * tile.width + w) * tile.channels)]
-                #expect(a == b, "tile (\(column), \(row)) row \(line)")
-                if a != b { break }
-            }
-        }
+        let path = try file(turned)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try TIFFLosslessTests.expectCornerPixels(image, jpeg: path)
     }
 }
