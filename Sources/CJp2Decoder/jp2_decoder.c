@@ -44,9 +44,16 @@ cmaster_status jp2_open_codec(cjp2_decoder *d, opj_codec_t **codec, opj_stream_t
     opj_dparameters_t parameters;
     opj_set_default_decoder_parameters(&parameters);
     if (!opj_setup_decoder(*codec, &parameters)) return CMASTER_ERR_CORRUPT;
-    if (d->threads > 1 && opj_has_thread_support()) opj_codec_set_threads(*codec, (int)d->threads);
-    if (!opj_read_header(*stream, *codec, image)) return jp2_failure(d);
-    return CMASTER_OK;
+    /* OpenJPEG's HT block decoder asserts on corrupt code-blocks: on one thread, the guard catches it. */
+    if (d->threads > 1 && !d->header.is_htj2k && opj_has_thread_support()) opj_codec_set_threads(*codec, (int)d->threads);
+    return jp2_guarded_call(d, jp2_guarded_read_header(*stream, *codec, image, d->assertion, sizeof d->assertion));
+}
+
+cmaster_status jp2_guarded_call(cjp2_decoder *d, int result) {
+    if (result > 0) return CMASTER_OK;
+    if (result == 0) return jp2_failure(d);
+    snprintf(d->opj_message, sizeof d->opj_message, "OpenJPEG's own check failed (%s)", d->assertion);
+    return CMASTER_ERR_CORRUPT;
 }
 
 cmaster_status jp2_failure(const cjp2_decoder *d) {

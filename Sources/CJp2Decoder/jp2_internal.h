@@ -45,6 +45,7 @@ struct cjp2_decoder {
     cmaster_status failure;
     char message[256];
     char opj_message[256];     /* OpenJPEG's first error */
+    char assertion[200];       /* the OpenJPEG assertion that failed (jp2_guard.c) */
     int complete;              /* the data is the whole file */
     int header_only;           /* opened from the markers only: no rows */
 };
@@ -59,6 +60,10 @@ void jp2_close_codec(opj_codec_t *codec, opj_stream_t *stream, opj_image_t *imag
 /* Why OpenJPEG failed: CMASTER_ERR_IO (a read failed), CMASTER_ERR_TRUNCATED (it wanted bytes past the end,
    or found a tile-part longer than the data), else CMASTER_ERR_CORRUPT. */
 cmaster_status jp2_failure(const cjp2_decoder *d);
+
+/* CMASTER_OK for a guarded call's 1; jp2_failure for its 0; CMASTER_ERR_CORRUPT for a failed OpenJPEG
+   assertion (-1), which becomes OpenJPEG's message. */
+cmaster_status jp2_guarded_call(cjp2_decoder *d, int result);
 
 /* A new OpenJPEG stream over `cursor` (its position reset), or NULL when out of memory. */
 opj_stream_t *jp2_stream_create(jp2_cursor *cursor);
@@ -119,6 +124,12 @@ cmaster_status jp2_check_high_throughput(cjp2_decoder *d);
    with the high-throughput block coder, or its main header's COD or COC says they are. 0 too when its
    main header is not (yet) there. */
 int jp2_is_high_throughput(const jp2_source *source);
+
+/* opj_read_header and opj_decode with OpenJPEG's assertions on this thread caught (jp2_guard.c): 1 when
+   the call succeeded, 0 when it failed, -1 when one of its assertions failed (which one in `message`;
+   the codec is then fit only for destroying). */
+int jp2_guarded_read_header(opj_stream_t *stream, opj_codec_t *codec, opj_image_t **image, char *message, size_t capacity);
+int jp2_guarded_decode(opj_codec_t *codec, opj_stream_t *stream, opj_image_t *image, char *message, size_t capacity);
 
 /* Whether the data is a JP2 file (1) or a bare codestream (0). */
 int jp2_is_jp2(const uint8_t *head, size_t length);

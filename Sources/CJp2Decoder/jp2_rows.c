@@ -123,8 +123,8 @@ static cmaster_status decode_window(cjp2_decoder *d, uint32_t x, uint32_t width,
         OPJ_INT32 x0 = (OPJ_INT32)(d->x0 + x), y0 = (OPJ_INT32)(d->y0 + top);
         if (!opj_set_decode_area(codec, image, x0, y0, x0 + (OPJ_INT32)width, y0 + (OPJ_INT32)rows))
             status = CMASTER_ERR_CORRUPT;
-        else if (!opj_decode(codec, stream, image))
-            status = jp2_failure(d);
+        else
+            status = jp2_guarded_call(d, jp2_guarded_decode(codec, stream, image, d->assertion, sizeof d->assertion));
     }
     /* What came out is what the header said (no palette or channel mapping changed the components). */
     if (status == CMASTER_OK && image->numcomps != (OPJ_UINT32)h->components) status = CMASTER_ERR_CORRUPT;

@@ -239,6 +239,49 @@ struct JPEG2000MasterTests {
         #expect(try decoder.readSourceHeader()?.width == side)
     }
 
+    /// Debian's OpenJPEG 2.5.0 keeps its assertions, and its HT block decoder asserts on what a corrupt
+    /// code-block holds (ht_dec.c:319: a MEL byte after 0xFF above 0x8F), which aborted the process: a
+    /// hostile .jph killed `tiler`. Every pair of bytes in the first code-blocks is set to FF FF in turn:
+    /// each file is a typed error or decodes, some fail by the assertion (caught, named), the process
+    /// lives on, and the untouched file still decodes to the picture, from bytes and from a file (where
+    /// the decode would otherwise use OpenJPEG's threads).
+    @Test(
+        "corrupt HTJ2K code-blocks that fail OpenJPEG's assertions: typed errors, the process alive",
+        .enabled(if: Tools.have("ojph_compress"), Comment(rawValue: Tools.missing("ojph_compress"))))
+    func highThroughputAssertions() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let kind = Kind(name: "ojph", channels: 3, suffix: "j2c", options: ["-reversible", "true", "-num_decomps", "3"], encoder: "ojph_compress")
+        let (width, height) = (64, 48)
+        let path = try Self.master(kind, width: width, height: height, in: folder)
+        let data = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let sod = try #require((0..<(data.count - 1)).first { data[$0] == 0xFF && data[$0 + 1] == 0x93 }) + 2
+        var asserted: [Int] = []
+        for at in sod..<min(sod + 400, data.count - 2) {
+            var corrupt = data
+            corrupt[at] = 0xFF
+            corrupt[at + 1] = 0xFF
+            guard let error = thrownError({ try TileBuilder.build(data: corrupt) }) else { continue }
+            #expect([.corrupt, .truncated].contains(error.code), "FF FF at \(at): \(error)")
+            if "\(error)".contains("OpenJPEG's own check failed (ht_dec.c:") { asserted.append(at) }
+        }
+        #expect(!asserted.isEmpty, "no FF FF in the first 400 bytes of code-blocks failed an assertion of OpenJPEG's HT decoder")
+        if let at = asserted.first {
+            var corrupt = data
+            corrupt[at] = 0xFF
+            corrupt[at + 1] = 0xFF
+            try Data(corrupt).write(to: URL(fileURLWithPath: "\(folder)/corrupt.j2c"))
+            let error = thrownError { try TileBuilder.build(contentsOfFile: "\(folder)/corrupt.j2c") }
+            let message = error.map { "\($0)" } ?? "no error"
+            #expect(error?.code == .corrupt && message.contains("OpenJPEG's own check failed"), "\(message)")
+        }
+        for image in [try TileBuilder.build(data: data), try TileBuilder.build(contentsOfFile: path)] {
+            var rows: [UInt8] = []
+            try image.forEachRow(level: 0) { _, row in rows.append(contentsOf: row) }
+            #expect(RGBAImage(width: width, height: height, pixels: rows) == Self.reference(kind, width: width, height: height))
+        }
+    }
+
     /// A JPH file (ISO/IEC 15444-15 Annex D: a JP2 file whose brand, and compatibility list, say `jph `)
     /// made from grk_compress's JP2 by rewriting its `ftyp` box; no Debian tool writes one.
     @Test(
