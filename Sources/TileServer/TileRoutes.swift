@@ -9,7 +9,10 @@ import TileCore
 /// ``TileService``.
 ///
 /// - `GET /iiif/3/{id}` (303 to its `info.json`), `GET /iiif/3/{id}/info.json`,
-///   `GET /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format}`: IIIF Image API 3.0, level 2.
+///   `GET /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format}`: IIIF Image API 3.0, level 2;
+///   `/iiif/2/...` the same in Image API 2.1.
+/// - `GET /iiif/3/{id}/manifest`, `GET /iiif/2/{id}/manifest`: the image's IIIF Presentation
+///   manifest (3.0, 2.1), what viewers such as Mirador open.
 /// - `GET /dzi/{id}.dzi`, `GET /dzi/{id}_files/{level}/{column}_{row}.{jpg|png}`: DeepZoom, no overlap.
 ///
 /// `HEAD` of an image has routes of its own: an image that would be rendered is answered with the
@@ -59,6 +62,11 @@ public struct TileRoutes: Sendable {
             }
             router.get("\(version.path)/:id/info.json") { request, context in
                 await info(
+                    id: context.parameters.get("id") ?? "", version: version, base: base(request, version), request: request,
+                    client: client(request, context)?.address)
+            }
+            router.get("\(version.path)/:id/manifest") { request, context in
+                await manifest(
                     id: context.parameters.get("id") ?? "", version: version, base: base(request, version), request: request,
                     client: client(request, context)?.address)
             }
@@ -119,6 +127,23 @@ public struct TileRoutes: Sendable {
         let mediaType = linkedData ? "application/ld+json;profile=\"\(version.context)\"" : "application/json"
         let headers: HTTPFields = [.contentType: mediaType, .link: version.profileLink, .vary: originVary]
         return document(ByteBuffer(data: body), headers: headers, outline: outline, variant: "info.json|\(mediaType)|\(base)", request: request)
+    }
+
+    /// The Presentation manifest of an image (3.0 under `/iiif/3/`, 2.1 under `/iiif/2/`): one canvas
+    /// painted by the image's service of the same version, labelled with its identifier; cached and
+    /// revalidated as its info.json is.
+    func manifest(id encoded: String, version: IIIFVersion, base: String, request: Request, client: String? = nil) async -> Response {
+        guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
+        let outline: ImageCatalog.Outline
+        do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch { return Self.refusal(error, id: id) }
+        let service = "\(base)/\(encoded)"
+        let page = IIIFManifest.Page(label: id, service: service, layout: outline.geometry.layout)
+        let presentation: IIIFManifest.Version = version == .v3 ? .v3 : .v2
+        let body = IIIFManifest(id: "\(service)/manifest", label: id, pages: [page]).encoded(version: presentation)
+        let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
+        let mediaType = linkedData ? "application/ld+json;profile=\"\(presentation.context)\"" : "application/json"
+        let headers: HTTPFields = [.contentType: mediaType, .vary: originVary]
+        return document(ByteBuffer(data: body), headers: headers, outline: outline, variant: "manifest|\(mediaType)|\(base)", request: request)
     }
 
     func deepZoomDescriptor(name: String, request: Request, client: String? = nil) async -> Response {

@@ -1,0 +1,261 @@
+public import Foundation
+
+/// A IIIF Presentation manifest of images served by a IIIF image service: what viewers (Mirador,
+/// Universal Viewer, Clover) open. One canvas a page, each painted by one image whose service is
+/// the page's image service; a thumbnail of the first page with a service of its own.
+///
+/// ``encoded(version:pretty:)`` writes Presentation API 3.0 (`Manifest`, `Canvas`, `AnnotationPage`,
+/// `Annotation` with motivation `painting`, labels as language maps, services of type
+/// `ImageService3`) or 2.1 (`sc:Manifest` with one `sc:Sequence` of `sc:Canvas`es, images as
+/// `oa:Annotation`s, Image API 2 services), as their specifications' sections 2-3 and 5 lay them out.
+public struct IIIFManifest: Sendable, Hashable {
+    /// A page: a canvas of the image's display size, painted by its image service's full image.
+    public struct Page: Sendable, Hashable {
+        /// The page's label (shown by viewers under its thumbnail).
+        public var label: String
+        /// The image service's URI (what `info.json` follows; no trailing slash).
+        public var service: String
+        public var width: Int
+        public var height: Int
+        /// A size the service answers fast (a level of its pyramid) for thumbnails: at most 256 on
+        /// each side where the image is larger.
+        public var thumbnailWidth: Int
+        public var thumbnailHeight: Int
+
+        /// A page of `layout`'s image, served at `service`: its thumbnail the largest level at most
+        /// 256 pixels on each side (the image's own size when smaller).
+        public init(label: String, service: String, layout: PyramidLayout) {
+            self.label = label
+            self.service = service
+            (width, height) = (layout.width, layout.height)
+            let level = (0..<layout.levelCount).first { layout.size(ofLevel: $0).width <= 256 && layout.size(ofLevel: $0).height <= 256 }
+            (thumbnailWidth, thumbnailHeight) = layout.size(ofLevel: level ?? layout.deepZoomTopLevel)
+        }
+    }
+
+    /// The Presentation API version written.
+    public enum Version: Sendable {
+        case v3, v2
+
+        /// The JSON-LD context of the version.
+        public var context: String {
+            self == .v3 ? "http://iiif.io/api/presentation/3/context.json" : "http://iiif.io/api/presentation/2/context.json"
+        }
+    }
+
+    /// The manifest's URI: where it is served.
+    public var id: String
+    public var label: String
+    /// At least one.
+    public var pages: [Page]
+
+    public init(id: String, label: String, pages: [Page]) {
+        self.id = id
+        self.label = label
+        self.pages = pages
+    }
+
+    /// The document as JSON (keys sorted, slashes not escaped).
+    public func encoded(version: Version, pretty: Bool = false) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted] : [.sortedKeys, .withoutEscapingSlashes]
+        // Strings and integers only: encoding cannot fail.
+        let data = version == .v3 ? try? encoder.encode(V3.Manifest(self)) : try? encoder.encode(V2.Manifest(self))
+        guard let data else { preconditionFailure("a manifest did not encode") }
+        return data
+    }
+
+    /// The `n`-th canvas's URI (from 1), under the manifest's.
+    func canvas(_ n: Int) -> String { "\(id)/canvas/\(n)" }
+}
+
+/// Presentation 3.0's shapes (section 5), as written.
+private enum V3 {
+    typealias LanguageMap = [String: [String]]
+
+    static func languageMap(_ text: String) -> LanguageMap { ["none": [text]] }
+
+    struct Service: Encodable {
+        var id: String
+        var type = "ImageService3"
+        var profile = "level2"
+    }
+
+    struct Image: Encodable {
+        var id: String
+        var type = "Image"
+        var format = "image/jpeg"
+        var width: Int
+        var height: Int
+        var service: [Service]
+    }
+
+    struct Annotation: Encodable {
+        var id: String
+        var type = "Annotation"
+        var motivation = "painting"
+        var body: Image
+        var target: String
+    }
+
+    struct AnnotationPage: Encodable {
+        var id: String
+        var type = "AnnotationPage"
+        var items: [Annotation]
+    }
+
+    struct Canvas: Encodable {
+        var id: String
+        var type = "Canvas"
+        var label: LanguageMap
+        var width: Int
+        var height: Int
+        var thumbnail: [Image]
+        var items: [AnnotationPage]
+    }
+
+    struct Manifest: Encodable {
+        var context = IIIFManifest.Version.v3.context
+        var id: String
+        var type = "Manifest"
+        var label: LanguageMap
+        var thumbnail: [Image]
+        var items: [Canvas]
+
+        enum CodingKeys: String, CodingKey {
+            case context = "@context"
+            case id, type, label, thumbnail, items
+        }
+
+        init(_ manifest: IIIFManifest) {
+            id = manifest.id
+            label = languageMap(manifest.label)
+            let canvases = manifest.pages.enumerated().map { n, page in
+                let canvas = manifest.canvas(n + 1)
+                let full = Image(
+                    id: "\(page.service)/full/max/0/default.jpg", width: page.width, height: page.height, service: [Service(id: page.service)])
+                return Canvas(
+                    id: canvas, label: languageMap(page.label), width: page.width, height: page.height, thumbnail: [Self.thumbnail(page)],
+                    items: [
+                        AnnotationPage(
+                            id: "\(canvas)/page", items: [Annotation(id: "\(canvas)/page/painting", body: full, target: canvas)])
+                    ])
+            }
+            items = canvases
+            thumbnail = manifest.pages.prefix(1).map(Self.thumbnail)
+        }
+
+        static func thumbnail(_ page: IIIFManifest.Page) -> Image {
+            let (w, h) = (page.thumbnailWidth, page.thumbnailHeight)
+            return Image(id: "\(page.service)/full/\(w),\(h)/0/default.jpg", width: w, height: h, service: [Service(id: page.service)])
+        }
+    }
+}
+
+/// Presentation 2.1's shapes (sections 5.1-5.4), as written.
+private enum V2 {
+    struct Service: Encodable {
+        var context = "http://iiif.io/api/image/2/context.json"
+        var id: String
+        var profile = "http://iiif.io/api/image/2/level2.json"
+
+        enum CodingKeys: String, CodingKey {
+            case context = "@context"
+            case id = "@id"
+            case profile
+        }
+    }
+
+    struct Resource: Encodable {
+        var id: String
+        var type = "dctypes:Image"
+        var format = "image/jpeg"
+        var width: Int
+        var height: Int
+        var service: Service
+
+        enum CodingKeys: String, CodingKey {
+            case id = "@id"
+            case type = "@type"
+            case format, width, height, service
+        }
+    }
+
+    struct Annotation: Encodable {
+        var id: String
+        var type = "oa:Annotation"
+        var motivation = "sc:painting"
+        var resource: Resource
+        var on: String
+
+        enum CodingKeys: String, CodingKey {
+            case id = "@id"
+            case type = "@type"
+            case motivation, resource, on
+        }
+    }
+
+    struct Canvas: Encodable {
+        var id: String
+        var type = "sc:Canvas"
+        var label: String
+        var width: Int
+        var height: Int
+        var thumbnail: Resource
+        var images: [Annotation]
+
+        enum CodingKeys: String, CodingKey {
+            case id = "@id"
+            case type = "@type"
+            case label, width, height, thumbnail, images
+        }
+    }
+
+    struct Sequence: Encodable {
+        var id: String
+        var type = "sc:Sequence"
+        var canvases: [Canvas]
+
+        enum CodingKeys: String, CodingKey {
+            case id = "@id"
+            case type = "@type"
+            case canvases
+        }
+    }
+
+    struct Manifest: Encodable {
+        var context = IIIFManifest.Version.v2.context
+        var id: String
+        var type = "sc:Manifest"
+        var label: String
+        var thumbnail: Resource?
+        var sequences: [Sequence]
+
+        enum CodingKeys: String, CodingKey {
+            case context = "@context"
+            case id = "@id"
+            case type = "@type"
+            case label, thumbnail, sequences
+        }
+
+        init(_ manifest: IIIFManifest) {
+            id = manifest.id
+            label = manifest.label
+            let canvases = manifest.pages.enumerated().map { n, page in
+                let canvas = manifest.canvas(n + 1)
+                let full = Resource(
+                    id: "\(page.service)/full/full/0/default.jpg", width: page.width, height: page.height, service: Service(id: page.service))
+                return Canvas(
+                    id: canvas, label: page.label, width: page.width, height: page.height, thumbnail: Self.thumbnail(page),
+                    images: [Annotation(id: "\(canvas)/painting", resource: full, on: canvas)])
+            }
+            sequences = [Sequence(id: "\(manifest.id)/sequence/normal", canvases: canvases)]
+            thumbnail = manifest.pages.first.map(Self.thumbnail)
+        }
+
+        static func thumbnail(_ page: IIIFManifest.Page) -> Resource {
+            let (w, h) = (page.thumbnailWidth, page.thumbnailHeight)
+            return Resource(id: "\(page.service)/full/\(w),\(h)/0/default.jpg", width: w, height: h, service: Service(id: page.service))
+        }
+    }
+}

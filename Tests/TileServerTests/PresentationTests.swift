@@ -1,0 +1,158 @@
+import AsyncHTTPClient
+import Foundation
+import Testing
+import TestSupport
+import TileCore
+@testable import TileServer
+
+/// IIIF Presentation manifests served beside the image services (issue 40, point 1), checked against
+/// the requirements the specifications state, written out here: Presentation 3.0 sections 2-3 and 5
+/// (a `Manifest` with `@context`, `id`, `type`, a `label` that is a language map and `items` of
+/// `Canvas`es; a canvas's `width` and `height` together; `AnnotationPage`s of `Annotation`s whose
+/// motivation is `painting` and whose `target` is the canvas; content resources with `id` and
+/// `type`; services with `id`, `type` and `profile`) and 2.1 (`sc:Manifest`, `sc:Sequence`,
+/// `sc:Canvas`, `oa:Annotation` with `sc:painting` `on` the canvas). Every URI the manifest gives for
+/// a resource or a service is fetched from the server: the manifest at its `id`, each service's
+/// info.json naming the same service, each image decoded by libjpeg at the stated size.
+@Suite("IIIF Presentation manifests", .serialized)
+struct PresentationTests {
+    /// Whether `value` is a language map (3.0, 3.3.1): an object of language tags (or `none`) to
+    /// non-empty arrays of strings.
+    static func isLanguageMap(_ value: Any?) -> Bool {
+        guard let map = value as? [String: Any], !map.isEmpty else { return false }
+        return map.values.allSatisfy { ($0 as? [String])?.isEmpty == false }
+    }
+
+    static func isHTTP(_ value: Any?) -> Bool {
+        guard let text = value as? String, let url = URL(string: text) else { return false }
+        return url.scheme == "http" || url.scheme == "https"
+    }
+
+    @Test("Presentation 3.0: the required properties and types, language maps, one painted canvas; every id resolves on the server")
+    func version3() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await TileServerTests.withServer(folder) { base, client in
+            let url = "\(base)/iiif/3/photo/manifest"
+            let reply = try await SourceVersionTests.get(client, url)
+            #expect(reply.status == 200 && reply.headers["content-type"] == "application/json")
+            let manifest = try #require(try JSONSerialization.jsonObject(with: reply.body) as? [String: Any])
+            #expect(manifest["@context"] as? String == "http://iiif.io/api/presentation/3/context.json")
+            #expect(manifest["id"] as? String == url && manifest["type"] as? String == "Manifest")
+            #expect(Self.isLanguageMap(manifest["label"]), "label: \(String(describing: manifest["label"]))")
+            let canvases = try #require(manifest["items"] as? [[String: Any]])
+            #expect(canvases.count == 1)
+            var ids: [String] = [url]
+            var resources: [(id: String, width: Int, height: Int, service: String)] = []
+            func resource(_ value: Any?, _ what: String) {
+                guard let image = value as? [String: Any], Self.isHTTP(image["id"]), let id = image["id"] as? String else {
+                    Issue.record("\(what) has no HTTP(S) id: \(String(describing: value))")
+                    return
+                }
+                #expect(image["type"] as? String == "Image" && image["format"] as? String == "image/jpeg", "\(what)")
+                let services = image["service"] as? [[String: Any]] ?? []
+                #expect(services.count == 1, "\(what) has one service")
+                for service in services {
+                    #expect(Self.isHTTP(service["id"]) && service["type"] as? String == "ImageService3", "\(what)'s service")
+                    #expect(service["profile"] as? String == "level2", "\(what)'s service profile")
+                }
+                resources.append((id, image["width"] as? Int ?? -1, image["height"] as? Int ?? -1, services.first?["id"] as? String ?? ""))
+            }
+            for thumbnail in manifest["thumbnail"] as? [Any] ?? [] { resource(thumbnail, "the manifest's thumbnail") }
+            for canvas in canvases {
+                let canvasID = try #require(canvas["id"] as? String)
+                ids.append(canvasID)
+                #expect(Self.isHTTP(canvasID) && canvas["type"] as? String == "Canvas")
+                #expect(canvas["width"] as? Int == 1300 && canvas["height"] as? Int == 900)
+                #expect(Self.isLanguageMap(canvas["label"]))
+                for thumbnail in canvas["thumbnail"] as? [Any] ?? [] { resource(thumbnail, "a canvas's thumbnail") }
+                let pages = try #require(canvas["items"] as? [[String: Any]])
+                #expect(pages.count == 1)
+                for page in pages {
+                    ids.append(page["id"] as? String ?? "")
+                    #expect(Self.isHTTP(page["id"]) && page["type"] as? String == "AnnotationPage")
+                    let annotations = try #require(page["items"] as? [[String: Any]])
+                    #expect(annotations.count == 1)
+                    for annotation in annotations {
+                        ids.append(annotation["id"] as? String ?? "")
+                        #expect(Self.isHTTP(annotation["id"]) && annotation["type"] as? String == "Annotation")
+                        #expect(annotation["motivation"] as? String == "painting" && annotation["target"] as? String == canvasID)
+                        resource(annotation["body"], "the painting annotation's body")
+                    }
+                }
+            }
+            #expect(Set(ids).count == ids.count, "ids are unique: \(ids)")
+            #expect(resources.count == 3, "the manifest's thumbnail, the canvas's, the body")
+            // Every resource and its service, fetched: the image at the size it states; info.json naming
+            // the service it was reached by, of the canvas's size.
+            for resource in resources {
+                let image = try await SourceVersionTests.get(client, resource.id)
+                #expect(image.status == 200 && image.headers["content-type"] == "image/jpeg", "\(resource.id)")
+                let decoded = try Reference.decode(image.body).image
+                #expect(decoded.width == resource.width && decoded.height == resource.height, "\(resource.id)")
+                let info = try await SourceVersionTests.get(client, "\(resource.service)/info.json")
+                let document = try #require(try JSONSerialization.jsonObject(with: info.body) as? [String: Any])
+                #expect(document["id"] as? String == resource.service && document["width"] as? Int == 1300 && document["height"] as? Int == 900)
+            }
+            // The thumbnail is small: at most 256 a side (163x113, a level of the pyramid).
+            #expect(resources.first.map { ($0.width, $0.height) } ?? (0, 0) == (163, 113))
+
+            // Cached as info.json is: an entity tag, 304 for it, JSON-LD with the Presentation profile when asked.
+            let tag = try #require(reply.headers["etag"])
+            #expect(reply.headers["cache-control"]?.contains("max-age") == true)
+            #expect(try await TileServerTests.get(client, url, headers: [("If-None-Match", tag)]).status == 304)
+            let linked = try await SourceVersionTests.get(client, url, headers: [("Accept", "application/ld+json")])
+            #expect(linked.headers["content-type"] == "application/ld+json;profile=\"http://iiif.io/api/presentation/3/context.json\"")
+            #expect(linked.body == reply.body)
+        }
+    }
+
+    @Test("Presentation 2.1: sc:Manifest, a sequence of one sc:Canvas painted by an Image API 2 service that resolves")
+    func version2() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await TileServerTests.withServer(folder) { base, client in
+            let url = "\(base)/iiif/2/photo/manifest"
+            let reply = try await SourceVersionTests.get(client, url)
+            #expect(reply.status == 200)
+            let manifest = try #require(try JSONSerialization.jsonObject(with: reply.body) as? [String: Any])
+            #expect(manifest["@context"] as? String == "http://iiif.io/api/presentation/2/context.json")
+            #expect(manifest["@id"] as? String == url && manifest["@type"] as? String == "sc:Manifest")
+            #expect((manifest["label"] as? String)?.isEmpty == false)
+            let sequences = try #require(manifest["sequences"] as? [[String: Any]])
+            #expect(sequences.count == 1 && sequences.first?["@type"] as? String == "sc:Sequence")
+            let canvases = try #require(sequences.first?["canvases"] as? [[String: Any]])
+            let canvas = try #require(canvases.first)
+            #expect(canvases.count == 1 && canvas["@type"] as? String == "sc:Canvas" && Self.isHTTP(canvas["@id"]))
+            #expect(canvas["width"] as? Int == 1300 && canvas["height"] as? Int == 900 && (canvas["label"] as? String)?.isEmpty == false)
+            let images = try #require(canvas["images"] as? [[String: Any]])
+            let annotation = try #require(images.first)
+            #expect(annotation["@type"] as? String == "oa:Annotation" && annotation["motivation"] as? String == "sc:painting")
+            #expect(annotation["on"] as? String == canvas["@id"] as? String)
+            let resource = try #require(annotation["resource"] as? [String: Any])
+            #expect(resource["@type"] as? String == "dctypes:Image" && resource["format"] as? String == "image/jpeg")
+            let service = try #require(resource["service"] as? [String: Any])
+            #expect(service["@context"] as? String == "http://iiif.io/api/image/2/context.json")
+            #expect(service["profile"] as? String == "http://iiif.io/api/image/2/level2.json")
+            let serviceID = try #require(service["@id"] as? String)
+            let info = try await SourceVersionTests.get(client, "\(serviceID)/info.json")
+            let document = try #require(try JSONSerialization.jsonObject(with: info.body) as? [String: Any])
+            #expect(document["@id"] as? String == serviceID && document["@context"] as? String == "http://iiif.io/api/image/2/context.json")
+            let image = try await SourceVersionTests.get(client, try #require(resource["@id"] as? String))
+            let decoded = try Reference.decode(image.body).image
+            #expect(image.status == 200 && decoded.width == 1300 && decoded.height == 900)
+        }
+    }
+
+    @Test("manifests of images that are not there: 404; of an identifier that cannot be one: 400")
+    func refusals() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await TileServerTests.withServer(folder) { base, client in
+            for (path, status) in [("iiif/3/nothing/manifest", 404), ("iiif/2/nothing/manifest", 404), ("iiif/3/..%2Fphoto/manifest", 400)] {
+                let reply = try await TileServerTests.get(client, "\(base)/\(path)")
+                #expect(reply.status == status, "\(path)")
+            }
+        }
+    }
+}
