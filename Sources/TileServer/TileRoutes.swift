@@ -12,7 +12,8 @@ import TileCore
 ///   `GET /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format}`: IIIF Image API 3.0, level 2;
 ///   `/iiif/2/...` the same in Image API 2.1.
 /// - `GET /iiif/3/{id}/manifest`, `GET /iiif/2/{id}/manifest`: the image's IIIF Presentation
-///   manifest (3.0, 2.1), what viewers such as Mirador open.
+///   manifest (3.0, 2.1), what viewers such as Mirador open; `GET /iiif/3/collection` (and `/iiif/2/`):
+///   the folder's images as a collection of their manifests, paged past ``collectionPageSize``.
 /// - `GET /dzi/{id}.dzi`, `GET /dzi/{id}_files/{level}/{column}_{row}.{jpg|png}`: DeepZoom, no overlap.
 ///
 /// `HEAD` of an image has routes of its own: an image that would be rendered is answered with the
@@ -34,6 +35,9 @@ public struct TileRoutes: Sendable {
     /// Images a page of the listing (`GET /`) shows at most (default 100): a page costs a look at
     /// each one's file, and a thumbnail request each in the browser.
     public var listingPageSize = 100
+    /// Manifests a IIIF collection (`GET /iiif/3/collection`) lists at most (default 1000): a
+    /// larger folder's collection lists its pages, each a collection of this many.
+    public var collectionPageSize = 1000
 
     public init(service: TileService, publicBaseURL: String? = nil) {
         self.service = service
@@ -65,6 +69,9 @@ public struct TileRoutes: Sendable {
                     id: context.parameters.get("id") ?? "", version: version, base: base(request, version), request: request,
                     client: client(request, context)?.address)
             }
+            router.get("\(version.path)/collection") { request, _ in
+                await collection(version: version, page: request.uri.queryParameters.get("page"), base: base(request, version), request: request)
+            }
             router.get("\(version.path)/:id/manifest") { request, context in
                 await manifest(
                     id: context.parameters.get("id") ?? "", version: version, base: base(request, version), request: request,
@@ -84,7 +91,7 @@ public struct TileRoutes: Sendable {
     /// What answers naming the server's URL vary on: nothing when ``publicBaseURL`` names it, else
     /// the headers a trusted proxy names it with (a cache in front must not give one client's answer,
     /// made for the URL its headers named, to another).
-    private var originVary: String {
+    var originVary: String {
         publicBaseURL != nil ? "Accept" : "Accept, Forwarded, X-Forwarded-Host, X-Forwarded-Proto, X-Forwarded-Port, X-Forwarded-Prefix"
     }
 

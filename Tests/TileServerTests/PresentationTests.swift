@@ -155,4 +155,57 @@ struct PresentationTests {
             }
         }
     }
+
+    /// The folder's images as a collection (3.0, 5.1 and 5.3: a `Collection` whose `items` reference
+    /// `Manifest`s and `Collection`s by `id`, `type` and `label`). Past the page size it lists its pages,
+    /// each a collection of the images in name order; every manifest it names is served at that id.
+    @Test("collections: the folder's manifests in name order, in pages past the page size; 2.1 the same; no image built")
+    func collections() async throws {
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 64, height: 48), width: 64, height: 48)
+        let names = (0..<5).map { String(format: "img%02d", $0) }
+        let folder = try ServerLimitsTests.folder(Dictionary(uniqueKeysWithValues: names.map { ("\($0).jpg", jpeg) }))
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        server.routes.collectionPageSize = 2
+        try await TileServerTests.withServer(server) { base, client in
+            func document(_ url: String) async throws -> [String: Any] {
+                let reply = try await TileServerTests.get(client, url)
+                #expect(reply.status == 200, "\(url)")
+                return try #require(try JSONSerialization.jsonObject(with: reply.body) as? [String: Any], "\(url)")
+            }
+            let top = try await document("\(base)/iiif/3/collection")
+            #expect(top["@context"] as? String == "http://iiif.io/api/presentation/3/context.json")
+            #expect(top["id"] as? String == "\(base)/iiif/3/collection" && top["type"] as? String == "Collection")
+            #expect(Self.isLanguageMap(top["label"]))
+            let pages = try #require(top["items"] as? [[String: Any]])
+            #expect(pages.map { $0["type"] as? String } == ["Collection", "Collection", "Collection"])
+            #expect(pages.allSatisfy { Self.isLanguageMap($0["label"]) })
+            var listed: [String] = []
+            for page in pages {
+                let id = try #require(page["id"] as? String)
+                let collection = try await document(id)
+                #expect(collection["id"] as? String == id && collection["type"] as? String == "Collection")
+                for item in collection["items"] as? [[String: Any]] ?? [] {
+                    #expect(item["type"] as? String == "Manifest" && Self.isLanguageMap(item["label"]))
+                    listed.append(try #require(item["id"] as? String))
+                }
+            }
+            #expect(listed == names.map { "\(base)/iiif/3/\($0)/manifest" })
+            // Listing builds nothing (a manifest, as info.json, starts its image's build).
+            let cache = (try? FileManager.default.contentsOfDirectory(atPath: "\(folder)/.cache")) ?? []
+            #expect(cache.filter { $0.hasSuffix(".tiles") }.isEmpty, "\(cache)")
+            for manifestID in listed {
+                let manifest = try await document(manifestID)
+                #expect(manifest["id"] as? String == manifestID && manifest["type"] as? String == "Manifest")
+            }
+            for page in ["4", "0", "x"] {
+                #expect(try await TileServerTests.get(client, "\(base)/iiif/3/collection?page=\(page)").status == 404, "page \(page)")
+            }
+            let version2 = try await document("\(base)/iiif/2/collection?page=3")
+            #expect(version2["@type"] as? String == "sc:Collection" && version2["@id"] as? String == "\(base)/iiif/2/collection?page=3")
+            let manifests = try #require(version2["manifests"] as? [[String: Any]])
+            #expect(manifests.map { $0["@id"] as? String } == ["\(base)/iiif/2/img04/manifest"])
+            #expect(manifests.first?["@type"] as? String == "sc:Manifest")
+        }
+    }
 }
