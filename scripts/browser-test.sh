@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# The viewer page in headless Chromium (Debian's chromium, driven by Playwright for Python pointed at
-# /usr/bin/chromium: no browser download). Screenshots go to $SCREENSHOTS (default: a new temporary
-# folder, printed at the end). See Tests/Browser/viewer_test.py.
+# The viewer page, then our IIIF manifests in Mirador, in headless Chromium (Debian's chromium, driven by
+# Playwright for Python pointed at /usr/bin/chromium: no browser download). Screenshots go to $SCREENSHOTS
+# (default: a new temporary folder, printed at the end). See Tests/Browser/viewer_test.py and
+# Tests/Browser/mirador_test.py (which downloads Mirador's bundle from PyPI at run time, into the venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.venv-browser
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import playwright, PIL, numpy" 2>/dev/null; then
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import playwright, PIL, numpy, iiif_prezi3" 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q playwright pillow numpy
+  "$venv/bin/pip" install -q playwright pillow numpy iiif-prezi3
 fi
 swift build --product tiler >/dev/null
 shots=${SCREENSHOTS:-$(mktemp -d)}
-"$venv/bin/python" Tests/Browser/viewer_test.py "$shots" "$(swift build --show-bin-path)/tiler"
+tiler="$(swift build --show-bin-path)/tiler"
+# Both run, whatever the first gives; the script fails if either does.
+status=0
+"$venv/bin/python" Tests/Browser/viewer_test.py "$shots" "$tiler" || status=1
+"$venv/bin/python" Tests/Browser/mirador_test.py "$shots" "$tiler" || status=1
+exit $status

@@ -49,7 +49,8 @@ struct Benchmarks: AsyncParsableCommand {
         guard rateMbps > 0 else { throw ValidationError("--rate-mbps must be positive.") }
         let names = Set(
             Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name) + LoadScenarios.names + [
-                "tiff-compare", "serve-tiff", MasterScenarios.name, BusyServeScenario.name, AttackScenario.name, FormatScenarios.name
+                "tiff-compare", "serve-tiff", MasterScenarios.name, BusyServeScenario.name, AttackScenario.name, FormatScenarios.name,
+                CollectionScenario.name
             ])
         for name in selected ?? [] where !names.contains(name) {
             throw ValidationError("no scenario named '\(name)' (BENCHMARKS.md lists them).")
@@ -141,6 +142,11 @@ struct Benchmarks: AsyncParsableCommand {
         if !json && selected?.contains(BusyServeScenario.name) == true {
             print("serve-busy: tiler serve building four copies of \(input) while a built image is looked at")
             for line in try await BusyServeScenario.run(input: input, runs: min(runs, 3)) { print("  " + line) }
+        }
+        // A folder of 2,000 images as a IIIF collection: only when named.
+        if !json && selected?.contains(CollectionScenario.name) == true {
+            print("serve-collection: tiler serve's IIIF collection of a folder of 2,000 images")
+            for line in try await CollectionScenario.run(runs: min(runs, 3)) { print("  " + line) }
         }
         // Issue 37's attack, re-measured: only when named.
         if !json && selected?.contains(AttackScenario.name) == true {
