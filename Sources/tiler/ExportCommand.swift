@@ -13,7 +13,7 @@ struct ExportCommand: AsyncParsableCommand {
         commandName: "export",
         abstract: "Export a master (JPEG, PNG, TIFF, JPEG 2000), a URL or a store as DeepZoom or static IIIF tiles for web viewers.",
         discussion: """
-            dzi writes NAME.dzi and NAME_files/LEVEL/COLUMN_ROW.jpg (OpenSeadragon and other deep-zoom viewers); iiif3 writes NAME/info.json and every tile at its IIIF Image API 3.0 canonical path (a level-0 static service). A master's tiles are encoded as its rows decode, on every core, without writing the raw pyramid (unless --keep-store). Everything is written beside the output and renamed into place when complete; a failed export leaves nothing behind.
+            dzi writes NAME.dzi and NAME_files/LEVEL/COLUMN_ROW.jpg (OpenSeadragon and other deep-zoom viewers); iiif3 writes NAME/info.json and every tile at its IIIF Image API 3.0 canonical path (a level-0 static service), a IIIF Presentation 3.0 manifest NAME/manifest.json (what Mirador and other viewers open) and a viewer page NAME/index.html that needs only a plain file server. A master's tiles are encoded as its rows decode, on every core, without writing the raw pyramid (unless --keep-store). Everything is written beside the output and renamed into place when complete; a failed export leaves nothing behind.
             """)
 
     @Argument(
@@ -43,7 +43,11 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "JPEG quality, 1...100.")
     var quality = 80
 
-    @Option(help: "iiif3: the URL the export will be served from; info.json's id is URL/NAME (default http://localhost:8000, with a warning).")
+    @Option(
+        name: [.customLong("base-url"), .customLong("id")],
+        help:
+            "iiif3: the URL the export will be served from; the ids in info.json and manifest.json are under URL/NAME (default http://localhost:8000, with a warning)."
+    )
     var id: String?
 
     static let defaultID = "http://localhost:8000"
@@ -99,7 +103,9 @@ struct ExportCommand: AsyncParsableCommand {
             if layout == .iiif3 && id == nil {
                 // Not an error (a look on this machine works), but a static host needs its own URL there.
                 FileHandle.standardError.write(
-                    Data("tiler: warning: info.json's id is \(Self.defaultID)/\(baseName): --id names the URL the export will be served from\n".utf8))
+                    Data(
+                        "tiler: warning: the ids in info.json and manifest.json are under \(Self.defaultID)/\(baseName): --base-url names the URL the export will be served from\n"
+                            .utf8))
             }
             let time = seconds(clock.now - start)
             print(

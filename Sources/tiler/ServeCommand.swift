@@ -12,7 +12,7 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve a folder of images (JPEG, PNG, TIFF, JPEG 2000) and stores over IIIF Image API 3.0 and 2.1 and DeepZoom.",
         discussion: """
-            Routes: GET /iiif/3/{id}/info.json, /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format} (IIIF Image API 3.0; /iiif/2/... the same in 2.1), /dzi/{id}.dzi, /dzi/{id}_files/{level}/{col}_{row}.jpg. The identifier is a file's name in DIR without its extension (.jpg, .jpeg, .png, .jp2, .j2k, .j2c, .jph, .tiles, .tif, .tiff). A JPEG, PNG, JPEG 2000 or TIFF master (a TIFF that is not a tiled pyramid) is built into a store in the cache folder on its first request; its tiles are served while it builds (a master with alpha gets WebP tiles, which keep it). GET / lists the images, GET /view/{id} is the viewer. With --allow-uploads, PUT /images/{id} builds an uploaded JPEG, PNG, TIFF or JPEG 2000 into {id}.tiles (JPEG and PNG as they arrive). GET /health (alive), /ready (can serve: 200 or 503), /metrics (Prometheus). SIGTERM or SIGINT stops the server (the requests in flight are finished); SIGHUP reopens --access-log-file.
+            Routes: GET /iiif/3/{id}/info.json, /iiif/3/{id}/{region}/{size}/{rotation}/{quality}.{format} (IIIF Image API 3.0; /iiif/2/... the same in 2.1), /iiif/3/{id}/manifest and /iiif/3/collection (IIIF Presentation 3.0 manifests and the folder's collection, for Mirador and other viewers; 2.1 under /iiif/2/), /dzi/{id}.dzi, /dzi/{id}_files/{level}/{col}_{row}.jpg. The identifier is a file's name in DIR without its extension (.jpg, .jpeg, .png, .jp2, .j2k, .j2c, .jph, .tiles, .tif, .tiff). A JPEG, PNG, JPEG 2000 or TIFF master (a TIFF that is not a tiled pyramid) is built into a store in the cache folder on its first request; its tiles are served while it builds (a master with alpha gets WebP tiles, which keep it). GET / lists the images, GET /view/{id} is the viewer. With --allow-uploads, PUT /images/{id} builds an uploaded JPEG, PNG, TIFF or JPEG 2000 into {id}.tiles (JPEG and PNG as they arrive). GET /health (alive), /ready (can serve: 200 or 503), /metrics (Prometheus). SIGTERM or SIGINT stops the server (the requests in flight are finished); SIGHUP reopens --access-log-file.
             """)
 
     @Argument(help: "The folder of masters (JPEG, PNG, TIFF, JPEG 2000), stores and pyramidal TIFFs to serve (or the setting folder).")
@@ -200,7 +200,7 @@ struct ServeCommand: AsyncParsableCommand {
                 // On standard error, unbuffered: a script waiting for the port sees it at once.
                 FileHandle.standardError.write(
                     Data(
-                        "tiler: serving \(escapingControlCharacters(root)) at http://\(host):\(port)/ (the list of images; /view/{id} a viewer, /iiif/3/{id}/info.json, /iiif/2/..., /dzi/{id}.dzi)\n"
+                        "tiler: serving \(escapingControlCharacters(root)) at http://\(host):\(port)/ (the list of images; /view/{id} a viewer, /iiif/3/{id}/info.json, /iiif/3/{id}/manifest, /iiif/3/collection, /iiif/2/..., /dzi/{id}.dzi)\n"
                             .utf8))
             }
             try await app.runService()

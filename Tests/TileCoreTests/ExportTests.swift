@@ -177,8 +177,30 @@ struct ExportTests {
             let level = reference.first { $0.width == w && $0.height == h }!
             #expect(try Reference.decodePNG(Data(contentsOf: URL(fileURLWithPath: "\(out)/\(path)"))) == level)
         }
-        expected.insert("page/info.json")
+        expected.formUnion(["page/info.json", "page/manifest.json", "page/index.html"])
         #expect(Set(Self.files(out)) == expected)
+
+        // The manifest beside it (Presentation 3.0): its ids under the base URL, each image it names an
+        // exported file of the size it states, its service the level-0 info.json's id.
+        let manifest = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(out)/page/manifest.json"))) as? [String: Any])
+        #expect(manifest["id"] as? String == "https://example.org/iiif/page/manifest.json" && manifest["type"] as? String == "Manifest")
+        let canvas = try #require((manifest["items"] as? [[String: Any]])?.first)
+        #expect(canvas["width"] as? Int == width && canvas["height"] as? Int == height)
+        let annotation = try #require(((canvas["items"] as? [[String: Any]])?.first?["items"] as? [[String: Any]])?.first)
+        let images = [annotation["body"]] + (canvas["thumbnail"] as? [Any] ?? []) + (manifest["thumbnail"] as? [Any] ?? [])
+        #expect(images.count == 3)
+        for case let image as [String: Any] in images {
+            let id = try #require(image["id"] as? String)
+            #expect(id.hasPrefix("https://example.org/iiif/page/") && image["format"] as? String == "image/png", "\(id)")
+            let png = try Reference.decodePNG(Data(contentsOf: URL(fileURLWithPath: "\(out)/" + id.dropFirst("https://example.org/iiif/".count))))
+            #expect(png.width == image["width"] as? Int && png.height == image["height"] as? Int, "\(id)")
+            let service = try #require((image["service"] as? [[String: Any]])?.first)
+            #expect(service["id"] as? String == info["id"] as? String && service["profile"] as? String == "level0")
+        }
+        // The viewer page reads the info.json beside it.
+        let page = try String(contentsOfFile: "\(out)/page/index.html", encoding: .utf8)
+        #expect(page.contains("BASE = \".\"") && page.contains("LIVE = false") && page.contains("EXT = \"png\""))
     }
 
     @Test("A turned image is exported upright, from its finished pyramid", arguments: [6, 3])

@@ -37,18 +37,23 @@ struct ExportCommandTests {
 
         let iiif = try TilerCommandTests.run(
             [
-                "export", "-", "--name", "p", "--layout", "iiif3", "--id", "https://example.org/iiif", "--out", "web",
+                "export", "-", "--name", "p", "--layout", "iiif3", "--base-url", "https://example.org/iiif", "--out", "web",
                 "--keep-store", "p.tiles"
             ], in: folder, stdin: "photo.jpg")
         #expect(iiif.status == 0 && !iiif.stderr.contains("warning"), "\(iiif)")
         let info = try String(contentsOfFile: "\(folder)/web/p/info.json", encoding: .utf8)
         #expect(info.contains("\"id\" : \"https://example.org/iiif/p\""), "\(info)")
         #expect(FileManager.default.fileExists(atPath: "\(folder)/web/p/1280,768,20,132/20,132/0/default.jpg"))
+        let manifest = try String(contentsOfFile: "\(folder)/web/p/manifest.json", encoding: .utf8)
+        #expect(manifest.contains("\"id\" : \"https://example.org/iiif/p/manifest.json\""), "\(manifest)")
+        #expect(FileManager.default.fileExists(atPath: "\(folder)/web/p/index.html"))
         // Without --id: the local URL, said.
         let local = try TilerCommandTests.run(["export", "photo.jpg", "--name", "l", "--layout", "iiif3", "--out", "local"], in: folder)
         #expect(local.status == 0, "\(local)")
         #expect(
-            local.stderr == "tiler: warning: info.json's id is http://localhost:8000/l: --id names the URL the export will be served from\n")
+            local.stderr
+                == "tiler: warning: the ids in info.json and manifest.json are under http://localhost:8000/l: --base-url names the URL the export will be served from\n"
+        )
         #expect(try String(contentsOfFile: "\(folder)/local/l/info.json", encoding: .utf8).contains("\"id\" : \"http://localhost:8000/l\""))
         let store = try TilerCommandTests.run(["export", "p.tiles", "--name", "s", "--out", "web", "--format", "png"], in: folder)
         #expect(store.status == 0, "\(store)")

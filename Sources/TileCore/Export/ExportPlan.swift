@@ -78,15 +78,27 @@ struct ExportPlan: Sendable {
         }
     }
 
-    /// The descriptor: `NAME.dzi`, or `NAME/info.json`.
-    func descriptor() -> (path: String, contents: Data) {
+    /// The documents, written before publishing: `NAME.dzi`; or `NAME/info.json`, the Presentation 3.0
+    /// manifest `NAME/manifest.json` (one canvas painted by the export's level-0 service, ids under
+    /// the base URL) and the viewer page `NAME/index.html` (``ViewerPageTemplate`` over `info.json`
+    /// beside it: a plain file server is enough).
+    func documents() -> [(path: String, contents: Data)] {
         switch options.layout {
         case .deepZoom:
-            return ("\(name).dzi", Data(layout.deepZoomDescriptor(format: format, overlap: options.overlap).xml.utf8))
+            return [("\(name).dzi", Data(layout.deepZoomDescriptor(format: format, overlap: options.overlap).xml.utf8))]
         case .iiif3(let baseURL):
             let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-            let info = layout.iiifInformation(id: "\(base)/\(name)", profile: "level0")
-            return ("\(name)/info.json", info.encoded(pretty: true) + Data("\n".utf8))
+            let service = "\(base)/\(name)"
+            let info = layout.iiifInformation(id: service, profile: "level0")
+            let page = IIIFManifest.Page(label: name, service: service, layout: layout, format: format, staticFiles: true)
+            let manifest = IIIFManifest(id: "\(service)/manifest.json", label: name, pages: [page])
+            let title = name.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            let viewer = ViewerPageTemplate.html(title: title, id: "", base: ".", format: format, live: false, nonce: "")
+            return [
+                ("\(name)/manifest.json", manifest.encoded(version: .v3, pretty: true) + Data("\n".utf8)),
+                ("\(name)/index.html", Data(viewer.utf8)),
+                ("\(name)/info.json", info.encoded(pretty: true) + Data("\n".utf8))
+            ]
         }
     }
 }

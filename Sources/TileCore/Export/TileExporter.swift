@@ -246,14 +246,13 @@ public final class TileExporter {
             storePath: keptStore)
     }
 
-    /// Writes the descriptor, then renames each published name from the staging folder into the
+    /// Writes the documents (the descriptor last), then renames each published name from the staging folder into the
     /// output folder (an earlier export of the name, when replaced, is moved aside first and removed
     /// after), descriptor last; then removes the staging folder.
     private static func publish(
         _ plan: ExportPlan, tiles: Int, staging: String, outputDirectory: String, replacing: Bool, storePath: String?
     ) throws(TileError) -> Result {
-        let descriptor = plan.descriptor()
-        try AtomicFile.write(descriptor.contents, to: "\(staging)/\(descriptor.path)")
+        for document in plan.documents() { try AtomicFile.write(document.contents, to: "\(staging)/\(document.path)") }
         try checkFree(name: plan.name, layout: plan.options.layout, in: outputDirectory, replacing: replacing)
         var published: [String] = []
         for entry in plan.publishedNames {

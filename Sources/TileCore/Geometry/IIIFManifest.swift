@@ -9,28 +9,53 @@ public import Foundation
 /// `ImageService3`) or 2.1 (`sc:Manifest` with one `sc:Sequence` of `sc:Canvas`es, images as
 /// `oa:Annotation`s, Image API 2 services), as their specifications' sections 2-3 and 5 lay them out.
 public struct IIIFManifest: Sendable, Hashable {
-    /// A page: a canvas of the image's display size, painted by its image service's full image.
+    /// A page: a canvas of the image's display size, painted by an image of its image service.
     public struct Page: Sendable, Hashable {
         /// The page's label (shown by viewers under its thumbnail).
         public var label: String
         /// The image service's URI (what `info.json` follows; no trailing slash).
         public var service: String
+        /// The service's profile: `level2` (a server), `level0` (static files).
+        public var profile: String
+        /// The format of the images named (the painting image and the thumbnail).
+        public var format: ImageRequest.Format
         public var width: Int
         public var height: Int
+        /// The painting image's size: the canvas's for a server (`full/max`), the largest whole-image
+        /// file of a static export (the level that fits one tile).
+        public var imageWidth: Int
+        public var imageHeight: Int
         /// A size the service answers fast (a level of its pyramid) for thumbnails: at most 256 on
-        /// each side where the image is larger.
+        /// each side where the image is larger (a static export's: no larger than one tile).
         public var thumbnailWidth: Int
         public var thumbnailHeight: Int
 
         /// A page of `layout`'s image, served at `service`: its thumbnail the largest level at most
-        /// 256 pixels on each side (the image's own size when smaller).
-        public init(label: String, service: String, layout: PyramidLayout) {
+        /// 256 pixels on each side (the image's own size when smaller). `staticFiles`: the service is
+        /// a static export's (`level0`), which holds whole-image files only for the levels that fit
+        /// one tile: the painting image is the largest of those, the thumbnail one of them.
+        public init(label: String, service: String, layout: PyramidLayout, format: ImageRequest.Format = .jpg, staticFiles: Bool = false) {
             self.label = label
             self.service = service
+            self.format = format
+            profile = staticFiles ? "level0" : "level2"
             (width, height) = (layout.width, layout.height)
-            let level = (0..<layout.levelCount).first { layout.size(ofLevel: $0).width <= 256 && layout.size(ofLevel: $0).height <= 256 }
-            (thumbnailWidth, thumbnailHeight) = layout.size(ofLevel: level ?? layout.deepZoomTopLevel)
+            let small = (0..<layout.levelCount).first { layout.size(ofLevel: $0).width <= 256 && layout.size(ofLevel: $0).height <= 256 }
+            let thumbnail = staticFiles ? max(small ?? 0, layout.firstSingleTileLevel) : small ?? layout.deepZoomTopLevel
+            (thumbnailWidth, thumbnailHeight) = layout.size(ofLevel: thumbnail)
+            (imageWidth, imageHeight) = staticFiles ? layout.size(ofLevel: layout.firstSingleTileLevel) : (width, height)
         }
+
+        /// The painting image's URI (Image API 3.0 syntax, or 2.1's `full` size).
+        func image(version: Version) -> String {
+            let size =
+                imageWidth == width && imageHeight == height && profile == "level2"
+                ? (version == .v3 ? "max" : "full") : "\(imageWidth),\(imageHeight)"
+            return "\(service)/full/\(size)/0/default.\(format.rawValue)"
+        }
+
+        /// The thumbnail's URI.
+        var thumbnail: String { "\(service)/full/\(thumbnailWidth),\(thumbnailHeight)/0/default.\(format.rawValue)" }
     }
 
     /// The Presentation API version written.
@@ -78,13 +103,13 @@ private enum V3 {
     struct Service: Encodable {
         var id: String
         var type = "ImageService3"
-        var profile = "level2"
+        var profile: String
     }
 
     struct Image: Encodable {
         var id: String
         var type = "Image"
-        var format = "image/jpeg"
+        var format: String
         var width: Int
         var height: Int
         var service: [Service]
@@ -133,7 +158,8 @@ private enum V3 {
             let canvases = manifest.pages.enumerated().map { n, page in
                 let canvas = manifest.canvas(n + 1)
                 let full = Image(
-                    id: "\(page.service)/full/max/0/default.jpg", width: page.width, height: page.height, service: [Service(id: page.service)])
+                    id: page.image(version: .v3), format: page.format.mediaType, width: page.imageWidth, height: page.imageHeight,
+                    service: [Service(id: page.service, profile: page.profile)])
                 return Canvas(
                     id: canvas, label: languageMap(page.label), width: page.width, height: page.height, thumbnail: [Self.thumbnail(page)],
                     items: [
@@ -146,8 +172,9 @@ private enum V3 {
         }
 
         static func thumbnail(_ page: IIIFManifest.Page) -> Image {
-            let (w, h) = (page.thumbnailWidth, page.thumbnailHeight)
-            return Image(id: "\(page.service)/full/\(w),\(h)/0/default.jpg", width: w, height: h, service: [Service(id: page.service)])
+            Image(
+                id: page.thumbnail, format: page.format.mediaType, width: page.thumbnailWidth, height: page.thumbnailHeight,
+                service: [Service(id: page.service, profile: page.profile)])
         }
     }
 }
@@ -157,7 +184,12 @@ private enum V2 {
     struct Service: Encodable {
         var context = "http://iiif.io/api/image/2/context.json"
         var id: String
-        var profile = "http://iiif.io/api/image/2/level2.json"
+        var profile: String
+
+        init(id: String, profile: String) {
+            self.id = id
+            self.profile = "http://iiif.io/api/image/2/\(profile).json"
+        }
 
         enum CodingKeys: String, CodingKey {
             case context = "@context"
@@ -169,7 +201,7 @@ private enum V2 {
     struct Resource: Encodable {
         var id: String
         var type = "dctypes:Image"
-        var format = "image/jpeg"
+        var format: String
         var width: Int
         var height: Int
         var service: Service
@@ -244,7 +276,8 @@ private enum V2 {
             let canvases = manifest.pages.enumerated().map { n, page in
                 let canvas = manifest.canvas(n + 1)
                 let full = Resource(
-                    id: "\(page.service)/full/full/0/default.jpg", width: page.width, height: page.height, service: Service(id: page.service))
+                    id: page.image(version: .v2), format: page.format.mediaType, width: page.imageWidth, height: page.imageHeight,
+                    service: Service(id: page.service, profile: page.profile))
                 return Canvas(
                     id: canvas, label: page.label, width: page.width, height: page.height, thumbnail: Self.thumbnail(page),
                     images: [Annotation(id: "\(canvas)/painting", resource: full, on: canvas)])
@@ -254,8 +287,9 @@ private enum V2 {
         }
 
         static func thumbnail(_ page: IIIFManifest.Page) -> Resource {
-            let (w, h) = (page.thumbnailWidth, page.thumbnailHeight)
-            return Resource(id: "\(page.service)/full/\(w),\(h)/0/default.jpg", width: w, height: h, service: Service(id: page.service))
+            Resource(
+                id: page.thumbnail, format: page.format.mediaType, width: page.thumbnailWidth, height: page.thumbnailHeight,
+                service: Service(id: page.service, profile: page.profile))
         }
     }
 }
