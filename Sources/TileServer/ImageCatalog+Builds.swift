@@ -98,6 +98,7 @@ extension ImageCatalog {
         guard building - concurrentBuilds < maximumPendingBuilds else { return .busy }
         if let client, builds(of: client) >= maximumBuildsPerClient { return .busy }
         var options = BuildOptions()
+        options.page = source.page
         options.storage = .persistent(path: store)
         options.format = storeFormat
         let builder: ImageBuilder

@@ -1,5 +1,5 @@
 import Foundation
-import TileCore
+public import TileCore
 import TileActors
 
 #if canImport(Glibc)
@@ -21,6 +21,8 @@ struct SourceFile: Sendable, Hashable {
     var kind: Kind
     var path: String
     var fingerprint: SourceFingerprint
+    /// The page of a multi-page TIFF master built (0 the first): a page identifier's (`book~2`).
+    var page = 0
 
     static let masterSuffixes = ["jpg", "jpeg", "JPG", "JPEG", "png", "PNG", "jp2", "JP2", "j2k", "J2K", "j2c", "J2C", "jph", "JPH"]
     static let tiffSuffixes = ["tif", "tiff", "TIF", "TIFF"]
@@ -43,17 +45,25 @@ struct SourceFile: Sendable, Hashable {
         func fingerprint(_ path: String) -> Result<SourceFingerprint, TileError> {
             Result { () throws(TileError) in try SourceFingerprint.read(path: path, known: known) }
         }
-        for suffix in masterSuffixes + tiffSuffixes {
-            var path = "\(root)/\(id).\(suffix)"
+        // A later page of a multi-page TIFF master (`book~2`): its TIFF only, a master, never a pyramid.
+        let (name, page) = ImageCatalog.page(of: id) ?? (id, 0)
+        for suffix in page > 0 ? tiffSuffixes : masterSuffixes + tiffSuffixes {
+            var path = "\(root)/\(name).\(suffix)"
             let entry = FolderEntry(at: path)
             guard entry != .none else { continue }
             if entry == .symlink, followsSymlinks, let target = FolderEntry.resolved(path, inside: root) { path = target }
             switch fingerprint(path) {
+            case .success(let fingerprint) where page > 0:
+                return isPage(page, of: path) ? SourceFile(kind: .master, path: path, fingerprint: fingerprint, page: page) : nil
             case .success(let fingerprint):
                 return SourceFile(kind: masterSuffixes.contains(suffix) ? .master : .tiff, path: path, fingerprint: fingerprint)
             case .failure(let error) where isPermissionRefusal(error): refusal = refusal ?? error
             case .failure: skipped(path)
             }
+        }
+        if page > 0 {
+            if let refusal { throw refusal }
+            return nil
         }
         let store = "\(root)/\(id).tiles"
         if ![.none, .folder].contains(FolderEntry(at: store)) { skipped(store) }
@@ -68,6 +78,31 @@ struct SourceFile: Sendable, Hashable {
         return nil
     }
 
+    /// Whether the TIFF at `path` is a master (not a pyramid served as it is, whose directories are
+    /// its levels) with a page `page` (0 the first). Blocking.
+    static func isPage(_ page: Int, of path: String) -> Bool {
+        guard let info = try? ImageInfo.read(tiffPage: 0, ofFile: path), page < info.tiff?.pageCount ?? 1 else { return false }
+        return (try? ImageCatalog.openPyramid(tiff: path)) == nil
+    }
+
+    /// The pages of the master behind `id` when it is a multi-page TIFF master: each page's identifier
+    /// (`book`, `book~2`, ...) and geometry (from its directory), in order; nil for any other image
+    /// (one page, a pyramid, not a TIFF). Blocking.
+    static func pages(of source: SourceFile, id: String) -> [(id: String, geometry: TileGeometry)]? {
+        guard source.page == 0, tiffSuffixes.contains((source.path as NSString).pathExtension),
+            let first = try? ImageInfo.read(tiffPage: 0, ofFile: source.path), let count = first.tiff?.pageCount, count > 1,
+            (try? ImageCatalog.openPyramid(tiff: source.path)) == nil
+        else { return nil }
+        var pages: [(id: String, geometry: TileGeometry)] = []
+        for page in 0..<min(count, ImageCatalog.mostPages) {
+            guard let info = page == 0 ? first : try? ImageInfo.read(tiffPage: page, ofFile: source.path),
+                let geometry = try? TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
+            else { continue }
+            pages.append((page == 0 ? id : "\(id)~\(page + 1)", geometry))
+        }
+        return pages
+    }
+
     /// Whether `error` says the process may not read a file (`EACCES`, `EPERM`): a file or store of
     /// another user's, not made readable to the server's.
     static func isPermissionRefusal(_ error: TileError) -> Bool { error.errno == EACCES || error.errno == EPERM }
@@ -78,7 +113,7 @@ struct SourceFile: Sendable, Hashable {
         return Set(
             names.compactMap { name -> String? in
                 let (id, suffix) = ((name as NSString).deletingPathExtension, (name as NSString).pathExtension)
-                guard ImageCatalog.isValidIdentifier(id), allSuffixes.contains(suffix) else { return nil }
+                guard ImageCatalog.isFileIdentifier(id), allSuffixes.contains(suffix) else { return nil }
                 return id
             }
         ).sorted()
@@ -86,12 +121,32 @@ struct SourceFile: Sendable, Hashable {
 }
 
 extension ImageCatalog {
-    /// Whether `id` may name an image: letters, digits, `-`, `_` and `.`, not first, at most 200.
+    /// Whether `id` may name an image: letters, digits, `-`, `_` and `.`, not first, at most 200; or
+    /// a page identifier (``page(of:)``).
     public static func isValidIdentifier(_ id: some StringProtocol) -> Bool {
+        isFileIdentifier(id) || page(of: id) != nil
+    }
+
+    /// Whether `id` may be a name in the folder: letters, digits, `-`, `_` and `.`, not first, at most 200.
+    public static func isFileIdentifier(_ id: some StringProtocol) -> Bool {
         guard !id.isEmpty, id.utf8.count <= 200, !id.hasPrefix(".") else { return false }
         return id.utf8.allSatisfy { byte in
             (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 45 || byte == 95 || byte == 46
         }
+    }
+
+    /// Pages of a multi-page TIFF a manifest lists at most.
+    static let mostPages = 10_000
+
+    /// A page identifier's image and page: `book~3` is page 3 (index 2) of `book`'s multi-page TIFF
+    /// master; the first page is `book` itself. The page number is written without leading zeros,
+    /// from 2 to ``mostPages``. Nil for anything else.
+    public static func page(of id: some StringProtocol) -> (name: String, page: Int)? {
+        guard let tilde = id.lastIndex(of: "~") else { return nil }
+        let name = id[..<tilde], digits = id[id.index(after: tilde)...]
+        guard isFileIdentifier(name), !digits.hasPrefix("0"), digits.count <= 5, let number = Int(digits), (2...mostPages).contains(number)
+        else { return nil }
+        return (String(name), number - 1)
     }
 
     /// The TIFF at `path` opened as the pyramid it holds, or nil when it holds none to serve as it is
@@ -107,6 +162,19 @@ extension ImageCatalog {
         let smallest = pyramid.geometry.levels[pyramid.levelCount - 1]
         let tile = pyramid.geometry.tileSize
         return smallest.width <= tile && smallest.height <= tile ? pyramid : nil
+    }
+
+    /// The pages of `id`'s master when it is a multi-page TIFF master: each page's identifier (`id`,
+    /// `id~2`, ...) and geometry, read from the TIFF's directories (nothing is built); nil for any
+    /// other image.
+    public func pages(of id: String) async -> [(id: String, geometry: TileGeometry)]? {
+        guard Self.isFileIdentifier(id) else { return nil }
+        let (root, follows) = (self.root, followsSymlinks)
+        let pages = try? await threadPool.blocking { () throws(TileError) -> [(id: String, geometry: TileGeometry)]? in
+            guard let source = try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows) else { return nil }
+            return SourceFile.pages(of: source, id: id)
+        }
+        return pages ?? nil
     }
 
     /// The identifiers offered now, sorted: JPEGs and stores directly in the folder.

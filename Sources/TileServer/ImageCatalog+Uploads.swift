@@ -23,7 +23,7 @@ extension ImageCatalog {
     /// anything it did not make. Its tiles are served while it is built.
     /// - Throws: ``UploadRefusal``.
     public func beginUpload(_ id: String, options: BuildOptions = BuildOptions()) async throws(UploadRefusal) -> ImageBuilder {
-        guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
+        guard Self.isFileIdentifier(id) else { throw .invalidIdentifier }
         guard !isShutDown else { throw .failed(TileError(.cancelled, "the server is shutting down")) }
         guard !isBuilding(id) else { throw .exists }
         let uploading = entries.values.filter { if case .building(let build) = $0.phase { build.isUpload } else { false } }.count

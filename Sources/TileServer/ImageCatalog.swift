@@ -270,7 +270,8 @@ public actor ImageCatalog {
         let refusal = await refresh(id, for: client)
         if case .building(let build) = phase(of: id), build.image == nil, let path = build.sourcePath {
             let geometry = try? await threadPool.blocking { () throws(TileError) in
-                let info = try ImageInfo.read(regularFile: path)
+                let page = Self.page(of: id)?.page ?? 0
+                let info = page > 0 ? try ImageInfo.read(tiffPage: page, ofFile: path) : try ImageInfo.read(regularFile: path)
                 return try TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
             }
             if let geometry { return Outline(geometry: geometry, fingerprint: build.fingerprint) }

@@ -137,16 +137,20 @@ public struct TileRoutes: Sendable {
     }
 
     /// The Presentation manifest of an image (3.0 under `/iiif/3/`, 2.1 under `/iiif/2/`): one canvas
-    /// painted by the image's service of the same version, labelled with its identifier; cached and
-    /// revalidated as its info.json is.
+    /// painted by the image's service of the same version, labelled with its identifier, or for a
+    /// multi-page TIFF master one a page, in order, each painted by its page identifier's service
+    /// (`book`, `book~2`, ...); cached and revalidated as its info.json is.
     func manifest(id encoded: String, version: IIIFVersion, base: String, request: Request, client: String? = nil) async -> Response {
         guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
         let outline: ImageCatalog.Outline
         do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch { return Self.refusal(error, id: id) }
-        let service = "\(base)/\(encoded)"
-        let page = IIIFManifest.Page(label: id, service: service, layout: outline.geometry.layout)
+        // A multi-page TIFF master: a canvas a page, each its page identifier's service.
+        let found = await catalog.pages(of: id) ?? [(id, outline.geometry)]
+        let pages = found.enumerated().map { n, page in
+            IIIFManifest.Page(label: found.count > 1 ? "page \(n + 1)" : id, service: "\(base)/\(page.id)", layout: page.geometry.layout)
+        }
         let presentation: IIIFManifest.Version = version == .v3 ? .v3 : .v2
-        let body = IIIFManifest(id: "\(service)/manifest", label: id, pages: [page]).encoded(version: presentation)
+        let body = IIIFManifest(id: "\(base)/\(encoded)/manifest", label: id, pages: pages).encoded(version: presentation)
         let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
         let mediaType = linkedData ? "application/ld+json;profile=\"\(presentation.context)\"" : "application/json"
         let headers: HTTPFields = [.contentType: mediaType, .vary: originVary]

@@ -13,12 +13,22 @@ holding Mirador from another origin (a second local server: another host name an
      WebGL drawer may draw them: by default the tiles taint the canvas and it falls back to a 2D canvas);
   3. the same for the Presentation 2.1 manifest, /iiif/2/photo/manifest (Image API 2 service, /iiif/2/);
   4. the 3.0 manifest as Mirador received it loads in iiif-prezi3 (IIIF's own Python models, pydantic
-     validation) and comes out unchanged.
+     validation) and comes out unchanged;
+  5. the folder as a collection, /iiif/3/collection (the folder also holds two other generated images,
+     told apart by their patterns and shapes): Mirador fetches it (200) and shows its collection dialog
+     listing every image's label in name order; a click on the second entry, as a user would, opens that
+     image's manifest in the window: its canvas shows that image fitted, its requests answered 200;
+  6. a static export, `tiler export --layout iiif3 --base-url http://127.0.0.1:PORT` of the 3000 x 2000
+     JPEG, served by a plain file server (Python's http.server, adding Access-Control-Allow-Origin: * as a
+     static host such as GitHub Pages does) on that port: Mirador opens its manifest.json (the image shows,
+     every request to the file server 200), and the export's own index.html, opened directly, shows the
+     image fitted (status line "3000 x 2000", the view in the URL fragment), every request 200.
+Each case also checks that the page logs no error (but the one of Mirador's bundle named in NOT_OURS).
 Screenshots are kept in the folder given as the first argument, to look at; the tiler binary is the second.
 Exits non-zero on any failure.
 """
 import functools, glob, hashlib, http.server, json, math, os, re, shutil, subprocess, sys, tempfile
-import threading, time, urllib.parse, zipfile
+import threading, time, types, urllib.parse, zipfile
 import numpy as np
 from PIL import Image
 from playwright.sync_api import sync_playwright
@@ -52,6 +62,21 @@ def make_image(path, width=W, height=H):
     pixels = np.dstack([r, g, b]).clip(0, 255).astype(np.uint8)
     pixels[::500, :, :] = 0
     pixels[:, ::500, :] = 0
+    Image.fromarray(pixels).save(path, quality=95, subsampling=0)
+
+def make_checks(path, width=2000, height=2000):
+    """A square image of 250-pixel squares in four flat colours (red, yellow, blue, white)."""
+    y, x = np.mgrid[0:height, 0:width]
+    colours = np.array([[200, 40, 40], [230, 200, 40], [40, 60, 200], [240, 240, 240]], np.uint8)
+    Image.fromarray(colours[(x // 250 + 2 * (y // 250)) % 4]).save(path, quality=95, subsampling=0)
+
+def make_discs(path, width=1600, height=2400):
+    """A portrait image of smooth concentric rings (red and green waves of the distance to the centre),
+    blue growing downwards."""
+    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
+    d = np.hypot(x - width / 2, y - height / 2)
+    pixels = np.dstack([127.5 + 127.5 * np.cos(d / 60.0), 127.5 + 127.5 * np.sin(d / 90.0),
+                        255.0 * y / (height - 1)]).clip(0, 255).astype(np.uint8)
     Image.fromarray(pixels).save(path, quality=95, subsampling=0)
 
 def psnr(a, b):
@@ -99,11 +124,16 @@ PAGE = """<!doctype html>
 </script></body></html>
 """
 
-def site(folder):
-    """Serves `folder` on 127.0.0.1 (a thread, quiet); returns the server and its port."""
+def site(folder, cors=False):
+    """Serves `folder` on 127.0.0.1 (a thread, quiet), with `Access-Control-Allow-Origin: *` on every
+    answer if `cors` (as a static host such as GitHub Pages sends); returns the server and its port."""
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
+        def end_headers(self):
+            if cors:
+                self.send_header("Access-Control-Allow-Origin", "*")
+            super().end_headers()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=folder))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, server.server_address[1]
@@ -136,90 +166,240 @@ def waits(page, expression, arg=None, timeout=30000):
         return False
 
 def expected_fit(source, width, height):
-    """The source as OpenSeadragon's home view draws it in a width x height canvas: fitted, centred.
-    Returns the picture and its top-left corner in the canvas."""
-    scale = min(width / W, height / H)
-    w, h = round(W * scale), round(H * scale)
+    """The source (a PIL image) as OpenSeadragon's home view draws it in a width x height canvas: fitted,
+    centred. Returns the picture and its top-left corner in the canvas."""
+    scale = min(width / source.width, height / source.height)
+    w, h = round(source.width * scale), round(source.height * scale)
     return np.asarray(source.resize((w, h), Image.LANCZOS)), ((width - w) // 2, (height - h) // 2)
 
-def open_in_mirador(browser, page_url, manifest, name, service, source, osd=None):
-    """Opens `manifest` in Mirador; checks what Mirador loaded, the requests to the tiler, the canvas'
-    pixels and the console. `service` is the image service's path prefix (/iiif/3/photo). Returns the
-    manifest's JSON as Mirador received it."""
-    tiler = manifest.split("/iiif/")[0]
-    page = browser.new_page(viewport={"width": VIEW_W, "height": VIEW_H}, device_scale_factor=1)
-    answered, failed, errors, ignored = [], [], [], []
-    page.on("response", lambda r: answered.append(r) if r.url.startswith(tiler) else None)
-    page.on("requestfailed", lambda r: failed.append(f"{r.url} {r.failure}") if r.url.startswith(tiler) else None)
+def new_page(browser, server, size=(VIEW_W, VIEW_H)):
+    """A page of `size` (width, height) that records the answers to its requests to `server` (a URL
+    prefix), the requests to it that failed, and its console's errors (those in NOT_OURS apart)."""
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]}, device_scale_factor=1)
+    seen = types.SimpleNamespace(answered=[], failed=[], errors=[], ignored=[])
+    page.on("response", lambda r: seen.answered.append(r) if r.url.startswith(server) else None)
+    page.on("requestfailed", lambda r: seen.failed.append(f"{r.url} {r.failure}") if r.url.startswith(server) else None)
     def console(message):
         if message.type == "error":
-            (ignored if message.text in NOT_OURS else errors).append(f"console: {message.text}")
+            (seen.ignored if message.text in NOT_OURS else seen.errors).append(f"console: {message.text}")
     page.on("console", console)
-    page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+    page.on("pageerror", lambda error: seen.errors.append(f"page error: {error}"))
+    return page, seen
+
+def open_mirador(browser, page_url, manifest, server, osd=None):
+    """Mirador's page opening `manifest` in its one window; `server` is the prefix of the URLs whose
+    requests are recorded. Returns the page and what it records (new_page)."""
+    page, seen = new_page(browser, server)
+    query = {"manifest": manifest, **({"osd": json.dumps(osd)} if osd else {})}
+    page.goto(f"{page_url}?{urllib.parse.urlencode(query)}")
+    return page, seen
+
+# Mirador's store: a manifest (or collection) fetched and parsed, or an image service's info.json.
+FETCHED = ("([key, id]) => { const s = window.mirador && window.mirador.store.getState()[key][id];"
+           " return s && !s.isFetching && (s.json || s.error); }")
+
+def fetched_manifest(page, name, manifest, what="manifest"):
+    """Waits until Mirador's store holds `manifest`, fetched; checks it has the JSON, no error; returns it."""
+    loaded = waits(page, FETCHED, arg=["manifests", manifest])
+    got = page.evaluate("id => { const m = window.mirador.store.getState().manifests[id] || {};"
+                        " return {error: m.error ? String(m.error) : null, json: m.json || null}; }", manifest)
+    check(loaded and got["json"] is not None and got["error"] is None,
+          f"{name}: Mirador loaded the {what} (error: {got['error']})")
+    return got["json"]
+
+def shows_in_mirador(page, seen, name, manifest, service, title, source, allowed=()):
+    """Checks what Mirador's page shows once it opened `manifest` in its window: the manifest and the image
+    service `service` (its id, a URL) loaded, the window's title `title`, the OpenSeadragon canvas' pixels
+    against `source` (a PIL image) fitted, the requests to the server (all 200; the images' under the
+    service, at least 4 tiles; none elsewhere but the manifest and the URLs `allowed`) and the console.
+    Returns the manifest's JSON as Mirador received it."""
+    got = fetched_manifest(page, name, manifest)
+    loaded = waits(page, FETCHED, arg=["infoResponses", service])
+    info_error = page.evaluate("id => { const i = window.mirador.store.getState().infoResponses[id] || {};"
+                               " return i.json ? null : String(i.error || 'none'); }", service)
+    check(loaded and info_error is None, f"{name}: Mirador loaded the image service {service} (error: {info_error})")
+    titled = waits(page, "title => [...document.querySelectorAll('.mirador-window-top-bar')]"
+                         ".some(bar => bar.textContent.trim() === title)", arg=title)
+    bars = page.evaluate("() => [...document.querySelectorAll('.mirador-window-top-bar')].map(b => b.textContent)")
+    check(titled, f"{name}: the window's title is the manifest's label {title!r}: {bars}")
+    # The OpenSeadragon canvas, less the zoom buttons and the canvas' label drawn over its bottom: wait
+    # until it shows the image fitted. Until then a screenshot may hold coarser tiles, still blending.
+    canvas = page.locator(".mirador-osd-container .openseadragon-canvas")
+    canvas.wait_for(state="visible", timeout=30000)
+    box = canvas.bounding_box()
+    left, top, width, height = (round(box[k]) for k in ("x", "y", "width", "height"))
+    controls = page.locator(".mirador-osd-navigation").bounding_box()
+    usable = round(controls["y"]) - top - 4 if controls else height - 80
+    want, (ox, oy) = expected_fit(source, width, height)
+    shot = os.path.join(OUT, f"mirador-{name.replace(' ', '-').replace('.', '')}.png")
+    deadline, value, inside = time.time() + 60, 0.0, None
+    while True:
+        page.screenshot(path=shot)
+        got_pixels = np.asarray(Image.open(shot).convert("RGB"))[top:top + height, left:left + width]
+        inside = got_pixels[oy + 2:min(usable, oy + want.shape[0] - 2), ox + 2:ox + want.shape[1] - 2]
+        expected = want[2:min(usable - oy, want.shape[0] - 2), 2:-2]
+        value = psnr(inside, expected)
+        if value >= 24 or time.time() > deadline:
+            break
+        page.wait_for_timeout(250)
+    check(value >= 24, f"{name}: the canvas ({width} x {height}) shows the image fitted, {want.shape[1]} x "
+                       f"{want.shape[0]} at ({ox}, {oy}): {value:.1f} dB against the source shrunk (at least 24)")
+    mean_got, mean_want = inside.reshape(-1, 3).mean(axis=0), expected.reshape(-1, 3).mean(axis=0)
+    check(float(np.abs(mean_got - mean_want).max()) < 6 and float(inside.std()) > 0.8 * float(expected.std()),
+          f"{name}: the canvas is not blank: mean colour {mean_got.round(1).tolist()} (the image's "
+          f"{mean_want.round(1).tolist()}), standard deviation {inside.std():.1f} (the image's {expected.std():.1f})")
+    # Requests to the server: all answered 200, none failed, the image's under the service's prefix.
+    images = [r for r in seen.answered if r.url.startswith(service + "/") and r.url != manifest]
+    tiles = [r for r in images if re.search(r"/\d+,\d+,\d+,\d+/\d*,\d*/0/default\.jpg$", r.url)]
+    bad = [f"{r.status} {r.url}" for r in seen.answered if r.status >= 400]
+    check(not bad and not seen.failed, f"{name}: no request to the server answered 4xx/5xx or failed: {bad + seen.failed}")
+    check(any(r.url == service + "/info.json" and r.status == 200 for r in images)
+          and all(r.status == 200 for r in images) and len(tiles) >= 4,
+          f"{name}: info.json and {len(tiles)} tiles under {service}/, all 200; the other image requests: "
+          f"{sorted(set(r.url[len(service):] for r in images if r not in tiles))}")
+    elsewhere = [r.url for r in seen.answered
+                 if r.url not in (manifest, *allowed) and not r.url.startswith(service + "/")]
+    check(not elsewhere, f"{name}: no request to the server outside the manifest, {service}/ "
+                         f"{'and ' + ', '.join(allowed) + ' ' if allowed else ''}: {elsewhere}")
+    for line in seen.ignored:
+        print(f"     (not counted, Mirador's bundle: {line})")
+    check(not seen.errors, f"{name}: no error in the page's console: {seen.errors}")
+    return got
+
+def open_in_mirador(browser, page_url, manifest, name, service, source, osd=None):
+    """Opens `manifest` (a tiler's) in Mirador; checks what Mirador loaded, the requests to the tiler, the
+    canvas' pixels and the console (shows_in_mirador). `service` is the image service's path prefix
+    (/iiif/3/photo). Returns the manifest's JSON as Mirador received it."""
+    tiler = manifest.split("/iiif/")[0]
+    page, seen = open_mirador(browser, page_url, manifest, tiler, osd)
     try:
-        query = {"manifest": manifest, **({"osd": json.dumps(osd)} if osd else {})}
-        page.goto(f"{page_url}?{urllib.parse.urlencode(query)}")
-        # Mirador's store: the manifest fetched and parsed, then the image service's info.json.
-        state = ("([key, id]) => { const s = window.mirador && window.mirador.store.getState()[key][id];"
-                 " return s && !s.isFetching && (s.json || s.error); }")
-        loaded = waits(page, state, arg=["manifests", manifest])
-        got = page.evaluate("id => { const m = window.mirador.store.getState().manifests[id] || {};"
-                            " return {error: m.error ? String(m.error) : null, json: m.json || null}; }", manifest)
-        check(loaded and got["json"] is not None and got["error"] is None,
-              f"{name}: Mirador loaded the manifest (error: {got['error']})")
-        info = f"{tiler}{service}"
-        loaded = waits(page, state, arg=["infoResponses", info])
-        info_error = page.evaluate("id => { const i = window.mirador.store.getState().infoResponses[id] || {};"
-                                   " return i.json ? null : String(i.error || 'none'); }", info)
-        check(loaded and info_error is None, f"{name}: Mirador loaded the image service {info} (error: {info_error})")
-        titled = waits(page, "() => [...document.querySelectorAll('.mirador-window-top-bar')]"
-                             ".some(bar => bar.textContent.trim() === 'photo')")
-        title = page.evaluate("() => [...document.querySelectorAll('.mirador-window-top-bar')].map(b => b.textContent)")
-        check(titled, f"{name}: the window's title is the manifest's label 'photo': {title}")
-        # The OpenSeadragon canvas, less the zoom buttons and the canvas' label drawn over its bottom: wait
-        # until it shows the image fitted. Until then a screenshot may hold coarser tiles, still blending.
-        canvas = page.locator(".mirador-osd-container .openseadragon-canvas")
-        canvas.wait_for(state="visible", timeout=30000)
-        box = canvas.bounding_box()
-        left, top, width, height = (round(box[k]) for k in ("x", "y", "width", "height"))
-        controls = page.locator(".mirador-osd-navigation").bounding_box()
-        usable = round(controls["y"]) - top - 4 if controls else height - 80
+        return shows_in_mirador(page, seen, name, manifest, f"{tiler}{service}", "photo", source)
+    except Exception as error:   # a wait of Playwright's that timed out, say: this case fails, the others run
+        check(False, f"{name}: {type(error).__name__}: {str(error).splitlines()[0]} (console: {seen.errors})")
+        return None
+    finally:
+        page.close()
+
+def collection_in_mirador(browser, page_url, tiler, folder, names, pick, source):
+    """Opens the folder's collection, {tiler}/iiif/3/collection, in Mirador's window: Mirador fetches it,
+    finds a collection and shows its collection dialog, which must list `names` (the images' ids, the
+    manifests' labels, in name order). Clicks the entry `pick` (an index) as a user would: the window
+    opens that manifest, whose canvas must show `source`."""
+    name, collection = "Collection 3.0", f"{tiler}/iiif/3/collection"
+    chosen = names[pick]
+    manifest = f"{tiler}/iiif/3/{chosen}/manifest"
+    page, seen = open_mirador(browser, page_url, collection, tiler)
+    try:
+        got = fetched_manifest(page, name, collection, "collection")
+        answers = [r.status for r in seen.answered if r.url == collection]
+        check(answers == [200] and got is not None and got.get("type") == "Collection"
+              and [m["id"] for m in got.get("items", [])] == [f"{tiler}/iiif/3/{n}/manifest" for n in names],
+              f"{name}: the collection fetched once, 200 ({answers}), a Collection of the {len(names)} manifests "
+              f"in name order")
+        # Mirador's saga finds a collection in the window and opens its dialog (its title: #select-collection).
+        dialog = page.locator("[role=dialog]:has(#select-collection)")
+        dialog.wait_for(state="visible", timeout=30000)
+        entries = dialog.locator("[role=menuitem]")
+        listed = waits(page, "n => document.querySelectorAll('[role=dialog] [role=menuitem]').length >= n", arg=len(names))
+        labels = [t.strip() for t in entries.all_inner_texts()]
+        heading = dialog.locator("#select-collection").inner_text()
+        page.screenshot(path=os.path.join(OUT, "mirador-Collection-30-dialog.png"))
+        check(listed and labels == names, f"{name}: Mirador's collection dialog lists every image's label, in "
+                                          f"name order: {labels} (want {names}); its heading {heading!r}")
+        check(os.path.basename(folder) in heading, f"{name}: the dialog's heading holds the collection's label, "
+                                                   f"the folder's name {os.path.basename(folder)!r}")
+        entries.nth(pick).click()
+        dialog.wait_for(state="hidden", timeout=30000)
+        window = page.evaluate("() => Object.values(window.mirador.store.getState().windows)"
+                               ".map(w => ({manifestId: w.manifestId, collectionPath: w.collectionPath}))")
+        check(window == [{"manifestId": manifest, "collectionPath": [collection]}],
+              f"{name}: a click on the entry {pick + 1}, {chosen!r}, opens its manifest in the window, the "
+              f"collection its path: {window}")
+        shows_in_mirador(page, seen, name, manifest, f"{tiler}/iiif/3/{chosen}", chosen, source, allowed=(collection,))
+    except Exception as error:   # a wait of Playwright's that timed out, say: this case fails, the others run
+        check(False, f"{name}: {type(error).__name__}: {str(error).splitlines()[0]} (console: {seen.errors})")
+    finally:
+        page.close()
+
+def export_static(source_path, folder, name):
+    """Starts a plain file server (CORS: Access-Control-Allow-Origin: *) on `folder`, then runs
+    `tiler export source_path --layout iiif3 --base-url http://127.0.0.1:PORT --out folder --name name`
+    with its port (bound first: no other process can take it). Returns the server and its URL."""
+    server, port = site(folder, cors=True)
+    base = f"http://127.0.0.1:{port}"
+    started = time.time()
+    export = subprocess.run([TILER, "export", source_path, "--layout", "iiif3", "--base-url", base,
+                             "--out", folder, "--name", name], capture_output=True, text=True, timeout=300)
+    written = [f for f in ("info.json", "manifest.json", "index.html") if os.path.isfile(os.path.join(folder, name, f))]
+    check(export.returncode == 0 and len(written) == 3,
+          f"tiler export --layout iiif3 --base-url {base} wrote {name}/: {written} in {time.time() - started:.1f} s "
+          f"(exit {export.returncode}) {export.stderr.strip().splitlines()[-1:] if export.returncode else ''}")
+    return server, base
+
+def static_in_mirador(browser, page_url, base, name, source):
+    """The export's manifest.json, from the file server, in Mirador (served from another port)."""
+    case, manifest = "Static export 3.0", f"{base}/{name}/manifest.json"
+    page, seen = open_mirador(browser, page_url, manifest, base)
+    try:
+        shows_in_mirador(page, seen, case, manifest, f"{base}/{name}", name, source)
+    except Exception as error:
+        check(False, f"{case}: {type(error).__name__}: {str(error).splitlines()[0]} (console: {seen.errors})")
+    finally:
+        page.close()
+
+def static_viewer(browser, base, name, source):
+    """The export's index.html opened directly from the file server: once loaded its status line says
+    "W x H", the URL's fragment holds the fitted view (centre, zoom), and the screen shows the source
+    fitted and centred, the dark background around it."""
+    case, url = "Static export viewer", f"{base}/{name}/index.html"
+    # Another shape than the image's, so that it is centred between margins: 1000 x 667 at zoom 1/3.
+    width, height = 1000, 700
+    page, seen = new_page(browser, base, (width, height))
+    try:
+        page.goto(url)
+        size = f"{source.width} x {source.height}"
+        said = waits(page, "size => document.getElementById('status').textContent === size", arg=size)
+        status = page.evaluate("document.getElementById('status').textContent")
+        check(said, f"{case}: the status line says the image's size {size!r}: {status!r}")
+        fit = min(width / source.width, height / source.height)
+        hashed = waits(page, "() => /z=/.test(location.hash)")
+        view = {k: float(v) for k, v in re.findall(r"([xyz])=([0-9.e+-]+)", page.evaluate("location.hash"))}
+        check(hashed and abs(view.get("z", 0) - fit) < 1e-3 and abs(view.get("x", 0) - source.width / 2) < 1
+              and abs(view.get("y", 0) - source.height / 2) < 1,
+              f"{case}: the fragment holds the fitted view, centre ({source.width / 2:g}, {source.height / 2:g}) "
+              f"zoom {fit:.4f}: {page.evaluate('location.hash')!r}")
+        # The status line drawn over the image apart (hidden; from the script, as the page's policy would
+        # allow), the screen against the source fitted, once every tile shown has loaded.
+        page.evaluate("document.getElementById('status').style.display = 'none'")
+        waits(page, "() => { const imgs = [...document.querySelectorAll('#view img')];"
+                    " return imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0); }")
         want, (ox, oy) = expected_fit(source, width, height)
-        shot = os.path.join(OUT, f"mirador-{name.replace(' ', '-').replace('.', '')}.png")
-        deadline, value, inside = time.time() + 60, 0.0, None
+        expected = want[2:-2, 2:-2].astype(np.float64)
+        shot = os.path.join(OUT, "static-export-viewer.png")
+        deadline, value = time.time() + 60, 0.0
         while True:
             page.screenshot(path=shot)
-            got_pixels = np.asarray(Image.open(shot).convert("RGB"))[top:top + height, left:left + width]
-            inside = got_pixels[oy + 2:usable, ox + 2:ox + want.shape[1] - 2]
-            value = psnr(inside, want[2:usable - oy, 2:-2])
+            got = np.asarray(Image.open(shot).convert("RGB"))
+            inside = got[oy + 2:oy + want.shape[0] - 2, ox + 2:ox + want.shape[1] - 2]
+            value = psnr(inside, expected)
             if value >= 24 or time.time() > deadline:
                 break
             page.wait_for_timeout(250)
-        check(value >= 24, f"{name}: the canvas ({width} x {height}) shows the image fitted, {want.shape[1]} x "
+        check(value >= 24, f"{case}: the screen ({width} x {height}) shows the image fitted, {want.shape[1]} x "
                            f"{want.shape[0]} at ({ox}, {oy}): {value:.1f} dB against the source shrunk (at least 24)")
-        expected = want[2:usable - oy, 2:-2]
-        mean_got, mean_want = inside.reshape(-1, 3).mean(axis=0), expected.reshape(-1, 3).mean(axis=0)
-        check(float(np.abs(mean_got - mean_want).max()) < 6 and float(inside.std()) > 0.8 * float(expected.std()),
-              f"{name}: the canvas is not blank: mean colour {mean_got.round(1).tolist()} (the image's "
-              f"{mean_want.round(1).tolist()}), standard deviation {inside.std():.1f} (the image's {expected.std():.1f})")
-        # Requests to the tiler: all answered 200, none failed, the image's under the service's prefix.
-        images = [r for r in answered if r.url.startswith(info + "/") and r.url != manifest]
-        tiles = [r for r in images if re.search(r"/\d+,\d+,\d+,\d+/\d*,\d*/0/default\.jpg$", r.url)]
-        bad = [f"{r.status} {r.url}" for r in answered if r.status >= 400]
-        check(not bad and not failed, f"{name}: no request to the tiler answered 4xx/5xx or failed: {bad + failed}")
-        check(any(r.url == info + "/info.json" and r.status == 200 for r in images)
-              and all(r.status == 200 for r in images) and len(tiles) >= 4,
-              f"{name}: info.json and {len(tiles)} tiles under {service}/, all 200; the other image requests: "
-              f"{sorted(set(r.url[len(info):] for r in images if r not in tiles))}")
-        elsewhere = [r.url for r in answered if r.url != manifest and not r.url.startswith(info + "/")]
-        check(not elsewhere, f"{name}: no request to the tiler outside the manifest and {service}/: {elsewhere}")
-        for line in ignored:
-            print(f"     (not counted, Mirador's bundle: {line})")
-        check(not errors, f"{name}: no error in the page's console: {errors}")
-        return got["json"]
-    except Exception as error:   # a wait of Playwright's that timed out, say: this case fails, the others run
-        check(False, f"{name}: {type(error).__name__}: {str(error).splitlines()[0]} (console: {errors})")
-        return None
+        margins = np.concatenate([got[:max(oy - 1, 0)].reshape(-1, 3), got[oy + want.shape[0] + 1:].reshape(-1, 3),
+                                  got[:, :max(ox - 1, 0)].reshape(-1, 3), got[:, ox + want.shape[1] + 1:].reshape(-1, 3)])
+        check(margins.size == 0 or margins.max() < 60,
+              f"{case}: around the image ({len(margins)} pixels), the dark background")
+        tiles = [r for r in seen.answered if re.search(r"/\d+,\d+,\d+,\d+/\d*,\d*/0/default\.jpg$", r.url)]
+        bad = [f"{r.status} {r.url}" for r in seen.answered if r.status != 200]
+        check(not bad and not seen.failed and len(tiles) >= 4
+              and any(r.url == f"{base}/{name}/info.json" for r in seen.answered),
+              f"{case}: index.html, info.json and {len(tiles)} tiles, every request to the file server 200: "
+              f"{bad + seen.failed}; the others: {sorted(set(r.url[len(base):] for r in seen.answered if r not in tiles))}")
+        check(not seen.errors and not seen.ignored, f"{case}: no error in the page's console: {seen.errors + seen.ignored}")
+    except Exception as error:
+        check(False, f"{case}: {type(error).__name__}: {str(error).splitlines()[0]} (console: {seen.errors})")
     finally:
         page.close()
 
@@ -237,34 +417,51 @@ def prezi3(manifest_json):
 
 def main():
     started = time.time()
-    folder, page_folder = tempfile.mkdtemp(), tempfile.mkdtemp()
+    folder, page_folder, export_folder = tempfile.mkdtemp(), tempfile.mkdtemp(), tempfile.mkdtemp()
     make_image(os.path.join(folder, "photo.jpg"))
+    # The collection's other images, told apart from the photo and each other: flat squares, rings.
+    make_checks(os.path.join(folder, "checks.jpg"))
+    make_discs(os.path.join(folder, "discs.jpg"))
+    names = ["checks", "discs", "photo"]   # the collection's order: the names'
     source = Image.open(os.path.join(folder, "photo.jpg")).convert("RGB")
+    discs = Image.open(os.path.join(folder, "discs.jpg")).convert("RGB")
     mirador_bundle(page_folder)
     open(os.path.join(page_folder, "index.html"), "w").write(PAGE)
     server, port = serve(folder)
     # The page on 127.0.0.1:<one port>, the tiler as localhost:<another>: another origin twice over.
     pages, page_port = site(page_folder)
     page_url, tiler = f"http://127.0.0.1:{page_port}/index.html", f"http://localhost:{port}"
+    files, files_url = export_static(os.path.join(folder, "photo.jpg"), export_folder, "exported")
+    timings = []
+    def timed(label, run, *args, **options):
+        at = time.time()
+        result = run(*args, **options)
+        timings.append(f"{label} {time.time() - at:.1f} s")
+        return result
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-            v3 = open_in_mirador(browser, page_url, f"{tiler}/iiif/3/photo/manifest", "Presentation 3.0",
-                                 "/iiif/3/photo", source)
-            open_in_mirador(browser, page_url, f"{tiler}/iiif/3/photo/manifest", "Presentation 3.0 CORS tiles",
-                            "/iiif/3/photo", source, osd={"crossOriginPolicy": "Anonymous"})
-            open_in_mirador(browser, page_url, f"{tiler}/iiif/2/photo/manifest", "Presentation 2.1",
-                            "/iiif/2/photo", source)
+            v3 = timed("3.0", open_in_mirador, browser, page_url, f"{tiler}/iiif/3/photo/manifest",
+                       "Presentation 3.0", "/iiif/3/photo", source)
+            timed("3.0 CORS", open_in_mirador, browser, page_url, f"{tiler}/iiif/3/photo/manifest",
+                  "Presentation 3.0 CORS tiles", "/iiif/3/photo", source, osd={"crossOriginPolicy": "Anonymous"})
+            timed("2.1", open_in_mirador, browser, page_url, f"{tiler}/iiif/2/photo/manifest", "Presentation 2.1",
+                  "/iiif/2/photo", source)
+            timed("collection", collection_in_mirador, browser, page_url, tiler, folder, names, 1, discs)
+            # (The place of a multi-page TIFF's manifest, one canvas a page, when the server makes them.)
+            timed("static in Mirador", static_in_mirador, browser, page_url, files_url, "exported", source)
+            timed("static viewer", static_viewer, browser, files_url, "exported", source)
             browser.close()
         if v3 is not None:
             prezi3(v3)
         else:
             check(False, "iiif-prezi3: no 3.0 manifest to load (Mirador did not get it)")
     finally:
+        files.shutdown()
         pages.shutdown()
         server.terminate()
         server.wait(10)
-    print(f"screenshots in {OUT}; {time.time() - started:.1f} s")
+    print(f"screenshots in {OUT}; {time.time() - started:.1f} s ({', '.join(timings)})")
     if failures:
         print(f"{len(failures)} failure(s)")
         sys.exit(1)

@@ -208,4 +208,68 @@ struct PresentationTests {
             #expect(manifests.first?["@type"] as? String == "sc:Manifest")
         }
     }
+
+    /// Three pages of different sizes and pictures, each a PPM written here, made a three-page TIFF by
+    /// netpbm's `pnmtotiff` and libtiff's `tiffcp`: the folder's `book.tif`.
+    static func book(in folder: String) throws -> [RGBAImage] {
+        var pages: [RGBAImage] = []
+        var tiffs: [String] = []
+        for (n, (width, height)) in [(600, 400), (500, 700), (640, 480)].enumerated() {
+            var pixels = Synthetic.smooth(width: width, height: height)
+            for i in stride(from: n, to: pixels.count, by: 4) { pixels[i] = 255 - pixels[i] }  // each page its own
+            let page = RGBAImage(width: width, height: height, pixels: pixels)
+            var ppm = Data("P6\n\(width) \(height)\n255\n".utf8)
+            for i in stride(from: 0, to: pixels.count, by: 4) { ppm += pixels[i..<(i + 3)] }
+            let run = try Tools.run("pnmtotiff", ["-truecolor", "-lzw", try Self.write(ppm, "\(folder)/page\(n).ppm")])
+            try #require(run.status == 0, "pnmtotiff: \(run.stderr)")
+            tiffs.append(try Self.write(run.stdout, "\(folder)/page\(n).tiff.part"))
+            pages.append(page)
+        }
+        let joined = try Tools.run("tiffcp", tiffs + ["\(folder)/book.tif"])
+        try #require(joined.status == 0, "tiffcp: \(joined.stderr)")
+        for n in 0..<3 {
+            try FileManager.default.removeItem(atPath: "\(folder)/page\(n).ppm")
+            try FileManager.default.removeItem(atPath: "\(folder)/page\(n).tiff.part")
+        }
+        return pages
+    }
+
+    static func write(_ data: Data, _ path: String) throws -> String {
+        try data.write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// A multi-page TIFF master (issue 40, point 3): its manifest is a canvas a page, in order, each
+    /// painted by the page's own service (`book`, `book~2`, `book~3`), each page its own pixels;
+    /// page identifiers that name no page are 404, those not written canonically 400; the collection
+    /// lists the book once.
+    @Test(
+        "a three-page TIFF: three canvases, each page its identifier's image, pixel for pixel",
+        .enabled(if: Tools.have("pnmtotiff", "tiffcp"), Comment(rawValue: Tools.missing("pnmtotiff", "tiffcp"))))
+    func multiPage() async throws {
+        let folder = try ServerLimitsTests.folder([:])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let pages = try Self.book(in: folder)
+        try await TileServerTests.withServer(folder) { base, client in
+            let reply = try await SourceVersionTests.get(client, "\(base)/iiif/3/book/manifest")
+            let manifest = try #require(try JSONSerialization.jsonObject(with: reply.body) as? [String: Any])
+            let canvases = try #require(manifest["items"] as? [[String: Any]])
+            #expect(canvases.count == 3)
+            for (n, canvas) in canvases.enumerated() where n < pages.count {
+                #expect(canvas["width"] as? Int == pages[n].width && canvas["height"] as? Int == pages[n].height, "page \(n + 1)")
+                let body = try #require(((canvas["items"] as? [[String: Any]])?.first?["items"] as? [[String: Any]])?.first?["body"] as? [String: Any])
+                let service = try #require((body["service"] as? [[String: Any]])?.first?["id"] as? String)
+                #expect(service == "\(base)/iiif/3/" + (n == 0 ? "book" : "book~\(n + 1)"))
+                let whole = try await TileServerTests.settled(client, "\(service)/full/max/0/default.png")
+                #expect(whole.status == 200 && (try? Reference.decodePNG(whole.body)) == pages[n], "page \(n + 1)'s pixels")
+            }
+            for (id, status) in [("book~4", 404), ("book~1", 400), ("book~02", 400), ("nothing~2", 404)] {
+                let info = try await TileServerTests.get(client, "\(base)/iiif/3/\(id)/info.json")
+                #expect(info.status == status, "\(id)")
+            }
+            let collection = try await TileServerTests.get(client, "\(base)/iiif/3/collection")
+            let items = try #require(try JSONSerialization.jsonObject(with: collection.body) as? [String: Any])["items"] as? [[String: Any]]
+            #expect(items?.map { $0["id"] as? String } == ["\(base)/iiif/3/book/manifest"])
+        }
+    }
 }

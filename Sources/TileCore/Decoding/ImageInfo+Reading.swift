@@ -47,6 +47,18 @@ extension ImageInfo {
         return info
     }
 
+    /// Reads the directory of page `page` (0 the first) of the TIFF at `path` (a regular file).
+    /// - Throws: ``TileError/Code/invalidArgument`` for a path that is not a regular file; else as
+    ///   ``read(contentsOfFile:)`` (a page past the last is ``TileError/Code/corrupt`` or
+    ///   ``TileError/Code/unsupported``, as the TIFF decoder says).
+    public static func read(tiffPage page: Int, ofFile path: String) throws(TileError) -> ImageInfo {
+        let decoder = try ImageFormat.tiff.masterDecoder(path: path, spoolDirectory: LevelFiles.defaultDirectory, page: page)
+        guard case .other(let info)? = try decoder.readSourceHeader() else {
+            throw TileError(.truncated, "the data ends inside the TIFF header")
+        }
+        return info
+    }
+
     /// Reads the header of a JPEG file, 64 KiB at a time until the first SOS.
     /// - Parameter path: the file; `-` reads standard input.
     /// - Returns: the info; ``headerByteCount`` tells how far the header went.
