@@ -257,7 +257,8 @@ struct PresentationTests {
             #expect(canvases.count == 3)
             for (n, canvas) in canvases.enumerated() where n < pages.count {
                 #expect(canvas["width"] as? Int == pages[n].width && canvas["height"] as? Int == pages[n].height, "page \(n + 1)")
-                let body = try #require(((canvas["items"] as? [[String: Any]])?.first?["items"] as? [[String: Any]])?.first?["body"] as? [String: Any])
+                let body = try #require(
+                    ((canvas["items"] as? [[String: Any]])?.first?["items"] as? [[String: Any]])?.first?["body"] as? [String: Any])
                 let service = try #require((body["service"] as? [[String: Any]])?.first?["id"] as? String)
                 #expect(service == "\(base)/iiif/3/" + (n == 0 ? "book" : "book~\(n + 1)"))
                 let whole = try await TileServerTests.settled(client, "\(service)/full/max/0/default.png")
