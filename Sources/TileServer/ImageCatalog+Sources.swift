@@ -164,17 +164,20 @@ extension ImageCatalog {
         return smallest.width <= tile && smallest.height <= tile ? pyramid : nil
     }
 
-    /// The pages of `id`'s master when it is a multi-page TIFF master: each page's identifier (`id`,
-    /// `id~2`, ...) and geometry, read from the TIFF's directories (nothing is built); nil for any
-    /// other image.
-    public func pages(of id: String) async -> [(id: String, geometry: TileGeometry)]? {
-        guard Self.isFileIdentifier(id) else { return nil }
+    /// What a Presentation manifest of `id` says besides its size, read from its master without
+    /// building it: the pages of a multi-page TIFF master (each page's identifier, `id`, `id~2`, ...,
+    /// and geometry; nil for any other image) and the descriptive pairs of a JPEG's EXIF
+    /// (``IIIFManifest/metadata(exif:)``).
+    public func presentation(of id: String) async -> (pages: [(id: String, geometry: TileGeometry)]?, metadata: [IIIFManifest.Entry]) {
+        guard Self.isFileIdentifier(id) else { return (nil, []) }
         let (root, follows) = (self.root, followsSymlinks)
-        let pages = try? await threadPool.blocking { () throws(TileError) -> [(id: String, geometry: TileGeometry)]? in
-            guard let source = try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows) else { return nil }
-            return SourceFile.pages(of: source, id: id)
+        let found = try? await threadPool.blocking {
+            () throws(TileError) -> (pages: [(id: String, geometry: TileGeometry)]?, metadata: [IIIFManifest.Entry]) in
+            guard let source = try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows), source.kind != .store else { return (nil, []) }
+            let exif = (try? ImageInfo.read(regularFile: source.path))?.exif ?? [:]
+            return (SourceFile.pages(of: source, id: id), IIIFManifest.metadata(exif: exif))
         }
-        return pages ?? nil
+        return found ?? (nil, [])
     }
 
     /// The identifiers offered now, sorted: JPEGs and stores directly in the folder.

@@ -145,12 +145,13 @@ public struct TileRoutes: Sendable {
         let outline: ImageCatalog.Outline
         do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch { return Self.refusal(error, id: id) }
         // A multi-page TIFF master: a canvas a page, each its page identifier's service.
-        let found = await catalog.pages(of: id) ?? [(id, outline.geometry)]
-        let pages = found.enumerated().map { n, page in
+        let (pages, metadata) = await catalog.presentation(of: id)
+        let found = pages ?? [(id, outline.geometry)]
+        let canvases = found.enumerated().map { n, page in
             IIIFManifest.Page(label: found.count > 1 ? "page \(n + 1)" : id, service: "\(base)/\(page.id)", layout: page.geometry.layout)
         }
         let presentation: IIIFManifest.Version = version == .v3 ? .v3 : .v2
-        let body = IIIFManifest(id: "\(base)/\(encoded)/manifest", label: id, pages: pages).encoded(version: presentation)
+        let body = IIIFManifest(id: "\(base)/\(encoded)/manifest", label: id, pages: canvases, metadata: metadata).encoded(version: presentation)
         let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
         let mediaType = linkedData ? "application/ld+json;profile=\"\(presentation.context)\"" : "application/json"
         let headers: HTTPFields = [.contentType: mediaType, .vary: originVary]

@@ -273,4 +273,57 @@ struct PresentationTests {
             #expect(items?.map { $0["id"] as? String } == ["\(base)/iiif/3/book/manifest"])
         }
     }
+
+    /// `jpeg` with an EXIF APP1 segment after its SOI holding IFD0's ASCII tags `tags` (tag number,
+    /// text), laid out as EXIF 2.3 section 4.5 and TIFF 6.0 section 2 say (little-endian, entries in tag
+    /// order, each value past four bytes at an offset from the TIFF header).
+    static func withEXIF(_ jpeg: Data, _ tags: [(UInt16, String)]) -> Data {
+        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+        func le32(_ v: Int) -> [UInt8] { le16(v & 0xFFFF) + le16(v >> 16) }
+        let sorted = tags.sorted { $0.0 < $1.0 }
+        var tiff: [UInt8] = [0x49, 0x49, 0x2A, 0x00] + le32(8) + le16(sorted.count)
+        var values: [UInt8] = []
+        let valuesStart = 8 + 2 + sorted.count * 12 + 4
+        for (tag, text) in sorted {
+            let bytes = Array(text.utf8) + [0]
+            tiff += le16(Int(tag)) + le16(2) + le32(bytes.count)
+            if bytes.count <= 4 {
+                tiff += bytes + [UInt8](repeating: 0, count: 4 - bytes.count)
+            } else {
+                tiff += le32(valuesStart + values.count)
+                values += bytes
+            }
+        }
+        tiff += le32(0) + values
+        let payload = Array("Exif".utf8) + [0, 0] + tiff
+        return jpeg.prefix(2) + Data([0xFF, 0xE1] + [UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload)
+            + jpeg.dropFirst(2)
+    }
+
+    /// A JPEG's EXIF description, artist, date and copyright become the manifest's metadata pairs (3.0:
+    /// language maps; 2.1: strings); a JPEG without them has none.
+    @Test("EXIF description, creator, date and copyright as the manifest's metadata")
+    func exifMetadata() async throws {
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 64, height: 48), width: 64, height: 48)
+        let tags: [(UInt16, String)] = [
+            (0x010E, "A harbour at dawn"), (0x013B, "Ana Lima"), (0x0132, "2024:05:01 06:12:00"), (0x8298, "CC BY 4.0, Ana Lima")
+        ]
+        let folder = try ServerLimitsTests.folder(["described.jpg": Self.withEXIF(jpeg, tags), "plain.jpg": jpeg])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await TileServerTests.withServer(folder) { base, client in
+            let v3 = try await SourceVersionTests.get(client, "\(base)/iiif/3/described/manifest")
+            let manifest = try #require(try JSONSerialization.jsonObject(with: v3.body) as? [String: Any])
+            let pairs = try #require(manifest["metadata"] as? [[String: [String: [String]]]])
+            let read = pairs.map { ($0["label"]?["en"]?.first ?? "", $0["value"]?["none"]?.first ?? "") }
+            #expect(
+                read.map { "\($0.0)=\($0.1)" } == [
+                    "Description=A harbour at dawn", "Creator=Ana Lima", "Date=2024:05:01 06:12:00", "Copyright=CC BY 4.0, Ana Lima"
+                ])
+            let v2 = try await SourceVersionTests.get(client, "\(base)/iiif/2/described/manifest")
+            let old = try #require(try JSONSerialization.jsonObject(with: v2.body) as? [String: Any])
+            #expect((old["metadata"] as? [[String: String]])?.first == ["label": "Description", "value": "A harbour at dawn"])
+            let plain = try await SourceVersionTests.get(client, "\(base)/iiif/3/plain/manifest")
+            #expect(try #require(try JSONSerialization.jsonObject(with: plain.body) as? [String: Any])["metadata"] == nil)
+        }
+    }
 }

@@ -68,16 +68,44 @@ public struct IIIFManifest: Sendable, Hashable {
         }
     }
 
+    /// A descriptive pair shown by viewers ("Date", "2024:05:01 10:00:00"): Presentation's `metadata`.
+    public struct Entry: Sendable, Hashable {
+        public var label: String
+        public var value: String
+
+        public init(label: String, value: String) {
+            (self.label, self.value) = (label, value)
+        }
+    }
+
     /// The manifest's URI: where it is served.
     public var id: String
     public var label: String
     /// At least one.
     public var pages: [Page]
+    /// Descriptive pairs (3.0: language maps, English labels, values in no stated language).
+    public var metadata: [Entry]
 
-    public init(id: String, label: String, pages: [Page]) {
+    public init(id: String, label: String, pages: [Page], metadata: [Entry] = []) {
         self.id = id
         self.label = label
         self.pages = pages
+        self.metadata = metadata
+    }
+
+    /// The descriptive pairs of a master's EXIF (JPEG): `ImageDescription` as "Description",
+    /// `Artist` as "Creator", `DateTimeOriginal` (else `DateTime`) as "Date", `Copyright` as
+    /// "Copyright"; text only, trimmed, at most 1,000 characters each, empty ones left out.
+    public static func metadata(exif: [String: EXIFValue]) -> [Entry] {
+        let pairs = [
+            ("Description", exif["ImageDescription"]), ("Creator", exif["Artist"]), ("Date", exif["DateTimeOriginal"] ?? exif["DateTime"]),
+            ("Copyright", exif["Copyright"])
+        ]
+        return pairs.compactMap { label, value in
+            guard case .string(let text)? = value else { return nil }
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines.union(.controlCharacters))
+            return trimmed.isEmpty ? nil : Entry(label: label, value: String(trimmed.prefix(1000)))
+        }
     }
 
     /// The document as JSON (keys sorted, slashes not escaped).
@@ -139,22 +167,29 @@ private enum V3 {
         var items: [AnnotationPage]
     }
 
+    struct Pair: Encodable {
+        var label: LanguageMap
+        var value: LanguageMap
+    }
+
     struct Manifest: Encodable {
         var context = IIIFManifest.Version.v3.context
         var id: String
         var type = "Manifest"
         var label: LanguageMap
+        var metadata: [Pair]?
         var thumbnail: [Image]
         var items: [Canvas]
 
         enum CodingKeys: String, CodingKey {
             case context = "@context"
-            case id, type, label, thumbnail, items
+            case id, type, label, metadata, thumbnail, items
         }
 
         init(_ manifest: IIIFManifest) {
             id = manifest.id
             label = languageMap(manifest.label)
+            metadata = manifest.metadata.isEmpty ? nil : manifest.metadata.map { Pair(label: ["en": [$0.label]], value: languageMap($0.value)) }
             let canvases = manifest.pages.enumerated().map { n, page in
                 let canvas = manifest.canvas(n + 1)
                 let full = Image(
@@ -260,19 +295,26 @@ private enum V2 {
         var id: String
         var type = "sc:Manifest"
         var label: String
+        var metadata: [Pair]?
         var thumbnail: Resource?
         var sequences: [Sequence]
+
+        struct Pair: Encodable {
+            var label: String
+            var value: String
+        }
 
         enum CodingKeys: String, CodingKey {
             case context = "@context"
             case id = "@id"
             case type = "@type"
-            case label, thumbnail, sequences
+            case label, metadata, thumbnail, sequences
         }
 
         init(_ manifest: IIIFManifest) {
             id = manifest.id
             label = manifest.label
+            metadata = manifest.metadata.isEmpty ? nil : manifest.metadata.map { Pair(label: $0.label, value: $0.value) }
             let canvases = manifest.pages.enumerated().map { n, page in
                 let canvas = manifest.canvas(n + 1)
                 let full = Resource(
