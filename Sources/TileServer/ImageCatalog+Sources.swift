@@ -173,7 +173,9 @@ extension ImageCatalog {
         let (root, follows) = (self.root, followsSymlinks)
         let found = try? await threadPool.blocking {
             () throws(TileError) -> (pages: [(id: String, geometry: TileGeometry)]?, metadata: [IIIFManifest.Entry]) in
-            guard let source = try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows), source.kind != .store else { return (nil, []) }
+            guard let source = try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows), source.kind != .store else {
+                return (nil, [])
+            }
             let exif = (try? ImageInfo.read(regularFile: source.path))?.exif ?? [:]
             return (SourceFile.pages(of: source, id: id), IIIFManifest.metadata(exif: exif))
         }
