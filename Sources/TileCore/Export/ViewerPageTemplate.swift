@@ -10,6 +10,7 @@ public import Foundation
 /// loads the visible tiles centre first, at most six at a time, dropping requests for tiles that left
 /// the view; and draws the coarsest level under the finer ones as a placeholder. The view (centre in
 /// image pixels, zoom in screen pixels per image pixel) lives in the URL fragment (`#x=…&y=…&z=…`).
+/// On the server, a page of a multi-page master shows links to every page (from the book's manifest).
 public enum ViewerPageTemplate {
     /// The page.
     /// - Parameters:
@@ -37,8 +38,10 @@ public enum ViewerPageTemplate {
         #view.dragging{cursor:grabbing}
         #view img{position:absolute;display:block;user-select:none;-webkit-user-drag:none;pointer-events:none;image-rendering:auto}
         #status{position:absolute;z-index:2;left:8px;bottom:8px;background:rgba(0,0,0,.6);padding:3px 8px;border-radius:3px}
+        #pages{position:absolute;z-index:2;right:8px;bottom:8px;background:rgba(0,0,0,.6);padding:3px 8px;border-radius:3px}
+        #pages a{color:#aaa;margin:0 4px;text-decoration:none}#pages a.current{color:#fff;font-weight:bold}
         </style></head>
-        <body><div id="view" tabindex="0"></div><div id="status">loading</div>
+        <body><div id="view" tabindex="0"></div><div id="status">loading</div><div id="pages" hidden></div>
         <script nonce="{{NONCE}}">
         "use strict";
         const ID = "{{ID}}", BASE = "{{BASE}}", LIVE = {{LIVE}}, EXT = "{{FORMAT}}", view = document.getElementById("view"), statusLine = document.getElementById("status");
@@ -202,7 +205,27 @@ public enum ViewerPageTemplate {
           else statusLine.textContent = W + " x " + H;
           render(); view.focus();
         }
+        // A page of a multi-page master (the server's `book`, `book~2`, ...): links to every page, from
+        // the book's manifest (one canvas a page, each painted by its page's service).
+        async function pageLinks() {
+          const current = decodeURIComponent(ID), book = current.replace(/~[0-9]+$/, "");
+          const manifest = await (await fetch("../iiif/3/" + encodeURIComponent(book) + "/manifest")).json();
+          const canvases = manifest.items || [];
+          if (canvases.length < 2) return;
+          const bar = document.getElementById("pages");
+          bar.appendChild(document.createTextNode("page"));
+          canvases.forEach((canvas, n) => {
+            const service = canvas.items[0].items[0].body.service[0].id, page = service.substring(service.lastIndexOf("/") + 1);
+            const link = document.createElement("a");
+            link.textContent = String(n + 1);
+            link.href = "../view/" + page;
+            if (decodeURIComponent(page) === current) link.className = "current";
+            bar.appendChild(link);
+          });
+          bar.hidden = false;
+        }
         start();
+        if (LIVE) pageLinks().catch(() => {});
         </script></body></html>
         """#
 }
