@@ -15,9 +15,10 @@ holding Mirador from another origin (a second local server: another host name an
   4. the 3.0 manifest as Mirador received it loads in iiif-prezi3 (IIIF's own Python models, pydantic
      validation) and comes out unchanged;
   5. the folder as a collection, /iiif/3/collection (the folder also holds two other generated images,
-     told apart by their patterns and shapes): Mirador fetches it (200) and shows its collection dialog
-     listing every image's label in name order; a click on the second entry, as a user would, opens that
-     image's manifest in the window: its canvas shows that image fitted, its requests answered 200;
+     told apart by their patterns and shapes): Mirador fetches it (200), its window offers "Show
+     collection" (the dialog does not open by itself: see collection_in_mirador), whose dialog lists every
+     image's label in name order; a click on the second entry, as a user would, opens that image's
+     manifest in the window: its canvas shows that image fitted, its requests answered 200;
   6. a static export, `tiler export --layout iiif3 --base-url http://127.0.0.1:PORT` of the 3000 x 2000
      JPEG, served by a plain file server (Python's http.server, adding Access-Control-Allow-Origin: * as a
      static host such as GitHub Pages does) on that port: Mirador opens its manifest.json (the image shows,
@@ -126,15 +127,20 @@ PAGE = """<!doctype html>
 
 def site(folder, cors=False):
     """Serves `folder` on 127.0.0.1 (a thread, quiet), with `Access-Control-Allow-Origin: *` on every
-    answer if `cors` (as a static host such as GitHub Pages sends); returns the server and its port."""
+    answer if `cors` (as a static host such as GitHub Pages sends); returns the server and its port. The
+    server's `answered` lists every request's path and status as the server saw them (the browser's own
+    requests too, a favicon's, which the page's events leave out)."""
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
+        def log_request(self, code="-", size="-"):
+            self.server.answered.append((self.path, int(code) if str(code).isdigit() else 0))
         def end_headers(self):
             if cors:
                 self.send_header("Access-Control-Allow-Origin", "*")
             super().end_headers()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=folder))
+    server.answered = []
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, server.server_address[1]
 
@@ -181,7 +187,10 @@ def new_page(browser, server, size=(VIEW_W, VIEW_H)):
     page.on("requestfailed", lambda r: seen.failed.append(f"{r.url} {r.failure}") if r.url.startswith(server) else None)
     def console(message):
         if message.type == "error":
-            (seen.ignored if message.text in NOT_OURS else seen.errors).append(f"console: {message.text}")
+            if message.text in NOT_OURS:
+                seen.ignored.append(f"console: {message.text}")
+            else:   # where from: a resource that failed to load is named only there
+                seen.errors.append(f"console: {message.text} (at {message.location.get('url') or '?'})")
     page.on("console", console)
     page.on("pageerror", lambda error: seen.errors.append(f"page error: {error}"))
     return page, seen
@@ -282,9 +291,14 @@ def open_in_mirador(browser, page_url, manifest, name, service, source, osd=None
 
 def collection_in_mirador(browser, page_url, tiler, folder, names, pick, source):
     """Opens the folder's collection, {tiler}/iiif/3/collection, in Mirador's window: Mirador fetches it,
-    finds a collection and shows its collection dialog, which must list `names` (the images' ids, the
-    manifests' labels, in name order). Clicks the entry `pick` (an index) as a user would: the window
-    opens that manifest, whose canvas must show `source`."""
+    finds a collection, and its window says "No item selected" with a "Show collection" button. Its saga
+    also sets the window's collectionDialogOn at once, but the dialog (CollectionDialog) renders nothing
+    if the window's element is not in the page yet (its querySelector('#' + windowId)), and it is not:
+    the collection arrives about 100 ms after the start, the window's element some 500 ms later, and then
+    nothing renders the dialog again. So, as a user would: the button, unless the dialog is up (a slower
+    server's collection would find the window there). The dialog must list `names` (the images' ids, the
+    manifests' labels, in name order); a click on the entry `pick` (an index) opens that manifest in the
+    window, whose canvas must show `source`."""
     name, collection = "Collection 3.0", f"{tiler}/iiif/3/collection"
     chosen = names[pick]
     manifest = f"{tiler}/iiif/3/{chosen}/manifest"
@@ -296,11 +310,19 @@ def collection_in_mirador(browser, page_url, tiler, folder, names, pick, source)
               and [m["id"] for m in got.get("items", [])] == [f"{tiler}/iiif/3/{n}/manifest" for n in names],
               f"{name}: the collection fetched once, 200 ({answers}), a Collection of the {len(names)} manifests "
               f"in name order")
-        # Mirador's saga finds a collection in the window and opens its dialog (its title: #select-collection).
+        # The dialog (its title: #select-collection), or the window's button that opens it.
         dialog = page.locator("[role=dialog]:has(#select-collection)")
+        button = page.get_by_role("button", name="show collection")
+        dialog.or_(button).first.wait_for(state="visible", timeout=30000)
+        if not dialog.is_visible():
+            page.screenshot(path=os.path.join(OUT, "mirador-Collection-30-window.png"))
+            button.click()
         dialog.wait_for(state="visible", timeout=30000)
         entries = dialog.locator("[role=menuitem]")
         listed = waits(page, "n => document.querySelectorAll('[role=dialog] [role=menuitem]').length >= n", arg=len(names))
+        # (Faded in: the dialog and the backdrop behind it opaque, for the screenshot.)
+        waits(page, "() => { for (let e = document.querySelector('[role=dialog]'); e; e = e.parentElement)"
+                    " if (getComputedStyle(e).opacity !== '1') return false; return true; }")
         labels = [t.strip() for t in entries.all_inner_texts()]
         heading = dialog.locator("#select-collection").inner_text()
         page.screenshot(path=os.path.join(OUT, "mirador-Collection-30-dialog.png"))
@@ -336,9 +358,16 @@ def export_static(source_path, folder, name):
           f"(exit {export.returncode}) {export.stderr.strip().splitlines()[-1:] if export.returncode else ''}")
     return server, base
 
-def static_in_mirador(browser, page_url, base, name, source):
-    """The export's manifest.json, from the file server, in Mirador (served from another port)."""
-    case, manifest = "Static export 3.0", f"{base}/{name}/manifest.json"
+def served_all(files, since, case):
+    """Checks that every request the file server `files` answered from the index `since` on was 200."""
+    answered = files.answered[since:]
+    bad = [f"{code} {path}" for path, code in answered if code != 200]
+    check(answered and not bad, f"{case}: the file server answered {len(answered)} requests, all 200: {bad}")
+
+def static_in_mirador(browser, page_url, files, base, name, source):
+    """The export's manifest.json, from the file server `files` at `base`, in Mirador (served from
+    another port)."""
+    case, manifest, since = "Static export 3.0", f"{base}/{name}/manifest.json", len(files.answered)
     page, seen = open_mirador(browser, page_url, manifest, base)
     try:
         shows_in_mirador(page, seen, case, manifest, f"{base}/{name}", name, source)
@@ -346,12 +375,13 @@ def static_in_mirador(browser, page_url, base, name, source):
         check(False, f"{case}: {type(error).__name__}: {str(error).splitlines()[0]} (console: {seen.errors})")
     finally:
         page.close()
+    served_all(files, since, case)
 
-def static_viewer(browser, base, name, source):
+def static_viewer(browser, files, base, name, source):
     """The export's index.html opened directly from the file server: once loaded its status line says
     "W x H", the URL's fragment holds the fitted view (centre, zoom), and the screen shows the source
     fitted and centred, the dark background around it."""
-    case, url = "Static export viewer", f"{base}/{name}/index.html"
+    case, url, since = "Static export viewer", f"{base}/{name}/index.html", len(files.answered)
     # Another shape than the image's, so that it is centred between margins: 1000 x 667 at zoom 1/3.
     width, height = 1000, 700
     page, seen = new_page(browser, base, (width, height))
@@ -368,11 +398,12 @@ def static_viewer(browser, base, name, source):
               and abs(view.get("y", 0) - source.height / 2) < 1,
               f"{case}: the fragment holds the fitted view, centre ({source.width / 2:g}, {source.height / 2:g}) "
               f"zoom {fit:.4f}: {page.evaluate('location.hash')!r}")
+        waits(page, "() => { const imgs = [...document.querySelectorAll('#view img')];"
+                    " return imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0); }")
+        page.screenshot(path=os.path.join(OUT, "static-export-viewer-status.png"))
         # The status line drawn over the image apart (hidden; from the script, as the page's policy would
         # allow), the screen against the source fitted, once every tile shown has loaded.
         page.evaluate("document.getElementById('status').style.display = 'none'")
-        waits(page, "() => { const imgs = [...document.querySelectorAll('#view img')];"
-                    " return imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0); }")
         want, (ox, oy) = expected_fit(source, width, height)
         expected = want[2:-2, 2:-2].astype(np.float64)
         shot = os.path.join(OUT, "static-export-viewer.png")
@@ -395,13 +426,14 @@ def static_viewer(browser, base, name, source):
         bad = [f"{r.status} {r.url}" for r in seen.answered if r.status != 200]
         check(not bad and not seen.failed and len(tiles) >= 4
               and any(r.url == f"{base}/{name}/info.json" for r in seen.answered),
-              f"{case}: index.html, info.json and {len(tiles)} tiles, every request to the file server 200: "
+              f"{case}: the page's requests (index.html, info.json, {len(tiles)} tiles) all answered 200: "
               f"{bad + seen.failed}; the others: {sorted(set(r.url[len(base):] for r in seen.answered if r not in tiles))}")
         check(not seen.errors and not seen.ignored, f"{case}: no error in the page's console: {seen.errors + seen.ignored}")
     except Exception as error:
         check(False, f"{case}: {type(error).__name__}: {str(error).splitlines()[0]} (console: {seen.errors})")
     finally:
         page.close()
+    served_all(files, since, case)
 
 def prezi3(manifest_json):
     """The 3.0 manifest through iiif-prezi3's pydantic models, and back to JSON."""
@@ -449,8 +481,8 @@ def main():
                   "/iiif/2/photo", source)
             timed("collection", collection_in_mirador, browser, page_url, tiler, folder, names, 1, discs)
             # (The place of a multi-page TIFF's manifest, one canvas a page, when the server makes them.)
-            timed("static in Mirador", static_in_mirador, browser, page_url, files_url, "exported", source)
-            timed("static viewer", static_viewer, browser, files_url, "exported", source)
+            timed("static in Mirador", static_in_mirador, browser, page_url, files, files_url, "exported", source)
+            timed("static viewer", static_viewer, browser, files, files_url, "exported", source)
             browser.close()
         if v3 is not None:
             prezi3(v3)
