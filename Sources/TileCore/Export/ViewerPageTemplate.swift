@@ -32,6 +32,7 @@ public enum ViewerPageTemplate {
         <html lang="en"><head><meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1, user-scalable=no">
         <title>{{NAME}}</title>
+        <link rel="icon" href="data:,">
         <style nonce="{{NONCE}}">
         html,body{margin:0;height:100%;overflow:hidden;background:#222;color:#ddd;font:13px system-ui,sans-serif}
         #view{position:absolute;inset:0;overflow:hidden;touch-action:none;cursor:grab}
