@@ -38,6 +38,10 @@ public struct TileRoutes: Sendable {
     /// Manifests a IIIF collection (`GET /iiif/3/collection`) lists at most (default 1000): a
     /// larger folder's collection lists its pages, each a collection of this many.
     public var collectionPageSize = 1000
+    /// The rights of every image, stated in its manifest (``IIIFManifest/rights``); nil: none.
+    public var rights: String?
+    /// The text every manifest shows as its required statement (``IIIFManifest/requiredStatement``).
+    public var requiredStatement: String?
 
     public init(service: TileService, publicBaseURL: String? = nil) {
         self.service = service
@@ -151,7 +155,9 @@ public struct TileRoutes: Sendable {
             IIIFManifest.Page(label: found.count > 1 ? "page \(n + 1)" : id, service: "\(base)/\(page.id)", layout: page.geometry.layout)
         }
         let presentation: IIIFManifest.Version = version == .v3 ? .v3 : .v2
-        let body = IIIFManifest(id: "\(base)/\(encoded)/manifest", label: id, pages: canvases, metadata: metadata).encoded(version: presentation)
+        var manifest = IIIFManifest(id: "\(base)/\(encoded)/manifest", label: id, pages: canvases, metadata: metadata)
+        (manifest.rights, manifest.requiredStatement) = (rights, requiredStatement)
+        let body = manifest.encoded(version: presentation)
         let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
         let mediaType = linkedData ? "application/ld+json;profile=\"\(presentation.context)\"" : "application/json"
         let headers: HTTPFields = [.contentType: mediaType, .vary: originVary]

@@ -125,6 +125,15 @@ struct ServeCommand: AsyncParsableCommand {
         help: "A cache in front (a Varnish, http://127.0.0.1:6081) told of each admin purge with BAN and X-Image-Id (repeatable; default none).")
     var purgeURLs: [String] = []
 
+    @Option(
+        help:
+            "The rights of every image, in its IIIF manifest (rights; 2.1: license): a Creative Commons or RightsStatements.org URI (default none)."
+    )
+    var rights: String?
+
+    @Option(help: "Text every IIIF manifest shows as its required statement (\"Provided by the City Archive\"; 2.1: attribution; default none).")
+    var requiredStatement: String?
+
     @Flag(inversion: .prefixedNo, help: "Write one line per answered request, to standard error or --access-log-file (default on).")
     var accessLog: Bool?
 
@@ -178,6 +187,7 @@ struct ServeCommand: AsyncParsableCommand {
                     try s.accessLogFile.map { path throws(TileError) in try AccessLog(path: path, format: format) } ?? AccessLog(format: format)
             }
             server.routes.admin = s.adminToken.map { AdminPolicy(token: $0, purgeURLs: s.purgeURLs) }
+            (server.routes.rights, server.routes.requiredStatement) = (s.rights, s.requiredStatement)
             var rules = RequestGuard.defaults(bind: s.host)
             if !s.allowedHosts.isEmpty { rules.allowedHosts = Set(s.allowedHosts.map { $0.lowercased() }) }
             rules.uploadOrigins = Set(s.uploadOrigins)

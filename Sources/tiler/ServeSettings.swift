@@ -44,6 +44,8 @@ struct ServeSettings {
     var idleTimeout = 60
     var adminToken: String?
     var purgeURLs: [String] = []
+    var rights: String?
+    var requiredStatement: String?
 
     /// The settings' keys in the config file (camel case); the environment's are `TILER_` and the
     /// key in upper snake case, the command line's `--` and the key in kebab case.
@@ -52,7 +54,7 @@ struct ServeSettings {
         "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality", "tables",
         "jpegQuality", "webpQuality", "webpLossless", "avifQuality",
         "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "accessLogFile", "accessLogFormat",
-        "logLevel", "idleTimeout", "adminToken", "purgeURLs"
+        "logLevel", "idleTimeout", "adminToken", "purgeURLs", "rights", "requiredStatement"
     ]
 
     /// Reads the settings: each from the command line when given there, else from the environment or
@@ -130,6 +132,8 @@ struct ServeSettings {
         s.idleTimeout = try command.idleTimeout ?? read.int("idleTimeout") ?? s.idleTimeout
         s.adminToken = try command.adminToken ?? read.value("adminToken") { try reader.requiredString(forKey: $0, isSecret: true) }
         s.purgeURLs = try command.purgeURLs.nonEmpty ?? read.strings("purgeURLs") ?? []
+        s.rights = try command.rights ?? read.string("rights")
+        s.requiredStatement = try command.requiredStatement ?? read.string("requiredStatement")
         try s.check()
         return s
     }
@@ -157,6 +161,12 @@ struct ServeSettings {
         try require(
             AccessLog.Format(rawValue: accessLogFormat) != nil, "accessLogFormat (--access-log-format)", "must be common or combined")
         try require(adminToken.map { $0.count >= 16 } ?? true, "adminToken (--admin-token)", "must be at least 16 characters")
+        try require(
+            rights.map(IIIFManifest.isRightsURI) ?? true, "rights (--rights)",
+            "must be a Creative Commons licence or RightsStatements.org statement URI (http://creativecommons.org/licenses/by/4.0/)")
+        try require(
+            requiredStatement.map { !$0.isEmpty && $0.count <= 1000 } ?? true, "requiredStatement (--required-statement)", "must be 1-1000 characters"
+        )
         for url in purgeURLs where !Self.isWebURL(url, pathAllowed: true) {
             throw ValidationError("purgeURLs (--purge-url): \(url) is not an http or https URL.")
         }

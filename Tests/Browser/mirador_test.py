@@ -19,7 +19,12 @@ holding Mirador from another origin (a second local server: another host name an
      collection" (the dialog does not open by itself: see collection_in_mirador), whose dialog lists every
      image's label in name order; a click on the second entry, as a user would, opens that image's
      manifest in the window: its canvas shows that image fitted, its requests answered 200;
-  6. a static export, `tiler export --layout iiif3 --base-url http://127.0.0.1:PORT` of the 3000 x 2000
+  6. a book: a generated three-page TIFF master (pages of different sizes and pictures), book.tif, in a
+     folder of its own served by a second `tiler serve`: its manifest, /iiif/3/book/manifest, has a canvas
+     a page in order, painted by /iiif/3/book, /iiif/3/book~2, /iiif/3/book~3; Mirador's window reads
+     "1 of 3" and shows page 1 fitted; its "Next item" button, clicked, shows page 2 fitted ("2 of 3"),
+     from /iiif/3/book~2 (every request 200); the manifest goes through iiif-prezi3 unchanged too;
+  7. a static export, `tiler export --layout iiif3 --base-url http://127.0.0.1:PORT` of the 3000 x 2000
      JPEG, served by a plain file server (Python's http.server, adding Access-Control-Allow-Origin: * as a
      static host such as GitHub Pages does) on that port: Mirador opens its manifest.json (the image shows,
      every request to the file server 200), and the export's own index.html, opened directly, shows the
@@ -79,6 +84,31 @@ def make_discs(path, width=1600, height=2400):
     pixels = np.dstack([127.5 + 127.5 * np.cos(d / 60.0), 127.5 + 127.5 * np.sin(d / 90.0),
                         255.0 * y / (height - 1)]).clip(0, 255).astype(np.uint8)
     Image.fromarray(pixels).save(path, quality=95, subsampling=0)
+
+def make_book(path):
+    """A three-page TIFF master (uncompressed strips, not a pyramid: `tiler serve` makes it a book), its
+    pages of different sizes and pictures: 2400 x 1600 colour waves with a black grid every 400 pixels;
+    1500 x 2100 squares of 150 pixels in four flat colours over a vertical blue ramp; 1800 x 1800 rings.
+    Returns the pages (PIL images), in order."""
+    def page(width, height):
+        y, x = np.mgrid[0:height, 0:width].astype(np.float64)
+        return x, y
+    x, y = page(2400, 1600)
+    waves = np.dstack([127.5 + 127.5 * np.sin(x / 83.0) * np.cos(y / 117.0), 255.0 * y / 1599,
+                       127.5 + 127.5 * np.cos(np.hypot(x - 1600, y - 600) / 50.0)]).clip(0, 255).astype(np.uint8)
+    waves[::400, :, :] = 0
+    waves[:, ::400, :] = 0
+    x, y = page(1500, 2100)
+    colours = np.array([[210, 50, 50], [240, 200, 60], [40, 150, 70], [250, 250, 250]], np.float64)
+    squares = colours[((x // 150) + 2 * (y // 150)).astype(int) % 4]
+    squares[..., 2] = 0.6 * squares[..., 2] + 0.4 * 255.0 * y / 2099
+    x, y = page(1800, 1800)
+    d = np.hypot(x - 900, y - 900)
+    rings = np.dstack([127.5 + 127.5 * np.sin(d / 45.0), 255.0 * x / 1799,
+                       127.5 + 127.5 * np.cos(d / 70.0)]).clip(0, 255).astype(np.uint8)
+    pages = [Image.fromarray(p.clip(0, 255).astype(np.uint8)) for p in (waves, squares, rings)]
+    pages[0].save(path, save_all=True, append_images=pages[1:])
+    return pages
 
 def psnr(a, b):
     mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
@@ -216,21 +246,10 @@ def fetched_manifest(page, name, manifest, what="manifest"):
           f"{name}: Mirador loaded the {what} (error: {got['error']})")
     return got["json"]
 
-def shows_in_mirador(page, seen, name, manifest, service, title, source, allowed=()):
-    """Checks what Mirador's page shows once it opened `manifest` in its window: the manifest and the image
-    service `service` (its id, a URL) loaded, the window's title `title`, the OpenSeadragon canvas' pixels
-    against `source` (a PIL image) fitted, the requests to the server (all 200; the images' under the
-    service, at least 4 tiles; none elsewhere but the manifest and the URLs `allowed`) and the console.
-    Returns the manifest's JSON as Mirador received it."""
-    got = fetched_manifest(page, name, manifest)
-    loaded = waits(page, FETCHED, arg=["infoResponses", service])
-    info_error = page.evaluate("id => { const i = window.mirador.store.getState().infoResponses[id] || {};"
-                               " return i.json ? null : String(i.error || 'none'); }", service)
-    check(loaded and info_error is None, f"{name}: Mirador loaded the image service {service} (error: {info_error})")
-    titled = waits(page, "title => [...document.querySelectorAll('.mirador-window-top-bar')]"
-                         ".some(bar => bar.textContent.trim() === title)", arg=title)
-    bars = page.evaluate("() => [...document.querySelectorAll('.mirador-window-top-bar')].map(b => b.textContent)")
-    check(titled, f"{name}: the window's title is the manifest's label {title!r}: {bars}")
+def canvas_shows(page, name, source, shot):
+    """Checks that the OpenSeadragon canvas of Mirador's window shows `source` (a PIL image) fitted: its
+    pixels against the source shrunk (PSNR), its mean colour and spread (not blank); the screenshot kept
+    at `shot`."""
     # The OpenSeadragon canvas, less the zoom buttons and the canvas' label drawn over its bottom: wait
     # until it shows the image fitted. Until then a screenshot may hold coarser tiles, still blending.
     canvas = page.locator(".mirador-osd-container .openseadragon-canvas")
@@ -240,7 +259,6 @@ def shows_in_mirador(page, seen, name, manifest, service, title, source, allowed
     controls = page.locator(".mirador-osd-navigation").bounding_box()
     usable = round(controls["y"]) - top - 4 if controls else height - 80
     want, (ox, oy) = expected_fit(source, width, height)
-    shot = os.path.join(OUT, f"mirador-{name.replace(' ', '-').replace('.', '')}.png")
     deadline, value, inside = time.time() + 60, 0.0, None
     while True:
         page.screenshot(path=shot)
@@ -257,6 +275,23 @@ def shows_in_mirador(page, seen, name, manifest, service, title, source, allowed
     check(float(np.abs(mean_got - mean_want).max()) < 6 and float(inside.std()) > 0.8 * float(expected.std()),
           f"{name}: the canvas is not blank: mean colour {mean_got.round(1).tolist()} (the image's "
           f"{mean_want.round(1).tolist()}), standard deviation {inside.std():.1f} (the image's {expected.std():.1f})")
+
+def shows_in_mirador(page, seen, name, manifest, service, title, source, allowed=()):
+    """Checks what Mirador's page shows once it opened `manifest` in its window: the manifest and the image
+    service `service` (its id, a URL) loaded, the window's title `title`, the OpenSeadragon canvas' pixels
+    against `source` (a PIL image) fitted, the requests to the server (all 200; the images' under the
+    service, at least 4 tiles; none elsewhere but the manifest and the URLs `allowed`) and the console.
+    Returns the manifest's JSON as Mirador received it."""
+    got = fetched_manifest(page, name, manifest)
+    loaded = waits(page, FETCHED, arg=["infoResponses", service])
+    info_error = page.evaluate("id => { const i = window.mirador.store.getState().infoResponses[id] || {};"
+                               " return i.json ? null : String(i.error || 'none'); }", service)
+    check(loaded and info_error is None, f"{name}: Mirador loaded the image service {service} (error: {info_error})")
+    titled = waits(page, "title => [...document.querySelectorAll('.mirador-window-top-bar')]"
+                         ".some(bar => bar.textContent.trim() === title)", arg=title)
+    bars = page.evaluate("() => [...document.querySelectorAll('.mirador-window-top-bar')].map(b => b.textContent)")
+    check(titled, f"{name}: the window's title is the manifest's label {title!r}: {bars}")
+    canvas_shows(page, name, source, os.path.join(OUT, f"mirador-{name.replace(' ', '-').replace('.', '')}.png"))
     # Requests to the server: all answered 200, none failed, the image's under the service's prefix.
     images = [r for r in seen.answered if r.url.startswith(service + "/") and r.url != manifest]
     tiles = [r for r in images if re.search(r"/\d+,\d+,\d+,\d+/\d*,\d*/0/default\.jpg$", r.url)]
@@ -340,6 +375,70 @@ def collection_in_mirador(browser, page_url, tiler, folder, names, pick, source)
         shows_in_mirador(page, seen, name, manifest, f"{tiler}/iiif/3/{chosen}", chosen, source, allowed=(collection,))
     except Exception as error:   # a wait of Playwright's that timed out, say: this case fails, the others run
         check(False, f"{name}: {type(error).__name__}: {str(error).splitlines()[0]} (console: {seen.errors})")
+    finally:
+        page.close()
+
+def book_in_mirador(browser, page_url, tiler, pages):
+    """A three-page TIFF master, `book.tif`, whose manifest {tiler}/iiif/3/book/manifest has a canvas a
+    page, each painted by its page's image service (/iiif/3/book, /iiif/3/book~2, /iiif/3/book~3), in
+    Mirador's window: the manifest holds the three canvases in order; the window's canvas counter, under
+    the canvas, reads "1 of 3" with the first canvas' label; page 1 shows (shows_in_mirador: fitted, its
+    requests 200). Then its "Next item" button, as a user would: the counter reads "2 of 3", the window's
+    canvas is the second, whose image service, /iiif/3/book~2, Mirador loads, and the canvas shows page 2
+    fitted, its requests answered 200 (info.json and tiles under /iiif/3/book~2/), none elsewhere, and the
+    page logs no error. `pages` are the pages' PIL images. Returns the manifest as Mirador received it."""
+    name, manifest = "Book 3.0", f"{tiler}/iiif/3/book/manifest"
+    services = [f"{tiler}/iiif/3/book", f"{tiler}/iiif/3/book~2", f"{tiler}/iiif/3/book~3"]
+    page, seen = open_mirador(browser, page_url, manifest, tiler)
+    counter = ("text => { const i = document.querySelector('.mirador-osd-info');"
+               " return i !== null && i.textContent.trim() === text; }")
+    info = lambda: page.evaluate("() => { const i = document.querySelector('.mirador-osd-info'); return i && i.textContent.trim(); }")
+    canvas_id = lambda: page.evaluate("() => Object.values(window.mirador.store.getState().windows).map(w => w.canvasId)")
+    try:
+        got = shows_in_mirador(page, seen, f"{name} page 1", manifest, services[0], "book", pages[0])
+        canvases = (got or {}).get("items", [])
+        listed = [(c.get("id"), c.get("width"), c.get("height"), c["items"][0]["items"][0]["body"]["service"][0]["id"])
+                  for c in canvases]
+        check(listed == [(f"{manifest}/canvas/{n + 1}", p.width, p.height, services[n]) for n, p in enumerate(pages)],
+              f"{name}: the manifest Mirador received has a canvas a page, in order, each of its page's size and "
+              f"painted by its page's service: {[(c[0][len(tiler):], c[1], c[2], c[3][len(tiler):]) for c in listed]}")
+        shown = waits(page, counter, arg="1 of 3 • page 1")
+        check(shown and canvas_id() == [f"{manifest}/canvas/1"],
+              f"{name}: the window shows the first of 3 canvases, its counter {info()!r}, its canvas {canvas_id()}")
+        next_button = page.get_by_role("button", name="Next item")
+        previous_button = page.get_by_role("button", name="Previous item")
+        check(next_button.is_enabled() and previous_button.is_disabled(),
+              f"{name}: on page 1, the window's \"Next item\" enabled ({next_button.is_enabled()}), "
+              f"\"Previous item\" disabled ({previous_button.is_disabled()})")
+        since = len(seen.answered)
+        next_button.click()
+        shown = waits(page, counter, arg="2 of 3 • page 2")
+        check(shown and canvas_id() == [f"{manifest}/canvas/2"],
+              f"{name}: \"Next item\" shows the second canvas, its counter {info()!r}, its canvas {canvas_id()}")
+        loaded = waits(page, FETCHED, arg=["infoResponses", services[1]])
+        info_error = page.evaluate("id => { const i = window.mirador.store.getState().infoResponses[id] || {};"
+                                   " return i.json ? null : String(i.error || 'none'); }", services[1])
+        check(loaded and info_error is None, f"{name} page 2: Mirador loaded the image service {services[1]} "
+                                             f"(error: {info_error})")
+        canvas_shows(page, f"{name} page 2", pages[1], os.path.join(OUT, "mirador-Book-30-page-2.png"))
+        answered = seen.answered[since:]
+        images = [r for r in answered if r.url.startswith(services[1] + "/")]
+        tiles = [r for r in images if re.search(r"/\d+,\d+,\d+,\d+/\d*,\d*/0/default\.jpg$", r.url)]
+        bad = [f"{r.status} {r.url}" for r in answered if r.status != 200]
+        check(not bad and not seen.failed, f"{name} page 2: every request to the server since the click answered "
+                                           f"200, none failed: {bad + seen.failed}")
+        check(any(r.url == services[1] + "/info.json" for r in images) and len(tiles) >= 4,
+              f"{name} page 2: info.json and {len(tiles)} tiles under /iiif/3/book~2/, all 200; the other image "
+              f"requests: {sorted(set(r.url[len(services[1]):] for r in images if r not in tiles))}")
+        elsewhere = [r.url for r in answered if not r.url.startswith(services[1] + "/")]
+        check(not elsewhere, f"{name} page 2: no request since the click outside /iiif/3/book~2/: {elsewhere}")
+        for line in seen.ignored:
+            print(f"     (not counted, Mirador's bundle: {line})")
+        check(not seen.errors, f"{name} page 2: no error in the page's console: {seen.errors}")
+        return got
+    except Exception as error:   # a wait of Playwright's that timed out, say: this case fails, the others run
+        check(False, f"{name}: {type(error).__name__}: {str(error).splitlines()[0]} (console: {seen.errors})")
+        return None
     finally:
         page.close()
 
@@ -435,21 +534,21 @@ def static_viewer(browser, files, base, name, source):
         page.close()
     served_all(files, since, case)
 
-def prezi3(manifest_json):
+def prezi3(manifest_json, what="the 3.0 manifest"):
     """The 3.0 manifest through iiif-prezi3's pydantic models, and back to JSON."""
     try:
         from iiif_prezi3 import Manifest
         model = Manifest(**manifest_json)
     except Exception as error:
-        check(False, f"iiif-prezi3 loads the 3.0 manifest: {type(error).__name__}: {error}")
+        check(False, f"iiif-prezi3 loads {what}: {type(error).__name__}: {error}")
         return
-    check(True, f"iiif-prezi3 loads the 3.0 manifest: {len(model.items)} canvas, label {model.label}")
+    check(True, f"iiif-prezi3 loads {what}: {len(model.items)} canvas, label {model.label}")
     again = json.loads(model.json())
-    check(again == manifest_json, "iiif-prezi3 writes the 3.0 manifest back unchanged (no property dropped or altered)")
+    check(again == manifest_json, f"iiif-prezi3 writes {what} back unchanged (no property dropped or altered)")
 
 def main():
     started = time.time()
-    folder, page_folder, export_folder = tempfile.mkdtemp(), tempfile.mkdtemp(), tempfile.mkdtemp()
+    folder, page_folder, export_folder, book_folder = (tempfile.mkdtemp() for _ in range(4))
     make_image(os.path.join(folder, "photo.jpg"))
     # The collection's other images, told apart from the photo and each other: flat squares, rings.
     make_checks(os.path.join(folder, "checks.jpg"))
@@ -457,9 +556,18 @@ def main():
     names = ["checks", "discs", "photo"]   # the collection's order: the names'
     source = Image.open(os.path.join(folder, "photo.jpg")).convert("RGB")
     discs = Image.open(os.path.join(folder, "discs.jpg")).convert("RGB")
+    # The book: a multi-page TIFF master in a folder of its own (another server), the collection unchanged.
+    book_pages = make_book(os.path.join(book_folder, "book.tif"))
+    with Image.open(os.path.join(book_folder, "book.tif")) as tiff:
+        directories = {"Pillow": tiff.n_frames}
+    if shutil.which("tiffinfo"):
+        listing = subprocess.run(["tiffinfo", os.path.join(book_folder, "book.tif")], capture_output=True, text=True)
+        directories["tiffinfo"] = len(re.findall(r"^TIFF Directory", listing.stdout, re.M))
+    check(set(directories.values()) == {3}, f"book.tif holds 3 pages, 3 TIFF directories: {directories}")
     mirador_bundle(page_folder)
     open(os.path.join(page_folder, "index.html"), "w").write(PAGE)
     server, port = serve(folder)
+    book_server, book_port = serve(book_folder)
     # The page on 127.0.0.1:<one port>, the tiler as localhost:<another>: another origin twice over.
     pages, page_port = site(page_folder)
     page_url, tiler = f"http://127.0.0.1:{page_port}/index.html", f"http://localhost:{port}"
@@ -480,7 +588,7 @@ def main():
             timed("2.1", open_in_mirador, browser, page_url, f"{tiler}/iiif/2/photo/manifest", "Presentation 2.1",
                   "/iiif/2/photo", source)
             timed("collection", collection_in_mirador, browser, page_url, tiler, folder, names, 1, discs)
-            # (The place of a multi-page TIFF's manifest, one canvas a page, when the server makes them.)
+            book = timed("book", book_in_mirador, browser, page_url, f"http://localhost:{book_port}", book_pages)
             timed("static in Mirador", static_in_mirador, browser, page_url, files, files_url, "exported", source)
             timed("static viewer", static_viewer, browser, files, files_url, "exported", source)
             browser.close()
@@ -488,11 +596,15 @@ def main():
             prezi3(v3)
         else:
             check(False, "iiif-prezi3: no 3.0 manifest to load (Mirador did not get it)")
+        if book is not None:
+            prezi3(book, "the book's 3.0 manifest")
     finally:
         files.shutdown()
         pages.shutdown()
         server.terminate()
         server.wait(10)
+        book_server.terminate()
+        book_server.wait(10)
     print(f"screenshots in {OUT}; {time.time() - started:.1f} s ({', '.join(timings)})")
     if failures:
         print(f"{len(failures)} failure(s)")

@@ -326,4 +326,28 @@ struct PresentationTests {
             #expect(try #require(try JSONSerialization.jsonObject(with: plain.body) as? [String: Any])["metadata"] == nil)
         }
     }
+
+    /// The rights and required statement a server is given (`--rights`, `--required-statement`) are
+    /// every manifest's: 3.0 `rights` and `requiredStatement` (label and value language maps), 2.1
+    /// `license` and `attribution`.
+    @Test("rights and required statement from the server's settings, in 3.0 and 2.1 terms")
+    func rights() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        server.routes.rights = "http://creativecommons.org/licenses/by/4.0/"
+        server.routes.requiredStatement = "Provided by the City Archive"
+        try await TileServerTests.withServer(server) { base, client in
+            let v3 = try await SourceVersionTests.get(client, "\(base)/iiif/3/photo/manifest")
+            let manifest = try #require(try JSONSerialization.jsonObject(with: v3.body) as? [String: Any])
+            #expect(manifest["rights"] as? String == "http://creativecommons.org/licenses/by/4.0/")
+            let statement = try #require(manifest["requiredStatement"] as? [String: Any])
+            #expect(Self.isLanguageMap(statement["label"]) && statement["value"] as? [String: [String]] == ["none": ["Provided by the City Archive"]])
+            let v2 = try await SourceVersionTests.get(client, "\(base)/iiif/2/photo/manifest")
+            let old = try #require(try JSONSerialization.jsonObject(with: v2.body) as? [String: Any])
+            #expect(old["license"] as? String == "http://creativecommons.org/licenses/by/4.0/")
+            #expect(old["attribution"] as? String == "Provided by the City Archive")
+        }
+        #expect(!IIIFManifest.isRightsURI("https://example.org/terms") && IIIFManifest.isRightsURI("http://rightsstatements.org/vocab/InC/1.0/"))
+    }
 }

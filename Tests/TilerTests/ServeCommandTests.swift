@@ -297,7 +297,10 @@ struct ServeCommandTests {
             ("{}", [:], ["--upload-origin", "null"], "uploadOrigins"),
             ("{}", [:], ["--upload-origin", "*"], "uploadOrigins"),
             ("{}", [:], ["--upload-origin", "https://app.example/page"], "uploadOrigins"),
-            ("{}", [:], ["--purge-url", "ftp://varnish"], "purgeURLs")
+            ("{}", [:], ["--purge-url", "ftp://varnish"], "purgeURLs"),
+            // A manifest's rights are a Creative Commons or RightsStatements.org URI (Presentation 3.0, 3.3.4).
+            ("{}", [:], ["--rights", "https://example.org/our-terms"], "rights"),
+            (#"{"requiredStatement": ""}"#, [:], [], "requiredStatement")
         ]
         for (json, environment, arguments, named) in cases {
             try write(json)

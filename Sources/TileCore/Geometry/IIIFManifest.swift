@@ -85,6 +85,19 @@ public struct IIIFManifest: Sendable, Hashable {
     public var pages: [Page]
     /// Descriptive pairs (3.0: language maps, English labels, values in no stated language).
     public var metadata: [Entry]
+    /// The rights of the images (3.0 `rights`, 2.1 `license`): a Creative Commons licence or
+    /// RightsStatements.org statement URI (``isRightsURI(_:)``); nil: none stated.
+    public var rights: String?
+    /// What a viewer must show with the images (3.0 `requiredStatement`, labelled "Attribution";
+    /// 2.1 `attribution`); nil: none.
+    public var requiredStatement: String?
+
+    /// Whether `uri` may be a manifest's `rights` (Presentation 3.0, 3.3.4): a Creative Commons
+    /// licence or a RightsStatements.org statement, by its http(s) URI.
+    public static func isRightsURI(_ uri: String) -> Bool {
+        ["http://creativecommons.org/", "https://creativecommons.org/", "http://rightsstatements.org/", "https://rightsstatements.org/"]
+            .contains { uri.hasPrefix($0) && uri.count > $0.count } && !uri.contains(where: { $0.isWhitespace || $0 == "\"" })
+    }
 
     public init(id: String, label: String, pages: [Page], metadata: [Entry] = []) {
         self.id = id
@@ -178,18 +191,22 @@ private enum V3 {
         var type = "Manifest"
         var label: LanguageMap
         var metadata: [Pair]?
+        var rights: String?
+        var requiredStatement: Pair?
         var thumbnail: [Image]
         var items: [Canvas]
 
         enum CodingKeys: String, CodingKey {
             case context = "@context"
-            case id, type, label, metadata, thumbnail, items
+            case id, type, label, metadata, rights, requiredStatement, thumbnail, items
         }
 
         init(_ manifest: IIIFManifest) {
             id = manifest.id
             label = languageMap(manifest.label)
             metadata = manifest.metadata.isEmpty ? nil : manifest.metadata.map { Pair(label: ["en": [$0.label]], value: languageMap($0.value)) }
+            rights = manifest.rights
+            requiredStatement = manifest.requiredStatement.map { Pair(label: ["en": ["Attribution"]], value: languageMap($0)) }
             let canvases = manifest.pages.enumerated().map { n, page in
                 let canvas = manifest.canvas(n + 1)
                 let full = Image(
@@ -296,6 +313,8 @@ private enum V2 {
         var type = "sc:Manifest"
         var label: String
         var metadata: [Pair]?
+        var license: String?
+        var attribution: String?
         var thumbnail: Resource?
         var sequences: [Sequence]
 
@@ -308,13 +327,14 @@ private enum V2 {
             case context = "@context"
             case id = "@id"
             case type = "@type"
-            case label, metadata, thumbnail, sequences
+            case label, metadata, license, attribution, thumbnail, sequences
         }
 
         init(_ manifest: IIIFManifest) {
             id = manifest.id
             label = manifest.label
             metadata = manifest.metadata.isEmpty ? nil : manifest.metadata.map { Pair(label: $0.label, value: $0.value) }
+            (license, attribution) = (manifest.rights, manifest.requiredStatement)
             let canvases = manifest.pages.enumerated().map { n, page in
                 let canvas = manifest.canvas(n + 1)
                 let full = Resource(
