@@ -136,11 +136,11 @@ extension ImageCatalog {
     }
 
     /// Pages of a multi-page TIFF a manifest lists at most.
-    static let mostPages = 10_000
+    static let mostPages = 2_000
 
     /// A page identifier's image and page: `book~3` is page 3 (index 2) of `book`'s multi-page TIFF
     /// master; the first page is `book` itself. The page number is written without leading zeros,
-    /// from 2 to ``mostPages``. Nil for anything else.
+    /// from 2 to ``mostPages`` (2,000). Nil for anything else.
     public static func page(of id: some StringProtocol) -> (name: String, page: Int)? {
         guard let tilde = id.lastIndex(of: "~") else { return nil }
         let name = id[..<tilde], digits = id[id.index(after: tilde)...]
@@ -164,22 +164,30 @@ extension ImageCatalog {
         return smallest.width <= tile && smallest.height <= tile ? pyramid : nil
     }
 
-    /// What a Presentation manifest of `id` says besides its size, read from its master without
-    /// building it: the pages of a multi-page TIFF master (each page's identifier, `id`, `id~2`, ...,
-    /// and geometry; nil for any other image) and the descriptive pairs of a JPEG's EXIF
-    /// (``IIIFManifest/metadata(exif:)``).
-    public func presentation(of id: String) async -> (pages: [(id: String, geometry: TileGeometry)]?, metadata: [IIIFManifest.Entry]) {
-        guard Self.isFileIdentifier(id) else { return (nil, []) }
-        let (root, follows) = (self.root, followsSymlinks)
-        let found = try? await threadPool.blocking {
-            () throws(TileError) -> (pages: [(id: String, geometry: TileGeometry)]?, metadata: [IIIFManifest.Entry]) in
-            guard let source = try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows), source.kind != .store else {
-                return (nil, [])
-            }
+    /// What a Presentation manifest of an image says besides its size: the pages of a multi-page TIFF
+    /// master (each page's identifier, `id`, `id~2`, ..., and geometry; nil for any other image) and
+    /// the descriptive pairs of a JPEG's EXIF (``IIIFManifest/metadata(exif:)``).
+    public struct Presentation: Sendable {
+        public var pages: [(id: String, geometry: TileGeometry)]?
+        public var metadata: [IIIFManifest.Entry]
+    }
+
+    /// ``Presentation`` of `id`, read from its master without building it (a page a directory of a
+    /// book: read once a version of the file, then kept).
+    public func presentation(of id: String) async -> Presentation {
+        guard Self.isFileIdentifier(id) else { return Presentation(pages: nil, metadata: []) }
+        let (root, follows, known) = (self.root, followsSymlinks, presentations[id])
+        let found = try? await threadPool.blocking { () throws(TileError) -> (SourceFingerprint, Presentation)? in
+            guard let source = try SourceFile.find(id, in: root, known: known?.fingerprint, followsSymlinks: follows), source.kind != .store
+            else { return nil }
+            if let known, known.fingerprint == source.fingerprint { return (source.fingerprint, known.presentation) }
             let exif = (try? ImageInfo.read(regularFile: source.path))?.exif ?? [:]
-            return (SourceFile.pages(of: source, id: id), IIIFManifest.metadata(exif: exif))
+            return (source.fingerprint, Presentation(pages: SourceFile.pages(of: source, id: id), metadata: IIIFManifest.metadata(exif: exif)))
         }
-        return found ?? (nil, [])
+        guard let (fingerprint, presentation) = found ?? nil else { return Presentation(pages: nil, metadata: []) }
+        if presentations.count >= Self.mostPresentations { presentations.removeAll() }
+        presentations[id] = (fingerprint, presentation)
+        return presentation
     }
 
     /// The identifiers offered now, sorted: JPEGs and stores directly in the folder.

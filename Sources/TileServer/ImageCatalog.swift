@@ -105,6 +105,11 @@ public actor ImageCatalog {
     /// Everything the catalog holds of each image (``Entry``): its phase changes only by
     /// ``apply(_:to:)``.
     var entries: [String: Entry] = [:]
+    /// What manifests say of images besides their size (``presentation(of:)``), by identifier, with
+    /// the version of the master it was read from: a book's pages are read once a version. At most
+    /// ``mostPresentations``; past that, forgotten all at once.
+    var presentations: [String: (fingerprint: SourceFingerprint, presentation: Presentation)] = [:]
+    static let mostPresentations = 1024
     /// ``Entry/lastUse``'s clock (the one recency rule's, as ``UseOrder`` keeps it for the other caches).
     var uses = UseClock()
     /// Stores opened so far (for tests: concurrent first requests open a store once).

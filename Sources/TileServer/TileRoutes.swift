@@ -149,19 +149,21 @@ public struct TileRoutes: Sendable {
         let outline: ImageCatalog.Outline
         do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch { return Self.refusal(error, id: id) }
         // A multi-page TIFF master: a canvas a page, each its page identifier's service.
-        let (pages, metadata) = await catalog.presentation(of: id)
-        let found = pages ?? [(id, outline.geometry)]
+        let presentation = await catalog.presentation(of: id)
+        let found = presentation.pages ?? [(id, outline.geometry)]
         let canvases = found.enumerated().map { n, page in
             IIIFManifest.Page(label: found.count > 1 ? "page \(n + 1)" : id, service: "\(base)/\(page.id)", layout: page.geometry.layout)
         }
-        let presentation: IIIFManifest.Version = version == .v3 ? .v3 : .v2
-        var manifest = IIIFManifest(id: "\(base)/\(encoded)/manifest", label: id, pages: canvases, metadata: metadata)
+        var manifest = IIIFManifest(id: "\(base)/\(encoded)/manifest", label: id, pages: canvases, metadata: presentation.metadata)
         (manifest.rights, manifest.requiredStatement) = (rights, requiredStatement)
-        let body = manifest.encoded(version: presentation)
+        let terms: IIIFManifest.Version = version == .v3 ? .v3 : .v2
+        let body = manifest.encoded(version: terms)
         let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
-        let mediaType = linkedData ? "application/ld+json;profile=\"\(presentation.context)\"" : "application/json"
+        let mediaType = linkedData ? "application/ld+json;profile=\"\(terms.context)\"" : "application/json"
         let headers: HTTPFields = [.contentType: mediaType, .vary: originVary]
-        return document(ByteBuffer(data: body), headers: headers, outline: outline, variant: "manifest|\(mediaType)|\(base)", request: request)
+        // The settings it states are part of what the tag names: a restart with other rights changes it.
+        let variant = "manifest|\(mediaType)|\(base)|\(rights ?? "")|\(requiredStatement ?? "")"
+        return document(ByteBuffer(data: body), headers: headers, outline: outline, variant: variant, request: request)
     }
 
     func deepZoomDescriptor(name: String, request: Request, client: String? = nil) async -> Response {
