@@ -45,7 +45,9 @@ cmaster_status jp2_open_codec(cjp2_decoder *d, opj_codec_t **codec, opj_stream_t
     opj_set_default_decoder_parameters(&parameters);
     if (!opj_setup_decoder(*codec, &parameters)) return CMASTER_ERR_CORRUPT;
     /* OpenJPEG's HT block decoder asserts on corrupt code-blocks: on one thread, the guard catches it. */
-    if (d->threads > 1 && !d->header.is_htj2k && opj_has_thread_support()) opj_codec_set_threads(*codec, (int)d->threads);
+    /* OPJ_NUM_THREADS in the environment would give HTJ2K a pool of workers: 0 asks for none. */
+    if (d->header.is_htj2k) opj_codec_set_threads(*codec, 0);
+    else if (d->threads > 1 && opj_has_thread_support()) opj_codec_set_threads(*codec, (int)d->threads);
     return jp2_guarded_call(d, jp2_guarded_read_header(*stream, *codec, image, d->assertion, sizeof d->assertion));
 }
 

@@ -328,6 +328,36 @@ int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capa
     return 1;
 }
 
+/* Markers a header of the codestream is read through at most, and tile-parts: past them, the
+   codestream is taken for HTJ2K (decoded on one thread, where OpenJPEG's assertions are caught). */
+#define HT_SCAN_MARKERS 4096
+#define HT_SCAN_TILE_PARTS 65536
+
+/* Whether the markers from `*at` up to SOT or SOD (the one that ends the header: main or tile-part)
+   say HT (1), not (0), or cannot be read through (-1: not markers, or too many; taken for HT), or the
+   data ends first (-2: a file's beginning, read again whole); *at is left at that marker. */
+static int header_says_high_throughput(const jp2_source *s, uint64_t *at, uint32_t components) {
+    for (int markers = 0; markers < HT_SCAN_MARKERS; markers++) {
+        uint8_t marker[8];
+        if (!read_at(s, *at, marker, 4)) return -2;
+        if (marker[0] != 0xFF) return -1;
+        if (marker[1] == 0x90 || marker[1] == 0x93 || marker[1] == 0xD9) return 0;
+        uint32_t size = (uint32_t)marker[2] << 8 | marker[3];
+        if (size < 2) return -1;
+        uint8_t style;
+        if (marker[1] == 0x50 && size >= 6 && read_at(s, *at + 4, marker + 4, 4) && (be32(marker + 4) & 0x00020000))
+            return 1;
+        /* COD: Lcod, Scod, SGcod (4), then SPcod: levels, xcb, ycb, style. */
+        if (marker[1] == 0x52 && size >= 12 && read_at(s, *at + 2 + 2 + 1 + 4 + 3, &style, 1) && (style & 0x40)) return 1;
+        /* COC: Lcoc, Ccoc (1 byte, 2 past 256 components), Scoc, then SPcoc: levels, xcb, ycb, style. */
+        uint32_t ccoc = components < 257 ? 1 : 2;
+        if (marker[1] == 0x53 && size >= 2 + ccoc + 1 + 4 && read_at(s, *at + 2 + 2 + ccoc + 1 + 3, &style, 1) && (style & 0x40))
+            return 1;
+        *at += 2 + size;
+    }
+    return -1;
+}
+
 int jp2_is_high_throughput(const jp2_source *s) {
     uint64_t start;
     uint8_t head[6 + 36];
@@ -336,25 +366,22 @@ int jp2_is_high_throughput(const jp2_source *s) {
     uint32_t components = (uint32_t)head[40] << 8 | head[41];
     /* ISO/IEC 15444-15: the CAP marker's Pcap bit for Part 15 (0x00020000, the 15th from the most
        significant) says the code-blocks may be HT ones; a COD or COC whose code-block style has bit 6
-       (0x40) says they are, and is what OpenJPEG decodes by (a file may lack the CAP marker). */
+       (0x40) says they are, and is what OpenJPEG decodes by (a file may lack the CAP marker), in the
+       main header or in any tile-part's (OpenJPEG takes COD and COC there too). */
     uint64_t at = start + 4 + ((uint32_t)head[4] << 8 | head[5]);
-    for (int markers = 0; markers < 256; markers++) {
-        uint8_t marker[8];
-        if (!read_at(s, at, marker, 4) || marker[0] != 0xFF || marker[1] == 0x90 || marker[1] == 0xD9) return 0;
-        uint32_t size = (uint32_t)marker[2] << 8 | marker[3];
-        if (size < 2) return 0;
-        uint8_t style;
-        if (marker[1] == 0x50 && size >= 6 && read_at(s, at + 4, marker + 4, 4) && (be32(marker + 4) & 0x00020000))
-            return 1;
-        /* COD: Lcod, Scod, SGcod (4), then SPcod: levels, xcb, ycb, style. */
-        if (marker[1] == 0x52 && size >= 12 && read_at(s, at + 2 + 2 + 1 + 4 + 3, &style, 1) && (style & 0x40)) return 1;
-        /* COC: Lcoc, Ccoc (1 byte, 2 past 256 components), Scoc, then SPcoc: levels, xcb, ycb, style. */
-        uint32_t ccoc = components < 257 ? 1 : 2;
-        if (marker[1] == 0x53 && size >= 2 + ccoc + 1 + 4 && read_at(s, at + 2 + 2 + ccoc + 1 + 3, &style, 1) && (style & 0x40))
-            return 1;
-        at += 2 + size;
+    int says = header_says_high_throughput(s, &at, components);
+    if (says != 0) return says == 1 || says == -1;
+    for (int parts = 0; parts < HT_SCAN_TILE_PARTS; parts++) {
+        uint8_t sot[12];
+        if (!read_at(s, at, sot, sizeof sot) || sot[0] != 0xFF || sot[1] != 0x90) return 0;  /* EOC, or the data's end */
+        uint64_t psot = be32(sot + 6), tile_part = at;
+        at += sizeof sot;
+        says = header_says_high_throughput(s, &at, components);
+        if (says != 0) return says == 1 || says == -1;
+        if (psot == 0) return 0;  /* the last tile-part, to EOC */
+        at = tile_part + psot;
     }
-    return 0;
+    return 1;
 }
 
 int jp2_read_markers(const jp2_source *s, jp2_markers *m, char *message, size_t capacity) {

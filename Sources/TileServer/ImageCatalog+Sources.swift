@@ -136,15 +136,16 @@ extension ImageCatalog {
     }
 
     /// Pages of a multi-page TIFF a manifest lists at most.
-    static let mostPages = 2_000
+    static let mostPages = 1_000
 
     /// A page identifier's image and page: `book~3` is page 3 (index 2) of `book`'s multi-page TIFF
     /// master; the first page is `book` itself. The page number is written without leading zeros,
-    /// from 2 to ``mostPages`` (2,000). Nil for anything else.
+    /// from 2 to ``mostPages`` (1,000). Nil for anything else.
     public static func page(of id: some StringProtocol) -> (name: String, page: Int)? {
         guard let tilde = id.lastIndex(of: "~") else { return nil }
         let name = id[..<tilde], digits = id[id.index(after: tilde)...]
-        guard isFileIdentifier(name), !digits.hasPrefix("0"), digits.count <= 5, let number = Int(digits), (2...mostPages).contains(number)
+        guard isFileIdentifier(name), !digits.hasPrefix("0"), digits.count <= 5, digits.utf8.allSatisfy({ (48...57).contains($0) }),
+            let number = Int(digits), (2...mostPages).contains(number)
         else { return nil }
         return (String(name), number - 1)
     }
@@ -185,7 +186,7 @@ extension ImageCatalog {
             return (source.fingerprint, Presentation(pages: SourceFile.pages(of: source, id: id), metadata: IIIFManifest.metadata(exif: exif)))
         }
         guard let (fingerprint, presentation) = found ?? nil else { return Presentation(pages: nil, metadata: []) }
-        if presentations.count >= Self.mostPresentations { presentations.removeAll() }
+        if presentations.count >= Self.mostPresentations, presentations[id] == nil { presentations.remove(at: presentations.startIndex) }
         presentations[id] = (fingerprint, presentation)
         return presentation
     }

@@ -107,7 +107,7 @@ public actor ImageCatalog {
     var entries: [String: Entry] = [:]
     /// What manifests say of images besides their size (``presentation(of:)``), by identifier, with
     /// the version of the master it was read from: a book's pages are read once a version. At most
-    /// ``mostPresentations``; past that, forgotten all at once.
+    /// ``mostPresentations``; past that, one is forgotten for each new one.
     var presentations: [String: (fingerprint: SourceFingerprint, presentation: Presentation)] = [:]
     static let mostPresentations = 1024
     /// ``Entry/lastUse``'s clock (the one recency rule's, as ``UseOrder`` keeps it for the other caches).

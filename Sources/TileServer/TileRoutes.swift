@@ -151,8 +151,9 @@ public struct TileRoutes: Sendable {
         // A multi-page TIFF master: a canvas a page, each its page identifier's service.
         let presentation = await catalog.presentation(of: id)
         let found = presentation.pages ?? [(id, outline.geometry)]
-        let canvases = found.enumerated().map { n, page in
-            IIIFManifest.Page(label: found.count > 1 ? "page \(n + 1)" : id, service: "\(base)/\(page.id)", layout: page.geometry.layout)
+        let canvases = found.map { page in
+            let number = ImageCatalog.page(of: page.id).map { $0.page + 1 } ?? 1
+            return IIIFManifest.Page(label: found.count > 1 ? "page \(number)" : id, service: "\(base)/\(page.id)", layout: page.geometry.layout)
         }
         var manifest = IIIFManifest(id: "\(base)/\(encoded)/manifest", label: id, pages: canvases, metadata: presentation.metadata)
         (manifest.rights, manifest.requiredStatement) = (rights, requiredStatement)
@@ -161,8 +162,9 @@ public struct TileRoutes: Sendable {
         let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
         let mediaType = linkedData ? "application/ld+json;profile=\"\(terms.context)\"" : "application/json"
         let headers: HTTPFields = [.contentType: mediaType, .vary: originVary]
-        // The settings it states are part of what the tag names: a restart with other rights changes it.
-        let variant = "manifest|\(mediaType)|\(base)|\(rights ?? "")|\(requiredStatement ?? "")"
+        // What the body says beyond the source's version (pages read, metadata, settings, this release's
+        // shape) is in the tag too: a body that differs never shares a tag.
+        let variant = "manifest|\(mediaType)|" + String(decoding: body, as: UTF8.self)
         return document(ByteBuffer(data: body), headers: headers, outline: outline, variant: variant, request: request)
     }
 

@@ -8,13 +8,17 @@ Starts `tiler serve` on a folder holding a generated photograph-like JPEG, then:
   3. an image still being uploaded (a second server, `--allow-uploads`): the page shows the progress and
      the tiles of the rows written so far, then the whole image once the upload ends;
   4. another site's page trying to upload into a server on loopback (fetch PUT, a form POST) stores
-     nothing, and a page reached under another host name (DNS rebinding) is refused.
+     nothing, and a page reached under another host name (DNS rebinding) is refused;
+  5. a page of a multi-page TIFF master (a second server, on a folder holding a generated three-page
+     book.tif): /view/book~2 shows the page links "1 2 3", "2" the current one, the status line page 2's
+     size and the screen page 2 fitted; a click on "3" opens /view/book~3, page 3's size and picture; no
+     request fails and the console stays clean.
 Screenshots are kept in the folder given as the first argument, to look at.
 Exits non-zero on any failure.
 """
 import http.client, json, math, os, re, subprocess, sys, tempfile, threading, time
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageFilter
 from playwright.sync_api import sync_playwright
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()
@@ -38,6 +42,33 @@ def make_image(path, width=W, height=H, **save):
     pixels[::500, :, :] = 0
     pixels[:, ::500, :] = 0
     Image.fromarray(pixels).save(path, **(save or {"quality": 95, "subsampling": 0}))
+
+def make_book(path):
+    """mirador_test.py's: a three-page TIFF master (uncompressed strips, not a pyramid: `tiler serve` makes
+    it a book), its pages of different sizes and pictures: 2400 x 1600 colour waves with a black grid every
+    400 pixels; 1500 x 2100 squares of 150 pixels in four colours (edges softened) over a vertical blue
+    ramp; 1800 x 1800 rings. Returns the pages (PIL images), in order."""
+    def page(width, height):
+        y, x = np.mgrid[0:height, 0:width].astype(np.float64)
+        return x, y
+    x, y = page(2400, 1600)
+    waves = np.dstack([127.5 + 127.5 * np.sin(x / 83.0) * np.cos(y / 117.0), 255.0 * y / 1599,
+                       127.5 + 127.5 * np.cos(np.hypot(x - 1600, y - 600) / 50.0)]).clip(0, 255).astype(np.uint8)
+    waves[::400, :, :] = 0
+    waves[:, ::400, :] = 0
+    x, y = page(1500, 2100)
+    colours = np.array([[210, 50, 50], [240, 200, 60], [40, 150, 70], [250, 250, 250]], np.float64)
+    squares = colours[((x // 150) + 2 * (y // 150)).astype(int) % 4]
+    squares[..., 2] = 0.6 * squares[..., 2] + 0.4 * 255.0 * y / 2099
+    x, y = page(1800, 1800)
+    d = np.hypot(x - 900, y - 900)
+    rings = np.dstack([127.5 + 127.5 * np.sin(d / 45.0), 255.0 * x / 1799,
+                       127.5 + 127.5 * np.cos(d / 70.0)]).clip(0, 255).astype(np.uint8)
+    pages = [Image.fromarray(p.clip(0, 255).astype(np.uint8)) for p in (waves, squares, rings)]
+    # (Edges softened: sharp ones, shrunk by OpenSeadragon and by Pillow, are where the two differ most.)
+    pages[1] = pages[1].filter(ImageFilter.GaussianBlur(3))
+    pages[0].save(path, save_all=True, append_images=pages[1:])
+    return pages
 
 def psnr(a, b):
     mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
@@ -206,6 +237,62 @@ def uploading(browser):
         server.terminate()
         server.wait(10)
 
+def book(browser):
+    """The viewer's page links on a page of a multi-page TIFF master, as a user follows them."""
+    folder = tempfile.mkdtemp()
+    pages = make_book(os.path.join(folder, "book.tif"))
+    server, port = serve(folder)
+    base = f"http://127.0.0.1:{port}"
+    page = browser.new_page(viewport={"width": VIEW_W, "height": VIEW_H}, device_scale_factor=1)
+    errors, bad = [], []
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    page.on("response", lambda r: bad.append(f"{r.status} {r.url}") if r.status != 200 else None)
+    page.on("requestfailed", lambda r: bad.append(f"failed {r.url} {r.failure}"))
+    status = lambda: page.evaluate("document.getElementById('status').textContent")
+    links = lambda: page.evaluate("[...document.querySelectorAll('#pages a')]"
+                                  ".map(a => [a.textContent, a.className, new URL(a.href).pathname])")
+    def shows(n, shot):
+        """The screen (its bottom apart: the status line and the links) against page n fitted."""
+        source = pages[n - 1]
+        z = min(VIEW_W / source.width, VIEW_H / source.height)
+        w, h = round(source.width * z), round(source.height * z)
+        ox, oy = (VIEW_W - w) // 2, (VIEW_H - h) // 2
+        want = np.asarray(source.resize((w, h), Image.LANCZOS))
+        settle(page)
+        page.screenshot(path=shot)
+        got = np.asarray(Image.open(shot).convert("RGB"))
+        bottom = min(oy + h, VIEW_H - 60) - 2
+        value = psnr(got[oy + 2:bottom, ox + 2:ox + w - 2], want[2:bottom - oy, 2:w - 2])
+        check(value >= 24, f"book~{n}: the screen shows page {n} fitted, {w} x {h} at ({ox}, {oy}): {value:.1f} dB "
+                           f"against the page shrunk (at least 24)")
+    try:
+        page.goto(f"{base}/view/book~2")
+        bar = page.locator("#pages")
+        bar.wait_for(state="visible", timeout=20000)
+        said = waits(page, "size => document.getElementById('status').textContent === size", arg="1500 x 2100")
+        check(links() == [["1", "", "/view/book"], ["2", "current", "/view/book~2"], ["3", "", "/view/book~3"]],
+              f"/view/book~2: the page links appear, {bar.inner_text()!r}, \"2\" the current one: {links()}")
+        check(said, f"/view/book~2: the status line says page 2's size, 1500 x 2100: {status()!r}")
+        shows(2, os.path.join(OUT, "book-page-2.png"))
+        page.get_by_role("link", name="3", exact=True).click()
+        page.wait_for_url(re.compile(r"/view/book~3(#.*)?$"), timeout=20000)
+        said = waits(page, "size => document.getElementById('status').textContent === size", arg="1800 x 1800")
+        waits(page, "() => !document.getElementById('pages').hidden")
+        path = page.evaluate("location.pathname")
+        check(path == "/view/book~3" and said,
+              f"a click on \"3\" opens {path}, whose status line says page 3's size, 1800 x 1800: {status()!r}")
+        check([c for _, c, _ in links()] == ["", "", "current"], f"/view/book~3: \"3\" is the current page: {links()}")
+        shows(3, os.path.join(OUT, "book-page-3.png"))
+        check(not bad, f"the book's pages: every request answered 200: {bad}")
+        check(not errors, f"the book's pages: no error in the page's console: {errors}")
+    except Exception as error:   # a wait of Playwright's that timed out, say: this case fails, the others run
+        check(False, f"the book's pages: {type(error).__name__}: {str(error).splitlines()[0]} ({errors})")
+    finally:
+        page.close()
+        server.terminate()
+        server.wait(10)
+
 def cross_site(playwright, folder):
     """A page on another origin (a second local server, another port) tries to put an image into the
     tile server with fetch (with and without the token, with and without CORS) and a form POST; the
@@ -361,6 +448,7 @@ def main():
             check(all(round(int(re.findall(r"/\d+,\d+,(\d+),\d+/(\d+),", u)[0][0]) / int(re.findall(r"/\d+,\d+,(\d+),\d+/(\d+),", u)[0][1])) >= 2 for u in fresh),
                   f"no level-0 tile was requested after zooming out ({len(fresh)} requests)")
             page.close()
+            book(browser)
             uploading(browser)
             cross_site(p, folder)
             browser.close()

@@ -213,6 +213,38 @@ struct JPEG2000MasterTests {
         #expect(try Self.rows(of: decoder, width: 120, height: 90) == Self.reference(kind, width: 120, height: 90))
     }
 
+    /// OpenJPEG takes a COD in a tile-part header too, and decodes that tile's code-blocks as HT by its
+    /// style: a codestream whose main header says nothing of HT (no CAP, its COD's bit 6 clear) but
+    /// whose first tile-part's COD says HT is still told HTJ2K, so that it is decoded on the guarded
+    /// thread (jp2_guard.c), and decodes to the picture.
+    @Test(
+        "an HTJ2K style only in a tile-part header is told HTJ2K",
+        .enabled(if: Tools.have("ojph_compress"), Comment(rawValue: Tools.missing("ojph_compress"))))
+    func highThroughputInTilePart() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let kind = Kind(name: "ojph, one tile", channels: 3, suffix: "j2c", options: ["-reversible", "true"], encoder: "ojph_compress")
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try Self.master(kind, width: 120, height: 90, in: folder))))
+        func marker(_ code: UInt8) throws -> Int { try #require((0..<(bytes.count - 1)).first { bytes[$0] == 0xFF && bytes[$0 + 1] == code }) }
+        func length(at offset: Int) -> Int { Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3]) }
+        // No CAP (FF50); the main COD (FF52: Lcod, Scod, SGcod, then levels, xcb, ycb, style) without bit 6.
+        let cap = try marker(0x50)
+        bytes.removeSubrange(cap..<(cap + 2 + length(at: cap)))
+        let cod = try marker(0x52)
+        let htCOD = Array(bytes[cod..<(cod + 2 + length(at: cod))])
+        try #require(htCOD[12] & 0x40 != 0)
+        bytes[cod + 12] &= ~0x40
+        // The COD with bit 6 in the first tile-part's header, after its SOT (12 bytes; Psot grown by it).
+        let sot = try marker(0x90)
+        bytes.insert(contentsOf: htCOD, at: sot + 12)
+        let psot = bytes[(sot + 6)..<(sot + 10)].reduce(0) { $0 << 8 | Int($1) } + htCOD.count
+        bytes.replaceSubrange((sot + 6)..<(sot + 10), with: (0..<4).map { UInt8(psot >> (24 - 8 * $0) & 0xFF) })
+        try Data(bytes).write(to: URL(fileURLWithPath: "\(folder)/hidden.j2c"))
+        #expect(try ImageInfo.read(contentsOfFile: "\(folder)/hidden.j2c").jpeg2000?.isHighThroughput == true)
+        let decoder = try JPEG2000Decoder(path: "\(folder)/hidden.j2c", spoolDirectory: folder)
+        #expect(try Self.rows(of: decoder, width: 120, height: 90) == Self.reference(kind, width: 120, height: 90))
+    }
+
     /// A row of HTJ2K tiles is decoded whole: one whose RGBA rows and samples pass 512 MiB is refused by
     /// name, before any row (6000x6000 RGB in one tile: 144 MB of RGBA and 432 MB of samples).
     @Test(

@@ -264,7 +264,7 @@ struct PresentationTests {
                 let whole = try await TileServerTests.settled(client, "\(service)/full/max/0/default.png")
                 #expect(whole.status == 200 && (try? Reference.decodePNG(whole.body)) == pages[n], "page \(n + 1)'s pixels")
             }
-            for (id, status) in [("book~4", 404), ("book~1", 400), ("book~02", 400), ("nothing~2", 404)] {
+            for (id, status) in [("book~4", 404), ("book~1", 400), ("book~02", 400), ("book~+2", 400), ("nothing~2", 404)] {
                 let info = try await TileServerTests.get(client, "\(base)/iiif/3/\(id)/info.json")
                 #expect(info.status == status, "\(id)")
             }

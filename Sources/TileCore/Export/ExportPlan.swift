@@ -88,7 +88,9 @@ struct ExportPlan: Sendable {
             return [("\(name).dzi", Data(layout.deepZoomDescriptor(format: format, overlap: options.overlap).xml.utf8))]
         case .iiif3(let baseURL):
             let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-            let service = "\(base)/\(name)"
+            // The name as one path segment of a URI (a space, #, % or ? in it escaped).
+            let segment = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? name
+            let service = "\(base)/\(segment)"
             let info = layout.iiifInformation(id: service, profile: "level0")
             let page = IIIFManifest.Page(label: name, service: service, layout: layout, format: format, staticFiles: true)
             let manifest = IIIFManifest(id: "\(service)/manifest.json", label: name, pages: [page])

@@ -214,7 +214,7 @@ public enum ViewerPageTemplate {
           const canvases = manifest.items || [];
           if (canvases.length < 2) return;
           const bar = document.getElementById("pages");
-          bar.appendChild(document.createTextNode("page"));
+          bar.appendChild(document.createTextNode("page "));
           canvases.forEach((canvas, n) => {
             const service = canvas.items[0].items[0].body.service[0].id, page = service.substring(service.lastIndexOf("/") + 1);
             const link = document.createElement("a");
@@ -225,8 +225,8 @@ public enum ViewerPageTemplate {
           });
           bar.hidden = false;
         }
-        start();
-        if (LIVE) pageLinks().catch(() => {});
+        // The page's own image first: the book's manifest may start the build of its first page.
+        start().then(() => { if (LIVE) return pageLinks(); }).catch(() => {});
         </script></body></html>
         """#
 }
