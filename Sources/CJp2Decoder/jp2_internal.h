@@ -131,6 +131,14 @@ int jp2_is_high_throughput(const jp2_source *source);
 int jp2_guarded_read_header(opj_stream_t *stream, opj_codec_t *codec, opj_image_t **image, char *message, size_t capacity);
 int jp2_guarded_decode(opj_codec_t *codec, opj_stream_t *stream, opj_image_t *image, char *message, size_t capacity);
 
+/* Reading a source in jp2_stream.c, shared with jp2_markers.c. `count` bytes at `offset` of the source
+   (0 when they are not all there); a big-endian 32-bit number; a box header at `offset` within
+   [offset, end): its type, where its contents start and end (0 when it does not fit). */
+int jp2_read_at(const jp2_source *s, uint64_t offset, void *out, size_t count);
+uint32_t jp2_be32(const uint8_t *p);
+int jp2_read_box(const jp2_source *s, uint64_t offset, uint64_t end, uint32_t *type, uint64_t *start, uint64_t *stop);
+#define BOX(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
+
 /* Whether the data is a JP2 file (1) or a bare codestream (0). */
 int jp2_is_jp2(const uint8_t *head, size_t length);
 
