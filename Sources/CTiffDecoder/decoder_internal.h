@@ -8,6 +8,9 @@
 #include "ctiff_decoder.h"
 #include "ctiff_io.h"
 
+/* Directories of a TIFF's main chain looked at for its pages: a book of more is read to its 4,096th. */
+#define CTIFF_MOST_DIRECTORIES 4096
+
 /* How rows are read: one scanline at a time (contiguous strips), a strip of each plane at a time
    (separate planes), or a row of tiles at a time. */
 typedef enum { READ_SCANLINES, READ_STRIPS, READ_TILES } read_mode;

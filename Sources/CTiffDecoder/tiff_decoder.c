@@ -239,10 +239,32 @@ static void read_layout_and_metadata(ctiff_decoder *d) {
         d->icc = icc, d->icc_length = icc_length;
 }
 
+/* Whether the current directory is a page: not a reduced-resolution copy of another (a pyramid's
+   level, a preview) nor a transparency mask, by its NewSubfileType. */
+static int is_page(TIFF *tif) {
+    uint32_t subfile = 0;
+    return !TIFFGetField(tif, TIFFTAG_SUBFILETYPE, &subfile) || (subfile & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK)) == 0;
+}
+
+/* Counts the pages of the main chain (at most CTIFF_MOST_DIRECTORIES directories read) and sets the
+   directory of page `page`; 0 when there is no such page. The first directory is page 0 whatever it says. */
+static int choose_page(ctiff_decoder *d, uint32_t *pages) {
+    tdir_t directories = TIFFNumberOfDirectories(d->tif), chosen = 0;
+    if (directories > CTIFF_MOST_DIRECTORIES) directories = CTIFF_MOST_DIRECTORIES;
+    *pages = 1;
+    for (tdir_t n = 1; n < directories && TIFFSetDirectory(d->tif, n); n++) {
+        if (!is_page(d->tif)) continue;
+        if (*pages == d->page) chosen = n;
+        (*pages)++;
+    }
+    if (d->page >= *pages) return 0;
+    return TIFFSetDirectory(d->tif, chosen);
+}
+
 static cmaster_status read_directory(ctiff_decoder *d) {
     ctiff_header *h = &d->header;
-    uint32_t pages = (uint32_t)TIFFNumberOfDirectories(d->tif);
-    if (d->page > 0 && !TIFFSetDirectory(d->tif, (tdir_t)d->page))
+    uint32_t pages = 1;
+    if (!choose_page(d, &pages))
         return ctiff_fail(d, CMASTER_ERR_ARGUMENT, "the TIFF has no page %u (it has %u)", d->page, pages);
     uint32_t width = 0, height = 0;
     uint16_t bits = 1, samples = 1, format = SAMPLEFORMAT_UINT, photometric = 0, compression = 1, planar = 1;

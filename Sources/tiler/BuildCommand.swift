@@ -13,7 +13,7 @@ struct BuildCommand: AsyncParsableCommand {
         commandName: "build",
         abstract: "Build the tile pyramids of one or more masters (JPEG, PNG, TIFF, JPEG 2000) and print their summaries.",
         discussion: """
-            As with cp and mv: when --out is an existing folder that is not a store, each input's store goes inside it as <input file name>.tiles; otherwise --out names the store itself (with several inputs, a folder that is created to receive them). A store that exists is replaced only with --force. Two inputs that would get the same store name are refused before anything is built. Without --out, pyramids are ephemeral (in $TMPDIR) and vanish when the command ends. An input of - reads standard input.
+            As with cp and mv: when --out is an existing folder that is not a store, each input's store goes inside it as <input file name>.tiles; otherwise --out names the store itself (with several inputs, a folder that is created to receive them). Every page of a multi-page TIFF master is built (or those --pages or --page name), each an image of its own named as tiler serve names pages: <name>.tiles for the first, <name>~2.tiles for the second, and so on. A store that exists is replaced only with --force. Two inputs that would get the same store name are refused before anything is built. Without --out, pyramids are ephemeral (in $TMPDIR) and vanish when the command ends. An input of - reads standard input.
             """)
 
     @Argument(help: "The masters (JPEG, PNG, TIFF, JPEG 2000 files), or http(s) URLs (downloaded and tiled as the bytes arrive).")
@@ -46,6 +46,9 @@ struct BuildCommand: AsyncParsableCommand {
     )
     var tables: TablesArgument = .flattened
 
+    @Option(help: "The pages of a multi-page TIFF master to build: all (the default) or a list such as 0,2-4 (0 the first, as --page).")
+    var pages: PagesArgument?
+
     @Flag(help: "Replace a store that exists where --out puts one (else it is refused, and nothing is built).")
     var force = false
 
@@ -58,20 +61,21 @@ struct BuildCommand: AsyncParsableCommand {
             throw ValidationError("a TIFF's tiles are a multiple of 16 pixels: --tile-size \(decode.tileSize) needs --format raw.")
         }
         if inputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input (-) can be read only once.") }
-        _ = try Self.storePaths(inputs: inputs, out: out)
+        if pages != nil, decode.page != nil { throw ValidationError("--page and --pages name the pages two ways: give one.") }
+        _ = try Self.storePaths(names: inputs.map(inputName), labels: inputs, out: out)
     }
 
     /// Where each input's store goes (nil: ephemeral), following cp and mv: an existing folder that is
     /// not a store receives `<name>.tiles`; otherwise `--out` names the store (one input) or a folder
     /// to create (several).
-    static func storePaths(inputs: [String], out: String?) throws -> [String?] {
-        guard let out else { return inputs.map { _ in nil } }
+    static func storePaths(names: [String], labels: [String], out: String?) throws -> [String?] {
+        guard let out else { return names.map { _ in nil } }
         let isStore = access("\(out)/manifest.json", F_OK) == 0
-        if inputs.count == 1 && (!isDirectory(out) || isStore) { return [out] }
+        if names.count == 1 && (!isDirectory(out) || isStore) { return [out] }
         let folder = out.hasSuffix("/") && out.count > 1 ? String(out.dropLast()) : out
-        let paths = inputs.map { "\(folder)/\(inputName($0)).tiles" }
+        let paths = names.map { "\(folder)/\($0).tiles" }
         var seen: [String: String] = [:]
-        for (input, path) in zip(inputs, paths) {
+        for (input, path) in zip(labels, paths) {
             if let other = seen[path] {
                 throw ValidationError(
                     escapingControlCharacters("\(other) and \(input) would both be stored as \(path); build them into different folders."))
@@ -90,20 +94,23 @@ struct BuildCommand: AsyncParsableCommand {
                     webpLossless: compression.lossless))
         }
         let chosen = options
-        let inputs = self.inputs
-        let stores = try Self.storePaths(inputs: inputs, out: out)
+        let images = try Self.images(of: inputs, pages: pages, page: decode.page)
+        let stores: [String?]
+        do { stores = try Self.storePaths(names: images.map(\.name), labels: images.map(\.label), out: out) } catch let error as ValidationError {
+            throw fail(out ?? "", TileError(.invalidArgument, error.message))
+        }
         // As export: a store that exists is replaced only when asked, and then as one rename.
         if !force, let taken = stores.compactMap({ $0 }).first(where: { access("\($0)/manifest.json", F_OK) == 0 }) {
             throw fail(taken, TileError(.invalidArgument, "a store exists there: not replaced (remove it, or --force replaces it)"))
         }
-        if let out, inputs.count > 1, !isDirectory(out) {
+        if let out, images.count > 1, !isDirectory(out) {
             do { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) } catch {
                 throw fail(out, TileError(.io, "cannot create the folder: \((error as NSError).localizedDescription)"))
             }
         }
-        let sources: [any ImageSource] = inputs.map { input -> any ImageSource in
-            if input.hasPrefix("http://") || input.hasPrefix("https://") { return HTTPImageSource(url: input) }
-            return FileImageSource(path: input)
+        let sources: [any ImageSource] = images.map { image -> any ImageSource in
+            if image.input.hasPrefix("http://") || image.input.hasPrefix("https://") { return HTTPImageSource(url: image.input) }
+            return FileImageSource(path: image.input)
         }
         // A progress line on a terminal only.
         let progress: (@Sendable (Int, ImageBuilder.Progress) -> Void)? = isatty(2) == 1 ? printProgress : nil
@@ -111,6 +118,7 @@ struct BuildCommand: AsyncParsableCommand {
             sources,
             options: { index in
                 var o = chosen
+                o.page = images[index].page
                 if let store = stores[index] { o.storage = .persistent(path: store) }
                 return o
             }, onProgress: progress)
@@ -119,23 +127,23 @@ struct BuildCommand: AsyncParsableCommand {
         for result in report.images {
             switch result.result {
             case .success(let image):
-                if inputs.count == 1 {
+                if images.count == 1 {
                     printSummary(image, buildTime: result.wallTime, warnings: result.warningCount, lastWarning: result.lastWarning)
                 }
                 let megabytes = Double(image.totalByteCount) / 1_048_576
                 print(
                     String(
                         format: "%@: %dx%d, %d levels, decode %.3f s, wall %.3f s, %.1f MiB%@",
-                        escapingControlCharacters(inputs[result.index]),
+                        escapingControlCharacters(images[result.index].label),
                         image.geometry.width, image.geometry.height, image.levelCount, seconds(result.decodeTime),
                         seconds(result.wallTime), megabytes, stores[result.index].map { " -> \(escapingControlCharacters($0))" } ?? ""))
             case .failure(let error):
                 failed = true
-                _ = fail(inputs[result.index], error)
+                _ = fail(images[result.index].label, error)
             }
         }
         // A batch's summary for a batch only: one image's summary is above.
-        if inputs.count > 1 {
+        if images.count > 1 {
             print(
                 String(
                     format: "batch: %d images, %d failed, %.3f s from first start to last finish, average decode %.3f s",
@@ -143,6 +151,61 @@ struct BuildCommand: AsyncParsableCommand {
         }
         if failed { throw ExitCode.failure }
     }
+}
+
+extension BuildCommand {
+    /// One image to build: an input, or a page of a multi-page TIFF master.
+    struct Image {
+        var input: String
+        /// The page, 0 the first.
+        var page: Int
+        var pageCount: Int
+        /// Its store's name: the input's, `~N` after it for page N (from 2), as `tiler serve` names pages.
+        var name: String { inputName(input) + (page > 0 ? "~\(page + 1)" : "") }
+        /// How messages name it: the input, with the page when the master has several.
+        var label: String { pageCount > 1 ? "\(input) page \(page + 1) of \(pageCount)" : input }
+    }
+
+    /// The images `inputs` hold: each input once, except a multi-page TIFF master (a file), once for
+    /// each of its pages, or of `pages`, or page `page` only.
+    /// - Throws: a named page the master does not have.
+    static func images(of inputs: [String], pages: PagesArgument?, page: Int?) throws -> [Image] {
+        try inputs.flatMap { input throws -> [Image] in
+            let isFile = input != "-" && !input.hasPrefix("http://") && !input.hasPrefix("https://")
+            let count = isFile ? (try? ImageInfo.read(regularFile: input))?.tiff?.pageCount ?? 1 : 1
+            let chosen = page.map { [$0] } ?? pages?.pages(count: count) ?? Array(0..<count)
+            if let missing = chosen.first(where: { $0 >= count && count > 1 }) {
+                throw fail(input, TileError(.invalidArgument, "the TIFF has no page \(missing) (it has \(count); 0 is the first)"))
+            }
+            // One page or one image: what --page names, checked by the decoder as before.
+            return count > 1 ? chosen.map { Image(input: input, page: $0, pageCount: count) } : [Image(input: input, page: page ?? 0, pageCount: 1)]
+        }
+    }
+}
+
+/// `--pages`: `all`, or page numbers and ranges (`0,2-4`), 0 the first.
+struct PagesArgument: ExpressibleByArgument {
+    var list: [Int]?
+
+    init?(argument: String) {
+        if argument == "all" { return }
+        var list: [Int] = []
+        for part in argument.split(separator: ",", omittingEmptySubsequences: false) {
+            let bounds = part.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false).map { Int($0) }
+            guard let first = bounds.first ?? nil, first >= 0, let last = bounds.count == 2 ? bounds[1] : first, last >= first,
+                last - first < 10_000
+            else { return nil }
+            list += Array(first...last)
+        }
+        var seen = Set<Int>()
+        self.list = list.filter { seen.insert($0).inserted }
+    }
+
+    /// The pages named, in the order given, of a master of `count` pages: every one for `all`.
+    func pages(count: Int) -> [Int] { list ?? Array(0..<count) }
+
+    static var allValueStrings: [String] { ["all", "0,2-4"] }
+    var defaultValueDescription: String { "all" }
 }
 
 enum StoreFormatArgument: String, ExpressibleByArgument, CaseIterable { case tiff, raw }

@@ -23,14 +23,14 @@ struct DecodeOptions: ParsableArguments {
     @Option(help: "Where a progressive JPEG's coefficients are kept while it is decoded: auto (on disk above 32 MiB, the default), memory, or disk.")
     var coefficients: CoefficientsArgument = .auto
 
-    @Option(help: "The page of a multi-page TIFF master to tile, 0 the first.")
-    var page = 0
+    @Option(help: "The page of a multi-page TIFF master to tile, 0 the first (build: only that page; default every page).")
+    var page: Int?
 
     func validate() throws {
         guard (16...4096).contains(tileSize) else {
             throw ValidationError("--tile-size must be within 16...4096, not \(tileSize).")
         }
-        guard page >= 0 else { throw ValidationError("--page must be 0 or more, not \(page).") }
+        if let page, page < 0 { throw ValidationError("--page must be 0 or more, not \(page).") }
     }
 
     func buildOptions() -> BuildOptions {
@@ -40,7 +40,7 @@ struct DecodeOptions: ParsableArguments {
         options.tileSize = tileSize
         options.writer = writer == .window ? .window : .bands()
         options.coefficientStorage = coefficients.storage
-        options.page = page
+        options.page = page ?? 0
         return options
     }
 }

@@ -250,7 +250,7 @@ extension TIFFMasterTests {
     }
 
     @Test(
-        "a multi-page TIFF builds the page asked for; a pyramidal TIFF builds from its full-resolution page",
+        "a multi-page TIFF builds the page asked for; reduced-resolution directories (a pyramid's levels) are not pages",
         .enabled(if: tools, skip))
     func pages() throws {
         let folder = try PNGSourceTests.folder()
@@ -268,9 +268,22 @@ extension TIFFMasterTests {
         #expect(try TileBuilder.build(contentsOfFile: "\(folder)/pages.tif", options: options).pixels(level: 0) == secondReference)
         options.page = 2
         #expect(thrownCode { try TileBuilder.build(contentsOfFile: "\(folder)/pages.tif", options: options) } == .invalidArgument)
-        // libvips' pyramid (deflate tiles): its first page is the full-resolution image.
+        #expect(try ImageInfo.read(regularFile: "\(folder)/pages.tif").tiff?.pageCount == 2)
+        // libvips' pyramid (deflate tiles): its first page is the full-resolution image, and its
+        // levels (NewSubfileType 1, reduced) are not pages.
         _ = try Self.run("vips", ["tiffsave", "\(folder)/first.tif", "\(folder)/pyramid.tif", "--tile", "--pyramid", "--compression", "deflate"])
         #expect(try TileBuilder.build(contentsOfFile: "\(folder)/pyramid.tif").pixels(level: 0) == firstReference)
+        #expect(try ImageInfo.read(regularFile: "\(folder)/pyramid.tif").tiff?.pageCount == 1)
+        // A reduced-resolution directory (marked so by tiffset) between two pages: skipped, page 1 is
+        // the third directory.
+        try FileManager.default.moveItem(atPath: second, toPath: "\(folder)/reduced.tif")
+        _ = try Self.run("tiffset", ["-s", "254", "1", "\(folder)/reduced.tif"])
+        let third = try Self.tiff(Self.kind("RGB 8-bit, LZW"), width: 70, height: 40, in: folder)
+        let thirdReference = try Self.reference("\(folder)/made.tif", Self.kind("RGB 8-bit, LZW"), in: folder)
+        _ = try Self.run("tiffcp", ["\(folder)/first.tif", "\(folder)/reduced.tif", third, "\(folder)/marked.tif"])
+        #expect(try ImageInfo.read(regularFile: "\(folder)/marked.tif").tiff?.pageCount == 2)
+        options.page = 1
+        #expect(try TileBuilder.build(contentsOfFile: "\(folder)/marked.tif", options: options).pixels(level: 0) == thirdReference)
     }
 
     @Test("cut, bit-flipped and unsupported TIFFs give typed errors, never a crash", .enabled(if: tools, skip))

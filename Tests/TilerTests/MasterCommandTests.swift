@@ -60,7 +60,7 @@ struct MasterCommandTests {
         _ = try Tools.run("tiffcp", ["\(folder)/m.tif", "\(folder)/m.tif", "\(folder)/pages.tif"])
         #expect(try TilerCommandTests.run(["build", "pages.tif", "--page", "1", "--out", "p.tiles"], in: folder).status == 0)
         let missing = try TilerCommandTests.run(["build", "pages.tif", "--page", "2", "--out", "q.tiles"], in: folder)
-        #expect(missing.status != 0 && missing.stderr.contains("has no page 2 (it has 2)"), "\(missing)")
+        #expect(missing.status != 0 && missing.stderr.contains("has no page 2 (it has 2"), "\(missing)")
         #expect(try TilerCommandTests.run(["build", "pages.tif", "--page", "-1"], in: folder).status == 64)
     }
 

@@ -47,7 +47,7 @@ struct TIFFCommandTests {
         // An uncompressed RGB TIFF of one strip: pixel (x, y) is (x * 6, y * 8, 200 - x - y).
         let (width, height) = (40, 30)
         var rgb: [UInt8] = []
-        for y in 0..<height { for x in 0..<width { rgb += [UInt8(x * 6), UInt8(y * 8), UInt8(200 - x - y)] } }
+        for y in 0..<height { for x in 0..<width { rgb += [UInt8(x * 6), UInt8(y * 7), UInt8(200 - x - y)] } }
         let tiff = Bombs.tiff(
             [
                 (256, 4, [UInt32(width)]), (257, 4, [UInt32(height)]), (258, 3, [8, 8, 8]), (259, 3, [1]), (262, 3, [2]), (277, 3, [3]),
@@ -76,5 +76,55 @@ struct TIFFCommandTests {
             #expect(run.status == 64, "\(arguments): \(run)")
         }
         #expect(try TilerCommandTests.run(["build", "base.jpg", "--format", "raw", "--tile-size", "40"], in: folder).status == 0)
+    }
+
+    /// An uncompressed RGB TIFF of one strip (`Bombs.tiff`), pixel (x, y) of `page` being
+    /// ((x * 6 + page * 40) % 256, y * 7, 200 - x - y): its file and its pixels as a PPM's.
+    static func page(_ page: Int, width: Int, height: Int, in folder: String) throws -> (path: String, rgb: [UInt8]) {
+        var rgb: [UInt8] = []
+        for y in 0..<height { for x in 0..<width { rgb += [UInt8((x * 6 + page * 40) & 255), UInt8(y * 7), UInt8(200 - x - y)] } }
+        let tiff = Bombs.tiff(
+            [
+                (256, 4, [UInt32(width)]), (257, 4, [UInt32(height)]), (258, 3, [8, 8, 8]), (259, 3, [1]), (262, 3, [2]), (277, 3, [3]),
+                (278, 4, [UInt32(height)]), (284, 3, [1])
+            ], strips: [rgb])
+        let path = "\(folder)/page\(page).tif"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(tiff)))
+        return (path, rgb)
+    }
+
+    @Test(
+        "build makes every page of a multi-page TIFF master a store named as the server names pages, or the pages --pages names",
+        .enabled(if: Tools.have("tiffcp"), Comment(rawValue: Tools.missing("tiffcp"))))
+    func multiPageBuild() throws {
+        let folder = try TilerCommandTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let pages = try [(40, 30), (24, 36), (32, 32)].enumerated().map { try Self.page($0, width: $1.0, height: $1.1, in: folder) }
+        #expect(try Tools.run("tiffcp", pages.map(\.path) + ["\(folder)/book.tif"]).status == 0)
+        func pixels(_ store: String) throws -> [UInt8] {
+            let render = try TilerCommandTests.run(["render", store, "--out", "r.ppm"], in: folder)
+            #expect(render.status == 0, "\(render.stderr)")
+            let ppm = try Data(contentsOf: URL(fileURLWithPath: "\(folder)/r.ppm"))
+            return [UInt8](ppm.split(separator: 10, maxSplits: 3, omittingEmptySubsequences: false).last ?? [])
+        }
+        let all = try TilerCommandTests.run(["build", "book.tif", "--format", "raw", "--out", "shelf"], in: folder)
+        #expect(all.status == 0, "\(all.stderr)")
+        #expect(all.stdout.contains("book.tif page 2 of 3: 24x36"), "\(all.stdout)")
+        let stores = ["book.tif.tiles", "book.tif~2.tiles", "book.tif~3.tiles"]
+        #expect(try FileManager.default.contentsOfDirectory(atPath: "\(folder)/shelf").sorted() == stores)
+        for (n, store) in stores.enumerated() {
+            #expect(try pixels("shelf/\(store)") == pages[n].rgb, "\(store): page \(n + 1)'s pixels")
+        }
+        let third = try TilerCommandTests.run(["build", "book.tif", "--format", "raw", "--pages", "2", "--out", "third.tiles"], in: folder)
+        #expect(third.status == 0, "\(third.stderr)")
+        #expect(try pixels("third.tiles") == pages[2].rgb)
+        let some = try TilerCommandTests.run(["build", "book.tif", "--format", "raw", "--pages", "0,2", "--out", "some"], in: folder)
+        #expect(some.status == 0, "\(some.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: "\(folder)/some").sorted() == ["book.tif.tiles", "book.tif~3.tiles"])
+        let missing = try TilerCommandTests.run(["build", "book.tif", "--pages", "1-3"], in: folder)
+        #expect(missing.status != 0 && missing.stderr.contains("no page 3"), "\(missing)")
+        for arguments in [["--pages", "x"], ["--pages", "2-1"], ["--pages", "1", "--page", "1"]] {
+            #expect(try TilerCommandTests.run(["build", "book.tif"] + arguments, in: folder).status == 64, "\(arguments)")
+        }
     }
 }

@@ -36,7 +36,8 @@ typedef struct {
     int32_t orientation;        /* the Orientation tag, 0 when absent */
     int32_t big_tiff;
     int32_t big_endian;
-    uint32_t page_count;        /* directories in the file's main chain (SubIFDs not counted) */
+    uint32_t page_count;        /* pages: directories of the main chain that are not reduced-resolution
+                                   copies or masks (NewSubfileType), the first always; SubIFDs not counted */
     int32_t resolution_unit;    /* 1 none, 2 inch, 3 centimetre; 0 when there is no resolution */
     double x_resolution, y_resolution;
 } ctiff_header;

@@ -43,8 +43,9 @@ public struct BuildOptions: Sendable, Hashable {
     /// tiny, so that small images move the window at every access.
     var coefficientWindowBytes: Int?
 
-    /// The page (image file directory) of a multi-page TIFF master to build, 0 the first (a pyramidal
-    /// TIFF's full-resolution image). Default 0. Other formats hold one image.
+    /// The page of a multi-page TIFF master to build, 0 the first: the directories of its main chain
+    /// counted without reduced-resolution copies and masks (``ImageInfo/TIFFDetails/pageCount``). Default 0.
+    /// Other formats hold one image.
     public var page: Int = 0
 
     /// Whole-image previews of a progressive JPEG while its bytes arrive (``PreviewPolicy``). Default

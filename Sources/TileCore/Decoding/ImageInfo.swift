@@ -76,7 +76,9 @@ public struct ImageInfo: Sendable, Hashable {
         public var isBigEndian: Bool
         /// Whether the alpha is associated (premultiplied; undone in the pyramid's RGBA).
         public var alphaIsAssociated: Bool
-        /// Pages (directories in the file's main chain; a pyramid's reduced levels count as pages).
+        /// Pages: the directories of the file's main chain that are not reduced-resolution copies or
+        /// transparency masks by their `NewSubfileType` (a pyramid's levels, previews), the first always
+        /// (at most 4,096 directories looked at).
         public var pageCount: Int
 
         /// The compression's common name ("LZW", "deflate", ...), or its code.

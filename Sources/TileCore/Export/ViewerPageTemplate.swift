@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The deep-zoom viewer page: one HTML file, no library, over a IIIF Image API 3.0 service's tiles
 /// (its `info.json`'s `tiles`, at their canonical URIs). `tiler serve` shows it at `/view/{id}`, with
