@@ -171,21 +171,46 @@ extension ImageCatalog {
     public struct Presentation: Sendable {
         public var pages: [(id: String, geometry: TileGeometry)]?
         public var metadata: [IIIFManifest.Entry]
+        /// The master file, as a download would send it (``master(of:)``); nil for a store folder.
+        public var master: Master?
+    }
+
+    /// A master file in the folder, as sent for download: its name there (`{id}.{suffix}`), size and
+    /// media type.
+    public struct Master: Sendable, Hashable {
+        public var name: String
+        public var byteCount: Int
+        public var mediaType: String
+
+        init(id: String, source: SourceFile) {
+            let suffix = (source.path as NSString).pathExtension
+            name = "\(id).\(suffix)"
+            byteCount = source.fingerprint.identity.byteCount
+            mediaType = Self.mediaTypes[suffix.lowercased()] ?? "application/octet-stream"
+        }
+
+        /// Media types of the masters' suffixes (IANA's: JPEG 2000 codestreams `image/j2c`, HTJ2K `image/jph`).
+        static let mediaTypes = [
+            "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "tif": "image/tiff", "tiff": "image/tiff",
+            "jp2": "image/jp2", "j2k": "image/j2c", "j2c": "image/j2c", "jph": "image/jph"
+        ]
     }
 
     /// ``Presentation`` of `id`, read from its master without building it (a page a directory of a
     /// book: read once a version of the file, then kept).
     public func presentation(of id: String) async -> Presentation {
-        guard Self.isFileIdentifier(id) else { return Presentation(pages: nil, metadata: []) }
+        guard Self.isFileIdentifier(id) else { return Presentation(pages: nil, metadata: [], master: nil) }
         let (root, follows, known) = (self.root, followsSymlinks, presentations[id])
         let found = try? await threadPool.blocking { () throws(TileError) -> (SourceFingerprint, Presentation)? in
             guard let source = try SourceFile.find(id, in: root, known: known?.fingerprint, followsSymlinks: follows), source.kind != .store
             else { return nil }
             if let known, known.fingerprint == source.fingerprint { return (source.fingerprint, known.presentation) }
             let exif = (try? ImageInfo.read(regularFile: source.path))?.exif ?? [:]
-            return (source.fingerprint, Presentation(pages: SourceFile.pages(of: source, id: id), metadata: IIIFManifest.metadata(exif: exif)))
+            let presentation = Presentation(
+                pages: SourceFile.pages(of: source, id: id), metadata: IIIFManifest.metadata(exif: exif), master: Master(id: id, source: source))
+            return (source.fingerprint, presentation)
         }
-        guard let (fingerprint, presentation) = found ?? nil else { return Presentation(pages: nil, metadata: []) }
+        guard let (fingerprint, presentation) = found ?? nil else { return Presentation(pages: nil, metadata: [], master: nil) }
         if presentations.count >= Self.mostPresentations, presentations[id] == nil { presentations.remove(at: presentations.startIndex) }
         presentations[id] = (fingerprint, presentation)
         return presentation

@@ -15,6 +15,7 @@ import TileCore
 ///   manifest (3.0, 2.1), what viewers such as Mirador open; `GET /iiif/3/collection` (and `/iiif/2/`):
 ///   the folder's images as a collection of their manifests, paged past ``collectionPageSize``.
 /// - `GET /dzi/{id}.dzi`, `GET /dzi/{id}_files/{level}/{column}_{row}.{jpg|png}`: DeepZoom, no overlap.
+/// - `GET /download/{id}`: the image's master file, where ``downloads`` allows it.
 ///
 /// `HEAD` of an image has routes of its own: an image that would be rendered is answered with the
 /// `GET`'s validators and no length, without rendering; the other `HEAD`s where the router generates
@@ -42,6 +43,9 @@ public struct TileRoutes: Sendable {
     public var rights: String?
     /// The text every manifest shows as its required statement (``IIIFManifest/requiredStatement``).
     public var requiredStatement: String?
+    /// Whether masters may be downloaded (`GET /download/{id}`, and each manifest's `rendering`
+    /// links to it); false, the default: 404.
+    public var downloads = false
 
     public init(service: TileService, publicBaseURL: String? = nil) {
         self.service = service
@@ -85,6 +89,8 @@ public struct TileRoutes: Sendable {
             router.get("\(version.path)/:id/:region/:size/:rotation/:file", use: imageRoute)
             router.head("\(version.path)/:id/:region/:size/:rotation/:file") { Self.head(await imageRoute($0, $1)) }
         }
+        router.get("download/:id") { request, context in await download(id: context.parameters.get("id") ?? "", request: request) }
+        router.head("download/:id") { request, context in await download(id: context.parameters.get("id") ?? "", request: request) }
         router.get("dzi/:name") { request, context in
             await deepZoomDescriptor(name: context.parameters.get("name") ?? "", request: request, client: client(request, context)?.address)
         }
@@ -157,6 +163,12 @@ public struct TileRoutes: Sendable {
         }
         var manifest = IIIFManifest(id: "\(base)/\(encoded)/manifest", label: id, pages: canvases, metadata: presentation.metadata)
         (manifest.rights, manifest.requiredStatement) = (rights, requiredStatement)
+        if downloads, let master = presentation.master {
+            let site = String(base.dropLast(IIIFVersion.v3.path.count))  // the server's root: base ends with iiif/3 or iiif/2
+            manifest.rendering = IIIFManifest.Rendering(
+                id: "\(site)download/\(encoded)", label: "Download the master (\(master.name), \(Self.megabytes(master.byteCount)))",
+                format: master.mediaType)
+        }
         let terms: IIIFManifest.Version = version == .v3 ? .v3 : .v2
         let body = manifest.encoded(version: terms)
         let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }

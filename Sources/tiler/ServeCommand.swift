@@ -134,6 +134,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Text every IIIF manifest shows as its required statement (\"Provided by the City Archive\"; 2.1: attribution; default none).")
     var requiredStatement: String?
 
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Offer each master file for download: GET /download/{id}, linked from its IIIF manifest's rendering (default off).")
+    var downloads: Bool?
+
     @Flag(inversion: .prefixedNo, help: "Write one line per answered request, to standard error or --access-log-file (default on).")
     var accessLog: Bool?
 
@@ -188,6 +193,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             server.routes.admin = s.adminToken.map { AdminPolicy(token: $0, purgeURLs: s.purgeURLs) }
             (server.routes.rights, server.routes.requiredStatement) = (s.rights, s.requiredStatement)
+            server.routes.downloads = s.downloads
             var rules = RequestGuard.defaults(bind: s.host)
             if !s.allowedHosts.isEmpty { rules.allowedHosts = Set(s.allowedHosts.map { $0.lowercased() }) }
             rules.uploadOrigins = Set(s.uploadOrigins)

@@ -46,6 +46,7 @@ struct ServeSettings {
     var purgeURLs: [String] = []
     var rights: String?
     var requiredStatement: String?
+    var downloads = false
 
     /// The settings' keys in the config file (camel case); the environment's are `TILER_` and the
     /// key in upper snake case, the command line's `--` and the key in kebab case.
@@ -54,7 +55,7 @@ struct ServeSettings {
         "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality", "tables",
         "jpegQuality", "webpQuality", "webpLossless", "avifQuality",
         "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "accessLogFile", "accessLogFormat",
-        "logLevel", "idleTimeout", "adminToken", "purgeURLs", "rights", "requiredStatement"
+        "logLevel", "idleTimeout", "adminToken", "purgeURLs", "rights", "requiredStatement", "downloads"
     ]
 
     /// Reads the settings: each from the command line when given there, else from the environment or
@@ -134,6 +135,7 @@ struct ServeSettings {
         s.purgeURLs = try command.purgeURLs.nonEmpty ?? read.strings("purgeURLs") ?? []
         s.rights = try command.rights ?? read.string("rights")
         s.requiredStatement = try command.requiredStatement ?? read.string("requiredStatement")
+        s.downloads = try command.downloads ?? read.bool("downloads") ?? s.downloads
         try s.check()
         return s
     }

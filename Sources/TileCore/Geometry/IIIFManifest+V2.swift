@@ -84,6 +84,7 @@ enum PresentationV2 {
         var metadata: [Pair]?
         var license: String?
         var attribution: String?
+        var rendering: Rendering?
         var thumbnail: Resource?
         var sequences: [Sequence]
 
@@ -92,11 +93,22 @@ enum PresentationV2 {
             var value: String
         }
 
+        struct Rendering: Encodable {
+            var id: String
+            var label: String
+            var format: String
+
+            enum CodingKeys: String, CodingKey {
+                case id = "@id"
+                case label, format
+            }
+        }
+
         enum CodingKeys: String, CodingKey {
             case context = "@context"
             case id = "@id"
             case type = "@type"
-            case label, metadata, license, attribution, thumbnail, sequences
+            case label, metadata, license, attribution, rendering, thumbnail, sequences
         }
 
         init(_ manifest: IIIFManifest) {
@@ -104,6 +116,7 @@ enum PresentationV2 {
             label = manifest.label
             metadata = manifest.metadata.isEmpty ? nil : manifest.metadata.map { Pair(label: $0.label, value: $0.value) }
             (license, attribution) = (manifest.rights, manifest.requiredStatement)
+            rendering = manifest.rendering.map { Rendering(id: $0.id, label: $0.label, format: $0.format) }
             let canvases = manifest.pages.enumerated().map { n, page in
                 let canvas = manifest.canvas(n + 1)
                 let full = Resource(

@@ -92,6 +92,21 @@ public struct IIIFManifest: Sendable, Hashable {
     /// 2.1 `attribution`); nil: none.
     public var requiredStatement: String?
 
+    /// A file that stands for the whole object outside a viewer (3.0 and 2.1 `rendering`): the
+    /// master's download.
+    public var rendering: Rendering?
+
+    /// A download: where (`id`), shown as (`label`), of what media type (`format`).
+    public struct Rendering: Sendable, Hashable {
+        public var id: String
+        public var label: String
+        public var format: String
+
+        public init(id: String, label: String, format: String) {
+            (self.id, self.label, self.format) = (id, label, format)
+        }
+    }
+
     /// Whether `uri` may be a manifest's `rights` (Presentation 3.0, 3.3.4): a Creative Commons
     /// licence or a RightsStatements.org statement, by its http(s) URI.
     public static func isRightsURI(_ uri: String) -> Bool {
@@ -193,12 +208,20 @@ enum PresentationV3 {
         var metadata: [Pair]?
         var rights: String?
         var requiredStatement: Pair?
+        var rendering: [Rendering]?
         var thumbnail: [Image]
         var items: [Canvas]
 
+        struct Rendering: Encodable {
+            var id: String
+            var type = "Image"
+            var label: LanguageMap
+            var format: String
+        }
+
         enum CodingKeys: String, CodingKey {
             case context = "@context"
-            case id, type, label, metadata, rights, requiredStatement, thumbnail, items
+            case id, type, label, metadata, rights, requiredStatement, rendering, thumbnail, items
         }
 
         init(_ manifest: IIIFManifest) {
@@ -207,6 +230,7 @@ enum PresentationV3 {
             metadata = manifest.metadata.isEmpty ? nil : manifest.metadata.map { Pair(label: ["en": [$0.label]], value: languageMap($0.value)) }
             rights = manifest.rights
             requiredStatement = manifest.requiredStatement.map { Pair(label: ["en": ["Attribution"]], value: languageMap($0)) }
+            rendering = manifest.rendering.map { [Rendering(id: $0.id, label: ["en": [$0.label]], format: $0.format)] }
             let canvases = manifest.pages.enumerated().map { n, page in
                 let canvas = manifest.canvas(n + 1)
                 let full = Image(

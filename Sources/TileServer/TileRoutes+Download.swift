@@ -1,0 +1,64 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import TileActors
+import TileCore
+
+extension TileRoutes {
+    /// Bytes of a download read at a time: what one connection holds of it at most.
+    static let downloadChunk = 256 * 1024
+
+    /// `GET /download/{id}` (and `HEAD`): the image's master file as it is in the folder, when
+    /// ``downloads`` allows it (404 otherwise), as an attachment named as in the folder; its entity
+    /// tag and `Last-Modified` from the file's version, 304 when the client has it. Read a chunk at a
+    /// time on the thread pool (``downloadChunk``); a file cut while it is sent ends the connection
+    /// short of its length, never a body of other bytes. Page identifiers and store folders have none.
+    func download(id encoded: String, request: Request) async -> Response {
+        guard downloads else { return Self.plain(.notFound, "this server does not offer its masters for download") }
+        guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
+        guard let (file, master, fingerprint) = await catalog.master(of: id) else {
+            return Self.plain(.notFound, "no master file of \(id) to download")
+        }
+        let headers: HTTPFields = [
+            .contentType: master.mediaType, .contentLength: String(master.byteCount),
+            .contentDisposition: "attachment; filename=\"\(master.name)\"", .eTag: EntityTag("download|\(fingerprint)").text,
+            .lastModified: HTTPDate.string(nanosecondsSinceEpoch: fingerprint.identity.lastChangeTime),
+            .cacheControl: service.cachePolicy.documentCacheControl, .vary: originVary
+        ]
+        if Self.isNotModified(request, headers: headers) { return Self.response(.notModified, headers: headers) }
+        if request.method == .head { return Response(status: .ok, headers: headers) }
+        let pool = catalog.threadPool
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody(contentLength: master.byteCount) { writer in
+                var offset = 0
+                while offset < file.byteCount {
+                    let (at, count) = (offset, min(Self.downloadChunk, file.byteCount - offset))
+                    let chunk = try await pool.blocking { () throws(TileError) -> ByteBuffer in
+                        var buffer = ByteBufferAllocator().buffer(capacity: count)
+                        var failure: TileError?
+                        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+                            do throws(TileError) { try file.read(at: at, count: count, into: raw) } catch {
+                                failure = error
+                                return 0
+                            }
+                            return count
+                        }
+                        if let failure { throw failure }
+                        return buffer
+                    }
+                    try await writer.write(chunk)
+                    offset += count
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    /// A size as people read it: `850 KB`, `12.4 MB`, `1.2 GB` (powers of 1000, as file managers show them).
+    static func megabytes(_ byteCount: Int) -> String {
+        let size = Double(byteCount)
+        if size < 1e6 { return "\(max(1, Int((size / 1e3).rounded()))) KB" }
+        return size < 1e9 ? String(format: "%.1f MB", size / 1e6) : String(format: "%.1f GB", size / 1e9)
+    }
+}

@@ -1,0 +1,66 @@
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+import Testing
+import TestSupport
+import TileCore
+@testable import TileServer
+
+/// Masters offered for download (issue 40, point 1's `rendering`): `GET /download/{id}` sends the
+/// file as it is in the folder, compared byte for byte with the file read here; the manifest's
+/// `rendering` (3.0: a list of `Image`s with a language-map label; 2.1: one object with `@id`) names
+/// that URI, which is fetched.
+@Suite("Master downloads", .serialized)
+struct DownloadTests {
+    @Test("off by default: 404 and no rendering; on: the file itself, as an attachment, conditional, HEAD, linked from both manifests")
+    func downloads() async throws {
+        let (folder, jpeg) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // Noise, so that the file takes several of the server's reads (256 KiB each).
+        let noise = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 1600, height: 1200), width: 1600, height: 1200)
+        try noise.write(to: URL(fileURLWithPath: "\(folder)/noise.jpg"))
+        #expect(noise.count > TileRoutes.downloadChunk, "\(noise.count) bytes")
+        try await TileServerTests.withServer(try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)) { base, client in
+            #expect(try await TileServerTests.get(client, "\(base)/download/photo").status == 404)
+            let manifest = try await SourceVersionTests.get(client, "\(base)/iiif/3/photo/manifest")
+            #expect(try #require(try JSONSerialization.jsonObject(with: manifest.body) as? [String: Any])["rendering"] == nil)
+        }
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        server.routes.downloads = true
+        try await TileServerTests.withServer(server) { base, client in
+            for (id, file) in [("photo", jpeg), ("noise", noise)] {
+                let v3 = try await SourceVersionTests.get(client, "\(base)/iiif/3/\(id)/manifest")
+                let manifest = try #require(try JSONSerialization.jsonObject(with: v3.body) as? [String: Any])
+                let rendering = try #require((manifest["rendering"] as? [[String: Any]])?.first, "\(manifest)")
+                #expect(rendering["id"] as? String == "\(base)/download/\(id)")
+                #expect(rendering["type"] as? String == "Image" && rendering["format"] as? String == "image/jpeg")
+                #expect(PresentationTests.isLanguageMap(rendering["label"]), "\(rendering)")
+                let label = try #require((rendering["label"] as? [String: [String]])?["en"]?.first)
+                #expect(label.contains("\(id).jpg"), "\(label)")
+                let v2 = try await SourceVersionTests.get(client, "\(base)/iiif/2/\(id)/manifest")
+                let old = try #require(try JSONSerialization.jsonObject(with: v2.body) as? [String: Any])
+                #expect((old["rendering"] as? [String: Any])?["@id"] as? String == "\(base)/download/\(id)", "\(old)")
+
+                let download = try await TileServerTests.get(client, try #require(rendering["id"] as? String))
+                #expect(download.status == 200 && download.body == file, "\(id): \(download.body.count) bytes of \(file.count)")
+                #expect(download.headers["content-type"] == "image/jpeg")
+                #expect(download.headers["content-length"] == String(file.count))
+                #expect(download.headers["content-disposition"] == "attachment; filename=\"\(id).jpg\"")
+                let tag = try #require(download.headers["etag"])
+                let again = try await TileServerTests.get(client, "\(base)/download/\(id)", headers: [("If-None-Match", tag)])
+                #expect(again.status == 304 && again.body.isEmpty)
+                let head = try await TileServerTests.get(client, "\(base)/download/\(id)", method: .HEAD)
+                #expect(head.status == 200 && head.body.isEmpty && head.headers["content-length"] == String(file.count) && head.headers["etag"] == tag)
+            }
+            // A store folder has no master; nor has a name that is no image; a page id is not a file's.
+            for id in ["kept", "nothing", "photo~2", "..%2Fphoto"] {
+                #expect(try await TileServerTests.get(client, "\(base)/download/\(id)").status / 100 == 4, "\(id)")
+            }
+            // A replaced master: the new file, under a new tag.
+            let first = try await TileServerTests.get(client, "\(base)/download/photo")
+            try SourceVersionTests.replace("\(folder)/photo.jpg", with: noise)
+            let replaced = try await TileServerTests.get(client, "\(base)/download/photo")
+            #expect(replaced.body == noise && replaced.headers["etag"] != first.headers["etag"])
+        }
+    }
+}
