@@ -50,7 +50,8 @@ struct DownloadTests {
                 let again = try await TileServerTests.get(client, "\(base)/download/\(id)", headers: [("If-None-Match", tag)])
                 #expect(again.status == 304 && again.body.isEmpty)
                 let head = try await TileServerTests.get(client, "\(base)/download/\(id)", method: .HEAD)
-                #expect(head.status == 200 && head.body.isEmpty && head.headers["content-length"] == String(file.count) && head.headers["etag"] == tag)
+                #expect(
+                    head.status == 200 && head.body.isEmpty && head.headers["content-length"] == String(file.count) && head.headers["etag"] == tag)
             }
             // A store folder has no master; nor has a name that is no image; a page id is not a file's.
             for id in ["kept", "nothing", "photo~2", "..%2Fphoto"] {
