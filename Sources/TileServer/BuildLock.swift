@@ -21,7 +21,7 @@ final class BuildLock: Sendable {
     private init(descriptor: consuming OwnedDescriptor) { self.descriptor = descriptor }
 
     /// The name of `id`'s lock file in the cache folder.
-    static func fileName(_ id: String) -> String { ".\(id).lock" }
+    static func fileName(_ id: String) -> String { ".\(ImageCatalog.cacheName(id)).lock" }
 
     /// Opens the lock file of `id` in `cache`, not locked yet. Blocking (opens a file).
     /// - Throws: ``TileCore/TileError/Code/io`` when the lock file cannot be opened.

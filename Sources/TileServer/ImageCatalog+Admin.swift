@@ -27,7 +27,7 @@ extension ImageCatalog {
             let (root, cache) = (self.root, self.cache)
             let bytes = try? await threadPool.blocking { () throws(TileError) -> Int? in
                 // The cache's store, else a store or a TIFF pyramid in the folder (any suffix's case the folder uses).
-                for path in ["\(cache)/\(id).tiles", "\(root)/\(id).tiles"] + SourceFile.tiffSuffixes.map({ "\(root)/\(id).\($0)" }) {
+                for path in ["\(cache)/\(Self.cacheName(id)).tiles", "\(root)/\(id).tiles"] + SourceFile.tiffSuffixes.map({ "\(root)/\(id).\($0)" }) {
                     if let description = try? StoreDescription.read(at: path) { return description.byteCount }
                 }
                 return nil
@@ -51,7 +51,7 @@ extension ImageCatalog {
         let build: Build? = if case .building(let build) = phase(of: id) { build } else { nil }
         _ = await perform(apply(.gone, to: id), for: id)
         await build?.watcher?.value
-        let store = "\(cache)/\(id).tiles"
+        let store = "\(cache)/\(Self.cacheName(id)).tiles"
         _ = try? await threadPool.blocking { () throws(TileError) in
             CacheStoreRecord.remove(forStore: store)
             try? FileManager.default.removeItem(atPath: store)

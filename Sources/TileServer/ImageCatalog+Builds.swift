@@ -63,7 +63,7 @@ extension ImageCatalog {
     /// holding the cache folder's lock on `id`; while another server sharing the folder holds it (and
     /// builds the image), waits for its store, up to ``headerWaitLimit``.
     func buildOrReuse(_ id: String, _ source: SourceFile, attempts: Int = 0, for client: String? = nil) async -> LookupError? {
-        let store = "\(cache)/\(id).tiles"
+        let store = "\(cache)/\(Self.cacheName(id)).tiles"
         // An eviction of this store (it leaves the budget's accounts before its files are deleted) done
         // before anything is read or built there.
         await budget.waitForRemoval(at: store)
@@ -190,7 +190,7 @@ extension ImageCatalog {
                 let manifest = "\(store)/\(TiledImage.storeManifestName)"
                 fingerprint = try? await threadPool.blocking { () throws(TileError) in try SourceFingerprint.read(path: manifest) }
             } else if let fingerprint {
-                let store = "\(cache)/\(id).tiles"
+                let store = "\(cache)/\(Self.cacheName(id)).tiles"
                 _ = try? await threadPool.blocking { () throws(TileError) in CacheStoreRecord.write(fingerprint, forStore: store) }
             }
             guard await !isReplaced(build, id, completed: completed) else { return }  // while the record was written

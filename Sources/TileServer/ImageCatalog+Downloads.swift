@@ -8,7 +8,7 @@ extension ImageCatalog {
     /// catalogue follows them, never a FIFO), with the fingerprint of the version opened. Nil for a
     /// page identifier (a book is downloaded at its first page's), a store folder, or no such file.
     func master(of id: String) async -> (file: ReadOnlyFile, master: Master, fingerprint: SourceFingerprint)? {
-        guard Self.isFileIdentifier(id) else { return nil }
+        guard Self.isPathIdentifier(id) else { return nil }
         let (root, follows) = (self.root, followsSymlinks)
         let found = try? await threadPool.blocking { () throws(TileError) -> (ReadOnlyFile, Master, SourceFingerprint)? in
             guard let source = try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows), source.kind != .store else {

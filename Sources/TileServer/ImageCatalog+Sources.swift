@@ -47,6 +47,9 @@ struct SourceFile: Sendable, Hashable {
         }
         // A later page of a multi-page TIFF master (`book~2`): its TIFF only, a master, never a pyramid.
         let (name, page) = ImageCatalog.page(of: id) ?? (id, 0)
+        // In a sub-folder: every folder on the way a real one (or, following links, one inside root).
+        guard isServedFolder(name.split(separator: "/").dropLast().joined(separator: "/"), root: root, followsSymlinks: followsSymlinks)
+        else { return nil }
         for suffix in page > 0 ? tiffSuffixes : masterSuffixes + tiffSuffixes {
             var path = "\(root)/\(name).\(suffix)"
             let entry = FolderEntry(at: path)
@@ -78,6 +81,22 @@ struct SourceFile: Sendable, Hashable {
         return nil
     }
 
+    /// Whether every folder on the way from `root` to `folder` (`maps/old`: `maps`, `maps/old`; ""
+    /// `root` itself) is a folder, not a link to one (unless `followsSymlinks`, and then to one inside
+    /// `root`). Blocking.
+    static func isServedFolder(_ path: String, root: String, followsSymlinks: Bool) -> Bool {
+        var folder = root
+        for part in path.split(separator: "/") {
+            folder += "/\(part)"
+            switch FolderEntry(at: folder) {
+            case .folder: continue
+            case .symlink where followsSymlinks && FolderEntry.resolved(folder, inside: root) != nil: continue
+            default: return false
+            }
+        }
+        return true
+    }
+
     /// Whether the TIFF at `path` is a master (not a pyramid served as it is, whose directories are
     /// its levels) with a page `page` (0 the first). Blocking.
     static func isPage(_ page: Int, of path: String) -> Bool {
@@ -107,6 +126,22 @@ struct SourceFile: Sendable, Hashable {
     /// another user's, not made readable to the server's.
     static func isPermissionRefusal(_ error: TileError) -> Bool { error.errno == EACCES || error.errno == EPERM }
 
+    /// The sub-folders of `folder` (the served folder `root`, or one inside it) by name, sorted: real
+    /// folders (links to folders only when `followsSymlinks`, and then to one inside `root`) whose names
+    /// may be identifiers' (never hidden ones), stores (`.tiles`) left out. Blocking.
+    static func folders(in folder: String, root: String, followsSymlinks: Bool) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { name in
+            guard ImageCatalog.isFileIdentifier(name), (name as NSString).pathExtension != "tiles" else { return false }
+            switch FolderEntry(at: "\(folder)/\(name)") {
+            case .folder: return true
+            case .symlink where followsSymlinks:
+                return FolderEntry.resolved("\(folder)/\(name)", inside: root).map { FolderEntry(at: $0) == .folder } ?? false
+            default: return false
+            }
+        }.sorted()
+    }
+
     /// The identifiers the folder's entries would give (not checked to be regular files). Blocking.
     static func identifiers(in root: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
@@ -121,11 +156,32 @@ struct SourceFile: Sendable, Hashable {
 }
 
 extension ImageCatalog {
-    /// Whether `id` may name an image: letters, digits, `-`, `_` and `.`, not first, at most 200; or
-    /// a page identifier (``page(of:)``).
+    /// Whether `id` may name an image: a name in the folder (``isFileIdentifier(_:)``), or in one of
+    /// its sub-folders (``isPathIdentifier(_:)``: `maps/berlin`, `%2F` in URLs); or a page identifier
+    /// (``page(of:)``).
     public static func isValidIdentifier(_ id: some StringProtocol) -> Bool {
-        isFileIdentifier(id) || page(of: id) != nil
+        isPathIdentifier(id) || page(of: id) != nil
     }
+
+    /// Sub-folders an identifier may go down at most (`a/b/c/d/e/f/g/h/name`).
+    public static let mostFolderDepth = 8
+
+    /// Whether `path` may name an entry of the folder or of its sub-folders: names
+    /// (``isFileIdentifier(_:)``, so never `.`, `..` or hidden) joined by `/`, at most
+    /// ``mostFolderDepth`` folders down, at most 400 bytes.
+    public static func isPathIdentifier(_ path: some StringProtocol) -> Bool {
+        guard path.utf8.count <= 400 else { return false }
+        let names = path.split(separator: "/", omittingEmptySubsequences: false)
+        return names.count <= mostFolderDepth + 1 && names.allSatisfy { isFileIdentifier($0) }
+    }
+
+    /// The name `id`'s files take in the cache folder, which is flat: `/` written `%2F` (`%` is in no
+    /// identifier, so no two identifiers share a name).
+    static func cacheName(_ id: String) -> String { id.replacingOccurrences(of: "/", with: "%2F") }
+
+    /// `id` as a URL's path segment: its `/` percent-encoded (every other character of an identifier
+    /// may stand in a path as it is).
+    public static func urlSegment(_ id: String) -> String { cacheName(id) }
 
     /// Whether `id` may be a name in the folder: letters, digits, `-`, `_` and `.`, not first, at most 200.
     public static func isFileIdentifier(_ id: some StringProtocol) -> Bool {
@@ -144,7 +200,7 @@ extension ImageCatalog {
     public static func page(of id: some StringProtocol) -> (name: String, page: Int)? {
         guard let tilde = id.lastIndex(of: "~") else { return nil }
         let name = id[..<tilde], digits = id[id.index(after: tilde)...]
-        guard isFileIdentifier(name), !digits.hasPrefix("0"), digits.count <= 5, digits.utf8.allSatisfy({ (48...57).contains($0) }),
+        guard isPathIdentifier(name), !digits.hasPrefix("0"), digits.count <= 5, digits.utf8.allSatisfy({ (48...57).contains($0) }),
             let number = Int(digits), (2...mostPages).contains(number)
         else { return nil }
         return (String(name), number - 1)
@@ -199,7 +255,7 @@ extension ImageCatalog {
     /// ``Presentation`` of `id`, read from its master without building it (a page a directory of a
     /// book: read once a version of the file, then kept).
     public func presentation(of id: String) async -> Presentation {
-        guard Self.isFileIdentifier(id) else { return Presentation(pages: nil, metadata: [], master: nil) }
+        guard Self.isPathIdentifier(id) else { return Presentation(pages: nil, metadata: [], master: nil) }
         let (root, follows, known) = (self.root, followsSymlinks, presentations[id])
         let found = try? await threadPool.blocking { () throws(TileError) -> (SourceFingerprint, Presentation)? in
             guard let source = try SourceFile.find(id, in: root, known: known?.fingerprint, followsSymlinks: follows), source.kind != .store
@@ -214,6 +270,23 @@ extension ImageCatalog {
         if presentations.count >= Self.mostPresentations, presentations[id] == nil { presentations.remove(at: presentations.startIndex) }
         presentations[id] = (fingerprint, presentation)
         return presentation
+    }
+
+    /// What `folder` holds ("" the served folder; else a sub-folder, `maps/old`): its images'
+    /// identifiers (`maps/old/berlin`) and its sub-folders' paths, each sorted. Nil when it is not a
+    /// folder that may be served (a hidden one, a link the catalogue does not follow, too deep).
+    public func contents(ofFolder folder: String) async -> (images: [String], folders: [String])? {
+        guard folder.isEmpty || Self.isPathIdentifier(folder) else { return nil }
+        let (root, follows) = (self.root, followsSymlinks)
+        let images = folder.isEmpty ? await identifiers() : nil
+        return await threadPool.blocking { () -> (images: [String], folders: [String])? in
+            let path = folder.isEmpty ? root : "\(root)/\(folder)"
+            guard SourceFile.isServedFolder(folder, root: root, followsSymlinks: follows) else { return nil }
+            let prefix = folder.isEmpty ? "" : folder + "/"
+            let folders =
+                folder.split(separator: "/").count >= Self.mostFolderDepth ? [] : SourceFile.folders(in: path, root: root, followsSymlinks: follows)
+            return (images ?? SourceFile.identifiers(in: path).map { prefix + $0 }, folders.map { prefix + $0 })
+        }
     }
 
     /// The identifiers offered now, sorted: JPEGs and stores directly in the folder.

@@ -13,7 +13,8 @@ import TileCore
 ///   `/iiif/2/...` the same in Image API 2.1.
 /// - `GET /iiif/3/{id}/manifest`, `GET /iiif/2/{id}/manifest`: the image's IIIF Presentation
 ///   manifest (3.0, 2.1), what viewers such as Mirador open; `GET /iiif/3/collection` (and `/iiif/2/`):
-///   the folder's images as a collection of their manifests, paged past ``collectionPageSize``.
+///   the folder's images as a collection of their manifests, and of its sub-folders' collections
+///   (`GET /iiif/3/{folder}/collection`), paged past ``collectionPageSize``.
 /// - `GET /dzi/{id}.dzi`, `GET /dzi/{id}_files/{level}/{column}_{row}.{jpg|png}`: DeepZoom, no overlap.
 /// - `GET /download/{id}`: the image's master file, where ``downloads`` allows it.
 ///
@@ -79,6 +80,11 @@ public struct TileRoutes: Sendable {
             }
             router.get("\(version.path)/collection") { request, _ in
                 await collection(version: version, page: request.uri.queryParameters.get("page"), base: base(request, version), request: request)
+            }
+            router.get("\(version.path)/:id/collection") { request, context in
+                await collection(
+                    version: version, folder: context.parameters.get("id") ?? "", page: request.uri.queryParameters.get("page"),
+                    base: base(request, version), request: request)
             }
             router.get("\(version.path)/:id/manifest") { request, context in
                 await manifest(
@@ -159,9 +165,11 @@ public struct TileRoutes: Sendable {
         let found = presentation.pages ?? [(id, outline.geometry)]
         let canvases = found.map { page in
             let number = ImageCatalog.page(of: page.id).map { $0.page + 1 } ?? 1
-            return IIIFManifest.Page(label: found.count > 1 ? "page \(number)" : id, service: "\(base)/\(page.id)", layout: page.geometry.layout)
+            return IIIFManifest.Page(
+                label: found.count > 1 ? "page \(number)" : Self.lastName(id), service: "\(base)/\(ImageCatalog.urlSegment(page.id))",
+                layout: page.geometry.layout)
         }
-        var manifest = IIIFManifest(id: "\(base)/\(encoded)/manifest", label: id, pages: canvases, metadata: presentation.metadata)
+        var manifest = IIIFManifest(id: "\(base)/\(encoded)/manifest", label: Self.lastName(id), pages: canvases, metadata: presentation.metadata)
         (manifest.rights, manifest.requiredStatement) = (rights, requiredStatement)
         if downloads, let master = presentation.master {
             let site = String(base.dropLast(IIIFVersion.v3.path.count))  // the server's root: base ends with iiif/3 or iiif/2
