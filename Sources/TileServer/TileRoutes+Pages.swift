@@ -63,7 +63,9 @@ extension TileRoutes {
         let parts = folder.split(separator: "/")
         for (n, part) in parts.enumerated() {
             let path = parts[...n].joined(separator: "/")
-            trail += n == parts.count - 1 ? " / \(Self.html(String(part)))" : " / <a href=\"?folder=\(Self.queryValue(path))\">\(Self.html(String(part)))</a>"
+            trail +=
+                n == parts.count - 1
+                ? " / \(Self.html(String(part)))" : " / <a href=\"?folder=\(Self.queryValue(path))\">\(Self.html(String(part)))</a>"
         }
         let html = """
             <!doctype html>
