@@ -326,6 +326,13 @@ void ctiff_decoder_copy_message(const ctiff_decoder *d, char *out, size_t capaci
     snprintf(out, capacity, "%s", d->message);
 }
 
+const char *ctiff_decoder_text_tag(const ctiff_decoder *d, uint32_t tag) {
+    if (!d->tif || !d->header_read || d->failure != CMASTER_OK) return NULL;
+    if (tag != TIFFTAG_IMAGEDESCRIPTION && tag != TIFFTAG_DATETIME && tag != TIFFTAG_ARTIST && tag != TIFFTAG_COPYRIGHT) return NULL;
+    char *text = NULL;
+    return TIFFGetField(d->tif, tag, &text) && text ? text : NULL;
+}
+
 void ctiff_decoder_icc_profile(const ctiff_decoder *d, const void **bytes, size_t *length) {
     *bytes = d->icc;
     *length = d->icc_length;

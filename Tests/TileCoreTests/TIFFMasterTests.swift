@@ -223,7 +223,7 @@ extension TIFFMasterTests {
     static func kind(_ prefix: String) -> Kind { kinds.first { $0.name.hasPrefix(prefix) }! }
 
     @Test(
-        "a TIFF master's metadata is read from its directory: format, size, depth, alpha, resolution, orientation",
+        "a TIFF master's metadata is read from its directory: format, size, depth, alpha, resolution, orientation, descriptive text",
         .enabled(if: tools, skip))
     func metadata() throws {
         let folder = try PNGSourceTests.folder()
@@ -231,6 +231,14 @@ extension TIFFMasterTests {
         let kind = Kind(name: "16-bit gray", picture: Self.gray16, maker: .pnmtotiff, options: ["-xresolution", "300", "-yresolution", "300"])
         let path = try Self.tiff(kind, width: 40, height: 30, in: folder)
         _ = try Self.run("tiffset", ["-s", "274", "6", path])  // Orientation: rotate 90 degrees clockwise to show
+        // Descriptive tags (what a manifest's metadata shows), as tiffset writes them.
+        _ = try Self.run("tiffset", ["-s", "270", "A harbour at dawn", path])
+        _ = try Self.run("tiffset", ["-s", "315", "Ana Lima", path])
+        _ = try Self.run("tiffset", ["-s", "33432", "CC BY 4.0", path])
+        #expect(
+            try ImageInfo.read(regularFile: path).exif.filter { ["ImageDescription", "Artist", "Copyright", "DateTime"].contains($0.key) } == [
+                "ImageDescription": .string("A harbour at dawn"), "Artist": .string("Ana Lima"), "Copyright": .string("CC BY 4.0")
+            ])
         let builder = try TileBuilder()
         builder.sourcePath = path
         try builder.append(Data(Tools.readAll(path)))

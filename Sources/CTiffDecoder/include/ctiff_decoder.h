@@ -83,6 +83,10 @@ int ctiff_decoder_error_number(const ctiff_decoder *d);
 void ctiff_decoder_copy_message(const ctiff_decoder *d, char *out, size_t capacity);
 /** The ICC profile (InterColorProfile) once the header has been read: *length 0 when absent. Owned by the decoder. */
 void ctiff_decoder_icc_profile(const ctiff_decoder *d, const void **bytes, size_t *length);
+/** A descriptive text tag of the page's directory once its header has been read: ImageDescription (270),
+    DateTime (306), Artist (315) or Copyright (33432); NULL when absent or another tag. Owned by libtiff,
+    valid until the decoder is destroyed. */
+const char *ctiff_decoder_text_tag(const ctiff_decoder *d, uint32_t tag);
 
 #ifdef __cplusplus
 }

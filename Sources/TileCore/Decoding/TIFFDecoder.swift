@@ -74,7 +74,13 @@ final class TIFFDecoder: RowDecoder {
         var length = 0
         ctiff_decoder_icc_profile(handle, &bytes, &length)
         let icc = bytes.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: length)) }
-        return .other(ImageInfo(tiff: header, iccProfile: length > 0 ? icc : nil))
+        var info = ImageInfo(tiff: header, iccProfile: length > 0 ? icc : nil)
+        // The directory's descriptive text, named as EXIF names the same tags (EXIF's IFD0 is a TIFF's).
+        for (tag, name) in [(270, "ImageDescription"), (306, "DateTime"), (315, "Artist"), (33432, "Copyright")] {
+            guard let text = ctiff_decoder_text_tag(handle, UInt32(tag)) else { continue }
+            info.exif[name] = .string(String(decoding: UnsafeRawBufferPointer(start: text, count: min(strlen(text), 4096)), as: UTF8.self))
+        }
+        return .other(info)
     }
 
     func start() throws(TileError) -> DecodeStep { .ready }

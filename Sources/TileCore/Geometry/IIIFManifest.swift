@@ -121,7 +121,8 @@ public struct IIIFManifest: Sendable, Hashable {
         self.metadata = metadata
     }
 
-    /// The descriptive pairs of a master's EXIF (JPEG): `ImageDescription` as "Description",
+    /// The descriptive pairs of a master's EXIF (a JPEG's; a TIFF's directory has the same tags):
+    /// `ImageDescription` as "Description",
     /// `Artist` as "Creator", `DateTimeOriginal` (else `DateTime`) as "Date", `Copyright` as
     /// "Copyright"; text only, trimmed, at most 1,000 characters each, empty ones left out.
     public static func metadata(exif: [String: EXIFValue]) -> [Entry] {
