@@ -25,6 +25,8 @@ struct ctiff_decoder {
     uint64_t file_size;        /* the file's size when its directory was read */
     int ended;
     uint32_t page;
+    ctiff_page_size *page_sizes; /* each page's size, as counted (CTIFF_MOST_DIRECTORIES at most) */
+    uint32_t page_sizes_count;
     TIFF *tif;
     cmaster_status failure;      /* CMASTER_OK until an error; then every call returns it */
     char message[256];

@@ -61,6 +61,7 @@ void ctiff_decoder_destroy(ctiff_decoder *d) {
     free(d->band);
     free(d->tile);
     free(d->samples);
+    free(d->page_sizes);
     free(d);
 }
 
@@ -246,17 +247,35 @@ static int is_page(TIFF *tif) {
     return !TIFFGetField(tif, TIFFTAG_SUBFILETYPE, &subfile) || (subfile & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK)) == 0;
 }
 
-/* Counts the pages of the main chain (at most CTIFF_MOST_DIRECTORIES directories read) and sets the
-   directory of page `page`; 0 when there is no such page. The first directory is page 0 whatever it says. */
+/* Counts the pages of the main chain, reading its directories in order as tiffinfo does (at most
+   CTIFF_MOST_DIRECTORIES), and sets the directory of page `page`; 0 when there is no such page or its
+   directory cannot be read again. The first directory is page 0 whatever it says. A directory past the
+   one chosen that libtiff cannot read ends the count there; its message is not kept. */
+static void record_page_size(ctiff_decoder *d) {
+    if (!d->page_sizes || d->page_sizes_count >= CTIFF_MOST_DIRECTORIES) return;
+    ctiff_page_size *size = &d->page_sizes[d->page_sizes_count++];
+    uint16_t orientation = 0;
+    *size = (ctiff_page_size){0};
+    TIFFGetField(d->tif, TIFFTAG_IMAGEWIDTH, &size->width);
+    TIFFGetField(d->tif, TIFFTAG_IMAGELENGTH, &size->height);
+    if (TIFFGetField(d->tif, TIFFTAG_ORIENTATION, &orientation)) size->orientation = orientation;
+}
+
 static int choose_page(ctiff_decoder *d, uint32_t *pages) {
-    tdir_t directories = TIFFNumberOfDirectories(d->tif), chosen = 0;
-    if (directories > CTIFF_MOST_DIRECTORIES) directories = CTIFF_MOST_DIRECTORIES;
+    tdir_t chosen = 0, n = 0;
     *pages = 1;
-    for (tdir_t n = 1; n < directories && TIFFSetDirectory(d->tif, n); n++) {
+    free(d->page_sizes);
+    d->page_sizes = malloc(sizeof(ctiff_page_size) * CTIFF_MOST_DIRECTORIES); /* none recorded when NULL */
+    d->page_sizes_count = 0;
+    record_page_size(d);
+    while (n + 1 < CTIFF_MOST_DIRECTORIES && TIFFReadDirectory(d->tif)) {
+        n++;
         if (!is_page(d->tif)) continue;
+        record_page_size(d);
         if (*pages == d->page) chosen = n;
         (*pages)++;
     }
+    d->file.message[0] = 0;
     if (d->page >= *pages) return 0;
     return TIFFSetDirectory(d->tif, chosen);
 }
@@ -264,8 +283,10 @@ static int choose_page(ctiff_decoder *d, uint32_t *pages) {
 static cmaster_status read_directory(ctiff_decoder *d) {
     ctiff_header *h = &d->header;
     uint32_t pages = 1;
-    if (!choose_page(d, &pages))
+    if (!choose_page(d, &pages)) {
+        if (d->page < pages) return ctiff_fail(d, CMASTER_ERR_CORRUPT, "the TIFF's directory of page %u cannot be read", d->page);
         return ctiff_fail(d, CMASTER_ERR_ARGUMENT, "the TIFF has no page %u (it has %u)", d->page, pages);
+    }
     uint32_t width = 0, height = 0;
     uint16_t bits = 1, samples = 1, format = SAMPLEFORMAT_UINT, photometric = 0, compression = 1, planar = 1;
     if (!TIFFGetField(d->tif, TIFFTAG_IMAGEWIDTH, &width) || !TIFFGetField(d->tif, TIFFTAG_IMAGELENGTH, &height))
@@ -324,6 +345,13 @@ int ctiff_decoder_error_number(const ctiff_decoder *d) { return d->file.error_nu
 void ctiff_decoder_copy_message(const ctiff_decoder *d, char *out, size_t capacity) {
     if (!out || capacity == 0) return;
     snprintf(out, capacity, "%s", d->message);
+}
+
+uint32_t ctiff_decoder_page_sizes(const ctiff_decoder *d, ctiff_page_size *out, uint32_t capacity) {
+    if (!d->header_read || !d->page_sizes) return 0;
+    uint32_t count = d->page_sizes_count < capacity ? d->page_sizes_count : capacity;
+    memcpy(out, d->page_sizes, sizeof(ctiff_page_size) * count);
+    return count;
 }
 
 const char *ctiff_decoder_text_tag(const ctiff_decoder *d, uint32_t tag) {

@@ -87,6 +87,8 @@ struct SourceFile: Sendable, Hashable {
     static func isServedFolder(_ path: String, root: String, followsSymlinks: Bool) -> Bool {
         var folder = root
         for part in path.split(separator: "/") {
+            // A store folder's files are its own, never images (its `pyramid.tif`).
+            guard !part.hasSuffix(".tiles") else { return false }
             folder += "/\(part)"
             switch FolderEntry(at: folder) {
             case .folder: continue
@@ -112,10 +114,11 @@ struct SourceFile: Sendable, Hashable {
             let first = try? ImageInfo.read(tiffPage: 0, ofFile: source.path), let count = first.tiff?.pageCount, count > 1,
             (try? ImageCatalog.openPyramid(tiff: source.path)) == nil
         else { return nil }
+        // Every page's size from one walk of the directories (opening each page would walk them all again).
+        let sizes = (try? ImageInfo.tiffPageSizes(ofFile: source.path)) ?? []
         var pages: [(id: String, geometry: TileGeometry)] = []
-        for page in 0..<min(count, ImageCatalog.mostPages) {
-            guard let info = page == 0 ? first : try? ImageInfo.read(tiffPage: page, ofFile: source.path),
-                let geometry = try? TileGeometry(storedWidth: info.width, storedHeight: info.height, orientation: info.orientation)
+        for (page, size) in sizes.prefix(ImageCatalog.mostPages).enumerated() {
+            guard let geometry = try? TileGeometry(storedWidth: size.width, storedHeight: size.height, orientation: size.orientation)
             else { continue }
             pages.append((page == 0 ? id : "\(id)~\(page + 1)", geometry))
         }
@@ -168,10 +171,12 @@ extension ImageCatalog {
 
     /// Whether `path` may name an entry of the folder or of its sub-folders: names
     /// (``isFileIdentifier(_:)``, so never `.`, `..` or hidden) joined by `/`, at most
-    /// ``mostFolderDepth`` folders down, at most 400 bytes.
+    /// ``mostFolderDepth`` folders down, at most 200 bytes with each `/` counted as 3 (``cacheName(_:)``).
     public static func isPathIdentifier(_ path: some StringProtocol) -> Bool {
-        guard path.utf8.count <= 400 else { return false }
         let names = path.split(separator: "/", omittingEmptySubsequences: false)
+        // Its name in the flat cache (`/` as `%2F`) at most 200 bytes, as a file identifier's: with the
+        // suffixes of a store being staged, a name stays under the file system's 255.
+        guard path.utf8.count + 2 * (names.count - 1) <= 200 else { return false }
         return names.count <= mostFolderDepth + 1 && names.allSatisfy { isFileIdentifier($0) }
     }
 
@@ -231,8 +236,8 @@ extension ImageCatalog {
         public var master: Master?
     }
 
-    /// A master file in the folder, as sent for download: its name there (`{id}.{suffix}`), size and
-    /// media type.
+    /// A master file in the folder, as sent for download: its name there (`{name}.{suffix}`, the last
+    /// name of its identifier), size and media type.
     public struct Master: Sendable, Hashable {
         public var name: String
         public var byteCount: Int
@@ -240,7 +245,7 @@ extension ImageCatalog {
 
         init(id: String, source: SourceFile) {
             let suffix = (source.path as NSString).pathExtension
-            name = "\(id).\(suffix)"
+            name = "\(id.split(separator: "/").last ?? id[...]).\(suffix)"
             byteCount = source.fingerprint.identity.byteCount
             mediaType = Self.mediaTypes[suffix.lowercased()] ?? "application/octet-stream"
         }

@@ -44,16 +44,18 @@ extension TileRoutes {
             }
             return Self.plain(.accepted, "building \(ids.count) images, one after another")
         }
+        // Identifiers as in every other route: percent-decoded (`maps%2Fold%2Frome`).
         admin.post("images/:id/build") { request, context in
-            return await build(context.parameters.get("id") ?? "")
+            guard let id = Self.identifier(context.parameters.get("id") ?? "") else { return Self.notAnIdentifier }
+            return await build(id)
         }
         admin.post("images/:id/rebuild") { request, context in
-            let id = context.parameters.get("id") ?? ""
+            guard let id = Self.identifier(context.parameters.get("id") ?? "") else { return Self.notAnIdentifier }
             guard await purge(id) else { return Self.plain(.notFound, "no image named \(id)") }
             return await build(id)
         }
         admin.delete("images/:id") { request, context in
-            let id = context.parameters.get("id") ?? ""
+            guard let id = Self.identifier(context.parameters.get("id") ?? "") else { return Self.notAnIdentifier }
             return await purge(id) ? Self.plain(.ok, "purged \(id)") : Self.plain(.notFound, "no image named \(id)")
         }
     }
@@ -74,7 +76,8 @@ extension TileRoutes {
         for url in admin?.purgeURLs ?? [] {
             var ban = HTTPClientRequest(url: url.hasSuffix("/") ? url : url + "/")
             ban.method = .RAW(value: "BAN")
-            ban.headers.add(name: "X-Image-Id", value: id)
+            // As the image's URLs have it (the deploy VCL bans by the path segment).
+            ban.headers.add(name: "X-Image-Id", value: ImageCatalog.urlSegment(id))
             _ = try? await HTTPClient.shared.execute(ban, timeout: .seconds(5))
         }
         return true

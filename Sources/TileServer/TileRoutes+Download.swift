@@ -1,22 +1,31 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOConcurrencyHelpers
 import NIOCore
 import TileActors
 import TileCore
 
 extension TileRoutes {
     /// Bytes of a download read at a time: what one connection holds of it at most.
-    static let downloadChunk = 256 * 1024
+    static let downloadChunk = 64 * 1024
 
     /// `GET /download/{id}` (and `HEAD`): the image's master file as it is in the folder, when
     /// ``downloads`` allows it (404 otherwise), as an attachment named as in the folder; its entity
     /// tag and `Last-Modified` from the file's version, 304 when the client has it. Read a chunk at a
     /// time on the thread pool (``downloadChunk``); a file cut while it is sent ends the connection
     /// short of its length, never a body of other bytes. Page identifiers and store folders have none.
+    /// At most ``downloadLimit`` are sent at once (each holds a descriptor and its connection while its
+    /// client reads): 503 with `Retry-After` beyond.
     func download(id encoded: String, request: Request) async -> Response {
         guard downloads else { return Self.plain(.notFound, "this server does not offer its masters for download") }
         guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
+        // Held by the answer's body: given back when it is sent, fails, or is dropped unsent.
+        guard let slot = downloadSlots.take(limit: downloadLimit) else {
+            var busy = Self.plain(.serviceUnavailable, "\(downloadLimit) downloads are being sent; try again shortly")
+            busy.headers[.retryAfter] = "5"
+            return busy
+        }
         guard let (file, master, fingerprint) = await catalog.master(of: id) else {
             return Self.plain(.notFound, "no master file of \(id) to download")
         }
@@ -32,6 +41,7 @@ extension TileRoutes {
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody(contentLength: master.byteCount) { writer in
+                withExtendedLifetime(slot) {}
                 var offset = 0
                 while offset < file.byteCount {
                     let (at, count) = (offset, min(Self.downloadChunk, file.byteCount - offset))
@@ -60,5 +70,31 @@ extension TileRoutes {
         let size = Double(byteCount)
         if size < 1e6 { return "\(max(1, Int((size / 1e3).rounded()))) KB" }
         return size < 1e9 ? String(format: "%.1f MB", size / 1e6) : String(format: "%.1f GB", size / 1e9)
+    }
+}
+
+/// The downloads being sent (``TileRoutes/download(id:request:)``), counted: a slot is taken before
+/// one starts and given back when its ``Slot`` is released.
+final class DownloadSlots: Sendable {
+    private let taken = NIOLockedValueBox(0)
+
+    /// A slot of `limit`, or nil when they are all taken.
+    func take(limit: Int) -> Slot? {
+        let granted = taken.withLockedValue { count in
+            guard count < limit else { return false }
+            count += 1
+            return true
+        }
+        return granted ? Slot(self) : nil
+    }
+
+    /// Slots taken now.
+    var count: Int { taken.withLockedValue { $0 } }
+
+    /// One download's slot, given back when the value is released.
+    final class Slot: Sendable {
+        private let slots: DownloadSlots
+        init(_ slots: DownloadSlots) { self.slots = slots }
+        deinit { slots.taken.withLockedValue { $0 -= 1 } }
     }
 }

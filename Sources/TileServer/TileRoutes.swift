@@ -47,6 +47,10 @@ public struct TileRoutes: Sendable {
     /// Whether masters may be downloaded (`GET /download/{id}`, and each manifest's `rendering`
     /// links to it); false, the default: 404.
     public var downloads = false
+    /// Downloads sent at once at most (default 16); more are answered 503 with `Retry-After`.
+    public var downloadLimit = 16
+    /// The downloads being sent, shared by copies of the routes.
+    let downloadSlots = DownloadSlots()
 
     public init(service: TileService, publicBaseURL: String? = nil) {
         self.service = service

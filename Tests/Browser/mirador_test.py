@@ -25,7 +25,15 @@ holding Mirador from another origin (a second local server: another host name an
      "1 of 3" and shows page 1 fitted; its "Next item" button, clicked, shows page 2 ("2 of 3") from
      /iiif/3/book~2 (every request 200), first in page 1's view (Mirador keeps it), fitted after its
      "Reset zoom" button; the manifest goes through iiif-prezi3 unchanged too;
-  7. a static export, `tiler export --layout iiif3 --base-url http://127.0.0.1:PORT` of the 3000 x 2000
+  7. a nested collection: a folder of its own (a third `tiler serve`) holding top.jpg and a sub-folder
+     maps/ holding berlin.jpg (generated, told apart: waves, rings). Its collection, /iiif/3/collection,
+     lists the sub-folder first, a Collection /iiif/3/maps/collection labelled "maps", then the Manifest
+     /iiif/3/top/manifest; Mirador's collection dialog shows it as chips, "1 collection" (chosen) listing
+     "maps", "1 manifest" listing "top"; a click on "maps" navigates the dialog into the sub-collection,
+     fetched (200), headed "maps", a back button to its parent; its "1 manifest" lists "berlin", whose
+     click opens /iiif/3/maps%2Fberlin/manifest in the window (its collectionPath both collections): the
+     canvas shows berlin.jpg fitted from the service /iiif/3/maps%2Fberlin, every request 200;
+  8. a static export, `tiler export --layout iiif3 --base-url http://127.0.0.1:PORT` of the 3000 x 2000
      JPEG, served by a plain file server (Python's http.server, adding Access-Control-Allow-Origin: * as a
      static host such as GitHub Pages does) on that port: Mirador opens its manifest.json (the image shows,
      every request to the file server 200), and the export's own index.html, opened directly, shows the
@@ -428,6 +436,105 @@ def book_in_mirador(browser, page_url, tiler, pages):
     finally:
         page.close()
 
+def nested_collection_in_mirador(browser, page_url, tiler, folder, source):
+    """The collection of a folder holding top.jpg and a sub-folder maps/ holding berlin.jpg,
+    {tiler}/iiif/3/collection, in Mirador's window: the collection lists the sub-folder first (a Collection,
+    {tiler}/iiif/3/maps/collection, labelled "maps"), then top's manifest. Mirador's collection dialog
+    (opened as in collection_in_mirador) sorts a collection's items by type under two chips, "1 collection"
+    (chosen: collections come first) and "1 manifest": the first lists "maps", the second "top". A click on
+    "maps" shows the sub-collection in the dialog (Mirador's showCollectionDialog: the window's
+    collectionManifestId the sub-collection, its dialogCollectionPath the parent), which Mirador fetches
+    (200, once): headed "maps", a back button labelled with the parent's label (the folder's name), one chip,
+    "1 manifest". Mirador keeps the chip chosen from one collection to the next (the dialog's own state): the
+    chip "1 collection" chosen in the parent, the sub-collection's list stays empty until its chip
+    "1 manifest" is clicked, as a user would; it lists "berlin". Its click opens the manifest
+    {tiler}/iiif/3/maps%2Fberlin/manifest in the window, its collectionPath both collections, and the
+    canvas shows `source` (berlin.jpg) fitted from the image service {tiler}/iiif/3/maps%2Fberlin
+    (shows_in_mirador: every request 200, none elsewhere, no console error)."""
+    name, collection = "Nested collection 3.0", f"{tiler}/iiif/3/collection"
+    sub, manifest, service = f"{tiler}/iiif/3/maps/collection", f"{tiler}/iiif/3/maps%2Fberlin/manifest", f"{tiler}/iiif/3/maps%2Fberlin"
+    page, seen = open_mirador(browser, page_url, collection, tiler)
+    dialog = page.locator("[role=dialog]:has(#select-collection)")
+    entries, chips = dialog.locator("[role=menuitem]"), dialog.locator(".MuiChip-root")
+    def listed(want, chosen, what, shot):
+        """Checks that the dialog lists `want` (labels, in order) under the chip `chosen` (the one coloured
+        primary); screenshot `shot` once faded in, the chips' colours and ripples over (no animation left)."""
+        shown = waits(page, "want => JSON.stringify([...document.querySelectorAll('[role=dialog] [role=menuitem]')]"
+                            ".map(e => e.innerText.trim())) === JSON.stringify(want)", arg=want)
+        waits(page, "() => { for (let e = document.querySelector('[role=dialog]'); e; e = e.parentElement)"
+                    " if (getComputedStyle(e).opacity !== '1') return false;"
+                    " return document.getAnimations().every(a => a.playState !== 'running'); }")
+        page.screenshot(path=os.path.join(OUT, f"mirador-Nested-collection-30-{shot}.png"))
+        labels = [t.strip() for t in entries.all_inner_texts()]
+        primary = [t.strip() for t in dialog.locator(".MuiChip-colorPrimary").all_inner_texts()]
+        check(shown and labels == want and primary == [chosen],
+              f"{name}: {what}: {labels} (want {want}), under the chip chosen {primary} (want [{chosen!r}])")
+    def chip(label):
+        dialog.get_by_role("button", name=label, exact=True).click()
+    try:
+        got = fetched_manifest(page, name, collection, "collection")
+        items = [(i.get("type"), i.get("id"), i.get("label")) for i in (got or {}).get("items", [])]
+        check(items == [("Collection", sub, {"none": ["maps"]}), ("Manifest", f"{tiler}/iiif/3/top/manifest", {"none": ["top"]})],
+              f"{name}: the collection lists the sub-folder (a Collection, /iiif/3/maps/collection, \"maps\") then "
+              f"the folder's image (a Manifest, /iiif/3/top/manifest, \"top\"): {items}")
+        button = page.get_by_role("button", name="show collection")
+        dialog.or_(button).first.wait_for(state="visible", timeout=30000)
+        if not dialog.is_visible():
+            button.click()
+        dialog.wait_for(state="visible", timeout=30000)
+        listed(["maps"], "1 collection", "the dialog lists at first, its first chip chosen, the sub-collection", "dialog")
+        labels = [t.strip() for t in chips.all_inner_texts()]
+        check(labels == ["1 collection", "1 manifest"], f"{name}: the dialog's chips, the collections' first: {labels}")
+        chip("1 manifest")
+        listed(["top"], "1 manifest", "its chip \"1 manifest\", clicked, lists the folder's image", "dialog-manifests")
+        chip("1 collection")
+        listed(["maps"], "1 collection", "its chip \"1 collection\", clicked again, lists the sub-collection", "dialog-collections")
+        answers = lambda url: [r.status for r in seen.answered if r.url == url]
+        entries.first.click()
+        loaded = waits(page, FETCHED, arg=["manifests", sub])
+        headed = waits(page, "() => { const h = document.querySelector('[role=dialog] #select-collection');"
+                             " return h !== null && /maps$/.test(h.innerText.trim()); }")
+        window = page.evaluate("() => Object.values(window.mirador.store.getState().windows).map(w =>"
+                               " ({manifestId: w.manifestId, collectionManifestId: w.collectionManifestId,"
+                               " dialogCollectionPath: w.dialogCollectionPath, collectionDialogOn: w.collectionDialogOn}))")
+        check(window == [{"manifestId": collection, "collectionManifestId": sub, "dialogCollectionPath": [collection],
+                          "collectionDialogOn": True}],
+              f"{name}: a click on \"maps\" shows the sub-collection in the dialog (the window's collectionManifestId "
+              f"{sub}, its dialogCollectionPath the parent): {window}")
+        inner = page.evaluate("id => (window.mirador.store.getState().manifests[id] || {}).json || null", sub)
+        check(loaded and answers(sub) == [200] and inner is not None
+              and [(i.get("type"), i.get("id"), i.get("label")) for i in inner.get("items", [])]
+              == [("Manifest", manifest, {"none": ["berlin"]})],
+              f"{name}: Mirador fetched the sub-collection {sub} once, 200 ({answers(sub)}): a Collection of the one "
+              f"manifest {manifest}, \"berlin\": {inner and [i.get('id') for i in inner.get('items', [])]}")
+        heading = dialog.locator("#select-collection").inner_text()
+        back = [t.strip() for t in dialog.get_by_role("button").all_inner_texts()]
+        parent = os.path.basename(folder)
+        check(headed and heading.split()[-1] == "maps" and any(t.lower() == parent.lower() for t in back),
+              f"{name}: the dialog is headed by the sub-collection's label \"maps\" ({heading!r}), a back button "
+              f"labelled with its parent's, {parent!r} (buttons: {back})")
+        labels = [t.strip() for t in chips.all_inner_texts()]
+        check(labels == ["1 manifest"], f"{name}: the sub-collection's one chip: {labels}")
+        before = [t.strip() for t in entries.all_inner_texts()]
+        primary = [t.strip() for t in dialog.locator(".MuiChip-colorPrimary").all_inner_texts()]
+        kept = ": Mirador kept the parent's choice, \"1 collection\"" if not before and not primary else ""
+        print(f"     (before its chip is clicked, the sub-collection's list: {before}, its chip chosen: {primary}{kept})")
+        chip("1 manifest")
+        listed(["berlin"], "1 manifest", "the sub-collection's chip \"1 manifest\", clicked, lists its image", "maps")
+        entries.first.click()
+        dialog.wait_for(state="hidden", timeout=30000)
+        window = page.evaluate("() => Object.values(window.mirador.store.getState().windows)"
+                               ".map(w => ({manifestId: w.manifestId, collectionPath: w.collectionPath}))")
+        check(window == [{"manifestId": manifest, "collectionPath": [collection, sub]}],
+              f"{name}: a click on \"berlin\" opens its manifest in the window, both collections its path: {window}")
+        shows_in_mirador(page, seen, name, manifest, service, "berlin", source, allowed=(collection, sub))
+        check(answers(collection) == [200] and answers(sub) == [200],
+              f"{name}: each collection fetched once, 200: {answers(collection)}, {answers(sub)}")
+    except Exception as error:   # a wait of Playwright's that timed out, say: this case fails, the others run
+        check(False, f"{name}: {type(error).__name__}: {str(error).splitlines()[0]} (console: {seen.errors})")
+    finally:
+        page.close()
+
 def export_static(source_path, folder, name):
     """Starts a plain file server (CORS: Access-Control-Allow-Origin: *) on `folder`, then runs
     `tiler export source_path --layout iiif3 --base-url http://127.0.0.1:PORT --out folder --name name`
@@ -534,7 +641,7 @@ def prezi3(manifest_json, what="the 3.0 manifest"):
 
 def main():
     started = time.time()
-    folder, page_folder, export_folder, book_folder = (tempfile.mkdtemp() for _ in range(4))
+    folder, page_folder, export_folder, book_folder, nested_folder = (tempfile.mkdtemp() for _ in range(5))
     make_image(os.path.join(folder, "photo.jpg"))
     # The collection's other images, told apart from the photo and each other: flat squares, rings.
     make_checks(os.path.join(folder, "checks.jpg"))
@@ -550,10 +657,16 @@ def main():
         listing = subprocess.run(["tiffinfo", os.path.join(book_folder, "book.tif")], capture_output=True, text=True)
         directories["tiffinfo"] = len(re.findall(r"^TIFF Directory", listing.stdout, re.M))
     check(set(directories.values()) == {3}, f"book.tif holds 3 pages, 3 TIFF directories: {directories}")
+    # The nested collection: top.jpg and maps/berlin.jpg in a folder of its own (a third server).
+    os.makedirs(os.path.join(nested_folder, "maps"))
+    make_image(os.path.join(nested_folder, "top.jpg"), 1500, 1000)
+    make_discs(os.path.join(nested_folder, "maps", "berlin.jpg"), 1000, 1500)
+    berlin = Image.open(os.path.join(nested_folder, "maps", "berlin.jpg")).convert("RGB")
     mirador_bundle(page_folder)
     open(os.path.join(page_folder, "index.html"), "w").write(PAGE)
     server, port = serve(folder)
     book_server, book_port = serve(book_folder)
+    nested_server, nested_port = serve(nested_folder)
     # The page on 127.0.0.1:<one port>, the tiler as localhost:<another>: another origin twice over.
     pages, page_port = site(page_folder)
     page_url, tiler = f"http://127.0.0.1:{page_port}/index.html", f"http://localhost:{port}"
@@ -575,6 +688,8 @@ def main():
                   "/iiif/2/photo", source)
             timed("collection", collection_in_mirador, browser, page_url, tiler, folder, names, 1, discs)
             book = timed("book", book_in_mirador, browser, page_url, f"http://localhost:{book_port}", book_pages)
+            timed("nested collection", nested_collection_in_mirador, browser, page_url,
+                  f"http://localhost:{nested_port}", nested_folder, berlin)
             timed("static in Mirador", static_in_mirador, browser, page_url, files, files_url, "exported", source)
             timed("static viewer", static_viewer, browser, files, files_url, "exported", source)
             browser.close()
@@ -591,6 +706,8 @@ def main():
         server.wait(10)
         book_server.terminate()
         book_server.wait(10)
+        nested_server.terminate()
+        nested_server.wait(10)
     print(f"screenshots in {OUT}; {time.time() - started:.1f} s ({', '.join(timings)})")
     if failures:
         print(f"{len(failures)} failure(s)")

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOCore
 import NIOHTTP1
 import Testing
 import TestSupport
@@ -62,6 +63,32 @@ struct DownloadTests {
             try SourceVersionTests.replace("\(folder)/photo.jpg", with: noise)
             let replaced = try await TileServerTests.get(client, "\(base)/download/photo")
             #expect(replaced.body == noise && replaced.headers["etag"] != first.headers["etag"])
+        }
+    }
+
+    @Test("at most downloadLimit downloads at once: one held by a client that does not read is one slot, the next 503 until it is read")
+    func limit() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // 32 MiB: more than the loopback's socket buffers hold, so a client that stops reading holds the send.
+        var big = [UInt8](repeating: 0, count: 32 << 20)
+        for i in stride(from: 0, to: big.count, by: 4096) { big[i] = UInt8(truncatingIfNeeded: i >> 12) }
+        try Data(big).write(to: URL(fileURLWithPath: "\(folder)/big.jpg"))
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        server.routes.downloads = true
+        server.routes.downloadLimit = 1
+        let slots = server.routes.downloadSlots
+        try await TileServerTests.withServer(server) { base, client in
+            let held = try await client.execute(HTTPClientRequest(url: "\(base)/download/big"), timeout: .seconds(60))
+            #expect(held.status == .ok && slots.count == 1)
+            let refused = try await TileServerTests.get(client, "\(base)/download/photo")
+            #expect(refused.status == 503 && refused.headers["retry-after"] == "5", "\(refused.status)")
+            // Read to the end: every byte, then the slot is given back.
+            let body = try await held.body.collect(upTo: 64 << 20)
+            #expect(Data(body.readableBytesView) == Data(big))
+            let deadline = ContinuousClock.now + .seconds(30)
+            while slots.count > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(try await TileServerTests.get(client, "\(base)/download/photo").status == 200)
         }
     }
 }

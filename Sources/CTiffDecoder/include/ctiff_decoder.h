@@ -44,6 +44,12 @@ typedef struct {
 
 typedef struct ctiff_decoder ctiff_decoder;
 
+/** A page's stored size and Orientation tag (0 when absent), as its directory says. */
+typedef struct {
+    uint32_t width, height;
+    int32_t orientation;
+} ctiff_page_size;
+
 /**
  * A decoder of page `page` (0: the first) of a TIFF. `path` non-NULL: that file is read (the bytes fed
  * are only counted). Else the bytes fed are spooled to an anonymous file made in `spool_directory`.
@@ -83,6 +89,9 @@ int ctiff_decoder_error_number(const ctiff_decoder *d);
 void ctiff_decoder_copy_message(const ctiff_decoder *d, char *out, size_t capacity);
 /** The ICC profile (InterColorProfile) once the header has been read: *length 0 when absent. Owned by the decoder. */
 void ctiff_decoder_icc_profile(const ctiff_decoder *d, const void **bytes, size_t *length);
+/** Every page's size, in order, read as the pages were counted (one walk of the directories) once the
+    header has been read: at most `capacity` copied to `out`; returns the number of pages recorded. */
+uint32_t ctiff_decoder_page_sizes(const ctiff_decoder *d, ctiff_page_size *out, uint32_t capacity);
 /** A descriptive text tag of the page's directory once its header has been read: ImageDescription (270),
     DateTime (306), Artist (315) or Copyright (33432); NULL when absent or another tag. Owned by libtiff,
     valid until the decoder is destroyed. */

@@ -59,6 +59,16 @@ extension ImageInfo {
         return info
     }
 
+    /// Every page's stored size and orientation of the TIFF at `path` (a regular file), in order: one
+    /// walk of its directories, as the header's read counts its pages (``TIFFDetails/pageCount``, at
+    /// most 4,096). Blocking.
+    /// - Throws: as ``read(tiffPage:ofFile:)`` for page 0.
+    package static func tiffPageSizes(ofFile path: String) throws(TileError) -> [(width: Int, height: Int, orientation: ImageOrientation)] {
+        let decoder = try TIFFDecoder(path: path, spoolDirectory: LevelFiles.defaultDirectory)
+        guard case .other? = try decoder.readSourceHeader() else { throw TileError(.truncated, "the data ends inside the TIFF header") }
+        return decoder.pageSizes()
+    }
+
     /// Reads the header of a JPEG file, 64 KiB at a time until the first SOS.
     /// - Parameter path: the file; `-` reads standard input.
     /// - Returns: the info; ``headerByteCount`` tells how far the header went.

@@ -83,6 +83,16 @@ final class TIFFDecoder: RowDecoder {
         return .other(info)
     }
 
+    /// Every page's stored size and orientation (as ``ImageInfo/orientation`` reads the tag), in order,
+    /// as the header's read counted them (at most 4,096); empty before the header is read.
+    func pageSizes() -> [(width: Int, height: Int, orientation: ImageOrientation)] {
+        var sizes = [ctiff_page_size](repeating: ctiff_page_size(), count: 4096)
+        let count = Int(ctiff_decoder_page_sizes(handle, &sizes, UInt32(sizes.count)))
+        return sizes.prefix(count).map {
+            (Int($0.width), Int($0.height), ImageOrientation(rawValue: Int($0.orientation)) ?? .identity)
+        }
+    }
+
     func start() throws(TileError) -> DecodeStep { .ready }
 
     func readRows(into buffer: UnsafeMutableRawBufferPointer, stride: Int, maxRows: Int) throws(TileError)

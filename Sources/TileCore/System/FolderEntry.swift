@@ -26,13 +26,16 @@ package enum FolderEntry {
 
 extension FolderEntry {
     /// The real path of `path` (every symlink resolved) when it lies inside the folder `root` (itself
-    /// resolved), else nil. Blocking.
+    /// resolved) and not inside a hidden folder of it (a cache, an upload being staged) nor a store
+    /// folder (`.tiles`), else nil. Blocking.
     package static func resolved(_ path: String, inside root: String) -> String? {
         BlockingCallCheck.check("realpath \(path)")
         guard let real = realpath(path, nil), let base = realpath(root, nil) else { return nil }
         defer { free(real); free(base) }
         let (target, folder) = (String(cString: real), String(cString: base))
-        return target.hasPrefix(folder + "/") ? target : nil
+        guard target.hasPrefix(folder + "/") else { return nil }
+        let below = target.dropFirst(folder.count + 1).split(separator: "/")
+        return below.contains { $0.hasPrefix(".") || $0.hasSuffix(".tiles") } ? nil : target
     }
 
     /// Renames `source` to `target` only if nothing is at `target` (Linux `renameat2` with
