@@ -135,7 +135,8 @@ struct SourceFile: Sendable, Hashable {
     static func folders(in folder: String, root: String, followsSymlinks: Bool) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         return names.filter { name in
-            guard ImageCatalog.isFileIdentifier(name), (name as NSString).pathExtension != "tiles" else { return false }
+            // Images' names are skipped before any look at the entry: a folder of thousands of images costs no lstat.
+            guard ImageCatalog.isFileIdentifier(name), !allSuffixes.contains((name as NSString).pathExtension) else { return false }
             switch FolderEntry(at: "\(folder)/\(name)") {
             case .folder: return true
             case .symlink where followsSymlinks:

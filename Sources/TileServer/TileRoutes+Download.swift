@@ -13,8 +13,8 @@ extension TileRoutes {
     /// `GET /download/{id}` (and `HEAD`): the image's master file as it is in the folder, when
     /// ``downloads`` allows it (404 otherwise), as an attachment named as in the folder; its entity
     /// tag and `Last-Modified` from the file's version, 304 when the client has it. Read a chunk at a
-    /// time on the thread pool (``downloadChunk``); a file cut while it is sent ends the connection
-    /// short of its length, never a body of other bytes. Page identifiers and store folders have none.
+    /// time on the thread pool (``downloadChunk``); a file cut or rewritten while it is sent ends the
+    /// connection short of its length, never a body of other bytes or of two versions. Page identifiers and store folders have none.
     /// At most ``downloadLimit`` are sent at once (each holds a descriptor and its connection while its
     /// client reads): 503 with `Retry-After` beyond.
     func download(id encoded: String, request: Request) async -> Response {
@@ -57,6 +57,11 @@ extension TileRoutes {
                         }
                         if let failure { throw failure }
                         return buffer
+                    }
+                    // The last bytes go only if the file did not change while it was read: else the
+                    // connection ends short of its length, and the client knows it has no whole file.
+                    if offset + count == file.byteCount, !(await pool.blocking { file.isUnchanged() }) {
+                        throw TileError(.io, "\(master.name) changed while it was sent")
                     }
                     try await writer.write(chunk)
                     offset += count

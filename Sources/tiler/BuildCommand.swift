@@ -13,7 +13,7 @@ struct BuildCommand: AsyncParsableCommand {
         commandName: "build",
         abstract: "Build the tile pyramids of one or more masters (JPEG, PNG, TIFF, JPEG 2000) and print their summaries.",
         discussion: """
-            As with cp and mv: when --out is an existing folder that is not a store, each input's store goes inside it as <input file name>.tiles; otherwise --out names the store itself (with several inputs, a folder that is created to receive them). Every page of a multi-page TIFF master is built (or those --pages or --page name), each an image of its own named as tiler serve names pages: <name>.tiles for the first, <name>~2.tiles for the second, and so on. A store that exists is replaced only with --force. Two inputs that would get the same store name are refused before anything is built. Without --out, pyramids are ephemeral (in $TMPDIR) and vanish when the command ends. An input of - reads standard input.
+            As with cp and mv: when --out is an existing folder that is not a store, each input's store goes inside it as <input file name>.tiles; otherwise --out names the store itself (with several inputs, a folder that is created to receive them). Every page of a multi-page TIFF master is built (or those --pages or --page name), each a store of its own named after its page number as tiler serve writes page identifiers: <name>.tiles for the first, <name>~2.tiles for the second, and so on (so --out then names a folder). A store that exists is replaced only with --force. Two inputs that would get the same store name are refused before anything is built. Without --out, pyramids are ephemeral (in $TMPDIR) and vanish when the command ends. An input of - reads standard input.
             """)
 
     @Argument(help: "The masters (JPEG, PNG, TIFF, JPEG 2000 files), or http(s) URLs (downloaded and tiled as the bytes arrive).")
@@ -174,7 +174,12 @@ extension BuildCommand {
             let isFile = input != "-" && !input.hasPrefix("http://") && !input.hasPrefix("https://")
             let count = isFile ? (try? ImageInfo.read(regularFile: input))?.tiff?.pageCount ?? 1 : 1
             let chosen = page.map { [$0] } ?? pages?.pages(count: count) ?? Array(0..<count)
-            if let missing = chosen.first(where: { $0 >= count && count > 1 }) {
+            // --pages names pages of a file (a download's or standard input's are not counted beforehand);
+            // --page is checked by the decoder, as before.
+            if pages?.list != nil, !isFile, chosen != [0] {
+                throw fail(input, TileError(.invalidArgument, "--pages reads a file's pages: download it first, or give --page"))
+            }
+            if let missing = chosen.first(where: { $0 >= count && (count > 1 || pages != nil) }) {
                 throw fail(input, TileError(.invalidArgument, "the TIFF has no page \(missing) (it has \(count); 0 is the first)"))
             }
             // One page or one image: what --page names, checked by the decoder as before.

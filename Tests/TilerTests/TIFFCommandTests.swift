@@ -123,6 +123,10 @@ struct TIFFCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: "\(folder)/some").sorted() == ["book.tif.tiles", "book.tif~3.tiles"])
         let missing = try TilerCommandTests.run(["build", "book.tif", "--pages", "1-3"], in: folder)
         #expect(missing.status != 0 && missing.stderr.contains("no page 3"), "\(missing)")
+        // A one-page TIFF has no page 1 either; its page 0 builds as any image.
+        let single = try TilerCommandTests.run(["build", "page0.tif", "--pages", "1"], in: folder)
+        #expect(single.status != 0 && single.stderr.contains("no page 1 (it has 1"), "\(single)")
+        #expect(try TilerCommandTests.run(["build", "page0.tif", "--pages", "0"], in: folder).status == 0)
         for arguments in [["--pages", "x"], ["--pages", "2-1"], ["--pages", "1", "--page", "1"]] {
             #expect(try TilerCommandTests.run(["build", "book.tif"] + arguments, in: folder).status == 64, "\(arguments)")
         }

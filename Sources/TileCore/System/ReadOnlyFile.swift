@@ -15,6 +15,7 @@ package final class ReadOnlyFile: Sendable {
     package let byteCount: Int
     package let device: UInt64
     package let inode: UInt64
+    private let changed: (Int, Int)
 
     /// Opens `path`. Blocking.
     /// - Throws: ``TileError/Code/io`` naming the path and the cause; ``TileError/Code/invalidStore``
@@ -26,6 +27,16 @@ package final class ReadOnlyFile: Sendable {
         byteCount = Int(info.st_size)
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
+        changed = (Int(info.st_mtim.tv_sec) * 1_000_000_000 + info.st_mtim.tv_nsec, Int(info.st_ctim.tv_sec) * 1_000_000_000 + info.st_ctim.tv_nsec)
+    }
+
+    /// Whether the file is as it was opened: same size, modification and change times (a file
+    /// rewritten in place while it was read gave bytes of two versions).
+    package func isUnchanged() -> Bool {
+        var info = stat()
+        guard fstat(descriptor.raw, &info) == 0 else { return false }
+        let now = (Int(info.st_mtim.tv_sec) * 1_000_000_000 + info.st_mtim.tv_nsec, Int(info.st_ctim.tv_sec) * 1_000_000_000 + info.st_ctim.tv_nsec)
+        return Int(info.st_size) == byteCount && now == changed
     }
 
     /// Reads `count` bytes at `offset` into `destination`. Blocking.
