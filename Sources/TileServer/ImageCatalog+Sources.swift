@@ -132,9 +132,8 @@ struct SourceFile: Sendable, Hashable {
     /// The sub-folders of `folder` (the served folder `root`, or one inside it) by name, sorted: real
     /// folders (links to folders only when `followsSymlinks`, and then to one inside `root`) whose names
     /// may be identifiers' (never hidden ones), stores (`.tiles`) left out. Blocking.
-    static func folders(in folder: String, root: String, followsSymlinks: Bool) -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        return names.filter { name in
+    static func folders(in folder: String, names: [String], root: String, followsSymlinks: Bool) -> [String] {
+        names.filter { name in
             // Images' names are skipped before any look at the entry: a folder of thousands of images costs no lstat.
             guard ImageCatalog.isFileIdentifier(name), !allSuffixes.contains((name as NSString).pathExtension) else { return false }
             switch FolderEntry(at: "\(folder)/\(name)") {
@@ -146,10 +145,12 @@ struct SourceFile: Sendable, Hashable {
         }.sorted()
     }
 
-    /// The identifiers the folder's entries would give (not checked to be regular files). Blocking.
-    static func identifiers(in root: String) -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
-        return Set(
+    /// The names of the entries of `folder` (none when it cannot be read). Blocking.
+    static func names(in folder: String) -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] }
+
+    /// The identifiers a folder's entries `names` would give (not checked to be regular files).
+    static func identifiers(among names: [String]) -> [String] {
+        Set(
             names.compactMap { name -> String? in
                 let (id, suffix) = ((name as NSString).deletingPathExtension, (name as NSString).pathExtension)
                 guard ImageCatalog.isFileIdentifier(id), allSuffixes.contains(suffix) else { return nil }
@@ -183,7 +184,7 @@ extension ImageCatalog {
 
     /// The name `id`'s files take in the cache folder, which is flat: `/` written `%2F` (`%` is in no
     /// identifier, so no two identifiers share a name).
-    static func cacheName(_ id: String) -> String { id.replacingOccurrences(of: "/", with: "%2F") }
+    static func cacheName(_ id: String) -> String { id.contains("/") ? id.replacingOccurrences(of: "/", with: "%2F") : id }
 
     /// `id` as a URL's path segment: its `/` percent-encoded (every other character of an identifier
     /// may stand in a path as it is).
@@ -284,22 +285,30 @@ extension ImageCatalog {
     public func contents(ofFolder folder: String) async -> (images: [String], folders: [String])? {
         guard folder.isEmpty || Self.isPathIdentifier(folder) else { return nil }
         let (root, follows) = (self.root, followsSymlinks)
-        let images = folder.isEmpty ? await identifiers() : nil
-        return await threadPool.blocking { () -> (images: [String], folders: [String])? in
+        // One listing of the folder gives both (a folder of thousands of images is read once a request).
+        let found = await threadPool.blocking { () -> (images: [String], folders: [String])? in
             let path = folder.isEmpty ? root : "\(root)/\(folder)"
             guard SourceFile.isServedFolder(folder, root: root, followsSymlinks: follows) else { return nil }
+            let names = SourceFile.names(in: path)
             let prefix = folder.isEmpty ? "" : folder + "/"
             let folders =
-                folder.split(separator: "/").count >= Self.mostFolderDepth ? [] : SourceFile.folders(in: path, root: root, followsSymlinks: follows)
-            return (images ?? SourceFile.identifiers(in: path).map { prefix + $0 }, folders.map { prefix + $0 })
+                folder.split(separator: "/").count >= Self.mostFolderDepth
+                ? [] : SourceFile.folders(in: path, names: names, root: root, followsSymlinks: follows)
+            return (SourceFile.identifiers(among: names).map { prefix + $0 }, folders.map { prefix + $0 })
         }
+        guard let found, folder.isEmpty else { return found }
+        return (Set(found.images).union(uploading).sorted(), found.folders)
+    }
+
+    /// The identifiers of the uploads being received (not in the folder yet).
+    private var uploading: [String] {
+        entries.compactMap { id, entry in if case .building(let build) = entry.phase, build.isUpload { id } else { nil } }
     }
 
     /// The identifiers offered now, sorted: JPEGs and stores directly in the folder.
     public func identifiers() async -> [String] {
         let root = self.root
-        let found = (try? await threadPool.blocking { () throws(TileError) in SourceFile.identifiers(in: root) }) ?? []
-        let uploading = entries.compactMap { id, entry in if case .building(let build) = entry.phase, build.isUpload { id } else { nil } }
+        let found = await threadPool.blocking { SourceFile.identifiers(among: SourceFile.names(in: root)) }
         return Set(found).union(uploading).sorted()
     }
 }

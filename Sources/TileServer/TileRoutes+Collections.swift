@@ -20,11 +20,18 @@ extension TileRoutes {
             folder = path
         }
         guard let (images, folders) = await catalog.contents(ofFolder: folder) else { return Self.plain(.notFound, "no folder named \(folder)") }
-        let members =
-            folders.map { IIIFCollection.Member(.collection, id: "\(base)/\(ImageCatalog.urlSegment($0))/collection", label: Self.lastName($0)) }
-            + images.map { IIIFCollection.Member(.manifest, id: "\(base)/\(ImageCatalog.urlSegment($0))/manifest", label: Self.lastName($0)) }
+        // Sub-folders, then images; made members only where a page shows them.
+        let entries = folders.map { ($0, true) } + images.map { ($0, false) }
+        func members(_ shown: ArraySlice<(String, Bool)>) -> [IIIFCollection.Member] {
+            shown.map { path, isFolder in
+                let segment = ImageCatalog.urlSegment(path)
+                return isFolder
+                    ? IIIFCollection.Member(.collection, id: "\(base)/\(segment)/collection", label: Self.lastName(path))
+                    : IIIFCollection.Member(.manifest, id: "\(base)/\(segment)/manifest", label: Self.lastName(path))
+            }
+        }
         let size = max(1, collectionPageSize)
-        let pages = max(1, (members.count + size - 1) / size)
+        let pages = max(1, (entries.count + size - 1) / size)
         let top = folder.isEmpty ? "\(base)/collection" : "\(base)/\(ImageCatalog.urlSegment(folder))/collection"
         let name = folder.isEmpty ? (catalog.root as NSString).lastPathComponent : Self.lastName(folder)
         let collection: IIIFCollection
@@ -32,15 +39,15 @@ extension TileRoutes {
             guard let page = Self.pageNumber(text), page <= pages else {
                 return Self.plain(.notFound, "no page \(text): the collection has \(pages)")
             }
-            let shown = members[((page - 1) * size)..<min(members.count, page * size)]
+            let shown = entries[((page - 1) * size)..<min(entries.count, page * size)]
             collection = IIIFCollection(
-                id: "\(top)?page=\(page)", label: "\(name): items \(shown.startIndex + 1)-\(shown.endIndex) of \(members.count)",
-                members: Array(shown))
+                id: "\(top)?page=\(page)", label: "\(name): items \(shown.startIndex + 1)-\(shown.endIndex) of \(entries.count)",
+                members: members(shown))
         } else if pages == 1 {
-            collection = IIIFCollection(id: top, label: name, members: members)
+            collection = IIIFCollection(id: top, label: name, members: members(entries[...]))
         } else {
             let parts = (1...pages).map { page in
-                let (first, last) = ((page - 1) * size + 1, min(members.count, page * size))
+                let (first, last) = ((page - 1) * size + 1, min(entries.count, page * size))
                 return IIIFCollection.Member(.collection, id: "\(top)?page=\(page)", label: "items \(first)-\(last)")
             }
             collection = IIIFCollection(id: top, label: name, members: parts)
@@ -50,7 +57,7 @@ extension TileRoutes {
         let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
         let mediaType = linkedData ? "application/ld+json;profile=\"\(presentation.context)\"" : "application/json"
         var tag = EntityTag("collection|\(mediaType)|\(base)|\(folder)|\(text ?? "")|\(size)")
-        for member in members { tag.combine("|\(member.id)".utf8) }
+        for (path, isFolder) in entries { tag.combine("|\(isFolder ? "/" : "")\(path)".utf8) }
         let headers: HTTPFields = [
             .contentType: mediaType, .vary: originVary, .eTag: tag.text, .cacheControl: service.cachePolicy.documentCacheControl
         ]

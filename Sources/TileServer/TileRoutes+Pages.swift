@@ -69,7 +69,7 @@ extension TileRoutes {
         }
         let html = """
             <!doctype html>
-            <html lang="en"><head><meta charset="utf-8"><title>tiler</title>
+            <html lang="en"><head><meta charset="utf-8"><title>tiler</title><link rel="icon" href="data:,">
             <style nonce="\(nonce)">body{font:15px system-ui,sans-serif;margin:2em}td{padding:.3em 1em;vertical-align:middle}img{max-width:160px;max-height:160px}</style>
             </head><body><h1>\(trail)</h1>
             \(Self.pageLinks(page: page, pages: pages, first: shown.startIndex + 1, last: shown.endIndex, total: entries.count, folder: folder))

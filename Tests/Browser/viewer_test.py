@@ -12,7 +12,15 @@ Starts `tiler serve` on a folder holding a generated photograph-like JPEG, then:
   5. a page of a multi-page TIFF master (a second server, on a folder holding a generated three-page
      book.tif): /view/book~2 shows the page links "1 2 3", "2" the current one, the status line page 2's
      size and the screen page 2 fitted; a click on "3" opens /view/book~3, page 3's size and picture; no
-     request fails and the console stays clean.
+     request fails and the console stays clean;
+  6. the listing page as a picker, clicked through as a person would (a folder holding top.jpg and
+     maps/old/rome.jpg, two different generated pictures): / lists the folder maps/ then the image top,
+     its thumbnail loaded and showing top; a click on maps/ opens /?folder=maps, listing old/; a click on
+     old/ opens /?folder=maps%2Fold, its heading a trail of links back up ("Images / maps / old"),
+     listing rome with its thumbnail; a click on rome opens the viewer at /view/maps%2Fold%2Frome, the
+     picture fitted (PSNR against the source shrunk); back, then the trail's "maps" and "Images" lead up
+     to the top listing. Every request is answered 200 (or 304), as the page's events and the server's
+     access log have them, and the console stays clean.
 Screenshots are kept in the folder given as the first argument, to look at.
 Exits non-zero on any failure.
 """
@@ -49,15 +57,23 @@ def waits(page, expression, arg=None, timeout=20000):
         print(f"     (waited {timeout} ms in vain: {str(error).splitlines()[0]})")
         return False
 
+# Whether the view's fragment holds `key` (x, y or z) within `tolerance` of `value`: [key, value, tolerance].
+HASH_IS = ("([k, v, t]) => { const m = new RegExp('[#&]' + k + '=([0-9.e+-]+)').exec(location.hash);"
+           " return m !== null && Math.abs(Number(m[1]) - v) < t; }")
+
 def fragment(page):
     values = dict(re.findall(r"([xyz])=([0-9.e+-]+)", page.evaluate("location.hash")))
     return {k: float(v) for k, v in values.items()}
 
 def settle(page):
+    """Waits until the view is whole: the viewer says no tile of it is left to draw (#view's
+    data-tiles-left, which counts the tiles queued and loading as well as those in the page), every tile
+    in the page is decoded, and two frames have been painted since."""
     page.wait_for_function(
-        "() => { const imgs = [...document.querySelectorAll('#view img')];"
-        " return imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0); }", timeout=30000)
-    page.wait_for_timeout(300)
+        "() => { const v = document.querySelector('#view'), imgs = [...v.querySelectorAll('img')];"
+        " return v.dataset.tilesLeft === '0' && imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0); }",
+        timeout=30000)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 class SlowUpload(threading.Thread):
     """`PUT /images/{name}` of `data` (Content-Length known), 16 KiB every 50 ms, stopping twice until the
@@ -159,7 +175,7 @@ def uploading(browser):
         waits(page, "keys => { const shown = new Set([...document.querySelectorAll('#view img')]"
                     ".filter(i => i.isConnected && i.complete && i.naturalWidth > 0).map(i => i.dataset.key));"
                     " return keys.every(k => shown.has(k)); }", arg=first_row)
-        page.wait_for_timeout(300)
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")   # painted
         shot = os.path.join(OUT, "upload-building.png")
         page.screenshot(path=shot)
         keys = shown()
@@ -252,6 +268,142 @@ def book(browser):
         server.terminate()
         server.wait(10)
 
+def picker(browser):
+    """The listing page as a picker of the folder's collection, followed by clicks as a person would:
+    the folder's sub-folder, then its image; down into maps/old/; its image in the viewer; back up."""
+    folder = tempfile.mkdtemp()
+    make_image(os.path.join(folder, "top.jpg"), 1200, 800)
+    os.makedirs(os.path.join(folder, "maps", "old"))
+    # rome: another picture, portrait, upside down and its channels swapped, so it can't pass for top.
+    make_image(os.path.join(folder, "maps", "old", "rome.jpg"), 900, 1200)
+    flipped = np.asarray(Image.open(os.path.join(folder, "maps", "old", "rome.jpg")).convert("RGB"))[::-1, :, ::-1]
+    Image.fromarray(np.ascontiguousarray(flipped)).save(os.path.join(folder, "maps", "old", "rome.jpg"), quality=95, subsampling=0)
+    sources = {name: Image.open(os.path.join(folder, path)).convert("RGB")
+               for name, path in [("top", "top.jpg"), ("rome", os.path.join("maps", "old", "rome.jpg"))]}
+    server, port = serve(folder)
+    base = f"http://127.0.0.1:{port}"
+    page = browser.new_page(viewport={"width": VIEW_W, "height": VIEW_H}, device_scale_factor=1)
+    errors, bad = [], []
+    page.on("console", lambda m: errors.append(f"console: {m.text} (at {m.location.get('url') or '?'})") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    page.on("response", lambda r: bad.append(f"{r.status} {r.url}") if r.status not in (200, 304) else None)
+    page.on("requestfailed", lambda r: bad.append(f"failed {r.url} {r.failure}"))
+    def rows():
+        """The listing's rows: the name's text, its link's href as written, the size column, the
+        thumbnail's src as written (or None)."""
+        return page.evaluate("[...document.querySelectorAll('table tr')].slice(1).map(tr => {"
+                             " const a = tr.cells[1].querySelector('a'), img = tr.cells[0].querySelector('img');"
+                             " return [tr.cells[1].textContent, a && a.getAttribute('href'), tr.cells[2].textContent,"
+                             " img && img.getAttribute('src')]; })")
+    def trail():
+        """The heading's text, and its links: [text, href as written, where it leads (path and query)]."""
+        return page.evaluate("[document.querySelector('h1').textContent, [...document.querySelectorAll('h1 a')]"
+                             ".map(a => [a.textContent, a.getAttribute('href'), new URL(a.href).pathname + new URL(a.href).search])]")
+    def thumbnail(name, id, shot):
+        """The thumbnail of image `name` (its identifier `id`) loads (naturalWidth > 0, the
+        size !160,160 asks) and shows its picture: the window's pixels there against the source shrunk."""
+        img = page.locator(f"img[src=\"iiif/3/{id}/full/!160,160/0/default.jpg\"]")
+        loaded = waits(page, "src => { const i = [...document.images].find(i => i.getAttribute('src') === src);"
+                             " return i && i.complete && i.naturalWidth > 0; }",
+                       arg=f"iiif/3/{id}/full/!160,160/0/default.jpg")
+        size = page.evaluate("src => { const i = [...document.images].find(i => i.getAttribute('src') === src);"
+                             " return i ? [i.naturalWidth, i.naturalHeight] : null; }", f"iiif/3/{id}/full/!160,160/0/default.jpg")
+        source = sources[name]
+        z = min(160 / source.width, 160 / source.height)
+        want_size = [round(source.width * z), round(source.height * z)]
+        check(loaded and size is not None and abs(size[0] - want_size[0]) <= 1 and abs(size[1] - want_size[1]) <= 1,
+              f"{name}'s thumbnail loads: {size} (naturalWidth > 0; {want_size[0]} x {want_size[1]}, within 160 x 160)")
+        if not loaded:
+            return
+        # The window's pixels where the thumbnail is drawn: its box may start between two pixels (rows
+        # drawn from the rounded start).
+        w, h, box = *size, img.bounding_box()
+        page.screenshot(path=shot, clip={"x": round(box["x"]), "y": round(box["y"]), "width": w, "height": h})
+        got = np.asarray(Image.open(shot).convert("RGB"))
+        want = np.asarray(source.resize((w, h), Image.LANCZOS))
+        value = psnr(got[1:-1, 1:-1], want[1:-1, 1:-1])
+        check(value >= 24, f"{name}'s thumbnail shows {name}: {value:.1f} dB against the source shrunk to {w} x {h} (at least 24)")
+    where = lambda: page.evaluate("location.pathname + location.search")
+    top_rows = [["maps/", "?folder=maps", "folder", None], ["top", "view/top", "1200 x 800", "iiif/3/top/full/!160,160/0/default.jpg"]]
+    try:
+        page.goto(f"{base}/")
+        check(rows() == top_rows and trail() == ["Images", []],
+              f"/ lists the folder maps/ then the image top, under the heading \"Images\": {rows()}, {trail()}")
+        thumbnail("top", "top", os.path.join(OUT, "picker-thumbnail-top.png"))
+        page.screenshot(path=os.path.join(OUT, "picker-top.png"))
+        page.get_by_role("link", name="maps/", exact=True).click()
+        page.wait_for_url(re.compile(r"/\?folder=maps$"), timeout=20000)
+        check(where() == "/?folder=maps" and rows() == [["old/", "?folder=maps%2Fold", "folder", None]],
+              f"a click on maps/ opens {where()}, listing the folder old/ only: {rows()}")
+        check(trail() == ["Images / maps", [["Images", "./", "/"]]],
+              f"/?folder=maps: the heading links back up to Images (\"./\", the top listing): {trail()}")
+        page.screenshot(path=os.path.join(OUT, "picker-maps.png"))
+        page.get_by_role("link", name="old/", exact=True).click()
+        page.wait_for_url(re.compile(r"/\?folder=maps%2Fold$"), timeout=20000)
+        rome_row = ["rome", "view/maps%2Fold%2Frome", "900 x 1200", "iiif/3/maps%2Fold%2Frome/full/!160,160/0/default.jpg"]
+        check(where() == "/?folder=maps%2Fold" and rows() == [rome_row],
+              f"a click on old/ opens {where()}, listing the image rome only: {rows()}")
+        check(trail() == ["Images / maps / old", [["Images", "./", "/"], ["maps", "?folder=maps", "/?folder=maps"]]],
+              f"/?folder=maps%2Fold: the heading links back up to Images and to maps: {trail()}")
+        thumbnail("rome", "maps%2Fold%2Frome", os.path.join(OUT, "picker-thumbnail-rome.png"))
+        page.screenshot(path=os.path.join(OUT, "picker-maps-old.png"))
+        page.get_by_role("link", name="rome", exact=True).click()
+        page.wait_for_url(re.compile(r"/view/maps%2Fold%2Frome(#.*)?$"), timeout=20000)
+        said = waits(page, "size => document.getElementById('status').textContent === size", arg="900 x 1200")
+        status = page.evaluate("document.getElementById('status').textContent")
+        check(page.evaluate("location.pathname") == "/view/maps%2Fold%2Frome" and said and page.title() == "maps/old/rome",
+              f"a click on rome opens {page.evaluate('location.pathname')}, titled {page.title()!r}, its status line the "
+              f"size, 900 x 1200: {status!r}")
+        # The screen (its bottom apart: the status line) against rome fitted: 525 x 700 at (237, 0).
+        source = sources["rome"]
+        z = min(VIEW_W / source.width, VIEW_H / source.height)
+        w, h = round(source.width * z), round(source.height * z)
+        ox, oy = (VIEW_W - w) // 2, (VIEW_H - h) // 2
+        want = np.asarray(source.resize((w, h), Image.LANCZOS))
+        settle(page)
+        shot = os.path.join(OUT, "picker-view-rome.png")
+        page.screenshot(path=shot)
+        got = np.asarray(Image.open(shot).convert("RGB"))
+        bottom = min(oy + h, VIEW_H - 60) - 2
+        value = psnr(got[oy + 2:bottom, ox + 2:ox + w - 2], want[2:bottom - oy, 2:w - 2])
+        check(value >= 24, f"the viewer shows maps/old/rome fitted, {w} x {h} at ({ox}, {oy}): {value:.1f} dB "
+                           f"against the source shrunk (at least 24)")
+        fitted = fragment(page)
+        check(abs(fitted.get("z", 0) - z) < 1e-3, f"the viewer's view is rome fitted, zoom {z:.4f}: {fitted}")
+        # Back (the browser's button) to the listing of maps/old, then up its trail: maps, then Images.
+        page.go_back()
+        page.wait_for_url(re.compile(r"/\?folder=maps%2Fold$"), timeout=20000)
+        page.locator("h1").get_by_role("link", name="maps", exact=True).click()
+        page.wait_for_url(re.compile(r"/\?folder=maps$"), timeout=20000)
+        check(where() == "/?folder=maps" and rows() == [["old/", "?folder=maps%2Fold", "folder", None]],
+              f"back, then a click on the heading's \"maps\" opens {where()}, listing old/: {rows()}")
+        page.locator("h1").get_by_role("link", name="Images", exact=True).click()
+        page.wait_for_url(re.compile(r"/$"), timeout=20000)
+        check(where() == "/" and rows() == top_rows and trail() == ["Images", []],
+              f"a click on the heading's \"Images\" opens {where()}, the top listing again: {rows()}, {trail()}")
+        thumbnail("top", "top", os.path.join(OUT, "picker-thumbnail-top-again.png"))
+        page.screenshot(path=os.path.join(OUT, "picker-top-again.png"))
+        # The server's access log has the browser's own requests too (a favicon's), which the page's events leave
+        # out. It is written in order by a thread of its own: read once it holds a last request of the test's,
+        # made after the page's (and left out of the count).
+        urlread(port, "/images/top?end-of-test")
+        log = lambda: re.findall(r'"[A-Z]+ (\S+) HTTP/[0-9.]+" (\d{3})', open(os.path.join(folder, "serve.log")).read())
+        deadline = time.time() + 20
+        while not any(p == "/images/top?end-of-test" for p, _ in log()) and time.time() < deadline:
+            time.sleep(0.05)
+        answered = [(p, s) for p, s in log() if p != "/images/top?end-of-test"]
+        refused = [f"{s} {p}" for p, s in answered if s not in ("200", "304")]
+        check(not bad and answered and not refused,
+              f"the picker's pages: every request answered 200 (or 304), as the page saw them: {bad}; in the server's "
+              f"access log ({len(answered)} requests): {refused}")
+        check(not errors, f"the picker's pages: no error in the page's console: {errors}")
+    except Exception as error:   # a wait of Playwright's that timed out, say: this case fails, the others run
+        check(False, f"the folder picker: {type(error).__name__}: {str(error).splitlines()[0]} ({errors})")
+    finally:
+        page.close()
+        server.terminate()
+        server.wait(10)
+
 def cross_site(playwright, folder):
     """A page on another origin (a second local server, another port) tries to put an image into the
     tile server with fetch (with and without the token, with and without CORS) and a form POST; the
@@ -291,8 +443,9 @@ async function attempt(name, init) {{
         title = page.title()
         check(all(a.endswith((":blocked", ":403", ":0")) for a in title.split()[1:]) and len(title.split()) == 5,
               f"every fetch from the other site is blocked by CORS or refused (403): {title!r}")
-        page.evaluate("document.getElementById('f').submit()")
-        page.wait_for_timeout(1000)   # the form's POST
+        # The form's POST: the page navigates to its answer (whatever it is) once the server has answered.
+        with page.expect_navigation(timeout=20000):
+            page.evaluate("document.getElementById('f').submit()")
         after = sorted(os.listdir(folder))
         check(after == before and not any(n.startswith(("cors", "token", "nocors", "post", "formpost", ".upload")) for n in after),
               f"another site's page stores nothing: {title!r}, the folder {before} -> {after}")
@@ -376,7 +529,8 @@ def main():
             for step in range(1, 11):
                 page.mouse.move(500 - 20 * step, 350 - 10 * step)
             page.mouse.up()
-            page.wait_for_timeout(300)
+            # The fragment is rewritten 100 ms after the view last moved: wait for the view the drag makes.
+            waits(page, HASH_IS, arg=["x", 1700, 1])
             moved = fragment(page)
             check(abs(moved["x"] - 1700) < 1 and abs(moved["y"] - 1100) < 1 and abs(moved["z"] - 1) < 1e-3,
                   f"a drag of (-200, -100) moves the centre to (1700, 1100): {moved}")
@@ -385,7 +539,7 @@ def main():
             requested.clear()
             page.mouse.move(300, 200)
             page.mouse.wheel(0, 300)   # 2^(-300/300): zoom out by half, about the pointer
-            page.wait_for_timeout(300)
+            waits(page, HASH_IS, arg=["z", 0.5, 1e-3])
             zoomed = fragment(page)
             # The image point under the pointer stays put: (1700 + (300 - 500) / 1, ...) at zoom 0.5.
             ix, iy = 1700 - 200, 1100 - 150
@@ -408,6 +562,7 @@ def main():
                   f"no level-0 tile was requested after zooming out ({len(fresh)} requests)")
             page.close()
             book(browser)
+            picker(browser)
             uploading(browser)
             cross_site(p, folder)
             browser.close()

@@ -143,9 +143,13 @@ public enum ViewerPageTemplate {
             if (!ready && waiting > 0) continue;
             t.state = "loading"; inFlight++; t.waiting = !ready; if (!ready) waiting++;
             t.img.onload = () => { if (t.state !== "loading") return; t.state = "done"; settled(t); if (!t.img.isConnected) view.appendChild(t.img); pump(); };
-            t.img.onerror = () => { if (t.state !== "loading") return; t.state = "error"; t.retryAt = performance.now() + 1000; settled(t); setTimeout(pump, 1000); };
+            t.img.onerror = () => { if (t.state !== "loading") return; t.state = "error"; t.retryAt = performance.now() + 1000; settled(t); pump(); setTimeout(pump, 1000); };
             t.img.src = tileURL(t.level, t.c, t.r);
           }
+          // The tiles of the view not drawn yet, for whoever waits for the view to be whole (a test, a screenshot).
+          let left = 0;
+          for (const t of tiles.values()) if (t.state !== "done") left++;
+          view.dataset.tilesLeft = left;
         }
         function zoomAbout(factor, sx, sy) {
           const ix = cx + (sx - view.clientWidth / 2) / z, iy = cy + (sy - view.clientHeight / 2) / z;
