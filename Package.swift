@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
         // `swift package generate-documentation --target TileCore` (the DocC catalogs in Sources/*/*.docc).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
     ],
@@ -122,7 +123,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 // ByteBufferView as ContiguousBytes: body parts go to the decoder without a copy.
-                .product(name: "NIOFoundationCompat", package: "swift-nio")
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                // SHA-256 and HMAC for S3's request signatures (Signature Version 4).
+                .product(name: "Crypto", package: "swift-crypto")
             ],
             swiftSettings: swiftSettings
         ),
