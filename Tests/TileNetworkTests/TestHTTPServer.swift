@@ -27,6 +27,10 @@ final class TestHTTPServer: Sendable {
     let delay: Duration
     let gate = Gate()
     private let served = NIOLockedValueBox(0)
+    private let asked = NIOLockedValueBox<[String: Int]>([:])
+
+    /// Requests answered on paths starting with `prefix` (`/slow/`, `/denied/`) so far.
+    func requests(_ prefix: String) -> Int { asked.withLockedValue { $0[prefix] ?? 0 } }
     private let channel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>
     private let acceptTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
     let port: Int
@@ -93,7 +97,18 @@ final class TestHTTPServer: Sendable {
         func head(_ status: HTTPResponseStatus, _ headers: [(String, String)]) async throws {
             try await out.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: HTTPHeaders(headers))))
         }
-        switch uri {
+        let path = String(uri.prefix { $0 != "?" })
+        for prefix in ["/slow/", "/denied/"] where path.hasPrefix(prefix) { asked.withLockedValue { $0[prefix, default: 0] += 1 } }
+        if path.hasPrefix("/slow/") && requests("/slow/") <= 2 || path.hasPrefix("/denied/") {
+            // An object store's refusals: 503 SlowDown twice, then the object; 403 always.
+            let slow = path.hasPrefix("/slow/")
+            let body = Data("<Error><Code>\(slow ? "SlowDown" : "AccessDenied")</Code><Message>m &amp; n</Message></Error>".utf8)
+            try await head(slow ? .serviceUnavailable : .forbidden, [("content-length", "\(body.count)")])
+            try await send(body, out)
+            try await out.write(.end(nil))
+            return true
+        }
+        switch path {
         case "/404", "/500":
             try await head(uri == "/404" ? .notFound : .internalServerError, [("content-length", "0")])
             try await out.write(.end(nil))

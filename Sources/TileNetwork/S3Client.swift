@@ -1,0 +1,313 @@
+public import AsyncHTTPClient
+public import Foundation
+public import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+/// Where an S3-compatible object store is and who asks it: its endpoint, region, addressing and
+/// credentials.
+public struct S3Configuration: Sendable {
+    /// `http(s)://host[:port]`, without a path: the store's S3 endpoint.
+    public var endpoint: String
+    public var region: String
+    public var credentials: S3Credentials
+    /// `true`: buckets in the path (`http://host/bucket/key`), as most stores of one's own take them;
+    /// `false`: in the host name (`http://bucket.host/key`), as AWS prefers.
+    public var pathStyle: Bool
+    /// Attempts of a request that failed for the server's part (5xx, `503 SlowDown`) or the
+    /// connection's, with exponential backoff and jitter; a 4xx is never tried again. Default 4.
+    public var attempts = 4
+    /// The first backoff; each next one doubles, with up to as much again at random. Default 100 ms.
+    public var backoff: Duration = .milliseconds(100)
+
+    public init(endpoint: String, region: String = "us-east-1", credentials: S3Credentials, pathStyle: Bool = true) {
+        var endpoint = endpoint
+        while endpoint.hasSuffix("/") { endpoint.removeLast() }
+        (self.endpoint, self.region, self.credentials, self.pathStyle) = (endpoint, region, credentials, pathStyle)
+    }
+}
+
+/// An object's listing or `HEAD`: its key, size, entity tag (quotes removed) and last modification.
+public struct S3Object: Sendable, Hashable {
+    public var key: String
+    public var size: Int
+    public var entityTag: String
+    public var lastModified: String?
+}
+
+/// Why a request to the object store failed: the operation, bucket and key, and the HTTP status with
+/// the store's error code and message (`404 NoSuchKey`), or the connection's failure.
+public struct S3Error: Error, Sendable, Hashable, CustomStringConvertible {
+    public var operation: String
+    public var bucket: String
+    public var key: String?
+    /// The HTTP status; nil when no answer came (``cause`` says why).
+    public var status: Int?
+    /// The store's error code (`NoSuchKey`, `AccessDenied`, `SignatureDoesNotMatch`, `SlowDown`), when it gave one.
+    public var code: String?
+    public var cause: String?
+
+    public var description: String {
+        let what = "\(operation) s3://\(bucket)/\(key ?? "")"
+        guard let status else { return "\(what): no answer (\(cause ?? "connection failed"))" }
+        return "\(what): HTTP \(status)\(code.map { " \($0)" } ?? "")\(cause.map { ": \($0)" } ?? "")"
+    }
+
+    /// Whether the request may succeed if tried again: no answer, or the server's failure (5xx).
+    public var isTransient: Bool { status.map { $0 >= 500 } ?? true }
+}
+
+/// A client of an S3-compatible object store, of the size this package needs: `HEAD`, `GET` (whole,
+/// a byte range, or streamed), `PUT`, `DELETE`, `ListObjectsV2` with continuation, multipart uploads
+/// (aborted on failure), bucket creation and presigned `GET` URLs, over AsyncHTTPClient, each request
+/// signed (``S3Signer``) and tried again on transient failures (``S3Configuration/attempts``).
+public struct S3Client: Sendable {
+    public let configuration: S3Configuration
+    private let client: HTTPClient
+    private let signer: S3Signer
+
+    public init(configuration: S3Configuration, client: HTTPClient = HTTPImageSource.sharedClient) {
+        self.configuration = configuration
+        self.client = client
+        signer = S3Signer(credentials: configuration.credentials, region: configuration.region)
+    }
+
+    /// A request's parts: where it goes and how it is signed.
+    struct Target {
+        var url: String
+        var host: String
+        var path: String
+        var query: [(String, String?)]
+    }
+
+    func target(bucket: String, key: String = "", query: [(String, String?)] = []) -> Target {
+        let (scheme, authority) = Self.split(configuration.endpoint)
+        let (host, path) =
+            configuration.pathStyle ? (authority, "/\(bucket)/\(key)") : ("\(bucket).\(authority)", "/\(key)")
+        let encodedQuery = S3Signer.canonicalQuery(query)
+        let url = "\(scheme)://\(host)\(S3Signer.canonicalPath(path))" + (encodedQuery.isEmpty ? "" : "?\(encodedQuery)")
+        return Target(url: url, host: host, path: path, query: query)
+    }
+
+    static func split(_ endpoint: String) -> (scheme: String, authority: String) {
+        guard let range = endpoint.range(of: "://") else { return ("https", endpoint) }
+        return (String(endpoint[..<range.lowerBound]), String(endpoint[range.upperBound...]))
+    }
+
+    /// Sends a signed request, trying again on transient failures; the answer's status must be one of
+    /// `expected`. A body is sent signed (its SHA-256 in the signature).
+    func send(
+        _ method: HTTPMethod, _ operation: String, bucket: String, key: String? = nil, query: [(String, String?)] = [],
+        headers extra: [(String, String)] = [], body: ByteBuffer? = nil, expected: Set<Int> = [200], timeout: TimeAmount = .minutes(5)
+    ) async throws(S3Error) -> HTTPClientResponse {
+        let target = target(bucket: bucket, key: key ?? "", query: query)
+        let hash = body.map { S3Signer.payloadHash($0.readableBytesView) } ?? S3Signer.emptyPayloadHash
+        var failure = S3Error(operation: operation, bucket: bucket, key: key)
+        for attempt in 0..<max(1, configuration.attempts) {
+            if attempt > 0 {
+                let base = configuration.backoff * (1 << min(attempt - 1, 10))
+                try? await Task.sleep(for: base + base * Double.random(in: 0..<1))
+            }
+            var request = HTTPClientRequest(url: target.url)
+            request.method = method
+            for (name, value) in extra { request.headers.add(name: name, value: value) }
+            let signed = signer.authorizationHeaders(
+                method: method.rawValue, host: target.host, path: target.path, query: target.query, headers: extra, payloadHash: hash,
+                date: Date())
+            for (name, value) in signed { request.headers.add(name: name, value: value) }
+            if let body { request.body = .bytes(body) }
+            let response: HTTPClientResponse
+            do { response = try await client.execute(request, timeout: timeout) } catch {
+                failure.status = nil
+                failure.cause = "\(error)"
+                continue
+            }
+            let status = Int(response.status.code)
+            if expected.contains(status) { return response }
+            failure.status = status
+            let text = (try? await response.body.collect(upTo: 64 << 10)).map { String(buffer: $0) } ?? ""
+            failure.code = S3XML.values("Code", in: text).first
+            failure.cause = S3XML.values("Message", in: text).first
+            guard failure.isTransient else { throw failure }
+        }
+        throw failure
+    }
+
+    /// `HEAD` of an object: nil when there is none (404).
+    public func head(bucket: String, key: String) async throws(S3Error) -> S3Object? {
+        let response = try await send(.HEAD, "HeadObject", bucket: bucket, key: key, expected: [200, 404])
+        guard response.status.code == 200 else { return nil }
+        return S3Object(
+            key: key, size: Int(response.headers.first(name: "content-length") ?? "") ?? 0,
+            entityTag: Self.unquoted(response.headers.first(name: "etag") ?? ""), lastModified: response.headers.first(name: "last-modified"))
+    }
+
+    /// An object's bytes, or those of `range` (an answer of 206), at most `limit`.
+    public func get(bucket: String, key: String, range: ClosedRange<Int>? = nil, limit: Int = 64 << 20) async throws(S3Error) -> ByteBuffer {
+        let response = try await stream(bucket: bucket, key: key, range: range)
+        do { return try await response.body.collect(upTo: limit) } catch {
+            throw S3Error(operation: "GetObject", bucket: bucket, key: key, status: Int(response.status.code), cause: "\(error)")
+        }
+    }
+
+    /// An object's answer, its body to be read as it arrives (`response.body`).
+    public func stream(bucket: String, key: String, range: ClosedRange<Int>? = nil) async throws(S3Error) -> HTTPClientResponse {
+        let headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
+        return try await send(.GET, "GetObject", bucket: bucket, key: key, headers: headers, expected: range == nil ? [200] : [206])
+    }
+
+    /// Stores `body` as the object; returns its entity tag.
+    @discardableResult
+    public func put(bucket: String, key: String, body: ByteBuffer, contentType: String = "application/octet-stream")
+        async throws(S3Error) -> String
+    {
+        let response = try await send(.PUT, "PutObject", bucket: bucket, key: key, headers: [("Content-Type", contentType)], body: body)
+        return Self.unquoted(response.headers.first(name: "etag") ?? "")
+    }
+
+    /// Deletes the object (no error when there is none: S3 answers 204 either way).
+    public func delete(bucket: String, key: String) async throws(S3Error) {
+        _ = try await send(.DELETE, "DeleteObject", bucket: bucket, key: key, expected: [200, 204, 404])
+    }
+
+    /// Creates the bucket (200; an existing bucket of this user's is not an error).
+    public func createBucket(_ bucket: String) async throws(S3Error) {
+        _ = try await send(.PUT, "CreateBucket", bucket: bucket, expected: [200, 409])
+    }
+
+    /// One page of `ListObjectsV2`: the objects whose keys start with `prefix`, in key order, and the
+    /// token of the next page (nil on the last).
+    public func list(bucket: String, prefix: String = "", continuation: String? = nil, maximum: Int = 1000) async throws(S3Error)
+        -> (objects: [S3Object], next: String?)
+    {
+        var query: [(String, String?)] = [("list-type", "2"), ("prefix", prefix), ("max-keys", String(maximum))]
+        if let continuation { query.append(("continuation-token", continuation)) }
+        let response = try await send(.GET, "ListObjectsV2", bucket: bucket, query: query)
+        let text: String
+        do { text = String(buffer: try await response.body.collect(upTo: 16 << 20)) } catch {
+            throw S3Error(operation: "ListObjectsV2", bucket: bucket, key: prefix, status: 200, cause: "\(error)")
+        }
+        let objects = S3XML.elements("Contents", in: text).map { item in
+            S3Object(
+                key: S3XML.values("Key", in: item).first ?? "", size: Int(S3XML.values("Size", in: item).first ?? "") ?? 0,
+                entityTag: Self.unquoted(S3XML.values("ETag", in: item).first ?? ""), lastModified: S3XML.values("LastModified", in: item).first)
+        }
+        let truncated = S3XML.values("IsTruncated", in: text).first == "true"
+        return (objects, truncated ? S3XML.values("NextContinuationToken", in: text).first : nil)
+    }
+
+    /// Every object whose key starts with `prefix`, page after page.
+    public func listAll(bucket: String, prefix: String = "") async throws(S3Error) -> [S3Object] {
+        var objects: [S3Object] = []
+        var next: String?
+        repeat {
+            let page = try await list(bucket: bucket, prefix: prefix, continuation: next)
+            objects += page.objects
+            next = page.next
+        } while next != nil
+        return objects
+    }
+
+    /// Stores the object from `parts` (each at least 5 MiB but the last, as S3 requires) in a multipart
+    /// upload: created, each part sent as it comes, completed; aborted when anything fails (a part, the
+    /// sequence, the task's cancellation), so that no parts are left stored. Returns the entity tag.
+    @discardableResult
+    public func upload<Parts: AsyncSequence>(bucket: String, key: String, parts: Parts, contentType: String = "application/octet-stream")
+        async throws -> String where Parts.Element == ByteBuffer
+    {
+        let created = try await send(
+            .POST, "CreateMultipartUpload", bucket: bucket, key: key, query: [("uploads", nil)],
+            headers: [
+                ("Content-Type", contentType)
+            ])
+        let text = String(buffer: try await created.body.collect(upTo: 1 << 20))
+        guard let id = S3XML.values("UploadId", in: text).first else {
+            throw S3Error(operation: "CreateMultipartUpload", bucket: bucket, key: key, status: 200, cause: "no UploadId in the answer")
+        }
+        do {
+            var tags: [String] = []
+            for try await part in parts {
+                try Task.checkCancellation()
+                let response = try await send(
+                    .PUT, "UploadPart", bucket: bucket, key: key, query: [("partNumber", String(tags.count + 1)), ("uploadId", id)], body: part)
+                tags.append(response.headers.first(name: "etag") ?? "")
+            }
+            var document = "<CompleteMultipartUpload>"
+            for (n, tag) in tags.enumerated() { document += "<Part><PartNumber>\(n + 1)</PartNumber><ETag>\(S3XML.escaped(tag))</ETag></Part>" }
+            document += "</CompleteMultipartUpload>"
+            let completed = try await send(
+                .POST, "CompleteMultipartUpload", bucket: bucket, key: key, query: [("uploadId", id)], body: ByteBuffer(string: document))
+            // S3 may answer 200 with an error in the body.
+            let answer = String(buffer: try await completed.body.collect(upTo: 1 << 20))
+            if let code = S3XML.values("Code", in: answer).first {
+                throw S3Error(
+                    operation: "CompleteMultipartUpload", bucket: bucket, key: key, status: 200, code: code,
+                    cause: S3XML.values("Message", in: answer).first)
+            }
+            return Self.unquoted(S3XML.values("ETag", in: answer).first ?? "")
+        } catch {
+            _ = try? await send(.DELETE, "AbortMultipartUpload", bucket: bucket, key: key, query: [("uploadId", id)], expected: [200, 204, 404])
+            throw error
+        }
+    }
+
+    /// A presigned `GET` of the object, valid `expires` seconds (at most a week).
+    public func presignedURL(bucket: String, key: String, expires: Int) -> String {
+        let target = target(bucket: bucket, key: key)
+        let query = signer.presignedQuery(method: "GET", host: target.host, path: target.path, expires: expires, date: Date())
+        return target.url + "?" + query
+    }
+
+    static func unquoted(_ tag: String) -> String { tag.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+}
+
+/// The few values S3's XML answers hold (`ListBucketResult`, `InitiateMultipartUploadResult`,
+/// `Error`): flat elements without attributes, read by name, their entities undone.
+enum S3XML {
+    /// The text of every `<name>...</name>` in `text`, unescaped.
+    static func values(_ name: String, in text: String) -> [String] { elements(name, in: text).map(unescaped) }
+
+    /// The inner XML of every `<name>...</name>` in `text`, as written.
+    static func elements(_ name: String, in text: String) -> [String] {
+        var found: [String] = []
+        var rest = text[...]
+        while let open = rest.range(of: "<\(name)>"), let close = rest[open.upperBound...].range(of: "</\(name)>") {
+            found.append(String(rest[open.upperBound..<close.lowerBound]))
+            rest = rest[close.upperBound...]
+        }
+        return found
+    }
+
+    /// `text` with XML's five named entities and numeric character references (`&#13;`, `&#xD;`) undone.
+    static func unescaped(_ text: String) -> String {
+        guard text.contains("&") else { return text }
+        var out = ""
+        var rest = text[...]
+        while let amp = rest.firstIndex(of: "&") {
+            out += rest[..<amp]
+            guard let semicolon = rest[amp...].firstIndex(of: ";"), rest.distance(from: amp, to: semicolon) <= 10 else {
+                out.append("&")
+                rest = rest[rest.index(after: amp)...]
+                continue
+            }
+            let entity = rest[rest.index(after: amp)..<semicolon]
+            let named = ["lt": "<", "gt": ">", "quot": "\"", "apos": "'", "amp": "&"]
+            if let character = named[String(entity)] {
+                out += character
+            } else if entity.hasPrefix("#"), let code = entity.hasPrefix("#x") ? UInt32(entity.dropFirst(2), radix: 16) : UInt32(entity.dropFirst()),
+                let scalar = Unicode.Scalar(code)
+            {
+                out.unicodeScalars.append(scalar)
+            } else {
+                out += rest[amp...semicolon]
+            }
+            rest = rest[rest.index(after: semicolon)...]
+        }
+        return out + rest
+    }
+
+    static func escaped(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+            .replacingOccurrences(of: "\"", with: "&quot;")
+    }
+}

@@ -1,0 +1,165 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+import TestSupport
+import TestTraits
+@testable import TileNetwork
+
+/// A real S3-compatible object store on loopback: OpenStack Swift with its `s3api` layer (Debian's
+/// `swift-proxy`, `swift-account`, `swift-container`, `swift-object`, `memcached`), started by
+/// `scripts/s3-server.sh` in a folder of its own and stopped after.
+final class S3TestServer {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("scripts/s3-server.sh").path
+    static let programs = ["swift-proxy-server", "swift-account-server", "swift-container-server", "swift-object-server", "memcached"]
+    static var isAvailable: Bool { programs.allSatisfy { Tools.path($0) != nil } }
+    static let skip = Comment(rawValue: "needs OpenStack Swift: apt-get install swift-proxy swift-account swift-container swift-object memcached")
+
+    let folder: String
+    let configuration: S3Configuration
+
+    init() throws {
+        folder = NSTemporaryDirectory() + "s3-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let run = try Tools.run("bash", [Self.script, "start", folder, String(Tools.freePort())])
+        guard run.status == 0,
+            let line = String(decoding: run.stdout, as: UTF8.self).split(separator: "\n").last(where: { $0.hasPrefix("endpoint=") })
+        else {
+            _ = try? Tools.run("bash", [Self.script, "stop", folder])
+            throw S3Error(operation: "start", bucket: "", status: nil, cause: "scripts/s3-server.sh start: \(run.stderr)")
+        }
+        var fields: [String: String] = [:]
+        for part in line.split(separator: " ") {
+            let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+            if pair.count == 2 { fields[pair[0]] = pair[1] }
+        }
+        configuration = S3Configuration(
+            endpoint: fields["endpoint"] ?? "", region: fields["region"] ?? "us-east-1",
+            credentials: S3Credentials(accessKeyID: fields["access_key"] ?? "", secretAccessKey: fields["secret_key"] ?? ""))
+    }
+
+    func stop() {
+        _ = try? Tools.run("bash", [Self.script, "stop", folder])
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+/// The S3 client against the real store (issue 43, point 1): every call, a listing of more than 1,000
+/// keys in pages, a multipart upload of more than 100 MiB, an upload that fails aborted, a presigned
+/// `GET` fetched by a plain client, and a wrong secret refused. References are the bytes the test
+/// sent, written plainly here.
+@Suite("S3 client against OpenStack Swift's s3api (loopback)", .serialized, .ownThreads, .enabled(if: S3TestServer.isAvailable, S3TestServer.skip))
+struct S3StoreTests {
+    /// `count` bytes of a pattern of `seed`'s.
+    static func bytes(_ count: Int, seed: Int) -> [UInt8] {
+        var state = UInt64(seed &* 2_654_435_761 &+ 1)
+        return (0..<count).map { _ in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 33)
+        }
+    }
+
+    /// Part `n` of a multipart upload, `size` bytes: a 64 KiB pattern of `n`'s repeated, each copy's first
+    /// eight bytes its offset (so that every 64 KiB of the object differs).
+    static func part(_ n: Int, size: Int) -> [UInt8] {
+        let block = bytes(65_536, seed: 100 + n)
+        var out = [UInt8](repeating: 0, count: size)
+        for start in stride(from: 0, to: size, by: block.count) {
+            let count = min(block.count, size - start)
+            out.replaceSubrange(start..<(start + count), with: block[0..<count])
+            withUnsafeBytes(of: UInt64(start).littleEndian) { offset in
+                for i in 0..<min(8, count) { out[start + i] = offset[i] }
+            }
+        }
+        return out
+    }
+
+    @Test("HEAD, GET (whole, a range), PUT, DELETE, lists past 1,000 keys, a 112 MiB multipart upload, an aborted one, presigned GET, a wrong secret")
+    func everyCall() async throws {
+        let server = try S3TestServer()
+        defer { server.stop() }
+        let client = S3Client(configuration: server.configuration)
+        try await client.createBucket("tiles")
+
+        // PUT, HEAD, GET, a range.
+        let photo = Self.bytes(100_000, seed: 1)
+        let tag = try await client.put(bucket: "tiles", key: "maps/photo 1.jpg", body: ByteBuffer(bytes: photo), contentType: "image/jpeg")
+        let head = try #require(try await client.head(bucket: "tiles", key: "maps/photo 1.jpg"))
+        #expect(head.size == photo.count && head.entityTag == tag && !tag.isEmpty, "\(head)")
+        #expect(Array(try await client.get(bucket: "tiles", key: "maps/photo 1.jpg").readableBytesView) == photo)
+        #expect(Array(try await client.get(bucket: "tiles", key: "maps/photo 1.jpg", range: 10...19).readableBytesView) == Array(photo[10...19]))
+        #expect(try await client.head(bucket: "tiles", key: "nothing") == nil)
+        do {
+            _ = try await client.get(bucket: "tiles", key: "nothing")
+            Issue.record("a missing key was answered")
+        } catch {
+            #expect(error.status == 404 && error.code == "NoSuchKey", "\(error)")
+        }
+
+        // 1,100 keys: two pages of the listing.
+        let keys = (0..<1100).map { String(format: "many/%05d", $0) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for start in stride(from: 0, to: keys.count, by: 100) {
+                group.addTask {
+                    for key in keys[start..<min(keys.count, start + 100)] {
+                        try await client.put(bucket: "tiles", key: key, body: ByteBuffer(string: key))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let first = try await client.list(bucket: "tiles", prefix: "many/")
+        #expect(first.objects.count == 1000 && first.next != nil)
+        let all = try await client.listAll(bucket: "tiles", prefix: "many/")
+        #expect(all.map(\.key) == keys && all.allSatisfy { $0.size == 10 })
+
+        // A multipart upload of 7 parts of 16 MiB: the object is their bytes in order.
+        let partSize = 16 << 20
+        let parts = AsyncStream<ByteBuffer> { continuation in
+            for n in 0..<7 { continuation.yield(ByteBuffer(bytes: Self.part(n, size: partSize))) }
+            continuation.finish()
+        }
+        try await client.upload(bucket: "tiles", key: "big.tif", parts: parts, contentType: "image/tiff")
+        #expect(try await client.head(bucket: "tiles", key: "big.tif")?.size == 7 * partSize)
+        for n in [0, 3, 6] {
+            let start = n * partSize + partSize - 8
+            let got = Array(try await client.get(bucket: "tiles", key: "big.tif", range: start...(start + 15)).readableBytesView)
+            let want = Array(Self.part(n, size: partSize).suffix(8)) + (n < 6 ? Array(Self.part(n + 1, size: 8)) : [])
+            #expect(got == want, "bytes across the end of part \(n + 1)")
+        }
+
+        // An upload whose parts fail: aborted, nothing left in progress.
+        struct Broken: Error {}
+        let failing = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+            continuation.yield(ByteBuffer(bytes: Self.bytes(5 << 20, seed: 9)))
+            continuation.finish(throwing: Broken())
+        }
+        await #expect(throws: Broken.self) { try await client.upload(bucket: "tiles", key: "broken.tif", parts: failing) }
+        let uploads = try await client.send(.GET, "ListMultipartUploads", bucket: "tiles", query: [("uploads", nil)])
+        let listing = String(buffer: try await uploads.body.collect(upTo: 1 << 20))
+        #expect(S3XML.elements("Upload", in: listing).isEmpty, "\(listing)")
+        #expect(try await client.head(bucket: "tiles", key: "broken.tif") == nil)
+
+        // A presigned GET, fetched without any signing of the client's.
+        let url = client.presignedURL(bucket: "tiles", key: "maps/photo 1.jpg", expires: 300)
+        let plain = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
+        #expect(plain.status == .ok)
+        #expect(Array(try await plain.body.collect(upTo: 1 << 20).readableBytesView) == photo)
+
+        // A wrong secret: 403, not tried again.
+        var wrong = server.configuration
+        wrong.credentials.secretAccessKey = "not the secret"
+        do {
+            _ = try await S3Client(configuration: wrong).head(bucket: "tiles", key: "maps/photo 1.jpg")
+            Issue.record("a wrong secret was accepted")
+        } catch {
+            #expect(error.status == 403, "\(error)")
+        }
+
+        // DELETE.
+        try await client.delete(bucket: "tiles", key: "maps/photo 1.jpg")
+        #expect(try await client.head(bucket: "tiles", key: "maps/photo 1.jpg") == nil)
+    }
+}
