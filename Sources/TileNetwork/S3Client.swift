@@ -46,6 +46,10 @@ public struct S3Error: Error, Sendable, Hashable, CustomStringConvertible {
     /// The store's error code (`NoSuchKey`, `AccessDenied`, `SignatureDoesNotMatch`, `SlowDown`), when it gave one.
     public var code: String?
     public var cause: String?
+    /// The task was cancelled: the request was not made, or not to its end.
+    public var isCancellation = false
+    /// No answer came, and trying again cannot help (an invalid URL or header): the request was never sent.
+    var isLocal = false
 
     public var description: String {
         let what = "\(operation) s3://\(bucket)/\(key ?? "")"
@@ -53,8 +57,14 @@ public struct S3Error: Error, Sendable, Hashable, CustomStringConvertible {
         return "\(what): HTTP \(status)\(code.map { " \($0)" } ?? "")\(cause.map { ": \($0)" } ?? "")"
     }
 
-    /// Whether the request may succeed if tried again: no answer, or the server's failure (5xx).
-    public var isTransient: Bool { status.map { $0 >= 500 } ?? true }
+    /// Whether the request may succeed if tried again: no answer (the connection's failure), the server's
+    /// failure (500, 502, 503, 504), too many requests (429), or a timeout the store reports (408, 400
+    /// `RequestTimeout`); never a cancellation, a request that cannot be sent, or another 4xx or 501.
+    public var isTransient: Bool {
+        if isCancellation || isLocal { return false }
+        guard let status else { return true }
+        return [500, 502, 503, 504, 429, 408].contains(status) || code == "RequestTimeout" || code == "SlowDown"
+    }
 }
 
 /// A client of an S3-compatible object store, of the size this package needs: `HEAD`, `GET` (whole,
@@ -81,7 +91,11 @@ public struct S3Client: Sendable {
     }
 
     func target(bucket: String, key: String = "", query: [(String, String?)] = []) -> Target {
-        let (scheme, authority) = Self.split(configuration.endpoint)
+        var (scheme, authority) = Self.split(configuration.endpoint)
+        // The Host header as AsyncHTTPClient would write it: no default port.
+        if (scheme == "https" && authority.hasSuffix(":443")) || (scheme == "http" && authority.hasSuffix(":80")) {
+            authority = String(authority[..<authority.lastIndex(of: ":")!])
+        }
         let (host, path) =
             configuration.pathStyle ? (authority, "/\(bucket)/\(key)") : ("\(bucket).\(authority)", "/\(key)")
         let encodedQuery = S3Signer.canonicalQuery(query)
@@ -94,22 +108,32 @@ public struct S3Client: Sendable {
         return (String(endpoint[..<range.lowerBound]), String(endpoint[range.upperBound...]))
     }
 
-    /// Sends a signed request, trying again on transient failures; the answer's status must be one of
-    /// `expected`. A body is sent signed (its SHA-256 in the signature).
+    /// Sends a signed request, trying again on transient failures (``S3Error/isTransient``; not at all
+    /// when `idempotent` is false and a request went out: a second `CreateMultipartUpload` would
+    /// leave the first behind); the answer's status must be one of `expected`. A body is sent signed
+    /// (its SHA-256 in the signature). A cancelled task stops at once, with ``S3Error/isCancellation``.
     func send(
         _ method: HTTPMethod, _ operation: String, bucket: String, key: String? = nil, query: [(String, String?)] = [],
-        headers extra: [(String, String)] = [], body: ByteBuffer? = nil, expected: Set<Int> = [200], timeout: TimeAmount = .minutes(5)
+        headers extra: [(String, String)] = [], body: ByteBuffer? = nil, expected: Set<Int> = [200], idempotent: Bool = true,
+        timeout: TimeAmount = .minutes(5)
     ) async throws(S3Error) -> HTTPClientResponse {
         let target = target(bucket: bucket, key: key ?? "", query: query)
         let hash = body.map { S3Signer.payloadHash($0.readableBytesView) } ?? S3Signer.emptyPayloadHash
         var failure = S3Error(operation: operation, bucket: bucket, key: key)
-        for attempt in 0..<max(1, configuration.attempts) {
+        for attempt in 0..<(idempotent ? max(1, configuration.attempts) : 1) {
             if attempt > 0 {
-                let base = configuration.backoff * (1 << min(attempt - 1, 10))
-                try? await Task.sleep(for: base + base * Double.random(in: 0..<1))
+                let base = configuration.backoff * (1 << min(attempt - 1, 8))
+                try? await Task.sleep(for: min(base + base * Double.random(in: 0..<1), .seconds(20)))
+            }
+            if Task.isCancelled {
+                failure.status = nil
+                (failure.isCancellation, failure.cause) = (true, "cancelled")
+                throw failure
             }
             var request = HTTPClientRequest(url: target.url)
             request.method = method
+            // The host signed, as sent (AsyncHTTPClient keeps a Host header it is given).
+            request.headers.add(name: "Host", value: target.host)
             for (name, value) in extra { request.headers.add(name: name, value: value) }
             let signed = signer.authorizationHeaders(
                 method: method.rawValue, host: target.host, path: target.path, query: target.query, headers: extra, payloadHash: hash,
@@ -118,8 +142,11 @@ public struct S3Client: Sendable {
             if let body { request.body = .bytes(body) }
             let response: HTTPClientResponse
             do { response = try await client.execute(request, timeout: timeout) } catch {
-                failure.status = nil
-                failure.cause = "\(error)"
+                (failure.status, failure.code, failure.cause) = (nil, nil, "\(error)")
+                failure.isCancellation = Task.isCancelled || (error as? HTTPClientError) == .cancelled
+                let local: [HTTPClientError] = [.invalidURL, .emptyHost, .emptyScheme, .bodyLengthMismatch]
+                failure.isLocal = (error as? HTTPClientError).map { local.contains($0) || "\($0)".contains("invalidHeaderField") } ?? false
+                guard failure.isTransient else { throw failure }
                 continue
             }
             let status = Int(response.status.code)
@@ -170,9 +197,18 @@ public struct S3Client: Sendable {
         _ = try await send(.DELETE, "DeleteObject", bucket: bucket, key: key, expected: [200, 204, 404])
     }
 
-    /// Creates the bucket (200; an existing bucket of this user's is not an error).
+    /// Creates the bucket, in the configured region (a `LocationConstraint` outside `us-east-1`); a
+    /// bucket this user has already is not an error (`BucketAlreadyOwnedByYou`), someone else's is.
     public func createBucket(_ bucket: String) async throws(S3Error) {
-        _ = try await send(.PUT, "CreateBucket", bucket: bucket, expected: [200, 409])
+        let region = configuration.region
+        let body =
+            region == "us-east-1"
+            ? nil
+            : ByteBuffer(
+                string: "<CreateBucketConfiguration><LocationConstraint>\(S3XML.escaped(region))</LocationConstraint></CreateBucketConfiguration>")
+        do throws(S3Error) { _ = try await send(.PUT, "CreateBucket", bucket: bucket, body: body) } catch
+            where error.code == "BucketAlreadyOwnedByYou"
+        {}
     }
 
     /// One page of `ListObjectsV2`: the objects whose keys start with `prefix`, in key order, and the
@@ -192,34 +228,43 @@ public struct S3Client: Sendable {
                 key: S3XML.values("Key", in: item).first ?? "", size: Int(S3XML.values("Size", in: item).first ?? "") ?? 0,
                 entityTag: Self.unquoted(S3XML.values("ETag", in: item).first ?? ""), lastModified: S3XML.values("LastModified", in: item).first)
         }
-        let truncated = S3XML.values("IsTruncated", in: text).first == "true"
-        return (objects, truncated ? S3XML.values("NextContinuationToken", in: text).first : nil)
+        guard S3XML.values("IsTruncated", in: text).first == "true" else { return (objects, nil) }
+        guard let next = S3XML.values("NextContinuationToken", in: text).first, !next.isEmpty else {
+            throw S3Error(
+                operation: "ListObjectsV2", bucket: bucket, key: prefix, status: 200, cause: "a truncated listing without a continuation token")
+        }
+        return (objects, next)
     }
 
     /// Every object whose key starts with `prefix`, page after page.
     public func listAll(bucket: String, prefix: String = "") async throws(S3Error) -> [S3Object] {
         var objects: [S3Object] = []
         var next: String?
+        var seen: Set<String> = []
         repeat {
             let page = try await list(bucket: bucket, prefix: prefix, continuation: next)
             objects += page.objects
             next = page.next
+            // A token given twice would list forever: the store is wrong, and so would the list be.
+            if let next, !seen.insert(next).inserted {
+                throw S3Error(operation: "ListObjectsV2", bucket: bucket, key: prefix, status: 200, cause: "the same continuation token twice")
+            }
         } while next != nil
         return objects
     }
 
-    /// Stores the object from `parts` (each at least 5 MiB but the last, as S3 requires) in a multipart
-    /// upload: created, each part sent as it comes, completed; aborted when anything fails (a part, the
-    /// sequence, the task's cancellation), so that no parts are left stored. Returns the entity tag.
+    /// Stores the object from `parts` (each at least 5 MiB but the last, as S3 requires; at most 10,000)
+    /// in a multipart upload: created, each part sent as it comes, completed; aborted when anything
+    /// fails (a part, the sequence, the task's cancellation), so that no parts are left stored. No parts
+    /// at all store an empty object. Returns the entity tag.
     @discardableResult
     public func upload<Parts: AsyncSequence>(bucket: String, key: String, parts: Parts, contentType: String = "application/octet-stream")
         async throws -> String where Parts.Element == ByteBuffer
     {
+        // Not tried again once sent: a second upload would leave the first's parts stored.
         let created = try await send(
-            .POST, "CreateMultipartUpload", bucket: bucket, key: key, query: [("uploads", nil)],
-            headers: [
-                ("Content-Type", contentType)
-            ])
+            .POST, "CreateMultipartUpload", bucket: bucket, key: key, query: [("uploads", nil)], headers: [("Content-Type", contentType)],
+            idempotent: false)
         let text = String(buffer: try await created.body.collect(upTo: 1 << 20))
         guard let id = S3XML.values("UploadId", in: text).first else {
             throw S3Error(operation: "CreateMultipartUpload", bucket: bucket, key: key, status: 200, cause: "no UploadId in the answer")
@@ -228,27 +273,60 @@ public struct S3Client: Sendable {
             var tags: [String] = []
             for try await part in parts {
                 try Task.checkCancellation()
+                guard tags.count < 10_000 else {
+                    throw S3Error(operation: "UploadPart", bucket: bucket, key: key, cause: "more than 10,000 parts (S3's limit)")
+                }
                 let response = try await send(
                     .PUT, "UploadPart", bucket: bucket, key: key, query: [("partNumber", String(tags.count + 1)), ("uploadId", id)], body: part)
                 tags.append(response.headers.first(name: "etag") ?? "")
             }
+            // No parts: S3 completes no upload of none; the object is empty.
+            if tags.isEmpty {
+                await abort(bucket: bucket, key: key, upload: id)
+                return try await put(bucket: bucket, key: key, body: ByteBuffer(), contentType: contentType)
+            }
             var document = "<CompleteMultipartUpload>"
             for (n, tag) in tags.enumerated() { document += "<Part><PartNumber>\(n + 1)</PartNumber><ETag>\(S3XML.escaped(tag))</ETag></Part>" }
             document += "</CompleteMultipartUpload>"
-            let completed = try await send(
-                .POST, "CompleteMultipartUpload", bucket: bucket, key: key, query: [("uploadId", id)], body: ByteBuffer(string: document))
-            // S3 may answer 200 with an error in the body.
-            let answer = String(buffer: try await completed.body.collect(upTo: 1 << 20))
-            if let code = S3XML.values("Code", in: answer).first {
-                throw S3Error(
-                    operation: "CompleteMultipartUpload", bucket: bucket, key: key, status: 200, code: code,
-                    cause: S3XML.values("Message", in: answer).first)
-            }
-            return Self.unquoted(S3XML.values("ETag", in: answer).first ?? "")
+            return try await complete(bucket: bucket, key: key, upload: id, document: document)
         } catch {
-            _ = try? await send(.DELETE, "AbortMultipartUpload", bucket: bucket, key: key, query: [("uploadId", id)], expected: [200, 204, 404])
+            await abort(bucket: bucket, key: key, upload: id)
             throw error
         }
+    }
+
+    /// Completes a multipart upload with its parts' `document`; returns the object's entity tag.
+    func complete(bucket: String, key: String, upload id: String, document: String) async throws(S3Error) -> String {
+        let completed: HTTPClientResponse
+        do {
+            completed = try await send(
+                .POST, "CompleteMultipartUpload", bucket: bucket, key: key, query: [("uploadId", id)], body: ByteBuffer(string: document))
+        } catch {
+            // Tried again after a first attempt whose answer was lost: that one completed the object.
+            guard error.code == "NoSuchUpload", let object = try await head(bucket: bucket, key: key) else { throw error }
+            return object.entityTag
+        }
+        // S3 may answer 200 with an error in the body.
+        let answer: String
+        do { answer = String(buffer: try await completed.body.collect(upTo: 1 << 20)) } catch {
+            throw S3Error(operation: "CompleteMultipartUpload", bucket: bucket, key: key, status: 200, cause: "\(error)")
+        }
+        if let code = S3XML.values("Code", in: answer).first {
+            throw S3Error(
+                operation: "CompleteMultipartUpload", bucket: bucket, key: key, status: 200, code: code,
+                cause: S3XML.values("Message", in: answer).first)
+        }
+        return Self.unquoted(S3XML.values("ETag", in: answer).first ?? "")
+    }
+
+    /// Aborts a multipart upload, its stored parts deleted; done even when the task that asks is
+    /// cancelled (the reason to abort, often), in a task of its own that does not inherit the cancellation.
+    func abort(bucket: String, key: String, upload id: String) async {
+        let client = self
+        await Task {
+            _ = try? await client.send(
+                .DELETE, "AbortMultipartUpload", bucket: bucket, key: key, query: [("uploadId", id)], expected: [200, 204, 404])
+        }.value
     }
 
     /// A presigned `GET` of the object, valid `expires` seconds (at most a week).

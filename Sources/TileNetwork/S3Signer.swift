@@ -88,14 +88,14 @@ public struct S3Signer: Sendable {
     // MARK: The steps
 
     /// The canonical request: method, path, query, headers (names in lower case, values trimmed with
-    /// inner runs of spaces made one, sorted; a name given twice has its values joined by commas),
+    /// inner runs of spaces and tabs made one space, sorted; a name given twice has its values joined by commas),
     /// the signed headers' names, and the payload's hash, a line each; and those names, joined by `;`.
     func canonicalRequest(method: String, path: String, query: [(String, String?)], headers: [(String, String)], payloadHash: String)
         -> (text: String, signedHeaders: String)
     {
         var values: [String: [String]] = [:]
         for (name, value) in headers {
-            let trimmed = value.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+            let trimmed = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
             values[name.lowercased(), default: []].append(trimmed)
         }
         let names = values.keys.sorted()

@@ -23,7 +23,11 @@ final class S3TestServer {
     init() throws {
         folder = NSTemporaryDirectory() + "s3-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let run = try Tools.run("bash", [Self.script, "start", folder, String(Tools.freePort())])
+        // Five ports from a free one: another program may hold one of the four after it; tried thrice.
+        var run = try Tools.run("bash", [Self.script, "start", folder, String(Tools.freePort())])
+        for _ in 0..<2 where run.status != 0 && run.stderr.contains("in use") {
+            run = try Tools.run("bash", [Self.script, "start", folder, String(Tools.freePort())])
+        }
         guard run.status == 0,
             let line = String(decoding: run.stdout, as: UTF8.self).split(separator: "\n").last(where: { $0.hasPrefix("endpoint=") })
         else {
@@ -117,16 +121,13 @@ struct S3StoreTests {
 
         // A multipart upload of 7 parts of 16 MiB: the object is their bytes in order.
         let partSize = 16 << 20
-        let parts = AsyncStream<ByteBuffer> { continuation in
-            for n in 0..<7 { continuation.yield(ByteBuffer(bytes: Self.part(n, size: partSize))) }
-            continuation.finish()
-        }
-        try await client.upload(bucket: "tiles", key: "big.tif", parts: parts, contentType: "image/tiff")
+        try await client.upload(bucket: "tiles", key: "big.tif", parts: Parts(count: 7, size: partSize), contentType: "image/tiff")
         #expect(try await client.head(bucket: "tiles", key: "big.tif")?.size == 7 * partSize)
         for n in [0, 3, 6] {
+            // The end of part n + 1 and the start of the next, past its first 8 bytes (its offset, 0, in every part).
             let start = n * partSize + partSize - 8
-            let got = Array(try await client.get(bucket: "tiles", key: "big.tif", range: start...(start + 15)).readableBytesView)
-            let want = Array(Self.part(n, size: partSize).suffix(8)) + (n < 6 ? Array(Self.part(n + 1, size: 8)) : [])
+            let got = Array(try await client.get(bucket: "tiles", key: "big.tif", range: start...(start + 23)).readableBytesView)
+            let want = Array(Self.part(n, size: partSize).suffix(8)) + (n < 6 ? Array(Self.part(n + 1, size: 16)) : [])
             #expect(got == want, "bytes across the end of part \(n + 1)")
         }
 
@@ -141,6 +142,24 @@ struct S3StoreTests {
         let listing = String(buffer: try await uploads.body.collect(upTo: 1 << 20))
         #expect(S3XML.elements("Upload", in: listing).isEmpty, "\(listing)")
         #expect(try await client.head(bucket: "tiles", key: "broken.tif") == nil)
+
+        // An upload cancelled between its parts: aborted all the same, nothing left in progress.
+        let cancelled = Task {
+            try await client.upload(bucket: "tiles", key: "cancelled.tif", parts: Parts(count: 3, size: 5 << 20, cancelsAfter: 1))
+        }
+        await #expect(throws: (any Error).self) { try await cancelled.value }
+        let after = try await client.send(.GET, "ListMultipartUploads", bucket: "tiles", query: [("uploads", nil)])
+        #expect(S3XML.elements("Upload", in: String(buffer: try await after.body.collect(upTo: 1 << 20))).isEmpty)
+        // No parts: an empty object.
+        try await client.upload(bucket: "tiles", key: "empty", parts: Parts(count: 0, size: 0))
+        #expect(try await client.head(bucket: "tiles", key: "empty")?.size == 0)
+        // Keys with bytes S3 encodes: each stored and listed as given.
+        let odd = ["a+b/c d.jpg", "100%/x.jpg", "ünïcode/日本.jpg", "tilde~/semi;colon=.jpg"]
+        for key in odd { try await client.put(bucket: "tiles", key: "odd/" + key, body: ByteBuffer(string: key)) }
+        #expect(
+            try await client.listAll(bucket: "tiles", prefix: "odd/").map(\.key)
+                == odd.map { "odd/" + $0 }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        for key in odd { #expect(String(buffer: try await client.get(bucket: "tiles", key: "odd/" + key)) == key, "\(key)") }
 
         // A presigned GET, fetched without any signing of the client's.
         let url = client.presignedURL(bucket: "tiles", key: "maps/photo 1.jpg", expires: 300)
@@ -162,4 +181,25 @@ struct S3StoreTests {
         try await client.delete(bucket: "tiles", key: "maps/photo 1.jpg")
         #expect(try await client.head(bucket: "tiles", key: "maps/photo 1.jpg") == nil)
     }
+}
+
+/// Parts of a multipart upload made as they are asked for (one held in memory at a time), each
+/// ``S3StoreTests/part(_:size:)``; with `cancelsAfter`, the task is cancelled once that many were given.
+struct Parts: AsyncSequence, Sendable {
+    var count: Int
+    var size: Int
+    var cancelsAfter: Int?
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let parts: Parts
+        var given = 0
+        mutating func next() async throws -> ByteBuffer? {
+            if let stop = parts.cancelsAfter, given == stop { withUnsafeCurrentTask { $0?.cancel() } }
+            guard given < parts.count else { return nil }
+            defer { given += 1 }
+            return ByteBuffer(bytes: S3StoreTests.part(given, size: parts.size))
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(parts: self) }
 }
