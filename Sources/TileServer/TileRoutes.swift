@@ -71,11 +71,7 @@ public struct TileRoutes: Sendable {
         }
         for version in IIIFVersion.allCases {
             router.get("\(version.path)/:id") { request, context in
-                Self.response(
-                    .seeOther,
-                    headers: [
-                        .location: "\(base(request, version))/\(context.parameters.get("id") ?? "")/info.json", .vary: originVary
-                    ])
+                await baseURI(id: context.parameters.get("id") ?? "", version: version, request: request)
             }
             router.get("\(version.path)/:id/info.json") { request, context in
                 await info(
@@ -132,28 +128,12 @@ public struct TileRoutes: Sendable {
 
     /// The base URI of `version`'s image services: the server's public URL (`publicBaseURL`, else from
     /// a trusted proxy's headers or the request's `Host`) and `/iiif/3` or `/iiif/2`.
-    private func base(_ request: Request, _ version: IIIFVersion) -> String {
+    func base(_ request: Request, _ version: IIIFVersion) -> String {
         if var configured = publicBaseURL {
             while configured.hasSuffix("/") { configured.removeLast() }
             return configured + "/" + version.path
         }
         return ForwardedOrigin(request.headers, authority: request.head.authority).base + "/" + version.path
-    }
-
-    func info(id encoded: String, version: IIIFVersion, base: String, request: Request, client: String? = nil) async -> Response {
-        guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
-        let outline: ImageCatalog.Outline
-        do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch { return Self.refusal(error, id: id) }
-        let layout = outline.geometry.layout
-        let body =
-            version == .v3
-            ? layout.iiifInformation(id: "\(base)/\(encoded)", limits: service.limits, extras: Self.extras).encoded()
-            : layout.iiifInformation2(id: "\(base)/\(encoded)", limits: service.limits, supports: Self.supports2).encoded()
-        // JSON-LD only for a client that asks for it (Image API 3.0, 6.1; 2.1, 6.1); the same bytes either way.
-        let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
-        let mediaType = linkedData ? "application/ld+json;profile=\"\(version.context)\"" : "application/json"
-        let headers: HTTPFields = [.contentType: mediaType, .link: version.profileLink, .vary: originVary]
-        return document(ByteBuffer(data: body), headers: headers, outline: outline, variant: "info.json|\(mediaType)|\(base)", request: request)
     }
 
     /// The Presentation manifest of an image (3.0 under `/iiif/3/`, 2.1 under `/iiif/2/`): one canvas

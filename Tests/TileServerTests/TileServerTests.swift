@@ -93,7 +93,7 @@ struct TileServerTests {
         return Reply(status: Int(response.status.code), headers: fields, body: Data(body.readableBytesView))
     }
 
-    @Test("info.json: context, id from the Host header, level 2, sizes and tiles; 303 from the base URI")
+    @Test("info.json: context, id from the Host header, level 2, sizes and tiles; 303 from the base URI, 404 for no image")
     func info() async throws {
         let (folder, _) = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -113,6 +113,10 @@ struct TileServerTests {
             #expect(tiles[0]["width"] as? Int == 256 && tiles[0]["scaleFactors"] as? [Int] == [1, 2, 4, 8])
             let redirect = try await Self.get(client, "\(base)/iiif/3/photo")
             #expect(redirect.status == 303 && redirect.headers["location"] == "\(base)/iiif/3/photo/info.json")
+            // No redirect to an info.json that would answer 404 or 400.
+            #expect(try await Self.get(client, "\(base)/iiif/3/nothing").status == 404)
+            #expect(try await Self.get(client, "\(base)/iiif/2/nothing").status == 404)
+            #expect(try await Self.get(client, "\(base)/iiif/3/..%2Fphoto").status == 400)
             let store = try await Self.get(client, "\(base)/iiif/3/kept/info.json")
             #expect(store.status == 200)
         }

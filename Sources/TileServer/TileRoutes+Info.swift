@@ -1,0 +1,38 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import NIOFoundationCompat
+import TileActors
+import TileCore
+
+// The image information routes: the base URI, info.json.
+extension TileRoutes {
+    /// An image's `info.json` (Image API 3.0 under `/iiif/3/`, 2.1 under `/iiif/2/`), its `id` under `base`;
+    /// JSON-LD for a client that asks for it, cached and revalidated as the image's other documents are.
+    func info(id encoded: String, version: IIIFVersion, base: String, request: Request, client: String? = nil) async -> Response {
+        guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
+        let outline: ImageCatalog.Outline
+        do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch { return Self.refusal(error, id: id) }
+        let layout = outline.geometry.layout
+        let body =
+            version == .v3
+            ? layout.iiifInformation(id: "\(base)/\(encoded)", limits: service.limits, extras: Self.extras).encoded()
+            : layout.iiifInformation2(id: "\(base)/\(encoded)", limits: service.limits, supports: Self.supports2).encoded()
+        // JSON-LD only for a client that asks for it (Image API 3.0, 6.1; 2.1, 6.1); the same bytes either way.
+        let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
+        let mediaType = linkedData ? "application/ld+json;profile=\"\(version.context)\"" : "application/json"
+        let headers: HTTPFields = [.contentType: mediaType, .link: version.profileLink, .vary: originVary]
+        return document(ByteBuffer(data: body), headers: headers, outline: outline, variant: "info.json|\(mediaType)|\(base)", request: request)
+    }
+
+    /// An image's base URI: a 303 to its info.json (Image API 3.0, 2.1: "recommended"), for an image
+    /// that exists; 400, 403 or 404 as its info.json would answer otherwise. Starts no build.
+    func baseURI(id encoded: String, version: IIIFVersion, request: Request) async -> Response {
+        guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
+        if catalog.readyImage(id) == nil {
+            do throws(ImageCatalog.LookupError) { _ = try await catalog.summary(id) } catch { return Self.refusal(error, id: id) }
+        }
+        return Self.response(.seeOther, headers: [.location: "\(base(request, version))/\(encoded)/info.json", .vary: originVary])
+    }
+}
