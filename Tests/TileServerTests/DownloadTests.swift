@@ -92,6 +92,35 @@ struct DownloadTests {
         }
     }
 
+    @Test("a client that stops reading a download is cut off after the idle timeout, and its slot given back")
+    func stalledReader() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // 32 MiB: more than the loopback's socket buffers hold, so the send waits for the client.
+        try Data(repeating: 7, count: 32 << 20).write(to: URL(fileURLWithPath: "\(folder)/big.jpg"))
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        server.routes.downloads = true
+        server.routes.downloadLimit = 1
+        server.idleTimeout = .seconds(1)
+        let slots = server.routes.downloadSlots
+        try await TileServerTests.withServer(server) { base, client in
+            let held = try await client.execute(HTTPClientRequest(url: "\(base)/download/big"), timeout: .seconds(60))
+            #expect(held.status == .ok && slots.count == 1)
+            // Not read: the server gives up on it (a state, not a time: its slot given back).
+            let deadline = ContinuousClock.now + .seconds(60)
+            while slots.count > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(slots.count == 0, "the stalled download still holds its slot")
+            #expect(try await TileServerTests.get(client, "\(base)/download/photo").status == 200)
+            var (received, failed) = (0, false)
+            do {
+                for try await chunk in held.body { received += chunk.readableBytes }
+            } catch {
+                failed = true
+            }
+            #expect(failed && received < 32 << 20, "\(received) bytes, failed: \(failed)")
+        }
+    }
+
     @Test("a master rewritten in place while it is sent: the answer ends short of its length, never bytes of two versions")
     func rewrittenWhileSent() async throws {
         let (folder, _) = try TileServerTests.folder()
