@@ -133,6 +133,7 @@ let package = Package(
             name: "TileNetworkTests",
             dependencies: [
                 "TileNetwork", "TileActors", "TileCore", "TestSupport", "TestTraits",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

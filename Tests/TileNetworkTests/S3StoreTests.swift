@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Crypto
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -121,8 +122,12 @@ struct S3StoreTests {
 
         // A multipart upload of 7 parts of 16 MiB: the object is their bytes in order.
         let partSize = 16 << 20
-        try await client.upload(bucket: "tiles", key: "big.tif", parts: Parts(count: 7, size: partSize), contentType: "image/tiff")
-        #expect(try await client.head(bucket: "tiles", key: "big.tif")?.size == 7 * partSize)
+        let bigTag = try await client.upload(bucket: "tiles", key: "big.tif", parts: Parts(count: 7, size: partSize), contentType: "image/tiff")
+        let big = try await client.head(bucket: "tiles", key: "big.tif")
+        #expect(big?.size == 7 * partSize && big?.entityTag == bigTag)
+        // The store's tag is the one S3 gives a multipart object (what a lost completion is recognised by).
+        let partTags = (0..<7).map { n in Insecure.MD5.hash(data: Self.part(n, size: partSize)).map { String(format: "%02x", $0) }.joined() }
+        #expect(bigTag == S3Client.multipartTag(of: partTags), "\(bigTag)")
         for n in [0, 3, 6] {
             // The end of part n + 1 and the start of the next, past its first 8 bytes (its offset, 0, in every part).
             let start = n * partSize + partSize - 8
