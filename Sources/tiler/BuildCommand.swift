@@ -13,10 +13,13 @@ struct BuildCommand: AsyncParsableCommand {
         commandName: "build",
         abstract: "Build the tile pyramids of one or more masters (JPEG, PNG, TIFF, JPEG 2000) and print their summaries.",
         discussion: """
-            As with cp and mv: when --out is an existing folder that is not a store, each input's store goes inside it as <input file name>.tiles; otherwise --out names the store itself (with several inputs, a folder that is created to receive them). Every page of a multi-page TIFF master is built (or those --pages or --page name), each a store of its own named after its page number as tiler serve writes page identifiers: <name>.tiles for the first, <name>~2.tiles for the second, and so on (so --out then names a folder). A store that exists is replaced only with --force. Two inputs that would get the same store name are refused before anything is built. Without --out, pyramids are ephemeral (in $TMPDIR) and vanish when the command ends. An input of - reads standard input.
+            As with cp and mv: when --out is an existing folder that is not a store, each input's store goes inside it as <input file name>.tiles; otherwise --out names the store itself (with several inputs, a folder that is created to receive them). Every page of a multi-page TIFF master is built (or those --pages or --page name), each a store of its own named after its page number as tiler serve writes page identifiers: <name>.tiles for the first, <name>~2.tiles for the second, and so on (so --out then names a folder). A store that exists is replaced only with --force. Two inputs that would get the same store name are refused before anything is built. Without --out, pyramids are ephemeral (in $TMPDIR) and vanish when the command ends. An input of - reads standard input. An s3://BUCKET/KEY input is read from the object store the environment names: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), AWS_REGION, AWS_ENDPOINT_URL for a store other than AWS's (TILER_S3_ENDPOINT, TILER_S3_REGION, TILER_S3_ACCESS_KEY_ID, TILER_S3_SECRET_ACCESS_KEY first when set; TILER_S3_PATH_STYLE=true|false chooses the addressing, path style by default for a named endpoint).
             """)
 
-    @Argument(help: "The masters (JPEG, PNG, TIFF, JPEG 2000 files), or http(s) URLs (downloaded and tiled as the bytes arrive).")
+    @Argument(
+        help:
+            "The masters (JPEG, PNG, TIFF, JPEG 2000 files), http(s) URLs, or objects in an S3-compatible store (s3://BUCKET/KEY), downloaded and tiled as the bytes arrive."
+    )
     var inputs: [String]
 
     @Option(help: "Write persistent stores (see below) instead of ephemeral files.")
@@ -108,9 +111,23 @@ struct BuildCommand: AsyncParsableCommand {
                 throw fail(out, TileError(.io, "cannot create the folder: \((error as NSError).localizedDescription)"))
             }
         }
-        let sources: [any ImageSource] = images.map { image -> any ImageSource in
-            if image.input.hasPrefix("http://") || image.input.hasPrefix("https://") { return HTTPImageSource(url: image.input) }
-            return FileImageSource(path: image.input)
+        // Objects in a bucket: the store the environment names (AWS's variables, or TILER_S3_*).
+        var store: S3Client?
+        if let first = images.first(where: { $0.input.hasPrefix("s3://") }) {
+            do { store = S3Client(configuration: try S3Configuration.fromEnvironment()) } catch { throw fail(first.input, error) }
+        }
+        var sources: [any ImageSource] = []
+        for image in images {
+            if image.input.hasPrefix("http://") || image.input.hasPrefix("https://") {
+                sources.append(HTTPImageSource(url: image.input))
+            } else if let store, image.input.hasPrefix("s3://") {
+                guard let location = S3Location(image.input), !location.key.isEmpty, !location.key.hasSuffix("/") else {
+                    throw fail(image.input, TileError(.invalidArgument, "not an object's URL: s3://BUCKET/KEY"))
+                }
+                sources.append(S3ImageSource(client: store, location: location))
+            } else {
+                sources.append(FileImageSource(path: image.input))
+            }
         }
         // A progress line on a terminal only.
         let progress: (@Sendable (Int, ImageBuilder.Progress) -> Void)? = isatty(2) == 1 ? printProgress : nil
@@ -171,7 +188,7 @@ extension BuildCommand {
     /// - Throws: a named page the master does not have.
     static func images(of inputs: [String], pages: PagesArgument?, page: Int?) throws -> [Image] {
         try inputs.flatMap { input throws -> [Image] in
-            let isFile = input != "-" && !input.hasPrefix("http://") && !input.hasPrefix("https://")
+            let isFile = input != "-" && !["http://", "https://", "s3://"].contains { input.hasPrefix($0) }
             let count = isFile ? (try? ImageInfo.read(regularFile: input))?.tiff?.pageCount ?? 1 : 1
             let chosen = page.map { [$0] } ?? pages?.pages(count: count) ?? Array(0..<count)
             // --pages names pages of a file (a download's or standard input's are not counted beforehand);

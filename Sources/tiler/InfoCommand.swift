@@ -1,21 +1,32 @@
 import ArgumentParser
 import Foundation
+import NIOCore
 import TileCore
+import TileNetwork
 
-struct InfoCommand: ParsableCommand {
+struct InfoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
         abstract:
             "Print a master's properties (JPEG, PNG, TIFF), read from its header without decoding; or a store's or tiled pyramidal TIFF's levels, tile coding and size on disk."
     )
 
-    @Argument(help: "A JPEG, PNG or TIFF master (- for standard input), a store folder, or a tiled pyramidal TIFF (.tif).")
+    @Argument(
+        help:
+            "A JPEG, PNG or TIFF master (- for standard input, s3://BUCKET/KEY for an object in a store, named as tiler build reads it), a store folder, or a tiled pyramidal TIFF (.tif)."
+    )
     var input: String
 
     @Flag(help: "Print JSON with stable keys.")
     var json = false
 
-    func run() throws {
+    func run() async throws {
+        if input.hasPrefix("s3://") {
+            let info: ImageInfo
+            do { info = try await Self.objectInfo(input) } catch { throw fail(input, error) }
+            if json { print(try infoJSON(info)) } else { printInfo(info) }
+            return
+        }
         if input != "-" && (isDirectory(input) || isTIFFFile(input)) {
             do {
                 try printStore()
@@ -146,4 +157,28 @@ func infoJSON(_ info: ImageInfo) throws -> String {
     if let d = info.density { object["density"] = ["unit": d.unit, "x": d.x, "y": d.y] }
     let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
     return String(decoding: data, as: UTF8.self)
+}
+
+extension InfoCommand {
+    /// The header of the object `url` names (`s3://BUCKET/KEY`, the store the environment names), read
+    /// from its first bytes: 64 KiB, then 1 MiB, then 16 MiB while the header goes on (a TIFF whose
+    /// directory is further on is reported truncated).
+    static func objectInfo(_ url: String) async throws -> ImageInfo {
+        guard let location = S3Location(url), !location.key.isEmpty else {
+            throw TileError(.invalidArgument, "not an object's URL: s3://BUCKET/KEY")
+        }
+        let client = S3Client(configuration: try S3Configuration.fromEnvironment())
+        guard let object = try await client.head(bucket: location.bucket, key: location.key) else {
+            throw TileError(.invalidArgument, "no such object (HeadObject: HTTP 404)")
+        }
+        if object.size == 0 { throw TileError(.truncated, "empty input") }
+        for size in [64 << 10, 1 << 20, 16 << 20] {
+            let count = min(size, object.size)
+            let bytes = try await client.get(bucket: location.bucket, key: location.key, range: 0...(count - 1), limit: count)
+            let header = Result { () throws(TileError) in try ImageInfo.read(data: Data(bytes.readableBytesView)) }
+            if case .failure(let error) = header, error.code == .truncated, count < object.size { continue }
+            return try header.get()
+        }
+        throw TileError(.truncated, "no header in the object's first 16 MiB")
+    }
 }
