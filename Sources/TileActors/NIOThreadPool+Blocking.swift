@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+package import NIOCore
 package import NIOPosix
 package import TileCore
 
@@ -52,5 +53,23 @@ extension NIOThreadPool {
             }
             body()
         }.start()
+    }
+
+    /// `count` bytes of `file` at `offset`, read on one of the pool's threads into a new buffer.
+    /// - Throws: ``TileError/Code/io``, as ``TileCore/ReadOnlyFile/read(at:count:into:)``.
+    package func read(_ file: ReadOnlyFile, at offset: Int, count: Int) async throws(TileError) -> ByteBuffer {
+        try await blocking { () throws(TileError) -> ByteBuffer in
+            var buffer = ByteBufferAllocator().buffer(capacity: count)
+            var failure: TileError?
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
+                do throws(TileError) { try file.read(at: offset, count: count, into: raw) } catch {
+                    failure = error
+                    return 0
+                }
+                return count
+            }
+            if let failure { throw failure }
+            return buffer
+        }
     }
 }

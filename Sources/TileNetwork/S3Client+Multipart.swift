@@ -50,8 +50,30 @@ extension S3Client {
 
     /// Completes a multipart upload with its parts' `document`; returns the object's entity tag.
     /// `expected`: the entity tag the completed object will have, when its parts' tags say it
-    /// (``multipartTag(of:)``).
+    /// (``multipartTag(of:)``). An error S3 gives in a 200's body (`InternalError`, `SlowDown`) is
+    /// tried again as a transient status is.
     func complete(bucket: String, key: String, upload id: String, document: String, expected: String?) async throws(S3Error) -> String {
+        let attempts = max(1, configuration.attempts)
+        for attempt in 0..<attempts {
+            if attempt > 0 {
+                try? await Task.sleep(for: configuration.backoff * (1 << min(attempt - 1, 8)))
+                if Task.isCancelled {
+                    throw S3Error(operation: "CompleteMultipartUpload", bucket: bucket, key: key, cause: "cancelled", isCancellation: true)
+                }
+            }
+            do {
+                return try await completeOnce(bucket: bucket, key: key, upload: id, document: document, expected: expected)
+            } catch {
+                if error.status == 200, error.isTransient, attempt + 1 < attempts { continue }
+                throw error
+            }
+        }
+        throw S3Error(operation: "CompleteMultipartUpload", bucket: bucket, key: key, cause: "no attempt made")
+    }
+
+    private func completeOnce(bucket: String, key: String, upload id: String, document: String, expected: String?) async throws(S3Error)
+        -> String
+    {
         let completed: HTTPClientResponse
         do {
             completed = try await send(

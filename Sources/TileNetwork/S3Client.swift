@@ -59,11 +59,13 @@ public struct S3Error: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the request may succeed if tried again: no answer (the connection's failure), the server's
     /// failure (500, 502, 503, 504), too many requests (429), or a timeout the store reports (408, 400
-    /// `RequestTimeout`); never a cancellation, a request that cannot be sent, or another 4xx or 501.
+    /// `RequestTimeout`), or an error S3 reports in a 200's body (`InternalError`, `SlowDown`); never a
+    /// cancellation, a request that cannot be sent, or another 4xx or 501.
     public var isTransient: Bool {
         if isCancellation || isLocal { return false }
         guard let status else { return true }
-        return [500, 502, 503, 504, 429, 408].contains(status) || code == "RequestTimeout" || code == "SlowDown"
+        return [500, 502, 503, 504, 429, 408].contains(status)
+            || ["RequestTimeout", "SlowDown", "InternalError", "ServiceUnavailable"].contains(code ?? "")
     }
 }
 
@@ -96,8 +98,9 @@ public struct S3Client: Sendable {
         if (scheme == "https" && authority.hasSuffix(":443")) || (scheme == "http" && authority.hasSuffix(":80")) {
             authority = String(authority[..<authority.lastIndex(of: ":")!])
         }
-        let (host, path) =
-            configuration.pathStyle ? (authority, "/\(bucket)/\(key)") : ("\(bucket).\(authority)", "/\(key)")
+        // A bucket name with dots in the host name would not match an https certificate's one-level wildcard.
+        let pathStyle = configuration.pathStyle || (scheme == "https" && bucket.contains("."))
+        let (host, path) = pathStyle ? (authority, "/\(bucket)/\(key)") : ("\(bucket).\(authority)", "/\(key)")
         let encodedQuery = S3Signer.canonicalQuery(query)
         let url = "\(scheme)://\(host)\(S3Signer.canonicalPath(path))" + (encodedQuery.isEmpty ? "" : "?\(encodedQuery)")
         return Target(url: url, host: host, path: path, query: query)

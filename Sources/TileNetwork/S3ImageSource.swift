@@ -56,9 +56,12 @@ extension S3Configuration {
         guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://"), URL(string: endpoint)?.host != nil else {
             throw TileError(.invalidArgument, "the S3 endpoint \(endpoint) is not an http or https URL (TILER_S3_ENDPOINT or AWS_ENDPOINT_URL)")
         }
-        let tiler = (environment["TILER_S3_ACCESS_KEY_ID"], environment["TILER_S3_SECRET_ACCESS_KEY"])
+        let tiler = (first("TILER_S3_ACCESS_KEY_ID"), first("TILER_S3_SECRET_ACCESS_KEY"))
+        if (tiler.0 == nil) != (tiler.1 == nil) {
+            throw TileError(.invalidArgument, "TILER_S3_ACCESS_KEY_ID and TILER_S3_SECRET_ACCESS_KEY go together: one is set without the other")
+        }
         let credentials: S3Credentials
-        if let id = tiler.0, let secret = tiler.1, !id.isEmpty, !secret.isEmpty {
+        if let id = tiler.0, let secret = tiler.1 {
             credentials = S3Credentials(accessKeyID: id, secretAccessKey: secret)
         } else if let id = first("AWS_ACCESS_KEY_ID"), let secret = first("AWS_SECRET_ACCESS_KEY") {
             credentials = S3Credentials(accessKeyID: id, secretAccessKey: secret, sessionToken: first("AWS_SESSION_TOKEN"))
@@ -79,11 +82,14 @@ extension S3Configuration {
 }
 
 extension S3Error: TileErrorConvertible {
-    /// A missing object or bucket, or a refusal, is ``TileError/Code/invalidArgument`` (the name is
-    /// wrong, or its credentials); anything else ``TileError/Code/io``; a cancellation ``TileError/Code/cancelled``.
+    /// A missing object or bucket, a refusal, a wrong region (301) or a request the store finds
+    /// malformed (400, a timeout apart) is ``TileError/Code/invalidArgument``: the name, the credentials
+    /// or the configuration is wrong; anything else ``TileError/Code/io``; a cancellation
+    /// ``TileError/Code/cancelled``.
     public var tileError: TileError {
         if isCancellation { return TileError(.cancelled, description) }
-        return TileError([403, 404].contains(status ?? 0) ? .invalidArgument : .io, description)
+        let isUsers = [301, 403, 404].contains(status ?? 0) || (status == 400 && !isTransient)
+        return TileError(isUsers ? .invalidArgument : .io, description)
     }
 }
 

@@ -45,19 +45,7 @@ extension TileRoutes {
                 var offset = 0
                 while offset < file.byteCount {
                     let (at, count) = (offset, min(Self.downloadChunk, file.byteCount - offset))
-                    let chunk = try await pool.blocking { () throws(TileError) -> ByteBuffer in
-                        var buffer = ByteBufferAllocator().buffer(capacity: count)
-                        var failure: TileError?
-                        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { raw in
-                            do throws(TileError) { try file.read(at: at, count: count, into: raw) } catch {
-                                failure = error
-                                return 0
-                            }
-                            return count
-                        }
-                        if let failure { throw failure }
-                        return buffer
-                    }
+                    let chunk = try await pool.read(file, at: at, count: count)
                     // The last bytes go only if the file did not change while it was read: else the
                     // connection ends short of its length, and the client knows it has no whole file.
                     if offset + count == file.byteCount, !(await pool.blocking { file.isUnchanged() }) {

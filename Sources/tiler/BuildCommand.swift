@@ -13,7 +13,7 @@ struct BuildCommand: AsyncParsableCommand {
         commandName: "build",
         abstract: "Build the tile pyramids of one or more masters (JPEG, PNG, TIFF, JPEG 2000) and print their summaries.",
         discussion: """
-            As with cp and mv: when --out is an existing folder that is not a store, each input's store goes inside it as <input file name>.tiles; otherwise --out names the store itself (with several inputs, a folder that is created to receive them). Every page of a multi-page TIFF master is built (or those --pages or --page name), each a store of its own named after its page number as tiler serve writes page identifiers: <name>.tiles for the first, <name>~2.tiles for the second, and so on (so --out then names a folder). A store that exists is replaced only with --force. Two inputs that would get the same store name are refused before anything is built. Without --out, pyramids are ephemeral (in $TMPDIR) and vanish when the command ends. An input of - reads standard input. An s3://BUCKET/KEY input is read from the object store the environment names: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), AWS_REGION, AWS_ENDPOINT_URL for a store other than AWS's (TILER_S3_ENDPOINT, TILER_S3_REGION, TILER_S3_ACCESS_KEY_ID, TILER_S3_SECRET_ACCESS_KEY first when set; TILER_S3_PATH_STYLE=true|false chooses the addressing, path style by default for a named endpoint).
+            As with cp and mv: when --out is an existing folder that is not a store, each input's store goes inside it as <input file name>.tiles; otherwise --out names the store itself (with several inputs, a folder that is created to receive them). Every page of a multi-page TIFF master is built (or those --pages or --page name), each a store of its own named after its page number as tiler serve writes page identifiers: <name>.tiles for the first, <name>~2.tiles for the second, and so on (so --out then names a folder). A store that exists is replaced only with --force. Two inputs that would get the same store name are refused before anything is built. Without --out, pyramids are ephemeral (in $TMPDIR) and vanish when the command ends. An input of - reads standard input. An s3://BUCKET/KEY input is read from the object store the environment names: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), AWS_REGION, AWS_ENDPOINT_URL for a store other than AWS's --out s3://BUCKET/PREFIX publishes TIFF stores to a bucket of that store, named as in a folder (PREFIX itself for one input, unless it ends in /): each built in the system's temporary folder, then its TIFF uploaded, then its manifest.json, last (TILER_S3_ENDPOINT, TILER_S3_REGION, TILER_S3_ACCESS_KEY_ID, TILER_S3_SECRET_ACCESS_KEY first when set; TILER_S3_PATH_STYLE=true|false chooses the addressing, path style by default for a named endpoint).
             """)
 
     @Argument(
@@ -22,7 +22,7 @@ struct BuildCommand: AsyncParsableCommand {
     )
     var inputs: [String]
 
-    @Option(help: "Write persistent stores (see below) instead of ephemeral files.")
+    @Option(help: "Write persistent stores (see below) instead of ephemeral files: a folder, or a bucket's prefix (s3://BUCKET/PREFIX).")
     var out: String?
 
     @Option(help: "Images built at once, at least 1.")
@@ -65,7 +65,12 @@ struct BuildCommand: AsyncParsableCommand {
         }
         if inputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("standard input (-) can be read only once.") }
         if pages != nil, decode.page != nil { throw ValidationError("--page and --pages name the pages two ways: give one.") }
-        _ = try Self.storePaths(names: inputs.map(inputName), labels: inputs, out: out)
+        if let out, out.hasPrefix("s3://") {
+            guard format == .tiff else { throw ValidationError("a store in a bucket is a TIFF store: --out s3://... takes --format tiff.") }
+            _ = try Self.bucketStores(names: inputs.map(inputName), out: out)
+        } else {
+            _ = try Self.storePaths(names: inputs.map(inputName), labels: inputs, out: out)
+        }
     }
 
     /// Where each input's store goes (nil: ephemeral), following cp and mv: an existing folder that is
@@ -98,23 +103,39 @@ struct BuildCommand: AsyncParsableCommand {
         }
         let chosen = options
         let images = try Self.images(of: inputs, pages: pages, page: decode.page)
-        let stores: [String?]
-        do { stores = try Self.storePaths(names: images.map(\.name), labels: images.map(\.label), out: out) } catch let error as ValidationError {
-            throw fail(out ?? "", TileError(.invalidArgument, error.message))
-        }
-        // As export: a store that exists is replaced only when asked, and then as one rename.
-        if !force, let taken = stores.compactMap({ $0 }).first(where: { access("\($0)/manifest.json", F_OK) == 0 }) {
-            throw fail(taken, TileError(.invalidArgument, "a store exists there: not replaced (remove it, or --force replaces it)"))
-        }
-        if let out, images.count > 1, !isDirectory(out) {
-            do { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) } catch {
-                throw fail(out, TileError(.io, "cannot create the folder: \((error as NSError).localizedDescription)"))
-            }
-        }
-        // Objects in a bucket: the store the environment names (AWS's variables, or TILER_S3_*).
+        // Objects in a bucket, read or written: the store the environment names (AWS's variables, or TILER_S3_*).
+        let bucketOut = out.flatMap { $0.hasPrefix("s3://") ? $0 : nil }
         var store: S3Client?
-        if let first = images.first(where: { $0.input.hasPrefix("s3://") }) {
-            do { store = S3Client(configuration: try S3Configuration.fromEnvironment()) } catch { throw fail(first.input, error) }
+        if let first = bucketOut ?? images.first(where: { $0.input.hasPrefix("s3://") })?.input {
+            do { store = S3Client(configuration: try S3Configuration.fromEnvironment()) } catch { throw fail(first, error) }
+        }
+        let stores: [String?]
+        var published: [S3Location]?
+        var staging: String?
+        defer { if let staging { try? FileManager.default.removeItem(atPath: staging) } }
+        if let bucketOut, let store {
+            // Built into a folder of the system's temporary one, then published (TIFF, then manifest).
+            let locations = try Self.bucketStores(names: images.map(\.name), out: bucketOut)
+            if !force { try await Self.refuseTaken(locations, in: store) }
+            let folder = NSTemporaryDirectory() + "tiler-publish-\(UUID().uuidString)"
+            do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
+                throw fail(folder, TileError(.io, "cannot create the folder: \((error as NSError).localizedDescription)"))
+            }
+            (published, staging) = (locations, folder)
+            stores = images.indices.map { "\(folder)/\($0).tiles" }
+        } else {
+            do { stores = try Self.storePaths(names: images.map(\.name), labels: images.map(\.label), out: out) } catch let error as ValidationError {
+                throw fail(out ?? "", TileError(.invalidArgument, error.message))
+            }
+            // As export: a store that exists is replaced only when asked, and then as one rename.
+            if !force, let taken = stores.compactMap({ $0 }).first(where: { access("\($0)/manifest.json", F_OK) == 0 }) {
+                throw fail(taken, TileError(.invalidArgument, "a store exists there: not replaced (remove it, or --force replaces it)"))
+            }
+            if let out, images.count > 1, !isDirectory(out) {
+                do { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) } catch {
+                    throw fail(out, TileError(.io, "cannot create the folder: \((error as NSError).localizedDescription)"))
+                }
+            }
         }
         var sources: [any ImageSource] = []
         for image in images {
@@ -144,6 +165,15 @@ struct BuildCommand: AsyncParsableCommand {
         for result in report.images {
             switch result.result {
             case .success(let image):
+                var destination = stores[result.index]
+                if let published, let store, let local = destination {
+                    do { try await store.publishStore(at: local, to: published[result.index]) } catch {
+                        failed = true
+                        _ = fail(images[result.index].label, error)
+                        continue
+                    }
+                    destination = published[result.index].description
+                }
                 if images.count == 1 {
                     printSummary(image, buildTime: result.wallTime, warnings: result.warningCount, lastWarning: result.lastWarning)
                 }
@@ -153,7 +183,7 @@ struct BuildCommand: AsyncParsableCommand {
                         format: "%@: %dx%d, %d levels, decode %.3f s, wall %.3f s, %.1f MiB%@",
                         escapingControlCharacters(images[result.index].label),
                         image.geometry.width, image.geometry.height, image.levelCount, seconds(result.decodeTime),
-                        seconds(result.wallTime), megabytes, stores[result.index].map { " -> \(escapingControlCharacters($0))" } ?? ""))
+                        seconds(result.wallTime), megabytes, destination.map { " -> \(escapingControlCharacters($0))" } ?? ""))
             case .failure(let error):
                 failed = true
                 _ = fail(images[result.index].label, error)

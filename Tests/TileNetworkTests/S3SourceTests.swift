@@ -9,6 +9,10 @@ import TileActors
 import TileCore
 @testable import TileNetwork
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `s3://` URLs and the store the environment names (issue 43, point 2), written from the AWS tools'
 /// documented variables.
 @Suite("S3 locations and configuration from the environment")
@@ -34,6 +38,11 @@ struct S3ConfigurationTests {
         ])
         #expect(aws.endpoint == "https://s3.eu-west-3.amazonaws.com" && aws.region == "eu-west-3" && !aws.pathStyle)
         #expect(aws.credentials == S3Credentials(accessKeyID: "AKID", secretAccessKey: "secret", sessionToken: "token"))
+        // AWS's addressing: the bucket in the host name, but in the path for a name with dots (an
+        // https certificate's wildcard covers one label).
+        let client = S3Client(configuration: aws)
+        #expect(client.target(bucket: "tiles", key: "a/b.jpg").url == "https://tiles.s3.eu-west-3.amazonaws.com/a/b.jpg")
+        #expect(client.target(bucket: "my.tiles", key: "a/b.jpg").url == "https://s3.eu-west-3.amazonaws.com/my.tiles/a/b.jpg")
         let own = try S3Configuration.fromEnvironment([
             "AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_ENDPOINT_URL": "http://127.0.0.1:9000/",
             "AWS_DEFAULT_REGION": "garage"
@@ -70,7 +79,9 @@ struct S3ConfigurationTests {
         }
         #expect(message([:])?.contains("no S3 credentials") == true)
         #expect(message(["AWS_ACCESS_KEY_ID": "AKID"])?.contains("AWS_SECRET_ACCESS_KEY") == true)
-        #expect(message(["AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "", "TILER_S3_ACCESS_KEY_ID": "x"]) != nil)
+        // Half of TILER_S3_'s pair is a mistake, not a reason to take AWS's pair instead.
+        let half = ["AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret", "TILER_S3_ACCESS_KEY_ID": "x"]
+        #expect(message(half)?.contains("go together") == true)
         let keys = ["AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret"]
         #expect(message(keys.merging(["AWS_ENDPOINT_URL": "ftp://store"]) { $1 })?.contains("ftp://store") == true)
         #expect(message(keys.merging(["TILER_S3_PATH_STYLE": "yes"]) { $1 })?.contains("TILER_S3_PATH_STYLE") == true)
@@ -163,4 +174,103 @@ struct S3SourceTests {
             ["build", "s3://masters/maps/old photo.jpg"], environment: environment.merging(["AWS_SECRET_ACCESS_KEY": "wrong"]) { $1 })
         #expect(wrong.status != 0 && wrong.stderr.contains("403"), "\(wrong)")
     }
+
+    @Test("tiler build --out s3://: the TIFF, then the manifest naming it; refused over a store unless --force, which replaces it whole")
+    func storeInABucket() async throws {
+        let server = try S3TestServer()
+        defer { server.stop() }
+        let client = S3Client(configuration: server.configuration)
+        try await client.createBucket("stores")
+        let folder = NSTemporaryDirectory() + "s3-publish-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let jpeg = try HTTPImageSourceTests.jpeg()
+        try jpeg.write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
+        let environment = [
+            "AWS_ACCESS_KEY_ID": server.configuration.credentials.accessKeyID,
+            "AWS_SECRET_ACCESS_KEY": server.configuration.credentials.secretAccessKey, "AWS_ENDPOINT_URL": server.configuration.endpoint
+        ]
+        let location = S3Location(bucket: "stores", key: "maps/photo.tiles")
+        let built = try Self.tiler(["build", "\(folder)/photo.jpg", "--out", "s3://stores/maps/photo.tiles"], environment: environment)
+        #expect(built.status == 0 && built.stdout.contains("-> s3://stores/maps/photo.tiles"), "\(built)")
+        let first = try #require(try await client.store(at: location))
+        // The manifest names the TIFF object by key, size and tag; the TIFF is a pyramid of the photo.
+        let manifestObject = try await client.get(bucket: "stores", key: "maps/photo.tiles/manifest.json")
+        let manifest = try JSONSerialization.jsonObject(with: Data(manifestObject.readableBytesView)) as? [String: Any]
+        let object = manifest?["object"] as? [String: Any]
+        let tiffKey = try #require(object?["key"] as? String)
+        #expect(tiffKey.hasPrefix("maps/photo.tiles/pyramid-") && tiffKey.hasSuffix(".tif") && first.tiffKey == tiffKey, "\(tiffKey)")
+        #expect((manifest?["tiff"] as? [String: Any])?["file"] as? String == String(tiffKey.dropFirst("maps/photo.tiles/".count)))
+        #expect(manifest?["format"] as? String == "tiff" && manifest?["sourceByteCount"] as? Int == jpeg.count)
+        let tiff = try await client.get(bucket: "stores", key: tiffKey)
+        #expect(tiff.readableBytes == object?["size"] as? Int && tiff.readableBytes > 0)
+        try Data(tiff.readableBytesView).write(to: URL(fileURLWithPath: "\(folder)/pyramid.tif"))
+        let pyramid = try TiledImage.open(tiff: "\(folder)/pyramid.tif")
+        #expect(pyramid.geometry.width == 640 && pyramid.geometry.height == 480)
+        let psnr = Reference.psnr(try pyramid.pixels(level: 0), try Reference.decode(jpeg).image)
+        #expect(psnr >= 40, "level 0 of the bucket's TIFF against libjpeg's decode: \(psnr) dB")
+
+        // A store there: refused without --force, nothing changed; replaced with it, the old TIFF deleted.
+        let refused = try Self.tiler(["build", "\(folder)/photo.jpg", "--out", "s3://stores/maps/photo.tiles"], environment: environment)
+        #expect(refused.status != 0 && refused.stderr.contains("a store exists there"), "\(refused)")
+        #expect(try await client.store(at: location) == first)
+        let forced = try Self.tiler(["build", "\(folder)/photo.jpg", "--out", "s3://stores/maps/photo.tiles", "--force"], environment: environment)
+        #expect(forced.status == 0, "\(forced)")
+        let second = try #require(try await client.store(at: location))
+        // The store's listing catches up with the delete (Swift updates container listings after the
+        // fact): waited for, as a state.
+        let wanted: Set = [second.tiffKey, "maps/photo.tiles/manifest.json"]
+        var keys: Set<String> = []
+        for _ in 0..<200 {
+            keys = Set(try await client.listAll(bucket: "stores", prefix: "maps/photo.tiles/").map(\.key))
+            if keys == wanted { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(second.tiffKey != first.tiffKey && keys == wanted, "\(keys)")
+        #expect(try await client.head(bucket: "stores", key: first.tiffKey) == nil, "the replaced store's TIFF is deleted")
+
+        // A publish that fails after its TIFF is uploaded (the local TIFF changed meanwhile: touched
+        // until the publish returns) leaves the store there as it was, and no object of its own.
+        let local = try Self.tiler(["build", "\(folder)/photo.jpg", "--out", "\(folder)/local.tiles"], environment: [:])
+        #expect(local.status == 0, "\(local)")
+        let touching = ManagedAtomicFlag()
+        let toucher = Task.detached {
+            while !touching.isSet {
+                _ = utimensat(AT_FDCWD, "\(folder)/local.tiles/pyramid.tif", nil, 0)
+                usleep(1000)
+            }
+        }
+        await #expect(throws: TileError.self) { try await client.publishStore(at: "\(folder)/local.tiles", to: location) }
+        touching.set()
+        await toucher.value
+        #expect(try await client.store(at: location) == second)
+        for _ in 0..<200 {
+            keys = Set(try await client.listAll(bucket: "stores", prefix: "maps/photo.tiles/").map(\.key))
+            if keys == wanted { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(keys == wanted, "after a failed publish: \(keys)")
+
+        // A manifest whose TIFF is gone is not a store a reader may use.
+        try await client.delete(bucket: "stores", key: second.tiffKey)
+        await #expect(throws: TileError.self) { try await client.store(at: location) }
+        // Only TIFF stores are published: a raw one is a usage error; one given to the library is refused.
+        let raw = try Self.tiler(["build", "\(folder)/photo.jpg", "--out", "s3://stores/raw.tiles", "--format", "raw"], environment: environment)
+        #expect(raw.status == 64 && raw.stderr.contains("TIFF store"), "\(raw)")
+        let rawBuilt = try Self.tiler(["build", "\(folder)/photo.jpg", "--out", "\(folder)/raw.tiles", "--format", "raw"], environment: [:])
+        #expect(rawBuilt.status == 0, "\(rawBuilt)")
+        await #expect(throws: TileError.self) {
+            try await client.publishStore(at: "\(folder)/raw.tiles", to: S3Location(bucket: "stores", key: "raw.tiles"))
+        }
+        // A bucket that does not exist: said before anything is built.
+        let nowhere = try Self.tiler(["build", "\(folder)/photo.jpg", "--out", "s3://nowhere/photo.tiles"], environment: environment)
+        #expect(nowhere.status != 0 && nowhere.stderr.contains("NoSuchBucket") && !nowhere.stdout.contains("levels"), "\(nowhere)")
+    }
+}
+
+/// A flag one task sets and another reads.
+final class ManagedAtomicFlag: Sendable {
+    private let value = NIOLockedValueBox(false)
+    var isSet: Bool { value.withLockedValue { $0 } }
+    func set() { value.withLockedValue { $0 = true } }
 }
