@@ -115,13 +115,16 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
             withExtendedLifetime(image) {}
             return
         }
-    case "net-stream-build", "net-stream-build-nopreview":
+    case "net-stream-build", "net-stream-build-nopreview", "net-stream-tiff":
         // Build while downloading: HTTPImageSource streams the body into an ImageBuilder, with the
         // previews a network source gets by default (ImageLoader's choice; set here as it would), or
         // without previews.
         guard let url else { throw BenchmarkError("--url missing") }
         var options = BuildOptions()
         options.preview = name == "net-stream-build-nopreview" ? .off : .afterScans(PreviewPolicy.automatic.scanCount(streaming: true))
+        // net-stream-tiff: into a TIFF store, as `tiler serve` builds an upload or `tiler build` a URL
+        // (issue 43: within 1.05x the bare download).
+        if name == "net-stream-tiff" { options.format = .tiff() }
         let builder = try ImageBuilder(options: options)
         // The first and last bytes' arrivals: when the source hands over a body part, before decoding it.
         let firstByte = Mutex<ContinuousClock.Instant?>(nil)

@@ -50,6 +50,7 @@ struct Scenario {
             Scenario(name: "net-download-then-build", kind: .inProcess, input: input, childArguments: ["--url", networkURL]),
             Scenario(name: "net-stream-build", kind: .inProcess, input: input, childArguments: ["--url", networkURL]),
             Scenario(name: "net-stream-build-nopreview", kind: .inProcess, input: input, childArguments: ["--url", networkURL]),
+            Scenario(name: "net-stream-tiff", kind: .inProcess, input: input, childArguments: ["--url", networkURL]),
             Scenario(name: "thumb-1500", kind: .inProcess, input: loaderInput),
             Scenario(name: "thumbnailer-100-q1", kind: .inProcess, input: loaderInput),
             Scenario(name: "thumbnailer-100-q2", kind: .inProcess, input: loaderInput)

@@ -179,6 +179,8 @@ extension InfoCommand {
             if case .failure(let error) = header, error.code == .truncated, count < object.size { continue }
             return try header.get()
         }
-        throw TileError(.truncated, "no whole header in the object's first 16 MiB (a TIFF may keep its directory at its end: download it and run tiler info on the file)")
+        throw TileError(
+            .truncated,
+            "no whole header in the object's first 16 MiB (a TIFF may keep its directory at its end: download it and run tiler info on the file)")
     }
 }
