@@ -131,12 +131,18 @@ public struct S3ImageSource: ImageSource {
         let expected = response.headers.first(name: "content-length").flatMap { Int($0) }
         await announce(expected)
         var received = 0
+        var isWhole = false
+        // Read ahead of the decoder (``HTTPImageSource/readAheadLimit``): a pause of its does not pause
+        // the download.
+        var arrived: (@Sendable (Int) -> Void)?
+        if let report = onBodyPart { arrived = { @Sendable total in report(total, expected) } }
         do {
-            for try await buffer in response.body {
+            try await ReadAhead.consume(response.body, limit: HTTPImageSource.readAheadLimit, arrived: arrived) { buffer in
                 received += buffer.readableBytes
-                onBodyPart?(received, expected)
-                if try await consume(buffer.readableBytesView) { return }
+                isWhole = try await consume(buffer.readableBytesView)
+                return isWhole
             }
+            if isWhole { return }
         } catch let error as TileError {
             throw error
         } catch {
