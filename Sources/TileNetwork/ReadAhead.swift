@@ -4,7 +4,7 @@ import NIOCore
 /// A response body read ahead of its consumer, up to a number of bytes: the download goes on while the
 /// consumer (a decoder, a tiler) is busy with the bytes before, so that a pause of the consumer's does
 /// not pause the transfer (a paced server, or TCP's window, never gives back the time lost). Memory is
-/// bounded by `limit` (and one part beyond it).
+/// bounded by `limit` held between them, and the part each of them has in hand.
 enum ReadAhead {
     /// Reads `body` in a task of its own, at most `limit` bytes ahead, and hands each part to `each`, in
     /// order, until `each` returns `true` (the rest is not read: the transfer is cancelled) or the body
@@ -28,19 +28,22 @@ enum ReadAhead {
                     queue.finish(error)
                 }
             }
+            var stopped = false
             while let buffer = try await queue.next() {
-                if try await each(buffer) { break }
+                stopped = try await each(buffer)
+                if stopped { break }
             }
+            // A body that ends quietly when its task is cancelled has not ended.
+            if !stopped { try Task.checkCancellation() }
             group.cancelAll()
         }
     }
 
-    /// Parts between one producer and one consumer, at most `limit` bytes of them held (a part is taken
-    /// whenever fewer are).
+    /// Parts between one producer and one consumer, at most `limit` bytes of them held (a part larger
+    /// than `limit` alone when none is).
     final class BoundedQueue: Sendable {
         private struct State {
-            var parts: [ByteBuffer] = []
-            var head = 0
+            var parts = CircularBuffer<ByteBuffer>()
             var bytes = 0
             var isFinished = false
             var failure: (any Error)?
@@ -52,7 +55,10 @@ enum ReadAhead {
         private let state = NIOLockedValueBox(State())
         let limit: Int
 
-        init(limit: Int) { self.limit = limit }
+        init(limit: Int) {
+            precondition(limit > 0, "a read-ahead holds at least one byte")
+            self.limit = limit
+        }
 
         /// Adds `buffer`, first waiting while `limit` bytes are held.
         /// - Throws: `CancellationError` when the producer's task is cancelled.
@@ -60,7 +66,7 @@ enum ReadAhead {
             while true {
                 try Task.checkCancellation()
                 let (added, consumer) = state.withLockedValue { s -> (Bool, CheckedContinuation<Void, Never>?) in
-                    guard s.bytes < limit else { return (false, nil) }
+                    guard s.bytes == 0 || s.bytes + buffer.readableBytes <= limit else { return (false, nil) }
                     s.parts.append(buffer)
                     s.bytes += buffer.readableBytes
                     defer { s.consumer = nil }
@@ -71,7 +77,7 @@ enum ReadAhead {
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                         let now = state.withLockedValue { s -> Bool in
-                            if s.bytes < limit || s.isCancelled { return true }
+                            if s.bytes == 0 || s.bytes + buffer.readableBytes <= limit || s.isCancelled { return true }
                             s.producer = continuation
                             return false
                         }
@@ -107,14 +113,8 @@ enum ReadAhead {
                     case wait
                 }
                 let step = state.withLockedValue { s -> Step in
-                    if s.head < s.parts.count {
-                        let part = s.parts[s.head]
-                        s.head += 1
+                    if let part = s.parts.popFirst() {
                         s.bytes -= part.readableBytes
-                        if s.head > 64, s.head * 2 > s.parts.count {
-                            s.parts.removeFirst(s.head)
-                            s.head = 0
-                        }
                         defer { s.producer = nil }
                         return .part(part, s.producer)
                     }
@@ -130,7 +130,7 @@ enum ReadAhead {
                 case .wait:
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                         let now = state.withLockedValue { s -> Bool in
-                            if s.head < s.parts.count || s.isFinished { return true }
+                            if !s.parts.isEmpty || s.isFinished { return true }
                             s.consumer = continuation
                             return false
                         }
