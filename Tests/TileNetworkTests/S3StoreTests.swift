@@ -24,10 +24,13 @@ final class S3TestServer {
     init() throws {
         folder = NSTemporaryDirectory() + "s3-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        // Five ports from a free one: another program may hold one of the four after it; tried thrice.
-        var run = try Tools.run("bash", [Self.script, "start", folder, String(Tools.freePort())])
-        for _ in 0..<2 where run.status != 0 && run.stderr.contains("in use") {
-            run = try Tools.run("bash", [Self.script, "start", folder, String(Tools.freePort())])
+        // Five ports from one below the kernel's ephemeral range (32768 and up on Linux), where no
+        // outgoing connection (another test's) takes one while the store starts; another store started
+        // at once by another suite may still pick the same: the script then says so, and another base is
+        // tried, up to four.
+        var run = try Tools.run("bash", [Self.script, "start", folder, String(Int.random(in: 20_000..<32_000))])
+        for _ in 0..<3 where run.status != 0 && (run.stderr.contains("in use") || run.stderr.contains("Could not bind")) {
+            run = try Tools.run("bash", [Self.script, "start", folder, String(Int.random(in: 20_000..<32_000))])
         }
         guard run.status == 0,
             let line = String(decoding: run.stdout, as: UTF8.self).split(separator: "\n").last(where: { $0.hasPrefix("endpoint=") })
