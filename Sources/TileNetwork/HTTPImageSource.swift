@@ -93,16 +93,24 @@ public struct HTTPImageSource: ImageSource {
         guard (200...299).contains(Int(response.status.code)) else {
             throw NetworkError(code: .httpStatus, url: url, status: Int(response.status.code), bytesReceived: 0)
         }
+        try await Self.feed(response, name: url, onBodyPart: onBodyPart, announce: announce, consume)
+    }
+
+    /// Hands `response`'s body to `consume` part by part, read ahead of it (``readAheadLimit``: a pause
+    /// of the decoder's does not pause the download), until `consume` says the image is complete; what
+    /// `name` names in errors. A body shorter than its Content-Length is ``NetworkError/Code/truncated``.
+    static func feed(
+        _ response: HTTPClientResponse, name: String, onBodyPart: (@Sendable (Int, Int?) -> Void)?, announce: (Int?) async -> Void,
+        _ consume: (ByteBufferView) async throws -> Bool
+    ) async throws {
         let expected = response.headers.first(name: "content-length").flatMap { Int($0) }
         await announce(expected)
         var received = 0
         var isWhole = false
-        // Read ahead of the decoder (``HTTPImageSource/readAheadLimit``): a pause of its does not pause
-        // the download.
         var arrived: (@Sendable (Int) -> Void)?
         if let report = onBodyPart { arrived = { @Sendable total in report(total, expected) } }
         do {
-            try await ReadAhead.consume(response.body, limit: HTTPImageSource.readAheadLimit, arrived: arrived) { buffer in
+            try await ReadAhead.consume(response.body, limit: readAheadLimit, arrived: arrived) { buffer in
                 received += buffer.readableBytes
                 isWhole = try await consume(buffer.readableBytesView)
                 return isWhole
@@ -111,10 +119,10 @@ public struct HTTPImageSource: ImageSource {
         } catch let error as TileError {
             throw error
         } catch {
-            throw Self.classify(error, url: url, received: received, expected: expected, duringBody: true)
+            throw classify(error, url: name, received: received, expected: expected, duringBody: true)
         }
         if let expected, received < expected {
-            throw NetworkError(code: .truncated, url: url, bytesReceived: received, expectedBytes: expected)
+            throw NetworkError(code: .truncated, url: name, bytesReceived: received, expectedBytes: expected)
         }
     }
 

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 public import Foundation
-public import NIOCore
+import NIOCore
 import NIOHTTP1
 public import TileActors
 public import TileCore
@@ -128,28 +128,6 @@ public struct S3ImageSource: ImageSource {
 
     private func stream(announce: (Int?) async -> Void, _ consume: (ByteBufferView) async throws -> Bool) async throws {
         let response = try await client.stream(bucket: location.bucket, key: location.key)
-        let expected = response.headers.first(name: "content-length").flatMap { Int($0) }
-        await announce(expected)
-        var received = 0
-        var isWhole = false
-        // Read ahead of the decoder (``HTTPImageSource/readAheadLimit``): a pause of its does not pause
-        // the download.
-        var arrived: (@Sendable (Int) -> Void)?
-        if let report = onBodyPart { arrived = { @Sendable total in report(total, expected) } }
-        do {
-            try await ReadAhead.consume(response.body, limit: HTTPImageSource.readAheadLimit, arrived: arrived) { buffer in
-                received += buffer.readableBytes
-                isWhole = try await consume(buffer.readableBytesView)
-                return isWhole
-            }
-            if isWhole { return }
-        } catch let error as TileError {
-            throw error
-        } catch {
-            throw HTTPImageSource.classify(error, url: name, received: received, expected: expected, duringBody: true)
-        }
-        if let expected, received < expected {
-            throw NetworkError(code: .truncated, url: name, bytesReceived: received, expectedBytes: expected)
-        }
+        try await HTTPImageSource.feed(response, name: name, onBodyPart: onBodyPart, announce: announce, consume)
     }
 }
