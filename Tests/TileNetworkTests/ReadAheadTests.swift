@@ -69,9 +69,10 @@ struct ReadAheadTests {
         }
         #expect(got.count == 200 && body.taken.withLockedValue { $0 } == 200)
         // 16 parts past the one held arrived before it was let go (the signal); never further ahead than
-        // the limit (16 parts held) and the part the reader has in hand.
+        // the limit (16 parts held), the part the reader has in hand, and one the consumer has taken from
+        // the queue but not yet counted in `handed` (the reader may take the next in between).
         let most = body.mostAhead.withLockedValue { $0 }
-        #expect((16...17).contains(most), "\(most) parts taken ahead of the consumer")
+        #expect((16...18).contains(most), "\(most) parts taken ahead of the consumer")
     }
 
     @Test("a consumer that has what it needs: the rest is not read")
