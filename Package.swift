@@ -29,7 +29,6 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
         // `swift package generate-documentation --target TileCore` (the DocC catalogs in Sources/*/*.docc).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
     ],
@@ -61,6 +60,11 @@ let package = Package(
             name: "CLibWebP",
             pkgConfig: "libwebpmux",
             providers: [.apt(["libwebp-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
         ),
         // (No pkgConfig: libavif's .pc adds -DAVIF_DLL, a flag SwiftPM refuses; the headers are in /usr/include.)
         .systemLibrary(
@@ -124,8 +128,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 // ByteBufferView as ContiguousBytes: body parts go to the decoder without a copy.
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                // SHA-256 and HMAC for S3's request signatures (Signature Version 4).
-                .product(name: "Crypto", package: "swift-crypto")
+                // SHA-256 and HMAC for S3's request signatures (Signature Version 4), MD5 for entity tags.
+                "CLibCrypto"
             ],
             swiftSettings: swiftSettings
         ),
@@ -133,7 +137,6 @@ let package = Package(
             name: "TileNetworkTests",
             dependencies: [
                 "TileNetwork", "TileActors", "TileCore", "TestSupport", "TestTraits",
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

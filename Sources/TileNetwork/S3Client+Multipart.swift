@@ -1,5 +1,4 @@
 import AsyncHTTPClient
-import Crypto
 import Foundation
 public import NIOCore
 import NIOHTTP1
@@ -121,7 +120,7 @@ extension S3Client {
                 digests.append(byte)
             }
         }
-        let digest = Insecure.MD5.hash(data: digests).map { String(format: "%02x", $0) }.joined()
+        let digest = S3Signer.hex(Digest.hash(.md5, digests))
         return "\(digest)-\(tags.count)"
     }
 }

@@ -1,4 +1,3 @@
-import Crypto
 public import Foundation
 
 #if canImport(Glibc)
@@ -106,17 +105,17 @@ public struct S3Signer: Sendable {
 
     /// The string to sign: the algorithm, the timestamp, the scope and the canonical request's SHA-256.
     func stringToSign(canonicalRequest: String, date: Date) -> String {
-        [Self.algorithm, Self.timestamp(date), scope(date), Self.hex(SHA256.hash(data: Data(canonicalRequest.utf8)))].joined(separator: "\n")
+        [Self.algorithm, Self.timestamp(date), scope(date), Self.hex(Digest.hash(.sha256, Array(canonicalRequest.utf8)))].joined(separator: "\n")
     }
 
     /// The signature: HMAC-SHA256 of the string to sign under the key derived for the date, region and
     /// service, in lower-case hexadecimal.
     func signature(stringToSign: String, date: Date) -> String {
-        var key = SymmetricKey(data: Data("AWS4\(credentials.secretAccessKey)".utf8))
+        var key = Array("AWS4\(credentials.secretAccessKey)".utf8)
         for part in [Self.day(date), region, service, "aws4_request"] {
-            key = SymmetricKey(data: Data(HMAC<SHA256>.authenticationCode(for: Data(part.utf8), using: key)))
+            key = Digest.hmacSHA256(key: key, Array(part.utf8))
         }
-        return Self.hex(HMAC<SHA256>.authenticationCode(for: Data(stringToSign.utf8), using: key))
+        return Self.hex(Digest.hmacSHA256(key: key, Array(stringToSign.utf8)))
     }
 
     /// `yyyymmdd/region/service/aws4_request`.
@@ -186,5 +185,5 @@ public struct S3Signer: Sendable {
     }
 
     /// The SHA-256 of `body` in lower-case hexadecimal: a request's `payloadHash`.
-    public static func payloadHash(_ body: some DataProtocol) -> String { hex(SHA256.hash(data: body)) }
+    public static func payloadHash(_ body: some DataProtocol) -> String { hex(Digest.hash(.sha256, body)) }
 }
