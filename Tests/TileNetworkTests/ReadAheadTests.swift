@@ -6,7 +6,7 @@ import Testing
 /// The read-ahead between a body and its decoder: parts in order, read while the consumer is busy,
 /// never more than the limit ahead, the failure after the parts before it, the rest not read once the
 /// consumer has what it needs.
-@Suite("Reading a body ahead of its consumer", .timeLimit(.minutes(1)))
+@Suite("Reading a body ahead of its consumer")
 struct ReadAheadTests {
     /// A body of `count` parts of `size` bytes (part i's bytes all i), counting the parts taken from it,
     /// and the most taken and not yet handed to the consumer (which counts them in `handed`) when one
