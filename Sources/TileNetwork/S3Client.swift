@@ -173,16 +173,24 @@ public struct S3Client: Sendable {
     }
 
     /// An object's bytes, or those of `range` (an answer of 206), at most `limit`.
-    public func get(bucket: String, key: String, range: ClosedRange<Int>? = nil, limit: Int = 64 << 20) async throws(S3Error) -> ByteBuffer {
-        let response = try await stream(bucket: bucket, key: key, range: range)
+    /// - Parameter ifMatch: the entity tag the object must still have (``S3Object/entityTag``, as HEAD
+    ///   or an earlier GET gave it): the reads of one version, never a mix of two. An object replaced
+    ///   since fails with status 412 (`PreconditionFailed`).
+    public func get(bucket: String, key: String, range: ClosedRange<Int>? = nil, ifMatch: String? = nil, limit: Int = 64 << 20)
+        async throws(S3Error) -> ByteBuffer
+    {
+        let response = try await stream(bucket: bucket, key: key, range: range, ifMatch: ifMatch)
         do { return try await response.body.collect(upTo: limit) } catch {
             throw S3Error(operation: "GetObject", bucket: bucket, key: key, status: Int(response.status.code), cause: "\(error)")
         }
     }
 
-    /// An object's answer, its body to be read as it arrives (`response.body`).
-    public func stream(bucket: String, key: String, range: ClosedRange<Int>? = nil) async throws(S3Error) -> HTTPClientResponse {
-        let headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
+    /// An object's answer, its body to be read as it arrives (`response.body`); `ifMatch` as ``get(bucket:key:range:ifMatch:limit:)``'s.
+    public func stream(bucket: String, key: String, range: ClosedRange<Int>? = nil, ifMatch: String? = nil) async throws(S3Error)
+        -> HTTPClientResponse
+    {
+        var headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
+        if let ifMatch { headers.append(("If-Match", "\"\(Self.unquoted(ifMatch))\"")) }
         return try await send(.GET, "GetObject", bucket: bucket, key: key, headers: headers, expected: range == nil ? [200] : [206])
     }
 

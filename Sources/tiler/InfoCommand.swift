@@ -174,7 +174,15 @@ extension InfoCommand {
         if object.size == 0 { throw TileError(.truncated, "empty input") }
         for size in [64 << 10, 1 << 20, 16 << 20] {
             let count = min(size, object.size)
-            let bytes = try await client.get(bucket: location.bucket, key: location.key, range: 0...(count - 1), limit: count)
+            // Each read of the version HEAD saw: a header is never read from two versions of the object.
+            let bytes: ByteBuffer
+            do throws(S3Error) {
+                bytes = try await client.get(
+                    bucket: location.bucket, key: location.key, range: 0...(count - 1), ifMatch: object.entityTag, limit: count)
+            } catch {
+                if error.status == 412 { throw TileError(.io, "the object was replaced while its header was read: run tiler info again") }
+                throw error
+            }
             let header = Result { () throws(TileError) in try ImageInfo.read(data: Data(bytes.readableBytesView)) }
             if case .failure(let error) = header, error.code == .truncated, count < object.size { continue }
             return try header.get()

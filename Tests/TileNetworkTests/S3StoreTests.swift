@@ -98,6 +98,18 @@ struct S3StoreTests {
         #expect(Array(try await client.get(bucket: "tiles", key: "maps/photo 1.jpg").readableBytesView) == photo)
         #expect(Array(try await client.get(bucket: "tiles", key: "maps/photo 1.jpg", range: 10...19).readableBytesView) == Array(photo[10...19]))
         #expect(try await client.head(bucket: "tiles", key: "nothing") == nil)
+        // If-Match: the version HEAD saw is read; once the object is replaced, 412 and no bytes.
+        #expect(
+            Array(try await client.get(bucket: "tiles", key: "maps/photo 1.jpg", range: 0...3, ifMatch: head.entityTag).readableBytesView)
+                == Array(photo[0...3]))
+        try await client.put(bucket: "tiles", key: "maps/photo 1.jpg", body: ByteBuffer(bytes: Self.bytes(1000, seed: 2)))
+        do {
+            _ = try await client.get(bucket: "tiles", key: "maps/photo 1.jpg", range: 0...3, ifMatch: head.entityTag)
+            Issue.record("a replaced object was read under its old entity tag")
+        } catch {
+            #expect(error.status == 412 && error.code == "PreconditionFailed", "\(error)")
+        }
+        try await client.put(bucket: "tiles", key: "maps/photo 1.jpg", body: ByteBuffer(bytes: photo))
         do {
             _ = try await client.get(bucket: "tiles", key: "nothing")
             Issue.record("a missing key was answered")
@@ -127,6 +139,8 @@ struct S3StoreTests {
         let bigTag = try await client.upload(bucket: "tiles", key: "big.tif", parts: Parts(count: 7, size: partSize), contentType: "image/tiff")
         let big = try await client.head(bucket: "tiles", key: "big.tif")
         #expect(big?.size == 7 * partSize && big?.entityTag == bigTag)
+        // A multipart object's tag holds for If-Match as a whole object's does.
+        #expect(try await client.get(bucket: "tiles", key: "big.tif", range: 0...15, ifMatch: bigTag).readableBytes == 16)
         // The store's tag is the one S3 gives a multipart object (what a lost completion is recognised by).
         let partTags = (0..<7).map { n in S3Signer.hex(Digest.hash(.md5, Self.part(n, size: partSize))) }
         #expect(bigTag == S3Client.multipartTag(of: partTags), "\(bigTag)")
