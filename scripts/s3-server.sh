@@ -13,7 +13,9 @@
 # Nothing outside DIR is read or written besides the installed packages: the servers are started through a small
 # launcher (DIR/etc/run-server.py) that points Swift at DIR/etc/swift.conf instead of /etc/swift/swift.conf, which
 # the stock swift-*-server scripts always read for the hash path prefix and the storage policies.
-# Environment: S3_SERVER_START_TIMEOUT (seconds, default 90) bounds how long start waits.
+# Environment: S3_SERVER_START_TIMEOUT (seconds, default 90) bounds how long start waits; S3_SERVER_OWNER=PID (a test
+# runner's) makes start leave a watcher that stops the store once that process has ended, however it ended (a runner
+# killed by a signal or a time limit runs no clean-up of its own), and ends itself when the store is stopped.
 set -euo pipefail
 
 PY=/usr/bin/python3 # Debian's python, where the swift package lives (not a venv's or pyenv's python3)
@@ -370,6 +372,10 @@ cmd_start() {
     exit 1
   fi
   trap - INT TERM HUP
+  if [ -n "${S3_SERVER_OWNER:-}" ]; then
+    # Detached (a session of its own, no descriptor of the caller's), so that it outlives this script and its caller.
+    setsid bash "$0" watch "$DIR" "$S3_SERVER_OWNER" </dev/null >>"$DIR/log/watch.log" 2>&1 &
+  fi
   say "ready in $((SECONDS - started)) s (logs in $DIR/log)"
   echo "endpoint=http://127.0.0.1:$PORT access_key=$ACCESS_KEY secret_key=$SECRET_KEY region=$REGION"
 }
@@ -392,6 +398,21 @@ case $1 in
     [ -d "$2" ] || die "no such directory: $2"
     DIR=$(cd "$2" && pwd -P)
     stop_all
+    ;;
+  watch)
+    # (Internal: left by start when S3_SERVER_OWNER is set.) Waits while the owner runs and the store has not been
+    # stopped (stop removes the pid files; a removed DIR ends it too), then stops what is left.
+    [ $# -eq 3 ] && [[ $3 =~ ^[0-9]+$ ]] || usage
+    for fd in /proc/$$/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -le 2 ] || eval "exec $fd>&-" 2>/dev/null || true
+    done
+    DIR=$2
+    while running "$3" && compgen -G "$DIR/run/*.pid" >/dev/null; do sleep 1; done
+    if [ -d "$DIR/run" ] && compgen -G "$DIR/run/*.pid" >/dev/null; then
+      say "owner $3 has ended: stopping the store in $DIR"
+      stop_all
+    fi
     ;;
   *) usage ;;
 esac

@@ -27,9 +27,11 @@ final class S3TestServer {
         // outgoing connection (another test's) takes one while the store starts; another store started
         // at once by another suite may still pick the same: the script then says so, and another base is
         // tried, up to four.
-        var run = try Tools.run("bash", [Self.script, "start", folder, String(Int.random(in: 20_000..<32_000))])
+        // The store is stopped when this process ends, even killed (the script's watcher): never left running.
+        let owner = ["S3_SERVER_OWNER": String(ProcessInfo.processInfo.processIdentifier)]
+        var run = try Tools.run("bash", [Self.script, "start", folder, String(Int.random(in: 20_000..<32_000))], environment: owner)
         for _ in 0..<3 where run.status != 0 && (run.stderr.contains("in use") || run.stderr.contains("Could not bind")) {
-            run = try Tools.run("bash", [Self.script, "start", folder, String(Int.random(in: 20_000..<32_000))])
+            run = try Tools.run("bash", [Self.script, "start", folder, String(Int.random(in: 20_000..<32_000))], environment: owner)
         }
         guard run.status == 0,
             let line = String(decoding: run.stdout, as: UTF8.self).split(separator: "\n").last(where: { $0.hasPrefix("endpoint=") })
