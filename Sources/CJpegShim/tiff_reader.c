@@ -141,25 +141,27 @@ static cjs_status read_directories(cjs_tiff_reader *r, TIFF *tif, uint64_t max_t
     return status;
 }
 
-cjs_status cjs_tiff_reader_open(int32_t fd, uint64_t max_tiles, cjs_tiff_reader **out, char *message,
-                                size_t capacity) {
+/* Reads the directories of the TIFF `file` reads. `missed`, when given, says the read went past the bytes
+   known (a remote TIFF's): nothing is kept then, CJS_ERR_IO without a message. */
+static cjs_status open_reader(tiff_file *file, int32_t fd, uint64_t max_tiles, const uint64_t *missed,
+                              cjs_tiff_reader **out, char *message, size_t capacity) {
     if (!out) return CJS_ERR_ARGUMENT;
     *out = NULL;
     cjs_tiff_reader *r = calloc(1, sizeof *r);
     if (!r) return CJS_ERR_NOMEM;
     r->fd = fd;
-    tiff_file file = {.fd = fd};
     /* libtiff's own cap on one allocation: a forged directory cannot make it ask for gigabytes. */
-    TIFF *tif = tiff_io_open(&file, "r", (tmsize_t)256 << 20);
+    TIFF *tif = tiff_io_open(file, "r", (tmsize_t)256 << 20);
     if (!tif) {
-        keep(message, capacity, file.message);
+        if (!(missed && *missed)) keep(message, capacity, file->message);
         free(r);
-        return CJS_ERR_ARGUMENT;
+        return missed && *missed ? CJS_ERR_IO : CJS_ERR_ARGUMENT;
     }
     cjs_status status = read_directories(r, tif, max_tiles ? max_tiles : (uint64_t)1 << 24);
     TIFFClose(tif);
-    if (status == CJS_OK && r->count == 0) {
-        keep(message, capacity, file.message[0] ? file.message : "the TIFF has no tiled image");
+    if (status == CJS_OK && missed && *missed) status = CJS_ERR_IO;
+    else if (status == CJS_OK && r->count == 0) {
+        keep(message, capacity, file->message[0] ? file->message : "the TIFF has no tiled image");
         status = CJS_ERR_ARGUMENT;
     }
     if (status != CJS_OK) {
@@ -168,6 +170,68 @@ cjs_status cjs_tiff_reader_open(int32_t fd, uint64_t max_tiles, cjs_tiff_reader 
     }
     *out = r;
     return CJS_OK;
+}
+
+cjs_status cjs_tiff_reader_open(int32_t fd, uint64_t max_tiles, cjs_tiff_reader **out, char *message,
+                                size_t capacity) {
+    tiff_file file = {.fd = fd};
+    return open_reader(&file, fd, max_tiles, NULL, out, message, capacity);
+}
+
+/* The bytes known of a remote TIFF: a read of bytes all held (in one segment or several that touch) is
+   served; any other fails and records the first range missed. */
+typedef struct {
+    const cjs_tiff_segment *segments;
+    size_t count;
+    uint64_t size;
+    uint64_t missing_offset, missing_length;
+} known_bytes;
+
+/* The segment holding byte `offset`, or NULL. */
+static const cjs_tiff_segment *segment_at(const known_bytes *k, uint64_t offset) {
+    size_t low = 0, high = k->count; /* the last segment that starts at or before `offset` */
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (k->segments[middle].offset <= offset) low = middle + 1;
+        else high = middle;
+    }
+    if (low == 0) return NULL;
+    const cjs_tiff_segment *s = &k->segments[low - 1];
+    return offset - s->offset < s->length ? s : NULL;
+}
+
+static tmsize_t read_known(void *context, uint64_t offset, void *buffer, tmsize_t size) {
+    known_bytes *k = context;
+    if (size <= 0 || offset >= k->size) return 0;
+    uint64_t want = (uint64_t)size < k->size - offset ? (uint64_t)size : k->size - offset, done = 0;
+    while (done < want) {
+        const cjs_tiff_segment *s = segment_at(k, offset + done);
+        if (!s) {
+            if (!k->missing_length) {
+                k->missing_offset = offset + done;
+                k->missing_length = want - done;
+            }
+            return -1;
+        }
+        uint64_t into = offset + done - s->offset, n = s->length - into < want - done ? s->length - into : want - done;
+        memcpy((uint8_t *)buffer + done, (const uint8_t *)s->bytes + into, (size_t)n);
+        done += n;
+    }
+    return (tmsize_t)want;
+}
+
+cjs_status cjs_tiff_reader_open_segments(const cjs_tiff_segment *segments, size_t count, uint64_t size,
+                                         uint64_t max_tiles, cjs_tiff_reader **out, uint64_t *missing_offset,
+                                         uint64_t *missing_length, char *message, size_t capacity) {
+    if (!missing_offset || !missing_length || (count && !segments)) return CJS_ERR_ARGUMENT;
+    for (size_t i = 1; i < count; i++)
+        if (segments[i].offset < segments[i - 1].offset + segments[i - 1].length) return CJS_ERR_ARGUMENT;
+    known_bytes known = {.segments = segments, .count = count, .size = size};
+    tiff_file file = {.fd = -1, .read_at = read_known, .context = &known, .size = size};
+    cjs_status status = open_reader(&file, -1, max_tiles, &known.missing_length, out, message, capacity);
+    *missing_offset = known.missing_offset;
+    *missing_length = known.missing_length;
+    return status;
 }
 
 void cjs_tiff_reader_icc_profile(const cjs_tiff_reader *r, const void **data, size_t *length) {

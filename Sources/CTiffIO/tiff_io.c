@@ -10,6 +10,11 @@
 static tmsize_t proc_read(thandle_t h, void *buffer, tmsize_t size) {
     tiff_file *f = h;
     ssize_t n;
+    if (f->read_at) {
+        n = f->read_at(f->context, f->position, buffer, size);
+        if (n > 0) f->position += (uint64_t)n;
+        return n;
+    }
     do n = pread(f->fd, buffer, (size_t)size, (off_t)f->position);
     while (n < 0 && errno == EINTR);
     if (n > 0) f->position += (uint64_t)n;
@@ -20,6 +25,7 @@ static tmsize_t proc_write(thandle_t h, void *buffer, tmsize_t size) {
     tiff_file *f = h;
     const char *p = buffer;
     size_t left = (size_t)size;
+    if (f->read_at) return -1; /* read-only */
     while (left > 0) {
         ssize_t n = pwrite(f->fd, p, left, (off_t)f->position);
         if (n < 0 && errno == EINTR) continue;
@@ -41,6 +47,10 @@ static toff_t proc_seek(thandle_t h, toff_t offset, int whence) {
     case SEEK_SET: f->position = offset; break;
     case SEEK_CUR: f->position += offset; break;
     case SEEK_END:
+        if (f->read_at) {
+            f->position = f->size + offset;
+            break;
+        }
         if (fstat(f->fd, &info) != 0) return (toff_t)-1;
         f->position = (uint64_t)info.st_size + offset;
         break;
@@ -57,6 +67,7 @@ static int proc_close(thandle_t h) {
 static toff_t proc_size(thandle_t h) {
     tiff_file *f = h;
     struct stat info;
+    if (f->read_at) return f->size;
     return fstat(f->fd, &info) == 0 ? (toff_t)info.st_size : 0;
 }
 

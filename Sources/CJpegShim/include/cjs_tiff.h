@@ -233,6 +233,22 @@ typedef struct cjs_tiff_reader cjs_tiff_reader;
  */
 cjs_status cjs_tiff_reader_open(int32_t fd, uint64_t max_tiles, cjs_tiff_reader **out, char *message,
                                 size_t capacity);
+/** Bytes of a file at `offset` (a part of a remote TIFF fetched so far). */
+typedef struct {
+    uint64_t offset;
+    const void *bytes;
+    size_t length;
+} cjs_tiff_segment;
+/**
+ * cjs_tiff_reader_open for a TIFF of `size` bytes of which only `segments` are at hand (sorted by offset,
+ * not overlapping, touching ones read as one; not kept after the call): a remote object read by ranges.
+ * When libtiff reads bytes outside them, nothing is kept: CJS_ERR_IO with the first range it wanted in `missing_offset` and
+ * `missing_length` (0 otherwise); fetch it and call again. A reader opened so has no descriptor: its
+ * tiles are located (cjs_tiff_reader_locate), never read or decoded by it.
+ */
+cjs_status cjs_tiff_reader_open_segments(const cjs_tiff_segment *segments, size_t count, uint64_t size,
+                                         uint64_t max_tiles, cjs_tiff_reader **out, uint64_t *missing_offset,
+                                         uint64_t *missing_length, char *message, size_t capacity);
 void cjs_tiff_reader_destroy(cjs_tiff_reader *r);
 /** The first directory's ICC profile (InterColorProfile), owned by the reader; NULL and 0 when none. */
 void cjs_tiff_reader_icc_profile(const cjs_tiff_reader *r, const void **data, size_t *length);

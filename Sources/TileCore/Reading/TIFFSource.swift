@@ -206,7 +206,12 @@ final class TIFFSource: @unchecked Sendable {
 
     func completeJPEG(level: Int, column: Int, row: Int, path: String?) throws(TileError) -> [UInt8]? {
         guard isJPEG(level: level) else { return nil }
-        let tile = try storedBytes(level: level, column: column, row: row, path: path)
+        return try completeJPEG(level: level, column: column, row: row, stored: try storedBytes(level: level, column: column, row: row, path: path))
+    }
+
+    /// `tile`, a stored JPEG tile of `level` read elsewhere (a remote object's range), made a whole JPEG
+    /// as ``completeJPEG(level:column:row:path:)`` makes it.
+    func completeJPEG(level: Int, column: Int, row: Int, stored tile: [UInt8]) throws(TileError) -> [UInt8] {
         guard tile.count >= 4, tile[0] == 0xFF, tile[1] == 0xD8 else {
             throw TileError(.corrupt, "tile (\(column), \(row)) of level \(level) does not start a JPEG stream")
         }
@@ -298,81 +303,5 @@ extension TIFFSource {
         destination[start] = prefix[start]
         destination[start + 1] = prefix[start + 1]
         return true
-    }
-}
-
-/// The one Swift owner of a `cjs_tiff_reader`: the tiled directories of a TIFF file, read once.
-///
-/// `@unchecked Sendable`: after init the C reader only answers lookups (immutable tables) and decodes
-/// non-JPEG tiles under a lock per directory, in C.
-final class TIFFFileReader: @unchecked Sendable {
-    private let handle: OpaquePointer
-    /// The file's size when opened.
-    let fileByteCount: Int
-    let directories: [cjs_tiff_directory]
-    /// The descriptor the reader was opened on.
-    let fileDescriptor: Int32
-    /// The first directory's ICC profile.
-    let colorProfile: ColorProfile?
-
-    /// Reads the TIFF in `fd` (not owned: it must stay open as long as this reader).
-    /// - Throws: ``TileError/Code/invalidStore`` when it is not a TIFF with a tiled image,
-    ///   ``TileError/Code/io``.
-    init(fd: Int32, path: String) throws(TileError) {
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw SystemCall.error("cannot read", path: path) }
-        var message = [CChar](repeating: 0, count: 256)
-        var handle: OpaquePointer?
-        let status = cjs_tiff_reader_open(fd, 0, &handle, &message, message.count)
-        guard status == CJS_OK, let handle else {
-            if status == CJS_ERR_NOMEM { throw TileError(.io, "out of memory reading \(path)", errno: ENOMEM) }
-            let text = String(cMessage: message)
-            throw TileError(.invalidStore, "\(path) is not a tiled TIFF: \(text)")
-        }
-        self.handle = handle
-        fileDescriptor = fd
-        fileByteCount = Int(info.st_size)
-        var profile: UnsafeRawPointer?
-        var profileLength = 0
-        cjs_tiff_reader_icc_profile(handle, &profile, &profileLength)
-        colorProfile = profile.flatMap { ColorProfile([UInt8](UnsafeRawBufferPointer(start: $0, count: profileLength))) }
-        directories = (0..<cjs_tiff_reader_directory_count(handle)).map { index in
-            var d = cjs_tiff_directory()
-            _ = cjs_tiff_reader_directory(handle, index, &d)
-            return d
-        }
-    }
-
-    deinit { cjs_tiff_reader_destroy(handle) }
-
-    /// Directory `index`'s JPEGTables (empty when it has none).
-    func tables(_ index: Int) -> [UInt8] {
-        let d = directories[index]
-        guard let pointer = d.jpeg_tables else { return [] }
-        return [UInt8](UnsafeRawBufferPointer(start: pointer, count: d.jpeg_tables_length))
-    }
-
-    func locate(directory: UInt32, column: Int, row: Int) throws(TileError) -> (descriptor: Int32, offset: Int, length: Int) {
-        var offset: UInt64 = 0
-        var length: UInt64 = 0
-        guard cjs_tiff_reader_locate(handle, directory, UInt32(column), UInt32(row), &offset, &length) == CJS_OK,
-            offset <= UInt64(Int.max), length <= UInt64(Int.max)
-        else { throw TileError(.corrupt, "tile (\(column), \(row)) is outside directory \(directory)") }
-        return (fileDescriptor, Int(offset), Int(length))
-    }
-
-    func decode(directory: UInt32, column: Int, row: Int, into destination: UnsafeMutableRawPointer, stride: Int)
-        throws(TileError)
-    {
-        var message = [CChar](repeating: 0, count: 256)
-        let status = cjs_tiff_reader_decode(
-            handle, directory, UInt32(column), UInt32(row), destination, stride, &message, message.count)
-        let text = String(cMessage: message)
-        switch status {
-        case CJS_OK: return
-        case CJS_ERR_NOMEM: throw TileError(.io, "out of memory decoding a tile", errno: ENOMEM)
-        case CJS_ERR_ARGUMENT: throw TileError(.unsupported, text)
-        default: throw TileError(.corrupt, "tile (\(column), \(row)) cannot be decoded: \(text)")
-        }
     }
 }

@@ -1,0 +1,106 @@
+import NIOCore
+public import TileCore
+
+/// A pyramid published to a bucket (``S3Client/publishStore(at:to:threadPool:)``), read where it lies:
+/// its manifest, then its TIFF's directories by ranged GETs, read once; then each stored tile by one
+/// ranged GET, sent as its bytes made a whole JPEG without decoding anything. Every GET of the TIFF
+/// names the entity tag the manifest gives it: a store replaced meanwhile fails (412 or 404), never
+/// mixes two versions.
+///
+/// A tile's bytes equal what ``TiledImage/storedJPEGTile(level:column:row:)`` gives for the same TIFF
+/// on a local disk.
+public final class S3StoredPyramid: Sendable {
+    public let client: S3Client
+    /// The store read: its manifest and TIFF object.
+    public let store: S3Store
+    /// The GETs that opening took: the manifest, the TIFF's `HEAD`, and the ranges of the TIFF read for
+    /// its directories.
+    public let openingRequests: Int
+    let index: TIFFPyramidIndex
+
+    /// The pyramid's levels and tiles.
+    public var geometry: TileGeometry { index.geometry }
+
+    /// The bytes of the TIFF read at a time while its directories are read (a directory, its tile
+    /// tables and its JPEGTables usually lie within one).
+    public static let openingBlock = 256 << 10
+    /// The most bytes of directories read (a pyramid of 2^24 tiles keeps 256 MiB of tile tables; ours
+    /// of a 324-megapixel photo about 80 KiB).
+    public static let mostDirectoryBytes = 64 << 20
+
+    private init(client: S3Client, store: S3Store, openingRequests: Int, index: TIFFPyramidIndex) {
+        (self.client, self.store, self.openingRequests, self.index) = (client, store, openingRequests, index)
+    }
+
+    /// Opens the store published at `location` (`s3://BUCKET/PREFIX`).
+    /// - Returns: the pyramid, or nil when no store is published there.
+    /// - Throws: ``TileError/Code/invalidStore`` when the manifest or the TIFF is not a store's,
+    ///   ``TileError/Code/tooLarge`` for directories past ``mostDirectoryBytes``, ``S3Error``.
+    public static func open(client: S3Client, location: S3Location) async throws -> S3StoredPyramid? {
+        guard let store = try await client.store(at: location) else { return nil }
+        let size = store.tiffByteCount
+        var parts: [(offset: Int, bytes: [UInt8])] = []
+        var (requests, held) = (2, 0)
+        var wanted = 0..<min(size, openingBlock)
+        while true {
+            guard !parts.contains(where: { $0.offset <= wanted.lowerBound && wanted.upperBound <= $0.offset + $0.bytes.count }) else {
+                throw TileError(.invalidStore, "\(location): its TIFF's directories ask again for bytes \(wanted) already read")
+            }
+            // The block around what libtiff wants (at least `openingBlock` from its start), less what is held.
+            let start = wanted.lowerBound - wanted.lowerBound % openingBlock
+            var range = start..<min(size, max(wanted.upperBound, start + openingBlock))
+            if let before = parts.last(where: { $0.offset <= wanted.lowerBound }) {
+                range = max(range.lowerBound, before.offset + before.bytes.count)..<range.upperBound
+            }
+            if let after = parts.first(where: { $0.offset > wanted.lowerBound }) {
+                range = range.lowerBound..<max(min(range.upperBound, after.offset), wanted.upperBound)
+            }
+            held += range.count
+            guard held <= mostDirectoryBytes else {
+                throw TileError(.tooLarge, "\(location): its TIFF's directories take more than \(mostDirectoryBytes) bytes")
+            }
+            let bytes = try await client.get(
+                bucket: location.bucket, key: store.tiffKey, range: range.lowerBound...(range.upperBound - 1), ifMatch: store.tiffEntityTag,
+                limit: range.count)
+            requests += 1
+            guard bytes.readableBytes == range.count else {
+                throw TileError(.invalidStore, "\(location): the TIFF gave \(bytes.readableBytes) bytes for the range \(range)")
+            }
+            parts = Self.merged(parts, (range.lowerBound, Array(bytes.readableBytesView)))
+            switch try TIFFPyramidIndex.open(parts: parts, byteCount: size, name: "\(location)") {
+            case .index(let index):
+                return S3StoredPyramid(client: client, store: store, openingRequests: requests, index: index)
+            case .needs(let range):
+                wanted = range
+            }
+        }
+    }
+
+    /// `parts` with `part` added, sorted by offset, parts that touch joined into one.
+    static func merged(_ parts: [(offset: Int, bytes: [UInt8])], _ part: (offset: Int, bytes: [UInt8])) -> [(offset: Int, bytes: [UInt8])] {
+        var out: [(offset: Int, bytes: [UInt8])] = []
+        for next in (parts + [part]).sorted(by: { $0.offset < $1.offset }) {
+            if let last = out.last, next.offset <= last.offset + last.bytes.count {
+                let end = last.offset + last.bytes.count
+                if next.offset + next.bytes.count > end { out[out.count - 1].bytes += next.bytes[(end - next.offset)...] }
+            } else {
+                out.append(next)
+            }
+        }
+        return out
+    }
+
+    /// A stored tile as a whole JPEG, read with one ranged GET: the bytes
+    /// ``TiledImage/storedJPEGTile(level:column:row:)`` gives for the TIFF on a disk.
+    /// - Returns: nil when the level's tiles are not JPEG.
+    /// - Throws: ``TileError/Code/invalidArgument`` outside the pyramid, ``TileError/Code/corrupt`` for
+    ///   stored bytes that are not a JPEG stream, ``S3Error`` (412 or 404 once the store is replaced).
+    public func storedJPEGTile(level: Int, column: Int, row: Int) async throws -> [UInt8]? {
+        let range = try index.tileRange(level: level, column: column, row: row)
+        guard index.isJPEG(level: level) else { return nil }
+        let bytes = try await client.get(
+            bucket: store.location.bucket, key: store.tiffKey, range: range.lowerBound...(range.upperBound - 1), ifMatch: store.tiffEntityTag,
+            limit: range.count)
+        return try index.completeJPEG(level: level, column: column, row: row, stored: Array(bytes.readableBytesView))
+    }
+}
