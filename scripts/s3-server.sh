@@ -77,7 +77,7 @@ stop_all() {
       while running "$pid"; do sleep 0.05; done
     fi
   done
-  rm -f "$DIR"/run/*.pid
+  rm -f "$DIR"/run/*.pid "$DIR/run/watch.token"
 }
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -372,9 +372,15 @@ cmd_start() {
     exit 1
   fi
   trap - INT TERM HUP
-  if [ -n "${S3_SERVER_OWNER:-}" ]; then
+  if [ -n "${S3_SERVER_OWNER:-}" ] && ! { [[ $S3_SERVER_OWNER =~ ^[0-9]+$ ]] && running "$S3_SERVER_OWNER"; }; then
+    say "S3_SERVER_OWNER=$S3_SERVER_OWNER is no running process: no watcher"
+  elif [ -n "${S3_SERVER_OWNER:-}" ]; then
+    # This start's token: a watcher of an earlier start (stopped, then started again) sees another and ends.
+    local token
+    token=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
+    echo "$token" >"$DIR/run/watch.token"
     # Detached (a session of its own, no descriptor of the caller's), so that it outlives this script and its caller.
-    setsid bash "$0" watch "$DIR" "$S3_SERVER_OWNER" </dev/null >>"$DIR/log/watch.log" 2>&1 &
+    setsid bash "$0" watch "$DIR" "$S3_SERVER_OWNER" "$token" </dev/null >>"$DIR/log/watch.log" 2>&1 &
   fi
   say "ready in $((SECONDS - started)) s (logs in $DIR/log)"
   echo "endpoint=http://127.0.0.1:$PORT access_key=$ACCESS_KEY secret_key=$SECRET_KEY region=$REGION"
@@ -400,17 +406,28 @@ case $1 in
     stop_all
     ;;
   watch)
-    # (Internal: left by start when S3_SERVER_OWNER is set.) Waits while the owner runs and the store has not been
-    # stopped (stop removes the pid files; a removed DIR ends it too), then stops what is left.
-    [ $# -eq 3 ] && [[ $3 =~ ^[0-9]+$ ]] || usage
+    # (Internal: left by start when S3_SERVER_OWNER is set.) Waits while the owner runs (the same process: its start
+    # time, not only its pid) and the store is the one its start made (its token; stop removes it, a later start
+    # writes another, a removed DIR ends it too), then stops what is left.
+    [ $# -eq 4 ] && [[ $3 =~ ^[0-9]+$ ]] || usage
     for fd in /proc/$$/fd/*; do
       fd=${fd##*/}
       [ "$fd" -le 2 ] || eval "exec $fd>&-" 2>/dev/null || true
     done
     DIR=$2
-    while running "$3" && compgen -G "$DIR/run/*.pid" >/dev/null; do sleep 1; done
-    if [ -d "$DIR/run" ] && compgen -G "$DIR/run/*.pid" >/dev/null; then
-      say "owner $3 has ended: stopping the store in $DIR"
+    OWNER=$3 TOKEN=$4
+    # The owner's start time (field 22 of /proc/PID/stat; the 20th after "pid (comm) "): a pid used again is another.
+    started_at() {
+      local stat
+      stat=$(cat "/proc/$OWNER/stat" 2>/dev/null) || return 1
+      stat=${stat##*) }
+      cut -d' ' -f20 <<<"$stat"
+    }
+    ours() { [ "$(cat "$DIR/run/watch.token" 2>/dev/null)" = "$TOKEN" ]; }
+    owner_start=$(started_at) || owner_start=gone
+    while ours && running "$OWNER" && [ "$(started_at)" = "$owner_start" ]; do sleep 1; done
+    if ours; then
+      say "owner $OWNER has ended: stopping the store in $DIR"
       stop_all
     fi
     ;;

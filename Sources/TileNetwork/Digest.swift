@@ -10,8 +10,7 @@ enum Digest {
         case sha256
         case md5
 
-        fileprivate var method: OpaquePointer {
-            // Both are built into libcrypto (its default provider): never nil.
+        fileprivate var method: OpaquePointer? {
             switch self {
             case .sha256: EVP_sha256()
             case .md5: EVP_md5()
@@ -20,8 +19,10 @@ enum Digest {
     }
 
     /// The digest of `bytes`, fed to libcrypto a region at a time (no copy of a discontiguous body).
-    static func hash(_ algorithm: Algorithm, _ bytes: some DataProtocol) -> [UInt8] {
-        guard let context = EVP_MD_CTX_new() else { fatalError("libcrypto could not allocate a digest context") }
+    /// - Returns: nil when libcrypto cannot make it: an algorithm its configured providers lack (MD5
+    ///   where only FIPS's provider is loaded), or no memory. No input makes it fail.
+    static func hash(_ algorithm: Algorithm, _ bytes: some DataProtocol) -> [UInt8]? {
+        guard let context = EVP_MD_CTX_new() else { return nil }
         defer { EVP_MD_CTX_free(context) }
         var ok = EVP_DigestInit_ex(context, algorithm.method, nil) == 1
         for region in bytes.regions where ok {
@@ -30,9 +31,13 @@ enum Digest {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         if ok { ok = digest.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(context, $0.baseAddress, &length) } == 1 }
-        // libcrypto fails these only when it cannot allocate or its algorithm is missing: no input makes it fail.
-        precondition(ok, "libcrypto failed a digest of its own algorithms")
-        return Array(digest.prefix(Int(length)))
+        return ok ? Array(digest.prefix(Int(length))) : nil
+    }
+
+    /// The SHA-256 of `bytes`: every libcrypto configuration has it (FIPS's provider too).
+    static func sha256(_ bytes: some DataProtocol) -> [UInt8] {
+        guard let digest = hash(.sha256, bytes) else { fatalError("libcrypto made no SHA-256 (out of memory)") }
+        return digest
     }
 
     /// HMAC-SHA-256 of `message` under `key`.

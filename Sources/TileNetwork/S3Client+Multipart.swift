@@ -109,7 +109,8 @@ extension S3Client {
     }
 
     /// The entity tag S3 gives an object completed from parts with entity tags `tags`: the MD5 of
-    /// their MD5s, then `-` and their count. Nil when a tag is not an MD5 (an encrypted store's).
+    /// their MD5s, then `-` and their count. Nil when a tag is not an MD5 (an encrypted store's), or
+    /// when this libcrypto makes no MD5.
     static func multipartTag(of tags: [String]) -> String? {
         var digests: [UInt8] = []
         for tag in tags {
@@ -120,7 +121,8 @@ extension S3Client {
                 digests.append(byte)
             }
         }
-        let digest = S3Signer.hex(Digest.hash(.md5, digests))
+        guard let md5 = Digest.hash(.md5, digests) else { return nil }  // no MD5 here (a FIPS-only libcrypto): not known
+        let digest = S3Signer.hex(md5)
         return "\(digest)-\(tags.count)"
     }
 }

@@ -190,7 +190,8 @@ public struct S3Client: Sendable {
         -> HTTPClientResponse
     {
         var headers = range.map { [("Range", "bytes=\($0.lowerBound)-\($0.upperBound)")] } ?? []
-        if let ifMatch { headers.append(("If-Match", "\"\(Self.unquoted(ifMatch))\"")) }
+        // A tag as S3 lists it (unquoted) is quoted; a quoted or weak one (W/"...") is sent as it is.
+        if let ifMatch { headers.append(("If-Match", ifMatch.hasPrefix("\"") || ifMatch.hasPrefix("W/") ? ifMatch : "\"\(ifMatch)\"")) }
         return try await send(.GET, "GetObject", bucket: bucket, key: key, headers: headers, expected: range == nil ? [200] : [206])
     }
 

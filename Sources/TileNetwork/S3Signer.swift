@@ -105,7 +105,7 @@ public struct S3Signer: Sendable {
 
     /// The string to sign: the algorithm, the timestamp, the scope and the canonical request's SHA-256.
     func stringToSign(canonicalRequest: String, date: Date) -> String {
-        [Self.algorithm, Self.timestamp(date), scope(date), Self.hex(Digest.hash(.sha256, Array(canonicalRequest.utf8)))].joined(separator: "\n")
+        [Self.algorithm, Self.timestamp(date), scope(date), Self.hex(Digest.sha256(Array(canonicalRequest.utf8)))].joined(separator: "\n")
     }
 
     /// The signature: HMAC-SHA256 of the string to sign under the key derived for the date, region and
@@ -185,5 +185,5 @@ public struct S3Signer: Sendable {
     }
 
     /// The SHA-256 of `body` in lower-case hexadecimal: a request's `payloadHash`.
-    public static func payloadHash(_ body: some DataProtocol) -> String { hex(Digest.hash(.sha256, body)) }
+    public static func payloadHash(_ body: some DataProtocol) -> String { hex(Digest.sha256(body)) }
 }

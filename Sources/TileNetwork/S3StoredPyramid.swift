@@ -1,4 +1,6 @@
 import NIOCore
+public import NIOPosix
+import TileActors
 public import TileCore
 
 /// A pyramid published to a bucket (``S3Client/publishStore(at:to:threadPool:)``), read where it lies:
@@ -13,8 +15,8 @@ public final class S3StoredPyramid: Sendable {
     public let client: S3Client
     /// The store read: its manifest and TIFF object.
     public let store: S3Store
-    /// The GETs that opening took: the manifest, the TIFF's `HEAD`, and the ranges of the TIFF read for
-    /// its directories.
+    /// The requests that opening took: the manifest's GET, the TIFF's `HEAD`, and the GETs of the ranges
+    /// of the TIFF read for its directories.
     public let openingRequests: Int
     let index: TIFFPyramidIndex
 
@@ -27,22 +29,31 @@ public final class S3StoredPyramid: Sendable {
     /// The most bytes of directories read (a pyramid of 2^24 tiles keeps 256 MiB of tile tables; ours
     /// of a 324-megapixel photo about 80 KiB).
     public static let mostDirectoryBytes = 64 << 20
+    /// The most ranges read for the directories (each read parses the directories held again): a TIFF
+    /// whose directories lie in more places is refused.
+    public static let mostOpeningRanges = 64
 
     private init(client: S3Client, store: S3Store, openingRequests: Int, index: TIFFPyramidIndex) {
         (self.client, self.store, self.openingRequests, self.index) = (client, store, openingRequests, index)
     }
 
-    /// Opens the store published at `location` (`s3://BUCKET/PREFIX`).
+    /// Opens the store published at `location` (`s3://BUCKET/PREFIX`); the directories are parsed on
+    /// `threadPool`.
     /// - Returns: the pyramid, or nil when no store is published there.
     /// - Throws: ``TileError/Code/invalidStore`` when the manifest or the TIFF is not a store's,
-    ///   ``TileError/Code/tooLarge`` for directories past ``mostDirectoryBytes``, ``S3Error``.
-    public static func open(client: S3Client, location: S3Location) async throws -> S3StoredPyramid? {
+    ///   ``TileError/Code/tooLarge`` for directories past ``mostDirectoryBytes`` or
+    ///   ``mostOpeningRanges``, ``S3Error``.
+    public static func open(client: S3Client, location: S3Location, threadPool: NIOThreadPool = .singleton) async throws -> S3StoredPyramid? {
         guard let store = try await client.store(at: location) else { return nil }
         let size = store.tiffByteCount
+        guard size >= 8 else { throw TileError(.invalidStore, "\(location): its TIFF holds \(size) bytes, less than a TIFF's header") }
         var parts: [(offset: Int, bytes: [UInt8])] = []
         var (requests, held) = (2, 0)
         var wanted = 0..<min(size, openingBlock)
         while true {
+            guard requests - 2 < mostOpeningRanges else {
+                throw TileError(.tooLarge, "\(location): its TIFF's directories lie in more than \(mostOpeningRanges) places")
+            }
             guard !parts.contains(where: { $0.offset <= wanted.lowerBound && wanted.upperBound <= $0.offset + $0.bytes.count }) else {
                 throw TileError(.invalidStore, "\(location): its TIFF's directories ask again for bytes \(wanted) already read")
             }
@@ -60,14 +71,18 @@ public final class S3StoredPyramid: Sendable {
                 throw TileError(.tooLarge, "\(location): its TIFF's directories take more than \(mostDirectoryBytes) bytes")
             }
             let bytes = try await client.get(
-                bucket: location.bucket, key: store.tiffKey, range: range.lowerBound...(range.upperBound - 1), ifMatch: store.tiffEntityTag,
+                bucket: location.bucket, key: store.tiffKey, range: range.lowerBound...(range.upperBound - 1), ifMatch: store.ifMatch,
                 limit: range.count)
             requests += 1
             guard bytes.readableBytes == range.count else {
                 throw TileError(.invalidStore, "\(location): the TIFF gave \(bytes.readableBytes) bytes for the range \(range)")
             }
             parts = Self.merged(parts, (range.lowerBound, Array(bytes.readableBytesView)))
-            switch try TIFFPyramidIndex.open(parts: parts, byteCount: size, name: "\(location)") {
+            let known = parts
+            let opening = try await threadPool.blocking { () throws(TileError) in
+                try TIFFPyramidIndex.open(parts: known, byteCount: size, name: "\(location)")
+            }
+            switch opening {
             case .index(let index):
                 return S3StoredPyramid(client: client, store: store, openingRequests: requests, index: index)
             case .needs(let range):
@@ -99,8 +114,13 @@ public final class S3StoredPyramid: Sendable {
         let range = try index.tileRange(level: level, column: column, row: row)
         guard index.isJPEG(level: level) else { return nil }
         let bytes = try await client.get(
-            bucket: store.location.bucket, key: store.tiffKey, range: range.lowerBound...(range.upperBound - 1), ifMatch: store.tiffEntityTag,
+            bucket: store.location.bucket, key: store.tiffKey, range: range.lowerBound...(range.upperBound - 1), ifMatch: store.ifMatch,
             limit: range.count)
         return try index.completeJPEG(level: level, column: column, row: row, stored: Array(bytes.readableBytesView))
     }
+}
+
+extension S3Store {
+    /// The TIFF's entity tag for `If-Match`; nil when the store gave none (then nothing is checked).
+    var ifMatch: String? { tiffEntityTag.isEmpty ? nil : tiffEntityTag }
 }

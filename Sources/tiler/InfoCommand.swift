@@ -178,7 +178,8 @@ extension InfoCommand {
             let bytes: ByteBuffer
             do throws(S3Error) {
                 bytes = try await client.get(
-                    bucket: location.bucket, key: location.key, range: 0...(count - 1), ifMatch: object.entityTag, limit: count)
+                    bucket: location.bucket, key: location.key, range: 0...(count - 1), ifMatch: object.entityTag.isEmpty ? nil : object.entityTag,
+                    limit: count)
             } catch {
                 if error.status == 412 { throw TileError(.io, "the object was replaced while its header was read: run tiler info again") }
                 throw error

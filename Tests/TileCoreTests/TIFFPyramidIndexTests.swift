@@ -80,6 +80,25 @@ struct TIFFPyramidIndexTests {
                     }
                 }
             }
+            // The JPEGs made, decoded by libjpeg on their own (the reference decoder), are the tiles'
+            // pixels as the store reads them (its tables and tile given to libjpeg apart).
+            for (level, column, row) in [(0, 0, 0), (0, 9, 6), (1, 2, 1), (image.levelCount - 1, 0, 0)] {
+                let range = try found.tileRange(level: level, column: column, row: row)
+                let made = try found.completeJPEG(level: level, column: column, row: row, stored: Array(file[range]))
+                let decoded = try Reference.decode(Data(made)).image
+                let (width, height) = image.geometry.pixelSize(level: level, column: column, row: row)
+                let tile = try image.readTile(level: level, column: column, row: row)
+                let size = image.geometry.tileSize
+                #expect(decoded.width == size && decoded.height == size)
+                var differing = 0
+                for y in 0..<height {
+                    for x in 0..<width
+                    where decoded.pixels[(y * size + x) * 4..<(y * size + x) * 4 + 3] != tile[(y * size + x) * 4..<(y * size + x) * 4 + 3] {
+                        differing += 1
+                    }
+                }
+                #expect(differing == 0, "tile \(level)/\(column)/\(row): \(differing) pixels differ")
+            }
             #expect(found.isJPEG(level: 0) && !found.isJPEG(level: image.levelCount))
             #expect(throws: TileError.self) { try found.tileRange(level: 0, column: image.geometry.levels[0].columns, row: 0) }
             #expect(throws: TileError.self) { try found.tileRange(level: image.levelCount, column: 0, row: 0) }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Testing
 @testable import TileNetwork
@@ -109,5 +110,33 @@ struct S3SignerTests {
             method: "GET", host: Self.host, path: "/a", payloadHash: S3Signer.emptyPayloadHash, date: Self.date)
         #expect(headers.contains { $0 == ("x-amz-security-token", "token") })
         #expect(headers.first { $0.0 == "Authorization" }?.1.contains("x-amz-date;x-amz-security-token,") == true)
+    }
+}
+
+/// libcrypto's digests as the S3 code calls them, against their specifications' own examples.
+@Suite("Digests (RFC 1321, FIPS 180-2, RFC 4231 examples)")
+struct DigestTests {
+    @Test("MD5 of RFC 1321's test suite; SHA-256 of FIPS 180-2's; HMAC-SHA-256 of RFC 4231's test cases 1 and 2")
+    func examples() {
+        let md5: [(String, String)] = [
+            ("", "d41d8cd98f00b204e9800998ecf8427e"), ("a", "0cc175b9c0f1b6a831c399e269772661"), ("abc", "900150983cd24fb0d6963f7d28e17f72"),
+            ("message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
+            ("12345678901234567890123456789012345678901234567890123456789012345678901234567890", "57edf4a22be3c955ac49da2e2107b67a")
+        ]
+        for (text, digest) in md5 { #expect(Digest.hash(.md5, Array(text.utf8)).map(S3Signer.hex) == digest, "MD5(\"\(text)\")") }
+        #expect(S3Signer.hex(Digest.sha256(Array("abc".utf8))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            S3Signer.hex(Digest.sha256(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)))
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        // A body of two parts (DispatchData, its regions apart) hashes as its bytes joined.
+        var body = DispatchData.empty
+        for part in ["ab", "c"] { Array(part.utf8).withUnsafeBytes { body.append($0) } }
+        #expect(S3Signer.payloadHash(body) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            S3Signer.hex(Digest.hmacSHA256(key: [UInt8](repeating: 0x0b, count: 20), Array("Hi There".utf8)))
+                == "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7")
+        #expect(
+            S3Signer.hex(Digest.hmacSHA256(key: Array("Jefe".utf8), Array("what do ya want for nothing?".utf8)))
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 }

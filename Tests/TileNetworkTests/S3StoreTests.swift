@@ -144,7 +144,7 @@ struct S3StoreTests {
         // A multipart object's tag holds for If-Match as a whole object's does.
         #expect(try await client.get(bucket: "tiles", key: "big.tif", range: 0...15, ifMatch: bigTag).readableBytes == 16)
         // The store's tag is the one S3 gives a multipart object (what a lost completion is recognised by).
-        let partTags = (0..<7).map { n in S3Signer.hex(Digest.hash(.md5, Self.part(n, size: partSize))) }
+        let partTags = (0..<7).map { n in S3Signer.hex(Digest.hash(.md5, Self.part(n, size: partSize)) ?? []) }
         #expect(bigTag == S3Client.multipartTag(of: partTags), "\(bigTag)")
         for n in [0, 3, 6] {
             // The end of part n + 1 and the start of the next, past its first 8 bytes (its offset, 0, in every part).

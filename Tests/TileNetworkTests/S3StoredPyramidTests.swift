@@ -38,7 +38,7 @@ struct S3StoredPyramidTests {
         #expect(pyramid.geometry == local.geometry && local.geometry.width == 3000)
         // Its directories in a few GETs (the manifest, HEAD, then ranges), not one a tile.
         let tileCount = local.geometry.levels.reduce(0) { $0 + $1.tileCount }
-        #expect(pyramid.openingRequests <= 2 + 2 * local.levelCount, "\(pyramid.openingRequests) requests to open, \(tileCount) tiles")
+        #expect(pyramid.openingRequests <= 8, "\(pyramid.openingRequests) requests to open, \(tileCount) tiles")
         for level in 0..<local.levelCount {
             let l = local.geometry.levels[level]
             for row in 0..<l.rows {
@@ -63,5 +63,43 @@ struct S3StoredPyramidTests {
         }
         let again = try #require(try await S3StoredPyramid.open(client: client, location: location))
         #expect(again.geometry.tileSize == 512 && again.store.tiffKey != pyramid.store.tiffKey)
+        #expect(try await again.storedJPEGTile(level: 0, column: 0, row: 0) != nil)
+        // Its TIFF overwritten in place (another tag under the same key): refused by If-Match (412).
+        try await client.put(bucket: "stores", key: again.store.tiffKey, body: ByteBuffer(bytes: [UInt8](repeating: 7, count: 100_000)))
+        do {
+            _ = try await again.storedJPEGTile(level: 0, column: 0, row: 0)
+            Issue.record("a tile of an overwritten TIFF was read")
+        } catch let error as S3Error {
+            #expect(error.status == 412, "\(error)")
+        }
+    }
+}
+
+/// How the ranges read for a bucket's TIFF are kept: sorted, overlapping and touching ones joined.
+@Suite("Ranges of a remote TIFF")
+struct S3StoredPyramidRangeTests {
+    @Test("parts joined as a plain byte map says: overlapping, touching, apart, inside, out of order")
+    func merged() {
+        // The reference: a map of offsets to bytes (each part's bytes are their offsets' low bytes).
+        func part(_ range: Range<Int>) -> (offset: Int, bytes: [UInt8]) { (range.lowerBound, range.map { UInt8(truncatingIfNeeded: $0) }) }
+        let cases: [[Range<Int>]] = [
+            [0..<10, 10..<20], [0..<10, 5..<15], [20..<30, 0..<10], [0..<100, 10..<20], [50..<60, 0..<10, 9..<51], [5..<6, 7..<8, 6..<7]
+        ]
+        for ranges in cases {
+            var parts: [(offset: Int, bytes: [UInt8])] = []
+            var held = Set<Int>()
+            for range in ranges {
+                parts = S3StoredPyramid.merged(parts, part(range))
+                held.formUnion(range)
+            }
+            // Sorted, apart (never touching), every byte its offset's, exactly the bytes given.
+            var covered = Set<Int>()
+            for (n, p) in parts.enumerated() {
+                if n > 0 { #expect(p.offset > parts[n - 1].offset + parts[n - 1].bytes.count, "\(ranges): parts touch") }
+                #expect(p.bytes == (p.offset..<(p.offset + p.bytes.count)).map { UInt8(truncatingIfNeeded: $0) }, "\(ranges)")
+                covered.formUnion(p.offset..<(p.offset + p.bytes.count))
+            }
+            #expect(covered == held, "\(ranges)")
+        }
     }
 }

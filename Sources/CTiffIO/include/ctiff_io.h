@@ -14,9 +14,9 @@ typedef struct {
     uint64_t position;
     int error_number;   /* the errno of the first failed write */
     char message[256];  /* libtiff's first error */
-    /* Instead of the descriptor (read-only): `read_at` reads `size` bytes at `offset` of a file of `size`
-       bytes (a remote object's bytes known so far), returning the count read or -1. */
-    tmsize_t (*read_at)(void *context, uint64_t offset, void *buffer, tmsize_t size);
+    /* Instead of the descriptor (read-only): `read_at` reads up to `count` bytes at `offset` of a file of
+       `size` bytes (a remote object's bytes known so far), returning the count read or -1. */
+    tmsize_t (*read_at)(void *context, uint64_t offset, void *buffer, tmsize_t count);
     void *context;
     uint64_t size;
 } tiff_file;

@@ -37,7 +37,7 @@ final class TIFFFileReader: @unchecked Sendable {
     }
 
     /// Reads the directories of a TIFF of `byteCount` bytes from `parts` (its bytes at their offsets,
-    /// sorted and apart: a remote object's ranges fetched so far). The reader has no descriptor: its
+    /// sorted and not overlapping, touching ones read as one: a remote object's ranges fetched so far). The reader has no descriptor: its
     /// tiles are located, to be read elsewhere.
     /// - Returns: the reader, or the first range libtiff wanted outside `parts` (fetch it and call again).
     /// - Throws: ``TileError/Code/invalidStore`` when it is not a TIFF with a tiled image.

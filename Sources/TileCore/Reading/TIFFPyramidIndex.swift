@@ -18,7 +18,7 @@ package final class TIFFPyramidIndex: Sendable {
     }
 
     /// Reads the directories of a TIFF of `byteCount` bytes from `parts`: its bytes at their offsets,
-    /// sorted by offset and apart (the ranges fetched so far).
+    /// sorted by offset and not overlapping, touching ones read as one (the ranges fetched so far).
     /// - Returns: the index, or the first range wanted outside `parts` (fetch it, add it, call again).
     /// - Throws: ``TileError/Code/invalidStore`` when the bytes are not a tiled TIFF,
     ///   ``TileError/Code/unsupported`` for tiles that are not read, ``TileError/Code/tooLarge``.
