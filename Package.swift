@@ -170,7 +170,7 @@ let package = Package(
         .testTarget(
             name: "TileServerTests",
             dependencies: [
-                "TileServer", "TileActors", "TileCore", "TestSupport", "TestTraits",
+                "TileServer", "TileNetwork", "TileActors", "TileCore", "TestSupport", "TestTraits",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -94,6 +94,7 @@ extension ImageCatalog {
             apply(.failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, attempts: attempts, now: .now), to: id)
             return nil
         }
+        if await copyFromShelf(id, source, to: store) { return nil }
         let building = entries.values.count { if case .building(let b) = $0.phase { !b.isUpload } else { false } }
         guard building - concurrentBuilds < maximumPendingBuilds else { return .busy }
         if let client, builds(of: client) >= maximumBuildsPerClient { return .busy }
@@ -126,7 +127,7 @@ extension ImageCatalog {
     }
 
     /// Opens the cache store of `source` and makes it `id`'s ready image, when it was built from this version.
-    private func reuse(_ id: String, _ source: SourceFile, _ store: String) async -> Bool {
+    func reuse(_ id: String, _ source: SourceFile, _ store: String) async -> Bool {
         storesOpened += 1
         let reused = try? await threadPool.blocking { () throws(TileError) -> TiledImage? in
             CacheStoreRecord.isStore(store, builtFrom: source) ? try TiledImage.open(store: store) : nil
@@ -195,6 +196,7 @@ extension ImageCatalog {
             }
             guard await !isReplaced(build, id, completed: completed) else { return }  // while the record was written
             apply(.opened(Image(id: id, pyramid: pyramid, fingerprint: fingerprint), storeID: build.isUpload ? nil : storeID), to: id)
+            if !build.isUpload { publishOnShelf(id, pyramid) }
             await closeLeastRecentlyUsed()
         case .failed(let error):
             // An upload that failed left nothing (the builder removed its files): forgotten.

@@ -93,6 +93,9 @@ public actor ImageCatalog {
     nonisolated let logger: Logger
     /// What JPEGs are built into (and uploads): a tiled pyramidal TIFF by default.
     public nonisolated let storeFormat: StoreFormat
+    /// Where stores are shared with other servers (a bucket): each store built is published there,
+    /// and one built there from the same master is copied instead of built. Nil: the cache alone.
+    public nonisolated let shelf: (any StoreShelf)?
     let builds: HeavyWorkQueue
     /// Where the catalog's own tasks prefer to run (see `init`'s `taskExecutor`).
     public nonisolated let taskExecutor: (any TaskExecutor)?
@@ -156,18 +159,23 @@ public actor ImageCatalog {
     ///     1.45 times the JPEG's bytes, its full-resolution tiles sent as they are stored).
     ///   - sourceRecheckInterval: how long a ready image's source, once checked, is trusted without a
     ///     look at the folder (default ``defaultSourceRecheckInterval``; `.zero`: every lookup looks).
+    ///   - shelf: where stores are shared with other servers (``shelf``; TIFF stores only); nil (the
+    ///     default): none.
     ///   - taskExecutor: where the catalog's own tasks (lookups, builds' feeds and watchers, deadlines)
     ///     prefer to run, and so its actor's code; nil (the default): Swift's global executor. An
     ///     application whose other work blocks that pool's few threads gives the server threads of its own.
-    /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
+    /// - Throws: `.invalidArgument` when `root` is not a folder (or a shelf is given with raw stores), `.io` when `cache` cannot be created.
     public init(
         root: String, cache: String, concurrentBuilds: Int = 1, maximumPendingBuilds: Int = 16,
         maximumOpenImages: Int = 64, maximumUploads: Int = 8, cacheByteBudget: Int? = nil, buildQueue: HeavyWorkQueue? = nil,
         headerWaitLimit: Duration = .seconds(20), retryInterval: Duration = .seconds(60),
         threadPool: NIOThreadPool = .singleton, followsSymlinks: Bool = false,
         logger: Logger = Logger(label: "TiledImageKit.ImageCatalog"), storeFormat: StoreFormat = .tiff(),
-        sourceRecheckInterval: Duration = defaultSourceRecheckInterval, taskExecutor: (any TaskExecutor)? = nil
+        sourceRecheckInterval: Duration = defaultSourceRecheckInterval, shelf: (any StoreShelf)? = nil,
+        taskExecutor: (any TaskExecutor)? = nil
     ) throws(TileError) {
+        if shelf != nil, case .raw = storeFormat { throw TileError(.invalidArgument, "a store shelf holds TIFF stores, not raw ones") }
+        self.shelf = shelf
         self.taskExecutor = taskExecutor
         self.sourceRecheckInterval = sourceRecheckInterval
         var isFolder: ObjCBool = false

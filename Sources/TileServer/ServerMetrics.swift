@@ -95,6 +95,12 @@ public final class ServerMetrics: Sendable {
         CoreMetrics.Timer(label: "tiler_build_duration_seconds").recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 
+    /// One `operation` of the store shelf (`copy`, `publish`) and how it ended (`copied`, `absent`,
+    /// `other_version`, `over_budget`, `published`, `failed`).
+    static func recordShelf(_ operation: String, outcome: String) {
+        Counter(label: "tiler_shelf_operations_total", dimensions: [("operation", operation), ("outcome", outcome)]).increment()
+    }
+
     /// Open file descriptors of the process (entries of `/proc/self/fd`); blocking.
     static func openDescriptors() -> Int {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.count ?? 1) - 1

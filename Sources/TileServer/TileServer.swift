@@ -7,6 +7,7 @@ import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 public import Prometheus
 public import ServiceLifecycle
+public import TileActors
 public import TileCore
 
 /// A tile server over a folder of masters (JPEG, PNG, TIFF, JPEG 2000) and stores: ``TileRoutes`` on a Hummingbird application,
@@ -57,6 +58,7 @@ public struct TileServer: Sendable {
     ///   - storeFormat: what JPEGs and uploads are built into (default a tiled pyramidal TIFF).
     ///   - cachePolicy: how long caches may keep the answers (images a day, `info.json` and `.dzi` five minutes).
     ///   - encoding: the quality of each format answers are encoded in (JPEG, WebP, AVIF; default `OutputEncoding()`'s).
+    ///   - shelf: where stores are shared with other servers (a bucket: ``ImageCatalog/shelf``); nil: none.
     ///   - taskExecutor: where the catalog's own tasks prefer to run (``ImageCatalog/taskExecutor``; default
     ///     Swift's global executor).
     /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
@@ -65,12 +67,12 @@ public struct TileServer: Sendable {
         maximumPendingBuilds: Int = 16, cacheByteBudget: Int? = nil,
         descriptors: DescriptorBudget = DescriptorBudget(limit: DescriptorBudget.currentLimit()), followsSymlinks: Bool = false,
         storeFormat: StoreFormat = .tiff(), cachePolicy: CachePolicy = CachePolicy(), encoding: OutputEncoding = OutputEncoding(),
-        taskExecutor: (any TaskExecutor)? = nil
+        shelf: (any StoreShelf)? = nil, taskExecutor: (any TaskExecutor)? = nil
     ) throws(TileError) {
         let catalog = try ImageCatalog(
             root: root, cache: cache, maximumPendingBuilds: maximumPendingBuilds, maximumOpenImages: descriptors.maximumOpenImages,
             maximumUploads: descriptors.maximumUploads, cacheByteBudget: cacheByteBudget, followsSymlinks: followsSymlinks,
-            storeFormat: storeFormat, taskExecutor: taskExecutor)
+            storeFormat: storeFormat, shelf: shelf, taskExecutor: taskExecutor)
         self.init(
             service: TileService(catalog: catalog, encoding: encoding, cachePolicy: cachePolicy), publicBaseURL: publicBaseURL, uploads: uploads)
         maximumConnections = descriptors.maximumConnections

@@ -139,6 +139,12 @@ struct ServeCommand: AsyncParsableCommand {
         help: "Offer each master file for download: GET /download/{id}, linked from its IIIF manifest's rendering (default off).")
     var downloads: Bool?
 
+    @Option(
+        help: ArgumentHelp(
+            "Share the stores with other servers through a bucket (s3://BUCKET/PREFIX): each store built is published there as PREFIX/ID.tiles, and one built there from the same master is copied instead of built (the bucket's endpoint and credentials from TILER_S3_* or AWS_* variables).",
+            valueName: "s3-url"))
+    var store: String?
+
     @Flag(inversion: .prefixedNo, help: "Write one line per answered request, to standard error or --access-log-file (default on).")
     var accessLog: Bool?
 
@@ -176,6 +182,7 @@ struct ServeCommand: AsyncParsableCommand {
             let registry = s.metrics ? ServerMetrics.bootstrapPrometheus() : nil
             let descriptors = DescriptorBudget(
                 limit: DescriptorBudget.raisedLimit(), maximumConnections: s.maxConnections, maximumUploads: s.maxUploads)
+            let shelf = try await Self.shelf(s.store)
             var server = try TileServer(
                 root: s.folder, cache: s.cache ?? "\(s.folder)/.tiler-cache", publicBaseURL: s.publicURL, uploads: uploads,
                 maximumPendingBuilds: s.maxPendingBuilds, cacheByteBudget: s.cacheBudget, descriptors: descriptors,
@@ -183,7 +190,8 @@ struct ServeCommand: AsyncParsableCommand {
                 storeFormat: s.format == .tiff ? .tiff(TIFFWriting(quality: s.quality, tables: s.tables.tables)) : .raw,
                 cachePolicy: CachePolicy(imageMaxAge: s.imageMaxAge, documentMaxAge: s.documentMaxAge),
                 encoding: OutputEncoding(
-                    jpegQuality: s.jpegQuality, webpQuality: s.webpQuality, webpLossless: s.webpLossless, avifQuality: s.avifQuality))
+                    jpegQuality: s.jpegQuality, webpQuality: s.webpQuality, webpLossless: s.webpLossless, avifQuality: s.avifQuality),
+                shelf: shelf)
             server.idleTimeout = .seconds(s.idleTimeout)
             server.metricsRegistry = registry
             let format = AccessLog.Format(rawValue: s.accessLogFormat) ?? .common

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import SystemPackage
 import TileCore
+import TileNetwork
 import TileServer
 
 /// Every setting of `tiler serve`, with its default, from three places in order of precedence: the
@@ -47,6 +48,7 @@ struct ServeSettings {
     var rights: String?
     var requiredStatement: String?
     var downloads = false
+    var store: String?
 
     /// The settings' keys in the config file (camel case); the environment's are `TILER_` and the
     /// key in upper snake case, the command line's `--` and the key in kebab case.
@@ -55,7 +57,8 @@ struct ServeSettings {
         "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality", "tables",
         "jpegQuality", "webpQuality", "webpLossless", "avifQuality",
         "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "accessLogFile", "accessLogFormat",
-        "logLevel", "idleTimeout", "adminToken", "purgeURLs", "rights", "requiredStatement", "downloads"
+        "logLevel", "idleTimeout", "adminToken", "purgeURLs", "rights", "requiredStatement", "downloads",
+        "store"
     ]
 
     /// Reads the settings: each from the command line when given there, else from the environment or
@@ -136,6 +139,7 @@ struct ServeSettings {
         s.rights = try command.rights ?? read.string("rights")
         s.requiredStatement = try command.requiredStatement ?? read.string("requiredStatement")
         s.downloads = try command.downloads ?? read.bool("downloads") ?? s.downloads
+        s.store = try command.store ?? read.string("store")
         try s.check()
         return s
     }
@@ -169,6 +173,10 @@ struct ServeSettings {
         try require(
             requiredStatement.map { !$0.isEmpty && $0.count <= 1000 } ?? true, "requiredStatement (--required-statement)", "must be 1-1000 characters"
         )
+        if let store {
+            try require(S3Location(store) != nil, "store (--store)", "must be a bucket's URL, s3://BUCKET/PREFIX (the bucket in lower case)")
+            try require(format == .tiff, "store (--store)", "holds TIFF stores: not with format raw")
+        }
         for url in purgeURLs where !Self.isWebURL(url, pathAllowed: true) {
             throw ValidationError("purgeURLs (--purge-url): \(url) is not an http or https URL.")
         }

@@ -82,6 +82,13 @@ struct StagedStore {
             try SystemCall.createSynced("\(stagingPath)/\(name)", colorProfile.bytes, mode: Self.publishedFileMode)
         }
         try SystemCall.createSynced("\(stagingPath)/\(StoreManifest.fileName)", try manifest.encoded(), mode: Self.publishedFileMode)
+        try Self.moveIntoPlace(stagingPath, finalPath)
+    }
+
+    /// Renames the whole staging folder `stagingPath` to `finalPath`, setting aside the store there
+    /// (only a store folder: a symlink or file planted at the path is refused, never followed) and
+    /// removing it once the new one is in place.
+    static func moveIntoPlace(_ stagingPath: String, _ finalPath: String) throws(TileError) {
         var displaced: String?
         var asideLock: FolderLock?
         defer { withExtendedLifetime(asideLock) {} }

@@ -97,14 +97,30 @@ extension TiledImage {
         guard let manifest = try? StoreManifest.read(store: store) else { return false }
         let file = try InputFile(regularFile: source)
         guard file.byteCount == manifest.sourceByteCount else { return false }
+        var byteCount = 0
+        return try sourceFingerprint(of: file, counting: &byteCount) == manifest.sourceFingerprint
+    }
+
+    /// The byte count and fingerprint (FNV-1a 64 over the bytes, in hex) of the file at `source`, as
+    /// the manifest of a store built from it keeps them: to tell whether a store found elsewhere (a
+    /// bucket's) was built from this file. Reads the whole file, a megabyte at a time: blocking.
+    /// - Throws: ``TileError/Code/io`` when `source` cannot be read.
+    public static func sourceFingerprint(ofFile source: String) throws(TileError) -> (byteCount: Int, fingerprint: String) {
+        var byteCount = 0
+        let fingerprint = try sourceFingerprint(of: try InputFile(regularFile: source), counting: &byteCount)
+        return (byteCount, fingerprint)
+    }
+
+    private static func sourceFingerprint(of file: InputFile, counting byteCount: inout Int) throws(TileError) -> String {
         var fingerprint = Fingerprint()
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { chunk.deallocate() }
         while true {
             let n = try file.read(into: chunk)
             if n == 0 { break }
+            byteCount += n
             fingerprint.add(UnsafeRawBufferPointer(rebasing: chunk[..<n]))
         }
-        return fingerprint.hex == manifest.sourceFingerprint
+        return fingerprint.hex
     }
 }

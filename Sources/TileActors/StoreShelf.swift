@@ -1,0 +1,43 @@
+public import Foundation
+
+/// A place beyond a cache folder where TIFF stores are kept for every server to find (a bucket:
+/// `TileNetwork`'s `S3StoreShelf`): a server publishes there each store it builds, and before it
+/// builds an image, copies the image's store from there when one was built from the same master.
+/// Several servers sharing a shelf build each image once between them.
+public protocol StoreShelf: Sendable, CustomStringConvertible {
+    /// The store shelved for the image `id`, or nil when the shelf holds none.
+    /// - Throws: why the shelf could not be asked (the store down, refused): the server then builds.
+    func find(_ id: String) async throws -> ShelvedStore?
+
+    /// Copies `store` into a new store folder at `path` (``TileCore/IncomingStore``: nothing appears
+    /// there until the whole TIFF is written; a store there before is replaced).
+    /// - Throws: when the copy fails or its source changed since ``find(_:)`` (nothing is left at `path`).
+    func copy(_ store: ShelvedStore, to path: String) async throws
+
+    /// Publishes the TIFF store folder at `path` as `id`'s, replacing the one shelved before.
+    func publish(_ id: String, store path: String) async throws
+}
+
+/// A store on a ``StoreShelf``: what its manifest says of the master it was built from, and which
+/// version of its TIFF it is.
+public struct ShelvedStore: Sendable, Hashable {
+    /// The image's identifier.
+    public var id: String
+    /// Its manifest's bytes: a TIFF store's, as a build writes it (with what the shelf adds).
+    public var manifest: Data
+    /// The TIFF's size and where the shelf keeps it (a key), and its version there (an entity tag).
+    public var tiffByteCount: Int
+    public var tiffLocation: String
+    public var tiffVersion: String
+    /// The master's size and FNV-1a 64 fingerprint (hex), as the manifest gives them (nil when absent).
+    public var sourceByteCount: Int?
+    public var sourceFingerprint: String
+
+    public init(
+        id: String, manifest: Data, tiffByteCount: Int, tiffLocation: String, tiffVersion: String, sourceByteCount: Int?,
+        sourceFingerprint: String
+    ) {
+        (self.id, self.manifest, self.tiffByteCount, self.tiffLocation, self.tiffVersion) = (id, manifest, tiffByteCount, tiffLocation, tiffVersion)
+        (self.sourceByteCount, self.sourceFingerprint) = (sourceByteCount, sourceFingerprint)
+    }
+}

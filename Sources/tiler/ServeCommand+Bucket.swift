@@ -1,0 +1,23 @@
+import Foundation
+import TileCore
+import TileNetwork
+
+extension ServeCommand {
+    /// The store shelf `url` names (`s3://BUCKET/PREFIX`), its bucket's endpoint and credentials from
+    /// the environment (``TileNetwork/S3Configuration/fromEnvironment(_:)``); nil without a URL. The
+    /// bucket is listed once at start: when that fails (no such bucket, refused credentials, the store
+    /// down), a warning says so, naming the bucket and the answer, and the server starts all the same
+    /// (building every image itself until the bucket answers).
+    /// - Throws: what the environment lacks for a client (``TileCore/TileError/Code/invalidArgument``).
+    static func shelf(_ url: String?) async throws -> S3StoreShelf? {
+        guard let url, let location = S3Location(url) else { return nil }
+        let client: S3Client
+        do { client = S3Client(configuration: try S3Configuration.fromEnvironment()) } catch { throw fail(url, error) }
+        let shelf = S3StoreShelf(client: client, prefix: location)
+        do { _ = try await client.list(bucket: location.bucket, prefix: shelf.prefix.key, maximum: 1) } catch {
+            FileHandle.standardError.write(
+                Data("tiler: warning: the store shelf \(shelf) cannot be listed (\(error)): every image is built here until it can\n".utf8))
+        }
+        return shelf
+    }
+}
