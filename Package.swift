@@ -216,7 +216,9 @@ let package = Package(
         .target(name: "TestTraits", dependencies: ["TestSupport"], path: "Tests/TestTraits", swiftSettings: swiftSettings),
         .testTarget(
             name: "TilerTests",
-            dependencies: ["tiler", "TileCore", "TestSupport", "TestTraits", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: [
+                "tiler", "TileCore", "TileNetwork", "TestSupport", "TestTraits", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

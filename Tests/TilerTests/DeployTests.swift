@@ -70,11 +70,61 @@ struct DeployTests {
         return (healthy, sick)
     }
 
+    /// Varnish as `deploy/varnish/tiler.vcl` configures it, its three backends' ports rewritten to
+    /// `backends`, listening on `port`, its work folder in `folder`: returned once it answers and its
+    /// probes find every backend healthy.
+    static func varnish(port varnishPort: Int, backends ports: [Int], folder: String) throws -> Daemon {
+        let varnishd = try #require(Tools.path("varnishd"))
+        var vcl = try String(contentsOfFile: "\(Self.repository)/deploy/varnish/tiler.vcl", encoding: .utf8)
+        for (i, port) in ports.enumerated() { vcl = vcl.replacingOccurrences(of: "\"\(8081 + i)\"", with: "\"\(port)\"") }
+        try vcl.write(toFile: "\(folder)/tiler.vcl", atomically: true, encoding: .utf8)
+        // A Daemon, not a Process: varnishd closes the descriptors it inherits, among them the socket by
+        // which Foundation's Process learns that a child ended; Foundation then waits for varnishd on
+        // the one thread that reaps every Process of this test run, and no other test's child is
+        // seen to end until varnishd does.
+        let varnish = try Daemon(
+            varnishd,
+            [
+                "-F", "-j", "none", "-n", "\(folder)/varnish", "-f", "\(folder)/tiler.vcl", "-a", "127.0.0.1:\(varnishPort)",
+                "-s", "malloc,64m", "-p", "ban_lurker_sleep=0.05"
+            ])
+        do {
+            var up = false
+            for _ in 0..<300 where !up {
+                up = (try? Self.get(varnishPort, "/health").status) == 200
+                if !up { usleep(100_000) }
+            }
+            try #require(up, "varnishd did not answer on port \(varnishPort)")
+            // Every backend probed healthy (the probes' window fills in a few seconds).
+            var health = Self.backendHealth("\(folder)/varnish")
+            for _ in 0..<300 where health.healthy < 3 {
+                usleep(50_000)
+                health = Self.backendHealth("\(folder)/varnish")
+            }
+            try #require(health.healthy == 3, "backends healthy: \(health)")
+        } catch {
+            varnish.stop(SIGKILL)
+            throw error
+        }
+        return varnish
+    }
+
+    /// Stops `instance` (SIGTERM, within 30 s) and waits until Varnish's probes find one backend sick.
+    static func stop(_ instance: ServeCommandTests.Server, behind folder: String) {
+        let ended = instance.terminate(within: 30)
+        #expect(ended?.status == 0, "\(String(describing: ended)): \(instance.errorsSoFar().suffix(3000))")
+        var afterStop = Self.backendHealth("\(folder)/varnish")
+        for _ in 0..<300 where afterStop.sick < 1 {
+            usleep(50_000)
+            afterStop = Self.backendHealth("\(folder)/varnish")
+        }
+        #expect(afterStop.healthy == 2 && afterStop.sick == 1, "backends after one stopped: \(afterStop)")
+    }
+
     @Test(
         "30 images through Varnish: each built once across the instances, cached, revalidated, purged; an instance stopped loses nothing; Prometheus scrapes all three",
         .enabled(if: Tools.have("varnishd", "varnishadm"), "varnishd is not installed (apt-get install varnish)"))
     func varnishAndPrometheus() throws {
-        let varnishd = try #require(Tools.path("varnishd"))
         let folder = try TilerCommandTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         var sources: [Data] = []
@@ -97,33 +147,8 @@ struct DeployTests {
                 ]))
         }
         let ports = instances.map(\.port)
-        var vcl = try String(contentsOfFile: "\(Self.repository)/deploy/varnish/tiler.vcl", encoding: .utf8)
-        for (i, port) in ports.enumerated() { vcl = vcl.replacingOccurrences(of: "\"\(8081 + i)\"", with: "\"\(port)\"") }
-        try vcl.write(toFile: "\(folder)/tiler.vcl", atomically: true, encoding: .utf8)
-        // A Daemon, not a Process: varnishd closes the descriptors it inherits, among them the socket by
-        // which Foundation's Process learns that a child ended; Foundation then waits for varnishd on
-        // the one thread that reaps every Process of this test run, and no other test's child is
-        // seen to end until varnishd does.
-        let varnish = try Daemon(
-            varnishd,
-            [
-                "-F", "-j", "none", "-n", "\(folder)/varnish", "-f", "\(folder)/tiler.vcl", "-a", "127.0.0.1:\(varnishPort)",
-                "-s", "malloc,64m", "-p", "ban_lurker_sleep=0.05"
-            ])
+        let varnish = try Self.varnish(port: varnishPort, backends: ports, folder: folder)
         defer { varnish.stop(SIGKILL) }
-        var up = false
-        for _ in 0..<300 where !up {
-            up = (try? Self.get(varnishPort, "/health").status) == 200
-            if !up { usleep(100_000) }
-        }
-        try #require(up, "varnishd did not answer on port \(varnishPort)")
-        // Every backend probed healthy (the probes' window fills in a few seconds).
-        var health = Self.backendHealth("\(folder)/varnish")
-        for _ in 0..<300 where health.healthy < 3 {
-            usleep(50_000)
-            health = Self.backendHealth("\(folder)/varnish")
-        }
-        try #require(health.healthy == 3, "backends healthy: \(health)")
 
         // Every image's tile through Varnish, then the same again.
         let tile = { (i: Int) in "/dzi/img\(i)_files/8/0_0.jpg" }
@@ -195,15 +220,7 @@ struct DeployTests {
         #expect(purged.status == 200 && purged.body != cachedTile, "the purge banned the cached tile")
 
         // One instance stopped: after the probe window, every image is still answered (no 5xx).
-        let ended = instances[1].terminate(within: 30)
-        #expect(ended?.status == 0, "\(String(describing: ended)): \(instances[1].errorsSoFar().suffix(3000))")
-        // Until Varnish's probes have found it gone.
-        var afterStop = Self.backendHealth("\(folder)/varnish")
-        for _ in 0..<300 where afterStop.sick < 1 {
-            usleep(50_000)
-            afterStop = Self.backendHealth("\(folder)/varnish")
-        }
-        #expect(afterStop.healthy == 2 && afterStop.sick == 1, "backends after one stopped: \(afterStop)")
+        Self.stop(instances[1], behind: folder)
         var failures = 0
         for round in 0..<2 {
             for i in 0..<30 {

@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+import TestSupport
+import TestTraits
+import TileCore
+import TileNetwork
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 43, point 4: three `tiler serve` instances that share no disk (each its own copy of the
+/// masters and its own empty cache), their stores shared through a bucket of the real object store
+/// (``TestSupport/S3TestServer``), behind Varnish as `deploy/varnish/tiler.vcl` configures it.
+@Suite(
+    "Three instances sharing stores through a bucket, behind Varnish", .serialized, .ownThreads,
+    .enabled(if: S3TestServer.isAvailable, S3TestServer.skip))
+struct DeployBucketTests {
+    static let published = "tiler_shelf_operations_total{operation=\"publish\",outcome=\"published\"}"
+    static let copied = "tiler_shelf_operations_total{operation=\"copy\",outcome=\"copied\"}"
+    static let completed = "tiler_builds_total{outcome=\"completed\"}"
+
+    @Test(
+        "30 images through Varnish: 30 builds in all, each store published once; an instance stopped: its images copied by the others from the bucket, never built again, the same bytes, no 5xx",
+        .enabled(if: Tools.have("varnishd", "varnishadm"), "varnishd is not installed (apt-get install varnish)"))
+    func bucketBehindVarnish() async throws {
+        let store = try S3TestServer()
+        defer { store.stop() }
+        let client = S3Client(
+            configuration: S3Configuration(
+                endpoint: store.endpoint, region: store.region,
+                credentials: S3Credentials(accessKeyID: store.accessKey, secretAccessKey: store.secretKey)))
+        try await client.createBucket("tiles")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tiler-bucket-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let varnishPort = Int(Tools.freePort())
+        var instances: [ServeCommandTests.Server] = []
+        defer { for server in instances where server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
+        for n in 0..<3 {
+            // Each instance its own masters (the same bytes) and its own cache: nothing shared but the bucket.
+            let masters = "\(folder)/instance\(n)/masters"
+            try FileManager.default.createDirectory(atPath: masters, withIntermediateDirectories: true)
+            for i in 0..<30 {
+                let jpeg = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 300 + i, height: 200), width: 300 + i, height: 200)
+                try jpeg.write(to: URL(fileURLWithPath: "\(masters)/img\(i).jpg"))
+            }
+            instances.append(
+                try ServeCommandTests.Server(
+                    [
+                        masters, "--port", "0", "--cache", "\(folder)/instance\(n)/cache", "--store", "s3://tiles/stores/",
+                        "--trusted-proxy", "127.0.0.1", "--allowed-host", "127.0.0.1"
+                    ], environment: store.environment))
+        }
+        let ports = instances.map(\.port)
+        let varnish = try DeployTests.varnish(port: varnishPort, backends: ports, folder: folder)
+        defer { varnish.stop(SIGKILL) }
+
+        let tile = { (i: Int) in "/dzi/img\(i)_files/8/0_0.jpg" }
+        var first: [Data] = []
+        for i in 0..<30 {
+            let reply = try DeployTests.settled(varnishPort, tile(i))
+            #expect(reply.status == 200, "img\(i)")
+            first.append(reply.body)
+        }
+        // Every build ended and every store published (after its build, in the background).
+        var (built, published) = ([Double](), [Double]())
+        for _ in 0..<600 {
+            built = try ports.map { try DeployTests.metric($0, Self.completed) }
+            published = try ports.map { try DeployTests.metric($0, Self.published) }
+            if built.reduce(0, +) >= 30 && published.reduce(0, +) >= 30 { break }
+            usleep(100_000)
+        }
+        #expect(built.reduce(0, +) == 30 && published == built, "builds \(built), published \(published)")
+        #expect(built.filter { $0 > 0 }.count >= 2, "the identifiers are spread: \(built)")
+        let keys = try await client.listAll(bucket: "tiles", prefix: "stores/").map(\.key).filter { $0.hasSuffix("/manifest.json") }
+        #expect(keys.count == 30, "\(keys.count) stores in the bucket")
+
+        // The instance that built the most stopped: its images now go to the others, which copy their
+        // stores from the bucket (no build), and answer the same bytes.
+        let owner = built.indices.max { built[$0] < built[$1] } ?? 0
+        DeployTests.stop(instances[owner], behind: folder)
+        var failures = 0
+        for i in 0..<30 {
+            let reply = try DeployTests.get(varnishPort, tile(i) + "?after=stop")
+            if reply.status >= 500 { failures += 1 }
+            #expect(reply.status != 200 || reply.body == first[i], "img\(i): other bytes after the stop")
+        }
+        #expect(failures == 0, "\(failures) answers of 5xx after the probe window")
+        let others = ports.indices.filter { $0 != owner }
+        let builtAfter = try others.map { try DeployTests.metric(ports[$0], Self.completed) }
+        let copiedAfter = try others.map { try DeployTests.metric(ports[$0], Self.copied) }
+        #expect(builtAfter == others.map { built[$0] }, "builds after the stop: \(builtAfter), before: \(built)")
+        #expect(copiedAfter.reduce(0, +) == built[owner], "copied \(copiedAfter); the stopped instance had built \(built[owner])")
+    }
+}
