@@ -33,6 +33,18 @@ struct DeployBucketTests {
         try await client.createBucket("tiles")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tiler-bucket-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: folder) }
+        // deploy/bucket's files as shipped: the config file as it is, the environment file's values the test store's.
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let shipped = "\(DeployTests.repository)/deploy/bucket"
+        let config = try String(contentsOfFile: "\(shipped)/serve.json", encoding: .utf8)
+        try #require(config.contains("\"store\": \"s3://tiles/stores/\""))
+        try config.write(toFile: "\(folder)/serve.json", atomically: true, encoding: .utf8)
+        var environment: [String: String] = [:]
+        for line in try String(contentsOfFile: "\(shipped)/tiler.env", encoding: .utf8).split(separator: "\n") where !line.hasPrefix("#") {
+            let pair = line.split(separator: "=", maxSplits: 1).map(String.init)
+            if pair.count == 2 { environment[pair[0]] = store.environment[pair[0]] ?? pair[1] }
+        }
+        #expect(environment.keys.sorted() == store.environment.keys.sorted(), "\(environment.keys.sorted())")
         let varnishPort = Int(Tools.freePort())
         var instances: [ServeCommandTests.Server] = []
         defer { for server in instances where server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
@@ -47,9 +59,8 @@ struct DeployBucketTests {
             instances.append(
                 try ServeCommandTests.Server(
                     [
-                        masters, "--port", "0", "--cache", "\(folder)/instance\(n)/cache", "--store", "s3://tiles/stores/",
-                        "--trusted-proxy", "127.0.0.1", "--allowed-host", "127.0.0.1"
-                    ], environment: store.environment))
+                        masters, "--port", "0", "--cache", "\(folder)/instance\(n)/cache", "--config", "\(folder)/serve.json"
+                    ], environment: environment))
         }
         let ports = instances.map(\.port)
         let varnish = try DeployTests.varnish(port: varnishPort, backends: ports, folder: folder)
