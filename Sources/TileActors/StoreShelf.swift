@@ -2,9 +2,16 @@ public import Foundation
 
 /// A place beyond a cache folder where TIFF stores are kept for every server to find (a bucket:
 /// `TileNetwork`'s `S3StoreShelf`): a server publishes there each store it builds, and before it
-/// builds an image, copies the image's store from there when one was built from the same master.
-/// Several servers sharing a shelf build each image once between them.
+/// builds an image, copies the image's store from there when one was built from the same master
+/// (whatever settings it was built with: servers sharing a shelf are given the same). Servers that
+/// share a shelf, each image's requests going to one of them at a time (a shard director), build each
+/// image once between them; two that build one image at the same moment both publish it, the later
+/// replacing the earlier.
 public protocol StoreShelf: Sendable, CustomStringConvertible {
+    /// Checks that the shelf can be read (a listing of its first entry).
+    /// - Throws: why not (no such bucket, credentials refused, the store down), naming where.
+    func check() async throws
+
     /// The store shelved for the image `id`, or nil when the shelf holds none.
     /// - Throws: why the shelf could not be asked (the store down, refused): the server then builds.
     func find(_ id: String) async throws -> ShelvedStore?

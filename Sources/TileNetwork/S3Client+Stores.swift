@@ -49,15 +49,22 @@ extension S3Client {
     public func publishStore(at path: String, to location: S3Location, threadPool: NIOThreadPool = .singleton) async throws -> S3Store {
         let prefix = S3Store.prefix(of: location)
         guard prefix != "/" else { throw TileError(.invalidArgument, "\(location) names no store: s3://BUCKET/PREFIX") }
-        let local = try await threadPool.blocking { () throws(TileError) -> Data in
-            guard let data = try? Data(contentsOf: URL(fileURLWithPath: "\(path)/manifest.json")), data.count <= 1 << 20 else {
-                throw TileError(.invalidStore, "\(path) holds no store (no readable manifest.json)")
+        // The manifest and the TIFF it names opened together, before any wait on the network: a store
+        // replaced at `path` meanwhile (a newer build) is never published as one manifest and another's TIFF.
+        let (local, file) = try await threadPool.blocking { () throws(TileError) -> (Data, ReadOnlyFile) in
+            func read() throws(TileError) -> Data {
+                guard let data = try? Data(contentsOf: URL(fileURLWithPath: "\(path)/manifest.json")), data.count <= 1 << 20 else {
+                    throw TileError(.invalidStore, "\(path) holds no store (no readable manifest.json)")
+                }
+                return data
             }
-            return data
+            let local = try read()
+            let file = try ReadOnlyFile(path: "\(path)/\(try Self.localManifest(local, of: path).tiff)")
+            guard try read() == local else { throw TileError(.invalidStore, "\(path) was replaced while it was opened: not published") }
+            return (local, file)
         }
         let (manifest, tiffName) = try Self.localManifest(local, of: path)
         let previous = try? await store(at: location)
-        let file = try await threadPool.blocking { () throws(TileError) in try ReadOnlyFile(path: "\(path)/\(tiffName)") }
         let tiffKey = prefix + "pyramid-\(UUID().uuidString.prefix(8).lowercased()).tif"
         let published: (tag: String, manifest: Data)
         do {

@@ -8,7 +8,8 @@ import TileCore
 /// A ``TileActors/StoreShelf`` in a bucket: the store of image `id` is the one
 /// ``S3Client/publishStore(at:to:threadPool:)`` publishes at `PREFIX/id.tiles` (its manifest
 /// `PREFIX/id.tiles/manifest.json`, written last, naming its TIFF). `tiler serve --store s3://BUCKET/PREFIX`
-/// shares its stores through one; `tiler build --out s3://BUCKET/PREFIX/` writes stores it finds.
+/// shares its stores through one; `tiler build <image> --out s3://BUCKET/PREFIX/ID.tiles` writes a store
+/// it finds for the image `ID` (built from the same master's bytes).
 public struct S3StoreShelf: StoreShelf {
     public let client: S3Client
     /// The bucket and the prefix its stores are under (empty: the bucket's top).
@@ -29,6 +30,10 @@ public struct S3StoreShelf: StoreShelf {
         S3Location(bucket: prefix.bucket, key: prefix.key.isEmpty ? "\(id).tiles" : "\(prefix.key)/\(id).tiles")
     }
 
+    public func check() async throws {
+        _ = try await client.list(bucket: prefix.bucket, prefix: prefix.key, maximum: 1)
+    }
+
     public func find(_ id: String) async throws -> ShelvedStore? {
         guard let store = try await client.store(at: location(of: id)) else { return nil }
         let manifest = (try? JSONSerialization.jsonObject(with: store.manifest)) as? [String: Any]
@@ -44,28 +49,35 @@ public struct S3StoreShelf: StoreShelf {
     public func copy(_ store: ShelvedStore, to path: String) async throws {
         let pool = threadPool
         let incoming = try await pool.blocking { () throws(TileError) in try IncomingStore(path: path, byteCount: store.tiffByteCount) }
-        // Every byte of the version `find` saw (If-Match): one replaced since fails, never mixes.
-        let response = try await client.stream(bucket: prefix.bucket, key: store.tiffLocation, ifMatch: store.tiffVersion)
-        var pending = ByteBuffer()
-        func write() async throws(TileError) {
-            let bytes = pending
-            pending = ByteBuffer()
-            try await pool.blocking { () throws(TileError) in
-                var failure: TileError?
-                bytes.withUnsafeReadableBytes { raw in
-                    do throws(TileError) { try incoming.append(raw) } catch { failure = error }
+        do {
+            // Every byte of the version `find` saw (If-Match): one replaced since fails, never mixes.
+            let tag = store.tiffVersion.isEmpty ? nil : store.tiffVersion
+            let response = try await client.stream(bucket: prefix.bucket, key: store.tiffLocation, ifMatch: tag)
+            var pending = ByteBuffer()
+            func write() async throws(TileError) {
+                let bytes = pending
+                pending = ByteBuffer()
+                try await pool.blocking { () throws(TileError) in
+                    var failure: TileError?
+                    bytes.withUnsafeReadableBytes { raw in
+                        do throws(TileError) { try incoming.append(raw) } catch { failure = error }
+                    }
+                    if let failure { throw failure }
                 }
-                if let failure { throw failure }
             }
+            for try await part in response.body {
+                try Task.checkCancellation()
+                var part = part
+                pending.writeBuffer(&part)
+                if pending.readableBytes >= Self.writeSize { try await write() }
+            }
+            if pending.readableBytes > 0 { try await write() }
+            try await pool.blocking { () throws(TileError) in try incoming.publish(manifest: store.manifest) }
+        } catch {
+            // Its files removed on the pool (a TIFF of gigabytes unlinked is not the cooperative pool's work).
+            await pool.blocking { incoming.discard() }
+            throw error
         }
-        for try await part in response.body {
-            try Task.checkCancellation()
-            var part = part
-            pending.writeBuffer(&part)
-            if pending.readableBytes >= Self.writeSize { try await write() }
-        }
-        if pending.readableBytes > 0 { try await write() }
-        try await pool.blocking { () throws(TileError) in try incoming.publish(manifest: store.manifest) }
     }
 
     public func publish(_ id: String, store path: String) async throws {

@@ -39,11 +39,14 @@ extension ImageCatalog {
 
     /// Forgets `id` and removes what the server made of it: a build running is cancelled, the cache's
     /// store of a JPEG deleted (a store or TIFF in the folder, and every source, is left alone); the
-    /// next request builds it again.
+    /// next request builds it again, or copies it again from the ``shelf`` (whose store is left
+    /// alone: the shelf is shared with other servers). A look at the image in progress (which may be
+    /// copying its store) is waited for first.
     /// - Returns: whether there was such an image.
     @discardableResult
     public func purge(_ id: String) async -> Bool {
         guard Self.isValidIdentifier(id) else { return false }
+        if let pending = entries[id]?.check { _ = await pending.value }
         let listed = await identifiers().contains(id)
         var known = listed
         if case .unknown = phase(of: id) {} else { known = true }

@@ -54,9 +54,9 @@ extension ImageCatalog {
         }
     }
 
-    /// Builds running or waiting that `client` started.
+    /// Builds running or waiting that `client` started, and its copies from the shelf in progress.
     func builds(of client: String) -> Int {
-        entries.values.count { if case .building(let b) = $0.phase { !b.isUpload && b.client == client } else { false } }
+        entries.values.count { if case .building(let b) = $0.phase { !b.isUpload && b.client == client } else { false } } + (shelfCopies[client] ?? 0)
     }
 
     /// Reuses the cache store of `source` when it was built from this version, else starts a build,
@@ -94,10 +94,14 @@ extension ImageCatalog {
             apply(.failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, attempts: attempts, now: .now), to: id)
             return nil
         }
-        if await copyFromShelf(id, source, to: store) { return nil }
         let building = entries.values.count { if case .building(let b) = $0.phase { !b.isUpload } else { false } }
         guard building - concurrentBuilds < maximumPendingBuilds else { return .busy }
         if let client, builds(of: client) >= maximumBuildsPerClient { return .busy }
+        if await copyFromShelf(id, source, to: store, for: client) { return nil }
+        guard !isShutDown, !Task.isCancelled else {
+            apply(.failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, attempts: attempts, now: .now), to: id)
+            return nil
+        }
         var options = BuildOptions()
         options.page = source.page
         options.storage = .persistent(path: store)
@@ -112,6 +116,7 @@ extension ImageCatalog {
         build.lock = lock
         build.client = client
         apply(.started(build), to: id)
+        buildsStarted += 1
         CacheStoreRecord.remove(forStore: store)  // a record of an older version
         let (queue, pool, path) = (builds, threadPool, source.path)
         build.task = tasks.spawn {

@@ -9,7 +9,8 @@ import Glibc
 extension ImageCatalog {
     /// Whether the catalog can serve now, and what it is doing: for `/ready` and `/metrics`.
     public struct Health: Sendable, Hashable, Codable {
-        /// Ready: not shut down, the folder readable, the cache writable, the cache within its budget.
+        /// Ready: not shut down, the folder readable, the cache writable, the cache within its budget,
+        /// the store shelf's last request (if there is a shelf) answered.
         public var isReady: Bool
         /// Why not, one line each.
         public var problems: [String]
@@ -38,6 +39,7 @@ extension ImageCatalog {
         if access(root, R_OK | X_OK) != 0 { problems.append("the folder cannot be read: \(String(cString: strerror(errno)))") }
         if access(cache, R_OK | W_OK | X_OK) != 0 { problems.append("the cache folder cannot be written: \(String(cString: strerror(errno)))") }
         if isShutDown { problems.append("shutting down") }
+        if let shelf, let shelfProblem { problems.append("the store shelf \(shelf) cannot be used (images are built here): \(shelfProblem)") }
         if used > limit { problems.append("the cache holds \(used) bytes, past its budget of \(limit)") }
         if let full = diskFullAt, ContinuousClock.now - full < Self.diskFullInterval {
             problems.append("the disk is full: a build or an upload found no space \((ContinuousClock.now - full).components.seconds) s ago")

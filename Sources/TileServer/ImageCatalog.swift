@@ -120,6 +120,14 @@ public actor ImageCatalog {
     var nextWaiter = 0
     /// Set once the catalog has shut down: no build starts after it.
     var isShutDown = false
+    /// Why the store shelf's last request failed (``shelf``), until one succeeds: `/ready` says it.
+    var shelfProblem: String?
+    /// Until when the shelf is not asked, after a failed request (``shelfDownInterval``).
+    var shelfDownUntil: ContinuousClock.Instant?
+    /// Copies from the shelf in progress, by the client that asked: counted as its builds.
+    var shelfCopies: [String: Int] = [:]
+    /// Builds started (for tests: an image copied from the shelf is not built).
+    package internal(set) var buildsStarted = 0
     /// When a build last found the cache's disk full (``setFailed(_:_:_:attempts:)``).
     var diskFullAt: ContinuousClock.Instant?
     /// Ready images and when their source was last checked (``readyImage(_:)``), readable from any

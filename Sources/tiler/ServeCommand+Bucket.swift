@@ -14,7 +14,7 @@ extension ServeCommand {
         let client: S3Client
         do { client = S3Client(configuration: try S3Configuration.fromEnvironment()) } catch { throw fail(url, error) }
         let shelf = S3StoreShelf(client: client, prefix: location)
-        do { _ = try await client.list(bucket: location.bucket, prefix: shelf.prefix.key, maximum: 1) } catch {
+        do { try await shelf.check() } catch {
             FileHandle.standardError.write(
                 Data("tiler: warning: the store shelf \(shelf) cannot be listed (\(error)): every image is built here until it can\n".utf8))
         }

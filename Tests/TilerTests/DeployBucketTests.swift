@@ -104,3 +104,48 @@ struct DeployBucketTests {
         #expect(copiedAfter.reduce(0, +) == built[owner], "copied \(copiedAfter); the stopped instance had built \(built[owner])")
     }
 }
+
+extension DeployBucketTests {
+    @Test(
+        "a bucket refused (a wrong secret) or missing: said at start naming it and the answer, /ready not ready with why, images built here all the same"
+    )
+    func bucketRefusedAtStart() async throws {
+        let store = try S3TestServer()
+        defer { store.stop() }
+        let client = S3Client(
+            configuration: S3Configuration(
+                endpoint: store.endpoint, region: store.region,
+                credentials: S3Credentials(accessKeyID: store.accessKey, secretAccessKey: store.secretKey)))
+        try await client.createBucket("tiles")
+        let folder = try TilerCommandTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 400, height: 300), width: 400, height: 300)
+            .write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
+        var wrongSecret = store.environment
+        wrongSecret["AWS_SECRET_ACCESS_KEY"] = "not-the-secret"
+        for (bucket, environment, answer) in [("tiles", wrongSecret, "403"), ("no-such-bucket", store.environment, "404")] {
+            let server = try ServeCommandTests.Server(
+                [folder, "--port", "0", "--cache", "\(folder)/.cache-\(bucket)", "--store", "s3://\(bucket)/stores/"], environment: environment)
+            defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
+            let said = server.startup.split(separator: "\n").first { $0.contains("warning: the store shelf s3://\(bucket)/stores") } ?? ""
+            #expect(said.contains(answer), "\(server.startup)")
+            // /ready: 503 naming the shelf (its first look, made when the catalog starts, may still be under way).
+            var ready = try DeployTests.get(server.port, "/ready")
+            for _ in 0..<600 where ready.status == 200 {
+                usleep(50_000)
+                ready = try DeployTests.get(server.port, "/ready")
+            }
+            let why = String(decoding: ready.body, as: UTF8.self)
+            #expect(ready.status == 503 && why.contains("the store shelf s3://\(bucket)/stores cannot be used") && why.contains(answer), "\(why)")
+            let tile = try DeployTests.settled(server.port, "/iiif/3/photo/full/max/0/default.jpg")
+            #expect(tile.status == 200 && tile.body.starts(with: [0xFF, 0xD8]), "\(tile.status)")
+            // Its build ends just after the answer may be sent: waited for.
+            var built = try DeployTests.metric(server.port, Self.completed)
+            for _ in 0..<600 where built < 1 {
+                usleep(50_000)
+                built = try DeployTests.metric(server.port, Self.completed)
+            }
+            #expect(built == 1)
+        }
+    }
+}

@@ -45,10 +45,17 @@ public final class IncomingStore: Sendable {
         state = Mutex(State(file: consume file, lock: lock))
     }
 
-    deinit {
+    deinit { discard() }
+
+    /// Removes the staging folder and what was written to it, unless the store is published (then
+    /// nothing happens); the store can take no more bytes. What a copy that failed calls (or, last,
+    /// the deinitializer).
+    public func discard() {
         let isPublished = state.withLock { state in
+            let wasPublished = state.isPublished
             state.file = nil
-            return state.isPublished
+            state.isPublished = true  // nothing is left to remove
+            return wasPublished
         }
         if !isPublished { removeStoreFolder(staging) }
     }
@@ -61,7 +68,7 @@ public final class IncomingStore: Sendable {
     public func append(_ bytes: UnsafeRawBufferPointer) throws(TileError) {
         let tiffPath = self.tiffPath
         try state.withLock { (state) throws(TileError) in
-            guard let fd = state.file?.raw else { throw TileError(.invalidArgument, "\(tiffPath) is published already") }
+            guard let fd = state.file?.raw else { throw TileError(.invalidArgument, "\(tiffPath) is published or discarded already") }
             guard bytes.count <= byteCount - state.written else {
                 throw TileError(.invalidStore, "\(path): more than the \(byteCount) bytes of its TIFF arrived")
             }
@@ -84,7 +91,7 @@ public final class IncomingStore: Sendable {
         let bytes = try decoded.encoded()
         let (staging, path, byteCount) = (self.staging, self.path, self.byteCount)
         try state.withLock { (state) throws(TileError) in
-            guard let fd = state.file?.raw else { throw TileError(.invalidArgument, "\(path) is published already") }
+            guard let fd = state.file?.raw else { throw TileError(.invalidArgument, "\(path) is published or discarded already") }
             guard state.written == byteCount else {
                 throw TileError(.invalidStore, "\(path): \(state.written) of its TIFF's \(byteCount) bytes arrived")
             }
