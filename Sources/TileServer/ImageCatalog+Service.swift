@@ -10,8 +10,9 @@ extension ImageCatalog: Service {
     public func run() async throws {
         await withDiscardingTaskGroup { group in
             group.addTask { [tasks, taskExecutor] in await tasks.run(preferring: taskExecutor) }
-            // The shelf looked at once at start: a bucket missing or refused is said by /ready at once.
-            if let shelf { _ = tasks.spawn { await self.noteShelf(await Result { try await shelf.check() }) } }
+            // The shelf looked at when the catalog starts (a bucket missing or refused is said by /ready at
+            // once), then again while it fails.
+            if let shelf { _ = tasks.spawn { await self.watchShelf(shelf) } }
             try? await gracefulShutdown()
             await shutDown()
             group.cancelAll()  // the lookups and deadlines left, and any admin build

@@ -6,20 +6,53 @@ import TileCore
 extension ImageCatalog {
     /// How long a look at the shelf (``StoreShelf/find(_:)``) may take before the image is built here.
     static let shelfLookLimit: Duration = .seconds(10)
-    /// How long after a failed request the shelf is not asked again (each new image built here at once).
+    /// How long after a failed request the shelf is not asked again (each new image built here at once),
+    /// by default; also how often a failing shelf is looked at again.
     static let shelfDownInterval: Duration = .seconds(30)
     /// The slowest a copy may go on average (bytes a second), after its first ``shelfLookLimit``: a
     /// bucket that sends a store slower is given up on, and the image built here.
     static let slowestCopy = 4 << 20
 
     /// Remembers how the shelf's last request went (``shelfProblem``, which `/ready` says; after a
-    /// failure the shelf rests for ``shelfDownInterval``).
+    /// failure the shelf rests for ``shelfRest``); once it answers again, the stores whose publishing
+    /// failed are published.
     func noteShelf<T>(_ outcome: Result<T, any Error>) {
         switch outcome {
-        case .success: (shelfProblem, shelfDownUntil) = (nil, nil)
+        case .success:
+            (shelfProblem, shelfDownUntil) = (nil, nil)
+            republish()
         case .failure(let error):
-            (shelfProblem, shelfDownUntil) = ("\(error)", .now + Self.shelfDownInterval)
+            (shelfProblem, shelfDownUntil) = ("\(error)", .now + shelfRest)
         }
+    }
+
+    /// Looks at the shelf when the catalog starts, then again after each ``shelfRest`` while it is
+    /// failing or stores wait to be published: a bucket that comes back is known (and given those
+    /// stores) without waiting for a request. A job of the catalog's own, until it shuts down.
+    func watchShelf(_ shelf: any StoreShelf) async {
+        repeat {
+            if shelfProblem != nil || !unpublished.isEmpty || !shelfLooked {
+                shelfLooked = true
+                noteShelf(await Result { try await Self.within(Self.shelfLookLimit, "a look at the shelf") { try await shelf.check() } })
+            }
+            guard (try? await Task.sleep(for: shelfRest)) != nil else { return }
+        } while !isShutDown
+
+    }
+
+    /// Publishes again the stores whose publishing failed, of the images still ready with them.
+    private func republish() {
+        let waiting = unpublished
+        unpublished = []
+        for id in waiting {
+            guard case .ready(let image, _?) = phase(of: id) else { continue }
+            publishOnShelf(id, image.pyramid)
+        }
+    }
+
+    /// Marks `id`'s store published (or not, to be published once the shelf answers again).
+    private func notePublished(_ id: String, _ done: Bool) {
+        if done { unpublished.remove(id) } else { unpublished.insert(id) }
     }
 
     /// Copies `id`'s store from ``shelf`` into the cache at `store`, when the shelf holds one built
@@ -33,7 +66,7 @@ extension ImageCatalog {
     ///   the copy fails or is cancelled: the caller builds the image (unless the catalog is shutting down).
     func copyFromShelf(_ id: String, _ source: SourceFile, to store: String, for client: String?) async -> Bool {
         guard let shelf else { return false }
-        if let resting = shelfDownUntil, ContinuousClock.now < resting {
+        if let resting = shelfDownUntil, ContinuousClock.now < resting {  // its watch looks again
             ServerMetrics.recordShelf("copy", outcome: "skipped")
             return false
         }
@@ -102,12 +135,15 @@ extension ImageCatalog {
 
     /// Publishes `pyramid`'s store (just built for `id`) on ``shelf``, in a task of the catalog's own:
     /// the pyramid kept open until it is done (the budget evicts no store in use). A failure is logged;
-    /// nothing half published is seen by others (the shelf's manifest goes last).
+    /// nothing half published is seen by others (the shelf's manifest goes last), and the store is
+    /// published again once the shelf answers (``watchShelf(_:)``).
     func publishOnShelf(_ id: String, _ pyramid: TiledImage) {
         guard let shelf, let path = pyramid.storePath else { return }
         let logger = self.logger
         _ = tasks.spawn {
             let outcome = await Result { try await shelf.publish(id, store: path) }
+            if case .failure = outcome, Task.isCancelled { return }  // a shutdown: not the shelf's failure
+            await self.notePublished(id, (try? outcome.get()) != nil)
             await self.noteShelf(outcome)
             do {
                 try outcome.get()

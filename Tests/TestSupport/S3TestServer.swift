@@ -57,6 +57,19 @@ public final class S3TestServer {
         ["AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": secretKey, "AWS_ENDPOINT_URL": endpoint, "AWS_REGION": region]
     }
 
+    /// Stops the store's servers, keeping its objects: ``resume()`` starts it again on the same port.
+    public func pause() {
+        _ = try? Tools.run("bash", [Self.script, "stop", folder])
+    }
+
+    /// Starts the store again after ``pause()``, on the same port, with its objects.
+    public func resume() throws {
+        guard let port = URL(string: endpoint)?.port else { throw StartFailure(description: "no port in \(endpoint)") }
+        let owner = ["S3_SERVER_OWNER": String(ProcessInfo.processInfo.processIdentifier)]
+        let run = try Tools.run("bash", [Self.script, "start", folder, String(port)], environment: owner)
+        guard run.status == 0 else { throw StartFailure(description: "scripts/s3-server.sh start (again): \(run.stderr)") }
+    }
+
     public func stop() {
         _ = try? Tools.run("bash", [Self.script, "stop", folder])
         try? FileManager.default.removeItem(atPath: folder)

@@ -41,6 +41,13 @@ final class CountingShelf: StoreShelf {
         add("published")
     }
 
+    /// Waits until `what` has been counted `count` times (a publish again once the bucket is back).
+    func waitFor(_ what: String, count wanted: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while count(what) < wanted, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        if count(what) < wanted { Issue.record("\(what) counted \(count(what)) times in 120 s, not \(wanted)") }
+    }
+
     /// Waits until `what` or `failed` has been counted (a publish runs after its build, in a task of
     /// the catalog's own).
     func waitFor(_ what: String, or failed: String) async throws {
@@ -149,7 +156,8 @@ struct StoreShelfTests {
 
         // The bucket down: a server builds the image itself and serves it (whether its look at start or
         // its look for the image found the bucket down first); its publish fails, and /ready says why.
-        server.stop()
+        let stale = try await client.store(at: S3Location(bucket: "shelf", key: "stores/photo.tiles"))
+        server.pause()
         let (fourth, fourthShelf, fourthService) = try catalog("fourth")
         defer { fourthService.cancel() }
         _ = try await fourth.image("photo")
@@ -166,6 +174,16 @@ struct StoreShelfTests {
         _ = try await fourth.image("later")
         await fourth.waitUntilBuilt("later")
         #expect(fourthShelf.count("find failed") == looks)
+        // The bucket back: the server's watch finds it (within its rest, 30 s), and publishes both stores; nothing was published
+        // while it was down (the bucket's store of the photo is still the third server's).
+        try server.resume()
+        try await fourthShelf.waitFor("published", count: 2)
+        let health2 = await fourth.health()
+        #expect(fourthShelf.count("published") == 2 && health2.isReady, "\(health2)")
+        let photo = try await client.store(at: S3Location(bucket: "shelf", key: "stores/photo.tiles"))
+        let masterFingerprint = try TiledImage.sourceFingerprint(ofFile: "\(folder)/masters/photo.jpg").fingerprint
+        #expect(stale?.sourceFingerprint != masterFingerprint && photo?.sourceFingerprint == masterFingerprint)
+        #expect(try await client.store(at: S3Location(bucket: "shelf", key: "stores/later.tiles")) != nil)
 
         for service in [firstService, secondService, thirdService, fourthService] {
             service.cancel()
