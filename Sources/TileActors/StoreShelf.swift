@@ -23,6 +23,11 @@ public protocol StoreShelf: Sendable, CustomStringConvertible {
 
     /// Publishes the TIFF store folder at `path` as `id`'s, replacing the one shelved before.
     func publish(_ id: String, store path: String) async throws
+
+    /// Whether `error`, thrown by one of these calls, says the shelf cannot be used now (unreachable,
+    /// refusing this server, failing) rather than something of one store (a store replaced meanwhile):
+    /// the server then rests it, says so on `/ready`, and publishes what it missed once it answers.
+    func isUnavailable(_ error: any Error) -> Bool
 }
 
 /// A store on a ``StoreShelf``: what its manifest says of the master it was built from, and which

@@ -54,6 +54,15 @@ extension ImageCatalog {
         }
     }
 
+    /// Why one more build (or copy from the shelf) may not start now: past ``maximumPendingBuilds``
+    /// builds and copies waiting, or `client`'s share (``maximumBuildsPerClient``); nil when it may.
+    func admission(for client: String?) -> LookupError? {
+        let building = entries.values.count { if case .building(let b) = $0.phase { !b.isUpload } else { false } }
+        guard building + shelfCopyCount - concurrentBuilds < maximumPendingBuilds else { return .busy }
+        if let client, builds(of: client) >= maximumBuildsPerClient { return .busy }
+        return nil
+    }
+
     /// Builds running or waiting that `client` started, and its copies from the shelf in progress.
     func builds(of client: String) -> Int {
         entries.values.count { if case .building(let b) = $0.phase { !b.isUpload && b.client == client } else { false } } + (shelfCopies[client] ?? 0)
@@ -94,14 +103,14 @@ extension ImageCatalog {
             apply(.failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, attempts: attempts, now: .now), to: id)
             return nil
         }
-        let building = entries.values.count { if case .building(let b) = $0.phase { !b.isUpload } else { false } }
-        guard building - concurrentBuilds < maximumPendingBuilds else { return .busy }
-        if let client, builds(of: client) >= maximumBuildsPerClient { return .busy }
+        if let refusal = admission(for: client) { return refusal }
         if await copyFromShelf(id, source, to: store, for: client) { return nil }
         guard !isShutDown, !Task.isCancelled else {
             apply(.failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, attempts: attempts, now: .now), to: id)
             return nil
         }
+        // Again: other builds may have started while the shelf was asked.
+        if let refusal = admission(for: client) { return refusal }
         var options = BuildOptions()
         options.page = source.page
         options.storage = .persistent(path: store)

@@ -13,46 +13,69 @@ extension ImageCatalog {
     /// bucket that sends a store slower is given up on, and the image built here.
     static let slowestCopy = 4 << 20
 
-    /// Remembers how the shelf's last request went (``shelfProblem``, which `/ready` says; after a
-    /// failure the shelf rests for ``shelfRest``); once it answers again, the stores whose publishing
-    /// failed are published.
+    /// Remembers how the shelf's last request went: a failure of the shelf's own (``isShelfFailure(_:of:)``)
+    /// becomes ``shelfProblem``, which `/ready` says, and rests the shelf for ``shelfRest``; a success
+    /// clears them. Nothing is noted of a request cut short by a shutdown.
     func noteShelf<T>(_ outcome: Result<T, any Error>) {
         switch outcome {
-        case .success:
-            (shelfProblem, shelfDownUntil) = (nil, nil)
-            republish()
+        case .success: (shelfProblem, shelfDownUntil) = (nil, nil)
         case .failure(let error):
+            guard !Task.isCancelled, !isShutDown, Self.isShelfFailure(error, of: shelf) else { return }
             (shelfProblem, shelfDownUntil) = ("\(error)", .now + shelfRest)
         }
     }
 
-    /// Looks at the shelf when the catalog starts, then again after each ``shelfRest`` while it is
-    /// failing or stores wait to be published: a bucket that comes back is known (and given those
-    /// stores) without waiting for a request. A job of the catalog's own, until it shuts down.
-    func watchShelf(_ shelf: any StoreShelf) async {
-        repeat {
-            if shelfProblem != nil || !unpublished.isEmpty || !shelfLooked {
-                shelfLooked = true
-                noteShelf(await Result { try await Self.within(Self.shelfLookLimit, "a look at the shelf") { try await shelf.check() } })
-            }
-            guard (try? await Task.sleep(for: shelfRest)) != nil else { return }
-        } while !isShutDown
-
+    /// Whether `error` says the shelf cannot be used now (unreachable, refusing, too slow: a time up of
+    /// ``within(_:_:_:)``), as opposed to something of one store (a manifest naming a TIFF replaced
+    /// since) or of this server's own files, or a cancellation.
+    static func isShelfFailure(_ error: any Error, of shelf: (any StoreShelf)?) -> Bool {
+        if error is CancellationError { return false }
+        if let error = error as? TileError { return error.code == .notReady }
+        return shelf?.isUnavailable(error) ?? true
     }
 
-    /// Publishes again the stores whose publishing failed, of the images still ready with them.
-    private func republish() {
-        let waiting = unpublished
-        unpublished = []
-        for id in waiting {
-            guard case .ready(let image, _?) = phase(of: id) else { continue }
-            publishOnShelf(id, image.pyramid)
+    /// Looks at the shelf when the catalog starts, then, while it fails or stores wait to be published,
+    /// again each ``shelfRest``: a bucket that comes back is known without waiting for a request, and
+    /// given the stores it missed, one at a time. A job of the catalog's own, until it shuts down.
+    func watchShelf(_ shelf: any StoreShelf) async {
+        var looked = false
+        while !isShutDown {
+            if ContinuousClock.now >= shelfNextLook, shelfProblem != nil || !unpublished.isEmpty || !looked {
+                looked = true
+                let outcome = await Result { try await Self.within(Self.shelfLookLimit, "a look at the shelf") { try await shelf.check() } }
+                noteShelf(outcome)
+                if case .success = outcome { await republish(on: shelf) }
+                shelfNextLook = .now + shelfRest
+            }
+            guard (try? await Task.sleep(for: min(shelfRest, .seconds(1)))) != nil else { return }
         }
     }
 
-    /// Marks `id`'s store published (or not, to be published once the shelf answers again).
-    private func notePublished(_ id: String, _ done: Bool) {
-        if done { unpublished.remove(id) } else { unpublished.insert(id) }
+    /// Publishes, one at a time, the stores whose publishing the shelf failed, of the images still
+    /// ready or closed with them (a closed one checked out of the budget meanwhile: not evicted); stops
+    /// at the shelf's next failure (its watch tries again after its rest).
+    private func republish(on shelf: any StoreShelf) async {
+        while let id = unpublished.first, !isShutDown, shelfProblem == nil {
+            unpublished.remove(id)
+            switch phase(of: id) {
+            case .ready(let image, _?):
+                guard let path = image.pyramid.storePath else { continue }
+                await publish(id, at: path, on: shelf)
+                withExtendedLifetime(image) {}
+            case .closed(let storeID, _):
+                guard let path = await budget.checkOut(storeID) else { continue }
+                await publish(id, at: path, on: shelf)
+                await budget.close(storeID)
+            default: continue  // put away, rebuilt, purged: its next build publishes
+            }
+        }
+    }
+
+    /// How long the shelf rests after a failure, from now on (for tests; ``shelfDownInterval`` by
+    /// default): its watch looks again at once, and then each `rest`.
+    package func setShelfRest(_ rest: Duration) {
+        (shelfRest, shelfNextLook) = (rest, .now)
+        if shelfDownUntil != nil { shelfDownUntil = .now + rest }
     }
 
     /// Copies `id`'s store from ``shelf`` into the cache at `store`, when the shelf holds one built
@@ -77,6 +100,8 @@ extension ImageCatalog {
                 if shelfCopies[client] == 0 { shelfCopies[client] = nil }
             }
         }
+        shelfCopyCount += 1
+        defer { shelfCopyCount -= 1 }
         let outcome = await Result { try await Self.within(Self.shelfLookLimit, "a look at the shelf") { try await shelf.find(id) } }
         noteShelf(outcome)
         let shelved: ShelvedStore
@@ -87,6 +112,7 @@ extension ImageCatalog {
             }
             shelved = found
         } catch {
+            guard !Task.isCancelled, !isShutDown else { return false }
             ServerMetrics.recordShelf("copy", outcome: "failed")
             logger.warning("the store shelf cannot be asked: building here", metadata: ["id": "\(id)", "shelf": "\(shelf)", "error": "\(error)"])
             return false
@@ -103,8 +129,8 @@ extension ImageCatalog {
         let copied = await Result {
             try await Self.within(limit, "the copy of \(shelved.tiffByteCount) bytes") { try await shelf.copy(shelved, to: store) }
         }
-        await budget.unregister(reservation)
         if case .failure(let error) = copied {
+            await budget.unregister(reservation)
             guard !Task.isCancelled, !isShutDown else { return false }  // not the shelf's failure
             noteShelf(copied)
             ServerMetrics.recordShelf("copy", outcome: "failed")
@@ -113,7 +139,9 @@ extension ImageCatalog {
         }
         let fingerprint = source.fingerprint
         await threadPool.blocking { CacheStoreRecord.write(fingerprint, forStore: store) }
+        // Registered before the reservation goes: the copy's bytes are counted all along.
         let reused = await reuse(id, source, store)
+        await budget.unregister(reservation)
         ServerMetrics.recordShelf("copy", outcome: reused ? "copied" : "failed")
         return reused
     }
@@ -134,25 +162,30 @@ extension ImageCatalog {
     }
 
     /// Publishes `pyramid`'s store (just built for `id`) on ``shelf``, in a task of the catalog's own:
-    /// the pyramid kept open until it is done (the budget evicts no store in use). A failure is logged;
-    /// nothing half published is seen by others (the shelf's manifest goes last), and the store is
-    /// published again once the shelf answers (``watchShelf(_:)``).
+    /// the pyramid kept open until it is done (the budget evicts no store in use).
     func publishOnShelf(_ id: String, _ pyramid: TiledImage) {
         guard let shelf, let path = pyramid.storePath else { return }
-        let logger = self.logger
         _ = tasks.spawn {
-            let outcome = await Result { try await shelf.publish(id, store: path) }
-            if case .failure = outcome, Task.isCancelled { return }  // a shutdown: not the shelf's failure
-            await self.notePublished(id, (try? outcome.get()) != nil)
-            await self.noteShelf(outcome)
-            do {
-                try outcome.get()
-                ServerMetrics.recordShelf("publish", outcome: "published")
-            } catch {
-                ServerMetrics.recordShelf("publish", outcome: "failed")
-                logger.warning("a store could not be published on the shelf", metadata: ["id": "\(id)", "shelf": "\(shelf)", "error": "\(error)"])
-            }
+            await self.publish(id, at: path, on: shelf)
             withExtendedLifetime(pyramid) {}
+        }
+    }
+
+    /// Publishes the store at `path` as `id`'s on `shelf`. A failure is logged, and nothing half
+    /// published is seen by others (the shelf's manifest goes last); when it is the shelf's
+    /// (``isShelfFailure(_:of:)``), the store waits in ``unpublished`` for the shelf to answer again.
+    private func publish(_ id: String, at path: String, on shelf: any StoreShelf) async {
+        let outcome = await Result { try await shelf.publish(id, store: path) }
+        if case .failure = outcome, Task.isCancelled || isShutDown { return }  // a shutdown: not the shelf's failure
+        noteShelf(outcome)
+        switch outcome {
+        case .success:
+            unpublished.remove(id)
+            ServerMetrics.recordShelf("publish", outcome: "published")
+        case .failure(let error):
+            ServerMetrics.recordShelf("publish", outcome: "failed")
+            if Self.isShelfFailure(error, of: shelf) { unpublished.insert(id) }
+            logger.warning("a store could not be published on the shelf", metadata: ["id": "\(id)", "shelf": "\(shelf)", "error": "\(error)"])
         }
     }
 
@@ -166,7 +199,7 @@ extension ImageCatalog {
             }
             defer { group.cancelAll() }
             guard case .done(let value) = try await group.next() else {
-                throw TileError(.io, "\(what) took longer than \(limit.components.seconds) s: given up on")
+                throw TileError(.notReady, "\(what) took longer than \(limit.components.seconds) s: given up on")
             }
             return value
         }

@@ -124,10 +124,12 @@ public actor ImageCatalog {
     var shelfProblem: String?
     /// Until when the shelf is not asked, after a failed request (``shelfDownInterval``).
     var shelfDownUntil: ContinuousClock.Instant?
-    /// How long the shelf rests after a failed request (``shelfDownInterval``).
-    let shelfRest = shelfDownInterval
-    /// Whether the shelf's watch has looked at it once (``watchShelf(_:)``).
-    var shelfLooked = false
+    /// How long the shelf rests after a failed request (``shelfDownInterval``; tests change it).
+    var shelfRest = shelfDownInterval
+    /// When the shelf's watch looks at it next, while it fails or stores wait (``watchShelf(_:)``).
+    var shelfNextLook = ContinuousClock.now
+    /// Copies from the shelf in progress (counted with the builds waiting).
+    var shelfCopyCount = 0
     /// Images whose store could not be published on the shelf: published once it answers again.
     var unpublished: Set<String> = []
     /// Copies from the shelf in progress, by the client that asked: counted as its builds.

@@ -20,6 +20,7 @@ final class CountingShelf: StoreShelf {
     private func add(_ what: String) { counts.withLockedValue { $0[what, default: 0] += 1 } }
 
     func check() async throws { try await shelf.check() }
+    func isUnavailable(_ error: any Error) -> Bool { shelf.isUnavailable(error) }
 
     func find(_ id: String) async throws -> ShelvedStore? {
         do { return try await shelf.find(id) } catch {
@@ -156,10 +157,11 @@ struct StoreShelfTests {
 
         // The bucket down: a server builds the image itself and serves it (whether its look at start or
         // its look for the image found the bucket down first); its publish fails, and /ready says why.
-        let stale = try await client.store(at: S3Location(bucket: "shelf", key: "stores/photo.tiles"))
         server.pause()
         let (fourth, fourthShelf, fourthService) = try catalog("fourth")
         defer { fourthService.cancel() }
+        // A rest of an hour after the failure: no look at the bucket until the test says so.
+        await fourth.setShelfRest(.seconds(3600))
         _ = try await fourth.image("photo")
         await fourth.waitUntilBuilt("photo")
         let alone = try await fourth.image("photo")
@@ -174,15 +176,18 @@ struct StoreShelfTests {
         _ = try await fourth.image("later")
         await fourth.waitUntilBuilt("later")
         #expect(fourthShelf.count("find failed") == looks)
-        // The bucket back: the server's watch finds it (within its rest, 30 s), and publishes both stores; nothing was published
-        // while it was down (the bucket's store of the photo is still the third server's).
+        try await fourthShelf.waitFor("publish failed", count: 2)
+        #expect(fourthShelf.count("published") == 0, "nothing published while the bucket is down")
+        // The bucket back: the server's watch finds it (at its next look, which the shorter rest brings
+        // now) and publishes both stores, one after the other; /ready is ready again.
         try server.resume()
+        await fourth.setShelfRest(.milliseconds(100))
         try await fourthShelf.waitFor("published", count: 2)
         let health2 = await fourth.health()
         #expect(fourthShelf.count("published") == 2 && health2.isReady, "\(health2)")
         let photo = try await client.store(at: S3Location(bucket: "shelf", key: "stores/photo.tiles"))
         let masterFingerprint = try TiledImage.sourceFingerprint(ofFile: "\(folder)/masters/photo.jpg").fingerprint
-        #expect(stale?.sourceFingerprint != masterFingerprint && photo?.sourceFingerprint == masterFingerprint)
+        #expect(photo?.sourceFingerprint == masterFingerprint, "the bucket's photo is the fourth server's again, not the third's")
         #expect(try await client.store(at: S3Location(bucket: "shelf", key: "stores/later.tiles")) != nil)
 
         for service in [firstService, secondService, thirdService, fourthService] {
