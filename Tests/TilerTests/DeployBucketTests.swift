@@ -123,10 +123,13 @@ extension DeployBucketTests {
             .write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
         var wrongSecret = store.environment
         wrongSecret["AWS_SECRET_ACCESS_KEY"] = "not-the-secret"
+        // Kept to the end of the test (a server let go while another starts is not this test's business).
+        var servers: [ServeCommandTests.Server] = []
+        defer { for server in servers where server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         for (bucket, environment, answer) in [("tiles", wrongSecret, "403"), ("no-such-bucket", store.environment, "404")] {
             let server = try ServeCommandTests.Server(
                 [folder, "--port", "0", "--cache", "\(folder)/.cache-\(bucket)", "--store", "s3://\(bucket)/stores/"], environment: environment)
-            defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
+            servers.append(server)
             let said = server.startup.split(separator: "\n").first { $0.contains("warning: the store shelf s3://\(bucket)/stores") } ?? ""
             #expect(said.contains(answer), "\(server.startup)")
             // /ready: 503 naming the shelf (its first look, made when the catalog starts, may still be under way).
@@ -146,6 +149,7 @@ extension DeployBucketTests {
                 built = try DeployTests.metric(server.port, Self.completed)
             }
             #expect(built == 1)
+            #expect(server.terminate(within: 30)?.status == 0)
         }
     }
 }

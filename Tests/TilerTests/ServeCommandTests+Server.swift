@@ -70,11 +70,17 @@ extension ServeCommandTests {
         private let log = Log()
 
         private func drain() {
-            let fd = errors.fileHandleForReading.fileDescriptor
+            // A descriptor of the thread's own, closed by it at the end of the pipe: the pipe's own is
+            // closed when this value goes, and its number may then be another test's pipe (a read there
+            // would take that test's output).
+            let fd = dup(errors.fileHandleForReading.fileDescriptor)
+            guard fd >= 0 else { return }
             let thread = Thread { [log] in
+                defer { close(fd) }
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 while true {
                     let n = read(fd, &buffer, buffer.count)
+                    if n < 0, errno == EINTR { continue }
                     if n <= 0 { return }
                     log.text.withLockedValue { $0.append(contentsOf: buffer[0..<n]) }
                 }
