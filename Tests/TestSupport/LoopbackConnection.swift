@@ -39,13 +39,13 @@ public final class LoopbackConnection: @unchecked Sendable {
         }
         let bound = source.map { source in call(address(source, 0)) { bind(fd, $0, $1) } } ?? 0
         let connected = bound == 0 ? call(address("127.0.0.1", port)) { connect(fd, $0, $1) } : -1
-        guard fd >= 0, connected == 0 else {
-            if fd >= 0 { close(fd) }
-            throw TileError(.io, "cannot connect to port \(port)")
-        }
+        // Not closed here: the value is whole, so its deinitializer runs when this throws, and closes it
+        // (closed twice, the number may meanwhile be another thread's descriptor: CI once saw a spawn
+        // fail with EBADF while Varnish's start was polled).
+        guard fd >= 0, connected == 0 else { throw TileError(.io, "cannot connect to port \(port)") }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     /// Shuts the connection down both ways (a send blocked on it returns).
     public func shutDown() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
