@@ -20,17 +20,23 @@ struct DeployBucketTests {
     static let copied = "tiler_shelf_operations_total{operation=\"copy\",outcome=\"copied\"}"
     static let completed = "tiler_builds_total{outcome=\"completed\"}"
 
+    /// A client of `store`, with the bucket `name` made.
+    static func bucket(_ name: String, in store: S3TestServer) async throws -> S3Client {
+        let client = S3Client(
+            configuration: S3Configuration(
+                endpoint: store.endpoint, region: store.region,
+                credentials: S3Credentials(accessKeyID: store.accessKey, secretAccessKey: store.secretKey)))
+        try await client.createBucket(name)
+        return client
+    }
+
     @Test(
         "30 images through Varnish: 30 builds in all, each store published once; an instance stopped: its images copied by the others from the bucket, never built again, the same bytes, no 5xx",
         .enabled(if: Tools.have("varnishd", "varnishadm"), "varnishd is not installed (apt-get install varnish)"))
     func bucketBehindVarnish() async throws {
         let store = try S3TestServer()
         defer { store.stop() }
-        let client = S3Client(
-            configuration: S3Configuration(
-                endpoint: store.endpoint, region: store.region,
-                credentials: S3Credentials(accessKeyID: store.accessKey, secretAccessKey: store.secretKey)))
-        try await client.createBucket("tiles")
+        let client = try await Self.bucket("tiles", in: store)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tiler-bucket-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // deploy/bucket's files as shipped: the config file as it is, the environment file's values the test store's.
@@ -112,11 +118,7 @@ extension DeployBucketTests {
     func bucketRefusedAtStart() async throws {
         let store = try S3TestServer()
         defer { store.stop() }
-        let client = S3Client(
-            configuration: S3Configuration(
-                endpoint: store.endpoint, region: store.region,
-                credentials: S3Credentials(accessKeyID: store.accessKey, secretAccessKey: store.secretKey)))
-        try await client.createBucket("tiles")
+        _ = try await Self.bucket("tiles", in: store)
         let folder = try TilerCommandTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 400, height: 300), width: 400, height: 300)
