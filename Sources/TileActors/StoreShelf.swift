@@ -22,7 +22,10 @@ public protocol StoreShelf: Sendable, CustomStringConvertible {
     func copy(_ store: ShelvedStore, to path: String) async throws
 
     /// Publishes the TIFF store folder at `path` as `id`'s, replacing the one shelved before.
-    func publish(_ id: String, store path: String) async throws
+    /// - Parameter masterVersion: the version of the master it was built from (a
+    ///   `SourceFingerprint`'s text), kept with it: a master in a bucket is known by its version, not
+    ///   by a hash of bytes a server has not read (``ShelvedStore/masterVersion``).
+    func publish(_ id: String, store path: String, masterVersion: String?) async throws
 
     /// Whether `error`, thrown by one of these calls, says the shelf cannot be used now (unreachable,
     /// refusing this server, failing) rather than something of one store (a store replaced meanwhile):
@@ -44,12 +47,14 @@ public struct ShelvedStore: Sendable, Hashable {
     /// The master's size and FNV-1a 64 fingerprint (hex), as the manifest gives them (nil when absent).
     public var sourceByteCount: Int?
     public var sourceFingerprint: String
+    /// The master's version its publisher named (``StoreShelf/publish(_:store:masterVersion:)``), if any.
+    public var masterVersion: String?
 
     public init(
         id: String, manifest: Data, tiffByteCount: Int, tiffLocation: String, tiffVersion: String, sourceByteCount: Int?,
-        sourceFingerprint: String
+        sourceFingerprint: String, masterVersion: String? = nil
     ) {
         (self.id, self.manifest, self.tiffByteCount, self.tiffLocation, self.tiffVersion) = (id, manifest, tiffByteCount, tiffLocation, tiffVersion)
-        (self.sourceByteCount, self.sourceFingerprint) = (sourceByteCount, sourceFingerprint)
+        (self.sourceByteCount, self.sourceFingerprint, self.masterVersion) = (sourceByteCount, sourceFingerprint, masterVersion)
     }
 }

@@ -20,6 +20,9 @@ public struct S3Store: Sendable, Hashable {
     public var sourceFingerprint: String
     /// The manifest object's bytes.
     public var manifest: Data
+    /// The version of the master the store was built from, as its publisher named it (a server's
+    /// fingerprint of an object in a bucket: its size, entity tag and date); nil when none was named.
+    public var masterVersion: String?
 
     /// The manifest's key under a store's prefix (`/` at the prefix's end ignored).
     public static func manifestKey(of location: S3Location) -> String { "\(prefix(of: location))manifest.json" }
@@ -43,10 +46,14 @@ extension S3Client {
     /// overwritten (one `PUT`, atomic as S3's are), then its TIFF deleted; a reader that read the old
     /// manifest and finds its TIFF gone reads the manifest again. A failure or a cancellation before
     /// the new manifest is written leaves the old store as it was, and no object of the new one.
+    /// - Parameter masterVersion: the version of the master the store was built from, written in the
+    ///   manifest (`masterVersion`) for a server that builds from the same master to compare.
     /// - Throws: ``TileError/Code/invalidStore`` when `path` holds no TIFF store,
     ///   ``TileError/Code/invalidArgument`` for a location with no key; ``S3Error``; `CancellationError`.
     @discardableResult
-    public func publishStore(at path: String, to location: S3Location, threadPool: NIOThreadPool = .singleton) async throws -> S3Store {
+    public func publishStore(
+        at path: String, to location: S3Location, masterVersion: String? = nil, threadPool: NIOThreadPool = .singleton
+    ) async throws -> S3Store {
         let prefix = S3Store.prefix(of: location)
         guard prefix != "/" else { throw TileError(.invalidArgument, "\(location) names no store: s3://BUCKET/PREFIX") }
         // The manifest and the TIFF it names opened together, before any wait on the network: a store
@@ -63,7 +70,8 @@ extension S3Client {
             guard try read() == local else { throw TileError(.invalidStore, "\(path) was replaced while it was opened: not published") }
             return (local, file)
         }
-        let (manifest, tiffName) = try Self.localManifest(local, of: path)
+        var (manifest, tiffName) = try Self.localManifest(local, of: path)
+        if let masterVersion { manifest["masterVersion"] = masterVersion }
         let previous = try? await store(at: location)
         let tiffKey = prefix + "pyramid-\(UUID().uuidString.prefix(8).lowercased()).tif"
         let published: (tag: String, manifest: Data)
@@ -84,7 +92,7 @@ extension S3Client {
         }
         return S3Store(
             location: location, tiffKey: tiffKey, tiffByteCount: file.byteCount, tiffEntityTag: published.tag,
-            sourceFingerprint: manifest["sourceFingerprint"] as? String ?? "", manifest: published.manifest)
+            sourceFingerprint: manifest["sourceFingerprint"] as? String ?? "", manifest: published.manifest, masterVersion: masterVersion)
     }
 
     /// Uploads `file` as `key`, then the manifest naming it under `location`: the manifest's bytes.
@@ -108,7 +116,7 @@ extension S3Client {
     }
 
     /// The store published at `location`, or nil when it has no manifest.
-    /// - Throws: ``TileError/Code/invalidStore`` when the manifest is not one ``publishStore(at:to:threadPool:)``
+    /// - Throws: ``TileError/Code/invalidStore`` when the manifest is not one ``publishStore(at:to:masterVersion:threadPool:)``
     ///   writes, or names a TIFF object that is not there as it says (another publish replaced it
     ///   since: read the manifest again); ``S3Error``.
     public func store(at location: S3Location) async throws -> S3Store? {
@@ -130,7 +138,8 @@ extension S3Client {
             throw TileError(.invalidStore, "\(location): the TIFF its manifest names (\(tiffKey), \(size) bytes) is not there as named")
         }
         return S3Store(
-            location: location, tiffKey: tiffKey, tiffByteCount: size, tiffEntityTag: tag, sourceFingerprint: fingerprint, manifest: data)
+            location: location, tiffKey: tiffKey, tiffByteCount: size, tiffEntityTag: tag, sourceFingerprint: fingerprint, manifest: data,
+            masterVersion: manifest["masterVersion"] as? String)
     }
 
     /// The manifest `data` of the TIFF store at `path`, as JSON, and its TIFF's file name.

@@ -235,17 +235,22 @@ public struct S3Client: Sendable {
         do { text = String(buffer: try await response.body.collect(upTo: 16 << 20)) } catch {
             throw S3Error(operation: "ListObjectsV2", bucket: bucket, key: prefix, status: 200, cause: "\(error)")
         }
-        let objects = S3XML.elements("Contents", in: text).map { item in
-            S3Object(
-                key: S3XML.values("Key", in: item).first ?? "", size: Int(S3XML.values("Size", in: item).first ?? "") ?? 0,
-                entityTag: Self.unquoted(S3XML.values("ETag", in: item).first ?? ""), lastModified: S3XML.values("LastModified", in: item).first)
-        }
+        let objects = Self.objects(listed: text)
         guard S3XML.values("IsTruncated", in: text).first == "true" else { return (objects, nil) }
         guard let next = S3XML.values("NextContinuationToken", in: text).first, !next.isEmpty else {
             throw S3Error(
                 operation: "ListObjectsV2", bucket: bucket, key: prefix, status: 200, cause: "a truncated listing without a continuation token")
         }
         return (objects, next)
+    }
+
+    /// The objects (`Contents`) of a `ListObjectsV2` answer's text.
+    static func objects(listed text: String) -> [S3Object] {
+        S3XML.elements("Contents", in: text).map { item in
+            S3Object(
+                key: S3XML.values("Key", in: item).first ?? "", size: Int(S3XML.values("Size", in: item).first ?? "") ?? 0,
+                entityTag: Self.unquoted(S3XML.values("ETag", in: item).first ?? ""), lastModified: S3XML.values("LastModified", in: item).first)
+        }
     }
 
     /// Every object whose key starts with `prefix`, page after page.

@@ -106,6 +106,9 @@ public struct S3ImageSource: ImageSource {
     public var streamsOverNetwork: Bool { true }
     /// Called as each part of the body arrives, with the bytes received so far and the object's size.
     public var onBodyPart: (@Sendable (_ bytesReceived: Int, _ expectedBytes: Int?) -> Void)?
+    /// The entity tag the object must have (its version looked up before): one replaced since fails
+    /// with 412 `PreconditionFailed`, never read as the version looked up. Nil: whatever is there.
+    public var ifMatch: String?
 
     public init(client: S3Client, location: S3Location) {
         (self.client, self.location) = (client, location)
@@ -127,7 +130,7 @@ public struct S3ImageSource: ImageSource {
     }
 
     private func stream(announce: (Int?) async -> Void, _ consume: (ByteBufferView) async throws -> Bool) async throws {
-        let response = try await client.stream(bucket: location.bucket, key: location.key)
+        let response = try await client.stream(bucket: location.bucket, key: location.key, ifMatch: ifMatch)
         try await HTTPImageSource.feed(response, name: name, onBodyPart: onBodyPart, announce: announce, consume)
     }
 }

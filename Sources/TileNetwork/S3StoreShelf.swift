@@ -6,7 +6,7 @@ public import TileActors
 import TileCore
 
 /// A ``TileActors/StoreShelf`` in a bucket: the store of image `id` is the one
-/// ``S3Client/publishStore(at:to:threadPool:)`` publishes at `PREFIX/id.tiles` (its manifest
+/// ``S3Client/publishStore(at:to:masterVersion:threadPool:)`` publishes at `PREFIX/id.tiles` (its manifest
 /// `PREFIX/id.tiles/manifest.json`, written last, naming its TIFF). `tiler serve --store s3://BUCKET/PREFIX`
 /// shares its stores through one; `tiler build <image> --out s3://BUCKET/PREFIX/ID.tiles` writes a store
 /// it finds for the image `ID` (built from the same master's bytes).
@@ -40,7 +40,7 @@ public struct S3StoreShelf: StoreShelf {
         return ShelvedStore(
             id: id, manifest: store.manifest, tiffByteCount: store.tiffByteCount, tiffLocation: store.tiffKey,
             tiffVersion: store.tiffEntityTag, sourceByteCount: manifest?["sourceByteCount"] as? Int,
-            sourceFingerprint: store.sourceFingerprint)
+            sourceFingerprint: store.sourceFingerprint, masterVersion: store.masterVersion)
     }
 
     /// Bytes of the TIFF gathered before each write to the disk.
@@ -88,7 +88,7 @@ public struct S3StoreShelf: StoreShelf {
         return status >= 500 || status == 403 || error.code == "NoSuchBucket"
     }
 
-    public func publish(_ id: String, store path: String) async throws {
-        try await client.publishStore(at: path, to: location(of: id), threadPool: threadPool)
+    public func publish(_ id: String, store path: String, masterVersion: String?) async throws {
+        try await client.publishStore(at: path, to: location(of: id), masterVersion: masterVersion, threadPool: threadPool)
     }
 }

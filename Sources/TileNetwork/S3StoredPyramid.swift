@@ -3,7 +3,7 @@ public import NIOPosix
 import TileActors
 public import TileCore
 
-/// A pyramid published to a bucket (``S3Client/publishStore(at:to:threadPool:)``), read where it lies:
+/// A pyramid published to a bucket (``S3Client/publishStore(at:to:masterVersion:threadPool:)``), read where it lies:
 /// its manifest, then its TIFF's directories by ranged GETs, read once; then each stored tile by one
 /// ranged GET, sent as its bytes made a whole JPEG without decoding anything. Every GET of the TIFF
 /// names the entity tag the manifest gives it: a store replaced meanwhile fails (412 or 404), never

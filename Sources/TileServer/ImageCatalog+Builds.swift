@@ -12,9 +12,9 @@ extension ImageCatalog {
         let builder: ImageBuilder
         /// The version of the JPEG being built; nil for an upload.
         let fingerprint: SourceFingerprint?
-        /// The JPEG being built; nil for an upload.
+        /// The file of the folder being built; nil for an upload, or a master of the master shelf.
         let sourcePath: String?
-        var isUpload: Bool { sourcePath == nil }
+        let isUpload: Bool
         var image: TiledImage?
         /// Feeds the builder (a JPEG of the folder); an upload's route feeds it instead.
         var task: TaskNursery.Handle<Void>?
@@ -33,10 +33,8 @@ extension ImageCatalog {
         var client: String?
         let started = ContinuousClock.now
 
-        init(builder: ImageBuilder, fingerprint: SourceFingerprint?, sourcePath: String?) {
-            self.builder = builder
-            self.fingerprint = fingerprint
-            self.sourcePath = sourcePath
+        init(builder: ImageBuilder, fingerprint: SourceFingerprint?, sourcePath: String?, isUpload: Bool = false) {
+            (self.builder, self.fingerprint, self.sourcePath, self.isUpload) = (builder, fingerprint, sourcePath, isUpload)
         }
     }
 
@@ -116,21 +114,27 @@ extension ImageCatalog {
         options.storage = .persistent(path: store)
         options.format = storeFormat
         let builder: ImageBuilder
-        do { builder = try ImageBuilder(options: options, budget: budget, sourcePath: source.path, threadPool: threadPool) } catch {
+        let path = source.remote == nil ? source.path : nil
+        do { builder = try ImageBuilder(options: options, budget: budget, sourcePath: path, threadPool: threadPool) } catch {
             setFailed(id, error, source.fingerprint, attempts: attempts + 1)
             return nil
         }
-        let build = Build(builder: builder, fingerprint: source.fingerprint, sourcePath: source.path)
+        let build = Build(builder: builder, fingerprint: source.fingerprint, sourcePath: path)
         build.attempts = attempts
         build.lock = lock
         build.client = client
         apply(.started(build), to: id)
         buildsStarted += 1
         CacheStoreRecord.remove(forStore: store)  // a record of an older version
-        let (queue, pool, path) = (builds, threadPool, source.path)
+        let (queue, pool) = (builds, threadPool)
+        // A master of the shelf streamed as it downloads (its version's bytes only); a file read on the pool.
+        let feed: any ImageSource =
+            if let remote = source.remote, let masters { masters.source(of: remote) } else {
+                FileImageSource(regularFile: source.path, readingOn: pool)
+            }
         build.task = tasks.spawn {
             do {
-                try await queue.run { try await FileImageSource(regularFile: path, readingOn: pool).feed(into: builder) }
+                try await queue.run { try await feed.feed(into: builder) }
                 _ = try await builder.finish()
             } catch {
                 await builder.cancel()  // a cancelled feed or turn: the builder removes its files
@@ -210,7 +214,7 @@ extension ImageCatalog {
             }
             guard await !isReplaced(build, id, completed: completed) else { return }  // while the record was written
             apply(.opened(Image(id: id, pyramid: pyramid, fingerprint: fingerprint), storeID: build.isUpload ? nil : storeID), to: id)
-            if !build.isUpload { publishOnShelf(id, pyramid) }
+            if !build.isUpload { publishOnShelf(id, pyramid, masterVersion: fingerprint?.description) }
             await closeLeastRecentlyUsed()
         case .failed(let error):
             // An upload that failed left nothing (the builder removed its files): forgotten.

@@ -40,6 +40,9 @@ extension ImageCatalog {
         if access(cache, R_OK | W_OK | X_OK) != 0 { problems.append("the cache folder cannot be written: \(String(cString: strerror(errno)))") }
         if isShutDown { problems.append("shutting down") }
         if let shelf, let shelfProblem { problems.append("the store shelf \(shelf) cannot be used (images are built here): \(shelfProblem)") }
+        if let masters, let mastersProblem {
+            problems.append("the masters' shelf \(masters) cannot be used (images not built yet cannot be): \(mastersProblem)")
+        }
         if used > limit { problems.append("the cache holds \(used) bytes, past its budget of \(limit)") }
         if let full = diskFullAt, ContinuousClock.now - full < Self.diskFullInterval {
             problems.append("the disk is full: a build or an upload found no space \((ContinuousClock.now - full).components.seconds) s ago")

@@ -13,6 +13,7 @@ extension ImageCatalog: Service {
             // The shelf looked at when the catalog starts (a bucket missing or refused is said by /ready at
             // once), then again while it fails.
             if let shelf { _ = tasks.spawn { await self.watchShelf(shelf) } }
+            if let masters { _ = tasks.spawn { await self.watchMasters(masters) } }
             try? await gracefulShutdown()
             await shutDown()
             group.cancelAll()  // the lookups and deadlines left, and any admin build

@@ -60,11 +60,11 @@ extension ImageCatalog {
             switch phase(of: id) {
             case .ready(let image, _?):
                 guard let path = image.pyramid.storePath else { continue }
-                await publish(id, at: path, on: shelf)
+                await publish(id, at: path, on: shelf, masterVersion: image.version)
                 withExtendedLifetime(image) {}
-            case .closed(let storeID, _):
+            case .closed(let storeID, let fingerprint):
                 guard let path = await budget.checkOut(storeID) else { continue }
-                await publish(id, at: path, on: shelf)
+                await publish(id, at: path, on: shelf, masterVersion: fingerprint?.description)
                 await budget.close(storeID)
             default: continue  // put away, rebuilt, purged: its next build publishes
             }
@@ -152,6 +152,8 @@ extension ImageCatalog {
     private func isShelved(_ shelved: ShelvedStore, builtFrom source: SourceFile) async -> Bool {
         let byteCount = source.fingerprint.identity.byteCount
         guard shelved.sourceByteCount.map({ $0 == byteCount }) ?? true else { return false }
+        // A master of the master shelf: by the version its builder named (its bytes are not here to hash).
+        if source.remote != nil { return shelved.masterVersion == source.fingerprint.description }
         let (path, known) = (source.path, source.fingerprint)
         let read = try? await threadPool.blocking { () throws(TileError) in
             let local = try TiledImage.sourceFingerprint(ofFile: path)
@@ -161,12 +163,13 @@ extension ImageCatalog {
         return unchanged && local.byteCount == byteCount && local.fingerprint == shelved.sourceFingerprint
     }
 
-    /// Publishes `pyramid`'s store (just built for `id`) on ``shelf``, in a task of the catalog's own:
+    /// Publishes `pyramid`'s store (just built for `id` from the master of version `masterVersion`) on
+    /// ``shelf``, in a task of the catalog's own:
     /// the pyramid kept open until it is done (the budget evicts no store in use).
-    func publishOnShelf(_ id: String, _ pyramid: TiledImage) {
+    func publishOnShelf(_ id: String, _ pyramid: TiledImage, masterVersion: String?) {
         guard let shelf, let path = pyramid.storePath else { return }
         _ = tasks.spawn {
-            await self.publish(id, at: path, on: shelf)
+            await self.publish(id, at: path, on: shelf, masterVersion: masterVersion)
             withExtendedLifetime(pyramid) {}
         }
     }
@@ -174,8 +177,8 @@ extension ImageCatalog {
     /// Publishes the store at `path` as `id`'s on `shelf`. A failure is logged, and nothing half
     /// published is seen by others (the shelf's manifest goes last); when it is the shelf's
     /// (``isShelfFailure(_:of:)``), the store waits in ``unpublished`` for the shelf to answer again.
-    private func publish(_ id: String, at path: String, on shelf: any StoreShelf) async {
-        let outcome = await Result { try await shelf.publish(id, store: path) }
+    private func publish(_ id: String, at path: String, on shelf: any StoreShelf, masterVersion: String?) async {
+        let outcome = await Result { try await shelf.publish(id, store: path, masterVersion: masterVersion) }
         if case .failure = outcome, Task.isCancelled || isShutDown { return }  // a shutdown: not the shelf's failure
         noteShelf(outcome)
         switch outcome {

@@ -23,6 +23,9 @@ struct SourceFile: Sendable, Hashable {
     var fingerprint: SourceFingerprint
     /// The page of a multi-page TIFF master built (0 the first): a page identifier's (`book~2`).
     var page = 0
+    /// The master on the catalog's master shelf (a bucket) this is, whose bytes a build streams; nil
+    /// for a file of the folder.
+    var remote: ShelvedMaster?
 
     static let masterSuffixes = ["jpg", "jpeg", "JPG", "JPEG", "png", "PNG", "jp2", "JP2", "j2k", "J2K", "j2c", "J2C", "jph", "JPH"]
     static let tiffSuffixes = ["tif", "tiff", "TIF", "TIFF"]
@@ -296,8 +299,17 @@ extension ImageCatalog {
                 ? [] : SourceFile.folders(in: path, names: names, root: root, followsSymlinks: follows)
             return (SourceFile.identifiers(among: names).map { prefix + $0 }, folders.map { prefix + $0 })
         }
-        guard let found, folder.isEmpty else { return found }
-        return (Set(found.images).union(uploading).sorted(), found.folders)
+        let shelved = await shelvedContents(ofFolder: folder)
+        // A folder only the shelf holds is one all the same (the folder's own rules for the rest).
+        let onShelfOnly = !shelved.images.isEmpty || !shelved.folders.isEmpty
+        guard let found = found ?? (onShelfOnly && Self.isServedPath(folder) ? ([], []) : nil) else { return nil }
+        let images = Set(found.images).union(shelved.images).union(folder.isEmpty ? uploading : [])
+        return (images.sorted(), Set(found.folders).union(shelved.folders).sorted())
+    }
+
+    /// Whether `folder` may be a folder of the shelf's: no part of it a store's (`.tiles`).
+    private static func isServedPath(_ folder: String) -> Bool {
+        folder.isEmpty || !folder.split(separator: "/").contains { $0.hasSuffix(".tiles") }
     }
 
     /// The identifiers of the uploads being received (not in the folder yet).
@@ -305,11 +317,12 @@ extension ImageCatalog {
         entries.compactMap { id, entry in if case .building(let build) = entry.phase, build.isUpload { id } else { nil } }
     }
 
-    /// The identifiers offered now, sorted: JPEGs and stores directly in the folder.
+    /// The identifiers offered now, sorted: JPEGs and stores directly in the folder (and at the top of
+    /// the master shelf).
     public func identifiers() async -> [String] {
         let root = self.root
         let found = await threadPool.blocking { SourceFile.identifiers(among: SourceFile.names(in: root)) }
-        return Set(found).union(uploading).sorted()
+        return Set(found).union(uploading).union(await shelvedContents(ofFolder: "").images).sorted()
     }
 }
 

@@ -40,7 +40,7 @@ extension ImageCatalog {
         options.storage = .persistent(path: "\(root)/\(Self.uploadStagingPrefix)\(id)-\(UInt64.random(in: 1...UInt64.max)).tiles")
         let builder: ImageBuilder
         do { builder = try ImageBuilder(options: options, threadPool: threadPool) } catch { throw .failed(error) }
-        let build = Build(builder: builder, fingerprint: nil, sourcePath: nil)
+        let build = Build(builder: builder, fingerprint: nil, sourcePath: nil, isUpload: true)
         apply(.started(build), to: id)
         watch(build, id)
         return builder

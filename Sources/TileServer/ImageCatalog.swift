@@ -96,6 +96,9 @@ public actor ImageCatalog {
     /// Where stores are shared with other servers (a bucket): each store built is published there,
     /// and one built there from the same master is copied instead of built. Nil: the cache alone.
     public nonisolated let shelf: (any StoreShelf)?
+    /// Where masters the folder does not hold are looked for (a bucket), each built on its first
+    /// request as its bytes download. Nil: the folder alone.
+    public nonisolated let masters: (any MasterShelf)?
     let builds: HeavyWorkQueue
     /// Where the catalog's own tasks prefer to run (see `init`'s `taskExecutor`).
     public nonisolated let taskExecutor: (any TaskExecutor)?
@@ -134,6 +137,10 @@ public actor ImageCatalog {
     var unpublished: Set<String> = []
     /// Copies from the shelf in progress, by the client that asked: counted as its builds.
     var shelfCopies: [String: Int] = [:]
+    /// Why the master shelf's last request failed (``masters``), until one succeeds: `/ready` says it.
+    var mastersProblem: String?
+    /// The last look at the master shelf for each identifier, trusted for ``sourceRecheckInterval``.
+    var masterLooks: [String: (master: ShelvedMaster?, at: ContinuousClock.Instant)] = [:]
     /// Builds started (for tests: an image copied from the shelf is not built).
     package internal(set) var buildsStarted = 0
     /// When a build last found the cache's disk full (``setFailed(_:_:_:attempts:)``).
@@ -174,9 +181,11 @@ public actor ImageCatalog {
     ///   - storeFormat: what JPEGs and uploads are built into (default a tiled pyramidal TIFF, about
     ///     1.45 times the JPEG's bytes, its full-resolution tiles sent as they are stored).
     ///   - sourceRecheckInterval: how long a ready image's source, once checked, is trusted without a
-    ///     look at the folder (default ``defaultSourceRecheckInterval``; `.zero`: every lookup looks).
+    ///     look at the folder (or the master shelf; `.zero`: every lookup looks). Nil (the default):
+    ///     ``defaultSourceRecheckInterval``, or 10 s with a master shelf (a look is a request to it).
     ///   - shelf: where stores are shared with other servers (``shelf``; TIFF stores only); nil (the
     ///     default): none.
+    ///   - masters: where masters the folder does not hold are found (``masters``); nil (the default): none.
     ///   - taskExecutor: where the catalog's own tasks (lookups, builds' feeds and watchers, deadlines)
     ///     prefer to run, and so its actor's code; nil (the default): Swift's global executor. An
     ///     application whose other work blocks that pool's few threads gives the server threads of its own.
@@ -187,13 +196,12 @@ public actor ImageCatalog {
         headerWaitLimit: Duration = .seconds(20), retryInterval: Duration = .seconds(60),
         threadPool: NIOThreadPool = .singleton, followsSymlinks: Bool = false,
         logger: Logger = Logger(label: "TiledImageKit.ImageCatalog"), storeFormat: StoreFormat = .tiff(),
-        sourceRecheckInterval: Duration = defaultSourceRecheckInterval, shelf: (any StoreShelf)? = nil,
+        sourceRecheckInterval: Duration? = nil, shelf: (any StoreShelf)? = nil, masters: (any MasterShelf)? = nil,
         taskExecutor: (any TaskExecutor)? = nil
     ) throws(TileError) {
         if shelf != nil, case .raw = storeFormat { throw TileError(.invalidArgument, "a store shelf holds TIFF stores, not raw ones") }
-        self.shelf = shelf
-        self.taskExecutor = taskExecutor
-        self.sourceRecheckInterval = sourceRecheckInterval
+        (self.shelf, self.masters, self.taskExecutor) = (shelf, masters, taskExecutor)
+        self.sourceRecheckInterval = sourceRecheckInterval ?? (masters == nil ? Self.defaultSourceRecheckInterval : .seconds(10))
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
             throw TileError(.invalidArgument, "\(root) is not a folder")
@@ -346,6 +354,7 @@ public actor ImageCatalog {
         } catch  where SourceFile.isPermissionRefusal(error) {
             return await refuse(id, error)
         } catch {}
+        if found == nil, let masters { return await reconcileMaster(id, on: masters, for: client) }
         guard let source = found else { return await perform(apply(.gone, to: id), for: id) }
         return await perform(apply(.found(source, now: .now), to: id), for: id, client: client)
     }

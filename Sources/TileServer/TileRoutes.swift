@@ -286,8 +286,8 @@ public struct TileRoutes: Sendable {
         return modified <= since
     }
 
-    /// The response to a failed lookup: 400, 403 (the file may not be read), 404, 503 (not ready yet,
-    /// or too many builds waiting) or 500 (the build failed).
+    /// The response to a failed lookup: 400, 403 (the file may not be read), 404, 422 (the master is no
+    /// image this server reads), 503 (not ready yet, or too many builds waiting) or 500 (the build failed).
     static func refusal(_ error: ImageCatalog.LookupError, id: String) -> Response {
         switch error {
         case .invalidIdentifier: return notAnIdentifier
@@ -301,6 +301,8 @@ public struct TileRoutes: Sendable {
             return plain(insufficientStorage, "the image could not be built: the disk is full")
         case .failed(let failure) where failure.code == .overBudget:
             return plain(insufficientStorage, "the image could not be built: \(failure.message)")
+        case .failed(let failure) where isNotAnImage(failure):
+            return plain(unprocessable, "\(id) is not an image this server can read: \(failure.message)")
         case .failed(let failure): return plain(.internalServerError, "the image could not be built: \(failure.message)")
         }
     }
@@ -308,6 +310,16 @@ public struct TileRoutes: Sendable {
     /// 499, nginx's "Client Closed Request": what the access log and the metrics record for work given
     /// up because its client hung up (nobody reads the answer).
     static let clientClosedRequest = HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request")
+
+    /// 422 (RFC 9110, 15.5.21): the master's bytes are not an image the server can read (not one of its
+    /// formats, corrupt, cut short, too large): the same answer until the master is replaced.
+    static let unprocessable = HTTPResponse.Status(code: 422, reasonPhrase: "Unprocessable Content")
+
+    /// Whether a build's `failure` says its master's bytes are not an image it can read (``unprocessable``),
+    /// rather than something of the server (its disk, its files).
+    static func isNotAnImage(_ failure: TileError) -> Bool {
+        [.corrupt, .truncated, .unsupported, .tooLarge, .tooManyScans, .tooManyWarnings].contains(failure.code)
+    }
 
     /// 507 (RFC 4918, 11.5): past the disk budget, or the disk is full.
     static let insufficientStorage = HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")

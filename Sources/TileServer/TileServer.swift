@@ -59,6 +59,7 @@ public struct TileServer: Sendable {
     ///   - cachePolicy: how long caches may keep the answers (images a day, `info.json` and `.dzi` five minutes).
     ///   - encoding: the quality of each format answers are encoded in (JPEG, WebP, AVIF; default `OutputEncoding()`'s).
     ///   - shelf: where stores are shared with other servers (a bucket: ``ImageCatalog/shelf``); nil: none.
+    ///   - masters: where masters `root` does not hold are found (a bucket: ``ImageCatalog/masters``); nil: none.
     ///   - taskExecutor: where the catalog's own tasks prefer to run (``ImageCatalog/taskExecutor``; default
     ///     Swift's global executor).
     /// - Throws: `.invalidArgument` when `root` is not a folder, `.io` when `cache` cannot be created.
@@ -67,12 +68,12 @@ public struct TileServer: Sendable {
         maximumPendingBuilds: Int = 16, cacheByteBudget: Int? = nil,
         descriptors: DescriptorBudget = DescriptorBudget(limit: DescriptorBudget.currentLimit()), followsSymlinks: Bool = false,
         storeFormat: StoreFormat = .tiff(), cachePolicy: CachePolicy = CachePolicy(), encoding: OutputEncoding = OutputEncoding(),
-        shelf: (any StoreShelf)? = nil, taskExecutor: (any TaskExecutor)? = nil
+        shelf: (any StoreShelf)? = nil, masters: (any MasterShelf)? = nil, taskExecutor: (any TaskExecutor)? = nil
     ) throws(TileError) {
         let catalog = try ImageCatalog(
             root: root, cache: cache, maximumPendingBuilds: maximumPendingBuilds, maximumOpenImages: descriptors.maximumOpenImages,
             maximumUploads: descriptors.maximumUploads, cacheByteBudget: cacheByteBudget, followsSymlinks: followsSymlinks,
-            storeFormat: storeFormat, shelf: shelf, taskExecutor: taskExecutor)
+            storeFormat: storeFormat, shelf: shelf, masters: masters, taskExecutor: taskExecutor)
         self.init(
             service: TileService(catalog: catalog, encoding: encoding, cachePolicy: cachePolicy), publicBaseURL: publicBaseURL, uploads: uploads)
         maximumConnections = descriptors.maximumConnections

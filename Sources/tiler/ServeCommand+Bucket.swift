@@ -20,4 +20,19 @@ extension ServeCommand {
         }
         return shelf
     }
+
+    /// The master shelf `url` names (`s3://BUCKET/PREFIX`), as ``shelf(_:)`` makes the store shelf; nil
+    /// without a URL. A bucket that cannot be listed at start is said in a warning, and by `/ready`
+    /// until it can.
+    static func masters(_ url: String?) async throws -> S3MasterShelf? {
+        guard let url, let location = S3Location(url) else { return nil }
+        let client: S3Client
+        do { client = S3Client(configuration: try S3Configuration.fromEnvironment()) } catch { throw fail(url, error) }
+        let masters = S3MasterShelf(client: client, prefix: location)
+        do { try await masters.check() } catch {
+            FileHandle.standardError.write(
+                Data("tiler: warning: the masters' bucket \(masters) cannot be listed (\(error)): its images cannot be built until it can\n".utf8))
+        }
+        return masters
+    }
 }

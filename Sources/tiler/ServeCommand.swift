@@ -145,6 +145,12 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "s3-url"))
     var store: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Serve the masters of a bucket too (s3://BUCKET/PREFIX): PREFIX/ID.jpg (.png, .tif, .jp2, ...) is the image ID, built on its first request as it downloads, and again when the object is replaced (the bucket's endpoint and credentials from TILER_S3_* or AWS_* variables). Without a folder, --cache is needed.",
+            valueName: "s3-url"))
+    var source: String?
+
     @Flag(inversion: .prefixedNo, help: "Write one line per answered request, to standard error or --access-log-file (default on).")
     var accessLog: Bool?
 
@@ -183,6 +189,12 @@ struct ServeCommand: AsyncParsableCommand {
             let descriptors = DescriptorBudget(
                 limit: DescriptorBudget.raisedLimit(), maximumConnections: s.maxConnections, maximumUploads: s.maxUploads)
             let shelf = try await Self.shelf(s.store)
+            let masters = try await Self.masters(s.source)
+            if s.folderIsOwn {
+                do { try FileManager.default.createDirectory(atPath: s.folder, withIntermediateDirectories: true) } catch {
+                    throw TileError(.io, "cannot create \(s.folder): \(error.localizedDescription)")
+                }
+            }
             var server = try TileServer(
                 root: s.folder, cache: s.cache ?? "\(s.folder)/.tiler-cache", publicBaseURL: s.publicURL, uploads: uploads,
                 maximumPendingBuilds: s.maxPendingBuilds, cacheByteBudget: s.cacheBudget, descriptors: descriptors,
@@ -191,7 +203,7 @@ struct ServeCommand: AsyncParsableCommand {
                 cachePolicy: CachePolicy(imageMaxAge: s.imageMaxAge, documentMaxAge: s.documentMaxAge),
                 encoding: OutputEncoding(
                     jpegQuality: s.jpegQuality, webpQuality: s.webpQuality, webpLossless: s.webpLossless, avifQuality: s.avifQuality),
-                shelf: shelf)
+                shelf: shelf, masters: masters)
             server.idleTimeout = .seconds(s.idleTimeout)
             server.metricsRegistry = registry
             let format = AccessLog.Format(rawValue: s.accessLogFormat) ?? .common

@@ -49,6 +49,9 @@ struct ServeSettings {
     var requiredStatement: String?
     var downloads = false
     var store: String?
+    var source: String?
+    /// Whether ``folder`` is the server's own empty one (only a master shelf was given): created at start.
+    var folderIsOwn = false
 
     /// The settings' keys in the config file (camel case); the environment's are `TILER_` and the
     /// key in upper snake case, the command line's `--` and the key in kebab case.
@@ -58,7 +61,7 @@ struct ServeSettings {
         "jpegQuality", "webpQuality", "webpLossless", "avifQuality",
         "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "accessLogFile", "accessLogFormat",
         "logLevel", "idleTimeout", "adminToken", "purgeURLs", "rights", "requiredStatement", "downloads",
-        "store"
+        "store", "source"
     ]
 
     /// Reads the settings: each from the command line when given there, else from the environment or
@@ -86,13 +89,25 @@ struct ServeSettings {
         let reader = ConfigReader(providers: providers)
         let read = Reader(reader: reader)
         _ = read
-        guard let folder = try command.folder ?? read.string("folder") else {
-            throw ValidationError("no folder to serve: give it as the argument, TILER_FOLDER or the config file's \"folder\".")
+        let source = try command.source ?? read.string("source")
+        let cache = try command.cache ?? read.string("cache")
+        var s: ServeSettings
+        if let folder = try command.folder ?? read.string("folder") {
+            s = ServeSettings(folder: folder)
+        } else if source != nil, let cache {
+            // Masters in a bucket alone: an empty folder of the server's own (uploads go there) inside the cache.
+            s = ServeSettings(folder: "\(cache)/.local-images")
+            s.folderIsOwn = true
+        } else if source != nil {
+            throw ValidationError("source (--source) without a folder needs a cache folder: give --cache (TILER_CACHE, \"cache\").")
+        } else {
+            throw ValidationError(
+                "no folder to serve: give it as the argument, TILER_FOLDER or the config file's \"folder\" (or --source s3://BUCKET/PREFIX).")
         }
-        var s = ServeSettings(folder: folder)
+        s.source = source
         s.host = try command.host ?? read.string("host") ?? s.host
         s.port = try command.port ?? read.int("port") ?? s.port
-        s.cache = try command.cache ?? read.string("cache")
+        s.cache = cache
         s.publicURL = try command.publicURL ?? read.string("publicURL")
         s.allowUploads = try command.allowUploads ?? read.bool("allowUploads") ?? s.allowUploads
         s.uploadToken = try command.uploadToken ?? read.value("uploadToken") { try reader.requiredString(forKey: $0, isSecret: true) }
@@ -173,6 +188,9 @@ struct ServeSettings {
         try require(
             requiredStatement.map { !$0.isEmpty && $0.count <= 1000 } ?? true, "requiredStatement (--required-statement)", "must be 1-1000 characters"
         )
+        if let source {
+            try require(S3Location(source) != nil, "source (--source)", "must be a bucket's URL, s3://BUCKET/PREFIX (the bucket in lower case)")
+        }
         if let store {
             try require(S3Location(store) != nil, "store (--store)", "must be a bucket's URL, s3://BUCKET/PREFIX (the bucket in lower case)")
             try require(format == .tiff, "store (--store)", "holds TIFF stores: not with format raw")

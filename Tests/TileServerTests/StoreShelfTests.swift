@@ -34,8 +34,8 @@ final class CountingShelf: StoreShelf {
         add("copied")
     }
 
-    func publish(_ id: String, store path: String) async throws {
-        do { try await shelf.publish(id, store: path) } catch {
+    func publish(_ id: String, store path: String, masterVersion: String?) async throws {
+        do { try await shelf.publish(id, store: path, masterVersion: masterVersion) } catch {
             add("publish failed")
             throw error
         }

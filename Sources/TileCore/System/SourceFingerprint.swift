@@ -28,6 +28,13 @@ public struct SourceFingerprint: Sendable, Hashable, CustomStringConvertible {
         /// `cp -p`, a backup put back), it never goes backwards when the file is replaced or written:
         /// what a `Last-Modified` must be for `If-Modified-Since` to stay right.
         public var lastChangeTime: Int64 { max(modificationTime, changeTime) }
+
+        /// An identity given field by field (one not a file's: an object in a bucket has no device nor inode).
+        public init(device: UInt64, inode: UInt64, byteCount: Int, modificationTime: Int64, changeTime: Int64 = 0) {
+            (self.device, self.inode, self.byteCount, self.modificationTime, self.changeTime) = (
+                device, inode, byteCount, modificationTime, changeTime
+            )
+        }
     }
 
     public var identity: Identity
