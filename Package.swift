@@ -217,7 +217,8 @@ let package = Package(
         .testTarget(
             name: "TilerTests",
             dependencies: [
-                "tiler", "TileCore", "TileNetwork", "TestSupport", "TestTraits", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+                "tiler", "TileCore", "TileNetwork", "TestSupport", "TestTraits", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio")
             ],
             swiftSettings: swiftSettings
         ),

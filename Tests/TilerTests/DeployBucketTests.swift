@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 import TestTraits
+import NIOCore
 import TileCore
 import TileNetwork
 
@@ -9,8 +10,8 @@ import TileNetwork
 import Glibc
 #endif
 
-/// Issue 43, point 4: three `tiler serve` instances that share no disk (each its own copy of the
-/// masters and its own empty cache), their stores shared through a bucket of the real object store
+/// Issue 43, point 4: three `tiler serve` instances without local state (no folder of masters, each its
+/// own empty cache), the masters and the stores in a bucket of the real object store
 /// (``TestSupport/S3TestServer``), behind Varnish as `deploy/varnish/tiler.vcl` configures it.
 @Suite(
     "Three instances sharing stores through a bucket, behind Varnish", .serialized, .ownThreads,
@@ -43,7 +44,7 @@ struct DeployBucketTests {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let shipped = "\(DeployTests.repository)/deploy/bucket"
         let config = try String(contentsOfFile: "\(shipped)/serve.json", encoding: .utf8)
-        try #require(config.contains("\"store\": \"s3://tiles/stores/\""))
+        try #require(config.contains("\"store\": \"s3://tiles/stores/\"") && config.contains("\"source\": \"s3://tiles/masters/\""))
         try config.write(toFile: "\(folder)/serve.json", atomically: true, encoding: .utf8)
         var environment: [String: String] = [:]
         for line in try String(contentsOfFile: "\(shipped)/tiler.env", encoding: .utf8).split(separator: "\n") where !line.hasPrefix("#") {
@@ -52,21 +53,18 @@ struct DeployBucketTests {
         }
         #expect(environment.keys.sorted() == store.environment.keys.sorted(), "\(environment.keys.sorted())")
         let varnishPort = Int(Tools.freePort())
+        // The masters in the bucket only.
+        for i in 0..<30 {
+            let jpeg = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 300 + i, height: 200), width: 300 + i, height: 200)
+            try await client.put(bucket: "tiles", key: "masters/img\(i).jpg", body: ByteBuffer(bytes: jpeg))
+        }
         var instances: [ServeCommandTests.Server] = []
         defer { for server in instances where server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         for n in 0..<3 {
-            // Each instance its own masters (the same bytes) and its own cache: nothing shared but the bucket.
-            let masters = "\(folder)/instance\(n)/masters"
-            try FileManager.default.createDirectory(atPath: masters, withIntermediateDirectories: true)
-            for i in 0..<30 {
-                let jpeg = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 300 + i, height: 200), width: 300 + i, height: 200)
-                try jpeg.write(to: URL(fileURLWithPath: "\(masters)/img\(i).jpg"))
-            }
+            // No folder, each its own cache: nothing shared but the bucket.
             instances.append(
                 try ServeCommandTests.Server(
-                    [
-                        masters, "--port", "0", "--cache", "\(folder)/instance\(n)/cache", "--config", "\(folder)/serve.json"
-                    ], environment: environment))
+                    ["--port", "0", "--cache", "\(folder)/instance\(n)/cache", "--config", "\(folder)/serve.json"], environment: environment))
         }
         let ports = instances.map(\.port)
         let varnish = try DeployTests.varnish(port: varnishPort, backends: ports, folder: folder)
