@@ -7,7 +7,7 @@ import TileCore
 
 /// A ``TileActors/MasterShelf`` in a bucket: the master of image `id` is the object `PREFIX/id.SUFFIX`
 /// (`s3://archive/masters/maps/rome.jpg` is `maps/rome` under `s3://archive/masters`), its version
-/// the object's entity tag. `tiler serve --source s3://BUCKET/PREFIX` serves a bucket's masters through
+/// the object's entity tag (with its size and date). `tiler serve --source s3://BUCKET/PREFIX` serves a bucket's masters through
 /// one: each built on its first request as it downloads.
 public struct S3MasterShelf: MasterShelf {
     public let client: S3Client
@@ -30,10 +30,11 @@ public struct S3MasterShelf: MasterShelf {
         _ = try await client.list(bucket: prefix.bucket, prefix: prefix.key, maximum: 1)
     }
 
-    /// One listing of the keys that start with `PREFIX/id.` (a master's names, and any store beside it).
+    /// One page of the listing of the keys that start with `PREFIX/id.` and hold no `/` after it.
     public func find(_ id: String, suffixes: [String]) async throws -> ShelvedMaster? {
         let start = key("\(id).")
-        let objects = try await client.listAll(bucket: prefix.bucket, prefix: start)
+        // One page, with the delimiter: `id.SUFFIX` holds no `/` (a store beside it, `id.tiles/...`, is one entry).
+        let objects = try await client.listFolder(bucket: prefix.bucket, prefix: start, mostPages: 1).objects
         let bySuffix = Dictionary(objects.map { (String($0.key.dropFirst(start.count)), $0) }, uniquingKeysWith: { first, _ in first })
         guard let object = suffixes.lazy.compactMap({ bySuffix[$0] }).first else { return nil }
         return ShelvedMaster(
@@ -43,7 +44,8 @@ public struct S3MasterShelf: MasterShelf {
 
     public func contents(ofFolder folder: String, suffixes: [String]) async throws -> (images: [String], folders: [String]) {
         let start = key(folder.isEmpty ? "" : "\(folder)/")
-        let listed = try await client.listFolder(bucket: prefix.bucket, prefix: prefix.key.isEmpty && folder.isEmpty ? "" : start)
+        let listed = try await client.listFolder(
+            bucket: prefix.bucket, prefix: prefix.key.isEmpty && folder.isEmpty ? "" : start, mostPages: Self.mostListingPages)
         let relative = folder.isEmpty ? "" : "\(folder)/"
         let offset = prefix.key.isEmpty && folder.isEmpty ? 0 : start.count
         var images: Set<String> = []
@@ -55,6 +57,9 @@ public struct S3MasterShelf: MasterShelf {
         let folders = listed.folders.map { $0.dropFirst(offset).dropLast() }.filter { !$0.isEmpty && !$0.hasSuffix(".tiles") }
         return (images.sorted(), folders.map { relative + $0 }.sorted())
     }
+
+    /// Pages of a folder's listing read at most (1,000 entries each): a folder of more shows its first 20,000.
+    public static let mostListingPages = 20
 
     public func source(of master: ShelvedMaster) -> any ImageSource {
         var source = S3ImageSource(client: client, location: S3Location(bucket: prefix.bucket, key: master.location))
@@ -85,12 +90,14 @@ public struct S3MasterShelf: MasterShelf {
 extension S3Client {
     /// What a folder of a bucket holds: the objects whose keys start with `prefix` and hold no `/`
     /// after it, and the folders below it (`prefix` + a name + `/`), from `ListObjectsV2` with the
-    /// delimiter `/`, page after page.
-    public func listFolder(bucket: String, prefix: String) async throws(S3Error) -> (objects: [S3Object], folders: [String]) {
+    /// delimiter `/`, page after page, `mostPages` at most.
+    public func listFolder(bucket: String, prefix: String, mostPages: Int = .max) async throws(S3Error) -> (objects: [S3Object], folders: [String]) {
         var (objects, folders): ([S3Object], [String]) = ([], [])
         var next: String?
         var seen: Set<String> = []
+        var pages = 0
         repeat {
+            pages += 1
             var query: [(String, String?)] = [("list-type", "2"), ("prefix", prefix), ("delimiter", "/"), ("max-keys", "1000")]
             if let next { query.append(("continuation-token", next)) }
             let response = try await send(.GET, "ListObjectsV2", bucket: bucket, query: query)
@@ -106,7 +113,7 @@ extension S3Client {
                     operation: "ListObjectsV2", bucket: bucket, key: prefix, status: 200,
                     cause: "a truncated listing without a new continuation token")
             }
-        } while next != nil
+        } while next != nil && pages < mostPages
         return (objects, folders)
     }
 }

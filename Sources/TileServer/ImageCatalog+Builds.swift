@@ -126,7 +126,7 @@ extension ImageCatalog {
         apply(.started(build), to: id)
         buildsStarted += 1
         CacheStoreRecord.remove(forStore: store)  // a record of an older version
-        let (queue, pool) = (builds, threadPool)
+        let (queue, pool, remote) = (builds, threadPool, source.remote != nil)
         // A master of the shelf streamed as it downloads (its version's bytes only); a file read on the pool.
         let feed: any ImageSource =
             if let remote = source.remote, let masters { masters.source(of: remote) } else {
@@ -138,6 +138,7 @@ extension ImageCatalog {
                 _ = try await builder.finish()
             } catch {
                 await builder.cancel()  // a cancelled feed or turn: the builder removes its files
+                if remote { await self.forgetLook(id) }
             }
         }
         watch(build, id)
@@ -245,6 +246,8 @@ extension ImageCatalog {
     func header(of build: Build, _ id: String) async throws(LookupError) -> Image {
         // An upload's header comes when its client sends it: said at once, not waited for.
         if build.image == nil, !build.isUpload { _ = await waitFor(build, until: .now + headerWaitLimit) { _ in true } }
+        // Ended, its outcome being settled (its watcher reads the builder's state): that outcome, not "building".
+        if build.hasEnded, case .building(let current) = phase(of: id), current === build { await build.watcher?.value }
         if let pyramid = build.image, case .building(let current) = phase(of: id), current === build {
             return Image(id: id, pyramid: pyramid, fingerprint: nil)
         }

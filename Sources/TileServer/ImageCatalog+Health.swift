@@ -40,8 +40,8 @@ extension ImageCatalog {
         if access(cache, R_OK | W_OK | X_OK) != 0 { problems.append("the cache folder cannot be written: \(String(cString: strerror(errno)))") }
         if isShutDown { problems.append("shutting down") }
         if let shelf, let shelfProblem { problems.append("the store shelf \(shelf) cannot be used (images are built here): \(shelfProblem)") }
-        if let masters, let mastersProblem {
-            problems.append("the masters' shelf \(masters) cannot be used (images not built yet cannot be): \(mastersProblem)")
+        if let masters, let mastersDown {
+            problems.append("the masters' shelf \(masters) cannot be used (images not built yet cannot be): \(mastersDown.problem)")
         }
         if used > limit { problems.append("the cache holds \(used) bytes, past its budget of \(limit)") }
         if let full = diskFullAt, ContinuousClock.now - full < Self.diskFullInterval {

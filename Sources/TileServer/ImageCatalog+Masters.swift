@@ -6,12 +6,13 @@ extension SourceFile {
     /// A master on the catalog's master shelf, as a source: its fingerprint made of what the shelf
     /// says of its version (its size, its date, and a hash of its entity tag for the sample hash; no
     /// device nor inode, which no file has both 0 of): another entity tag is another version, built again.
-    init(remote master: ShelvedMaster, prefix: String) {
+    init(remote master: ShelvedMaster) {
         var tag: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a 64 of the entity tag
         for byte in master.version.utf8 { tag = (tag ^ UInt64(byte)) &* 0x100_0000_01b3 }
         let identity = SourceFingerprint.Identity(
             device: 0, inode: 0, byteCount: master.byteCount, modificationTime: master.lastModified, changeTime: master.lastModified)
-        self.init(kind: .master, path: "\(prefix)/\(master.location)", fingerprint: SourceFingerprint(identity: identity, sampleHash: tag))
+        // Its path is its key: never a file's (the build streams it; nothing reads it as a path).
+        self.init(kind: .master, path: master.location, fingerprint: SourceFingerprint(identity: identity, sampleHash: tag))
         remote = master
     }
 }
@@ -21,39 +22,53 @@ extension ImageCatalog {
     static let shelvedMasterSuffixes = SourceFile.masterSuffixes + SourceFile.tiffSuffixes
 
     /// Looks for `id`'s master on ``masters`` (an image the folder does not hold), and brings `id`'s
-    /// state up to date with what it finds. A look is trusted for ``sourceRecheckInterval``. When the
-    /// shelf cannot be asked, an image already served (or being built) stays as it is, its tiles on
-    /// disk; any other is answered `notReady` (503 with `Retry-After`), and `/ready` says why.
+    /// state up to date with what it finds. When the shelf cannot be asked, an image already built
+    /// stays served from its store in the cache (a closed one opened again), one being built goes on;
+    /// any other is answered `notReady` (503 with `Retry-After`), and `/ready` says why.
     func reconcileMaster(_ id: String, on masters: any MasterShelf, for client: String?) async -> LookupError? {
-        // A page of a book is a folder's TIFF's: the shelf's TIFFs are built from their first page.
-        guard Self.page(of: id) == nil else { return await perform(apply(.gone, to: id), for: id) }
-        let master: ShelvedMaster?
-        if let look = masterLooks[id], ContinuousClock.now - look.at < sourceRecheckInterval {
-            master = look.master
-        } else {
-            let outcome = await Result {
-                try await Self.within(Self.shelfLookLimit, "a look at the masters' shelf") {
-                    try await masters.find(id, suffixes: Self.shelvedMasterSuffixes)
-                }
+        switch await lookUpMaster(id, on: masters) {
+        case .success(let master?):
+            let source = SourceFile(remote: master)
+            return await perform(apply(.found(source, now: .now), to: id), for: id, client: client)
+        case .success(nil):
+            return await perform(apply(.gone, to: id), for: id)
+        case .failure(let error):
+            switch phase(of: id) {
+            case .ready(let image, _):
+                rememberReady(image)  // served on, without a look at each request
+                return nil
+            case .closed(let storeID, let fingerprint):
+                if await reopen(id, storeID, fingerprint) { return nil }
+            case .building: return nil
+            default: break
             }
-            noteMasters(outcome)
-            switch outcome {
-            case .success(let found):
-                master = found
-                rememberLook(id, found)
-            case .failure(let error):
-                switch phase(of: id) {
-                case .ready, .building: return nil
-                default: break
-                }
-                if Task.isCancelled || isShutDown { return .failed(TileError(.cancelled, "the server is shutting down")) }
-                return .failed(TileError(.notReady, "the masters' shelf \(masters) cannot be asked for \(id): \(error)"))
+            if Task.isCancelled || isShutDown { return .failed(TileError(.cancelled, "the server is shutting down")) }
+            return .failed(TileError(.notReady, "the masters' shelf \(masters) cannot be asked for \(id): \(error)"))
+        }
+    }
+
+    /// `id`'s master on `masters`, or nil when it holds none: the last look when it is younger than
+    /// ``sourceRecheckInterval``; no look (a failure) while the shelf rests after failing (its watch
+    /// looks again each ``shelfRest``). An identifier with a store's folder in it (`a.tiles/b`) has
+    /// none.
+    func lookUpMaster(_ id: String, on masters: any MasterShelf) async -> Result<ShelvedMaster?, any Error> {
+        // A page of a book is a folder's TIFF's: the shelf's TIFFs are built from their first page.
+        guard Self.page(of: id) == nil, !id.split(separator: "/").contains(where: { $0.hasSuffix(".tiles") }) else { return .success(nil) }
+        if let look = masterLooks[id], ContinuousClock.now - look.at < sourceRecheckInterval { return .success(look.master) }
+        if let down = mastersDown, ContinuousClock.now < down.until { return .failure(TileError(.notReady, down.problem)) }
+        let outcome = await Result {
+            try await Self.within(Self.shelfLookLimit, "a look at the masters' shelf") {
+                try await masters.find(id, suffixes: Self.shelvedMasterSuffixes)
             }
         }
-        guard let master else { return await perform(apply(.gone, to: id), for: id) }
-        let source = SourceFile(remote: master, prefix: masters.description)
-        return await perform(apply(.found(source, now: .now), to: id), for: id, client: client)
+        noteMasters(outcome)
+        if case .success(let found) = outcome { rememberLook(id, found) }
+        return outcome
     }
+
+    /// Forgets the last look at `id` (a build of the version it found failed: the object may have
+    /// been replaced since, which the next request finds).
+    func forgetLook(_ id: String) { masterLooks[id] = nil }
 
     /// Keeps the look at `id` (at most ``mostMasterLooks``; past that, the expired ones are forgotten,
     /// or all when none has).
@@ -68,14 +83,15 @@ extension ImageCatalog {
 
     static let mostMasterLooks = 4096
 
-    /// Remembers how the master shelf's last request went: a failure of the shelf's own becomes
-    /// ``mastersProblem``, which `/ready` says; a success clears it.
+    /// Remembers how the master shelf's last request went: a failure of the shelf's own (unreachable,
+    /// refusing, failing, or a look past its time) becomes ``mastersDown``, which `/ready` says and
+    /// which rests the shelf for ``shelfRest``; a success clears it.
     func noteMasters<T>(_ outcome: Result<T, any Error>) {
         switch outcome {
-        case .success: mastersProblem = nil
+        case .success: mastersDown = nil
         case .failure(let error):
             guard !Task.isCancelled, !isShutDown else { return }
-            if error is TileError || masters?.isUnavailable(error) == true { mastersProblem = "\(error)" }
+            if error is TileError || masters?.isUnavailable(error) == true { mastersDown = ("\(error)", .now + shelfRest) }
         }
     }
 
@@ -85,29 +101,37 @@ extension ImageCatalog {
     func watchMasters(_ masters: any MasterShelf) async {
         var looked = false
         while !isShutDown {
-            if !looked || mastersProblem != nil {
+            if !looked || mastersDown.map({ ContinuousClock.now >= $0.until }) == true {
                 looked = true
                 noteMasters(await Result { try await Self.within(Self.shelfLookLimit, "a look at the masters' shelf") { try await masters.check() } })
             }
-            guard (try? await Task.sleep(for: shelfRest)) != nil else { return }
+            guard (try? await Task.sleep(for: min(shelfRest, .seconds(1)))) != nil else { return }
         }
     }
 
     /// What a folder of the master shelf holds (``MasterShelf/contents(ofFolder:suffixes:)``), its
-    /// identifiers and folders those the catalog may serve; nothing when the shelf cannot be asked
-    /// (said by `/ready`).
+    /// identifiers and folders those the catalog may serve; kept for ``sourceRecheckInterval`` (at most
+    /// ``mostMasterLooks`` folders); nothing when the shelf cannot be asked. Only the shelf's own
+    /// failures are noted (``noteMasters(_:)``), not a listing too long for its time.
     func shelvedContents(ofFolder folder: String) async -> (images: [String], folders: [String]) {
         guard let masters else { return ([], []) }
+        if let listed = masterListings[folder], ContinuousClock.now - listed.at < sourceRecheckInterval { return listed.contents }
+        if let down = mastersDown, ContinuousClock.now < down.until { return ([], []) }
         let outcome = await Result {
             try await Self.within(Self.shelfLookLimit, "a listing of the masters' shelf") {
                 try await masters.contents(ofFolder: folder, suffixes: Self.shelvedMasterSuffixes)
             }
         }
+        if case .failure(let error) = outcome, !masters.isUnavailable(error) { return ([], []) }
         noteMasters(outcome)
         guard case .success(let found) = outcome else { return ([], []) }
         let depth = folder.split(separator: "/").count
-        return (
-            found.images.filter { Self.isPathIdentifier($0) }, depth >= Self.mostFolderDepth ? [] : found.folders.filter { Self.isPathIdentifier($0) }
+        let contents = (
+            found.images.filter { Self.isPathIdentifier($0) },
+            depth >= Self.mostFolderDepth ? [] : found.folders.filter { Self.isPathIdentifier($0) }
         )
+        if masterListings.count >= Self.mostMasterLooks { masterListings = [:] }
+        masterListings[folder] = (contents, .now)
+        return contents
     }
 }

@@ -71,11 +71,12 @@ extension ImageCatalog {
         }
     }
 
-    /// How long the shelf rests after a failure, from now on (for tests; ``shelfDownInterval`` by
-    /// default): its watch looks again at once, and then each `rest`.
+    /// How long the shelves rest after a failure, from now on (for tests; ``shelfDownInterval`` by
+    /// default): their watches look again at once, and then each `rest`.
     package func setShelfRest(_ rest: Duration) {
         (shelfRest, shelfNextLook) = (rest, .now)
         if shelfDownUntil != nil { shelfDownUntil = .now + rest }
+        mastersDown?.until = .now
     }
 
     /// Copies `id`'s store from ``shelf`` into the cache at `store`, when the shelf holds one built

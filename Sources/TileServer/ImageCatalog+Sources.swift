@@ -339,8 +339,9 @@ enum CacheStoreRecord {
         if let text = try? String(contentsOfFile: path(ofStore: store), encoding: .utf8) {
             return text == source.fingerprint.description
         }
-        // Built by an older server, or the record was lost: the whole source compared, once.
-        guard (try? TiledImage.isStore(store, builtFrom: source.path)) == true else { return false }
+        // Built by an older server, or the record was lost: the whole source compared, once (a master
+        // of the shelf has no file to compare: built again).
+        guard source.remote == nil, (try? TiledImage.isStore(store, builtFrom: source.path)) == true else { return false }
         write(source.fingerprint, forStore: store)
         return true
     }

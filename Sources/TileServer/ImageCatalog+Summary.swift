@@ -69,7 +69,15 @@ extension ImageCatalog {
         } catch {
             found = nil
         }
-        guard let source = found else { throw .notFound }
+        guard let source = found else {
+            // A master of the shelf: not built (or the phase's state above); its size known once it is.
+            guard let masters else { throw .notFound }
+            switch await lookUpMaster(id, on: masters) {
+            case .success(.some): return summary
+            case .success(.none): throw .notFound
+            case .failure(let error): throw .failed(TileError(.notReady, "the masters' shelf \(masters) cannot be asked for \(id): \(error)"))
+            }
+        }
         let path = source.path, kind = source.kind
         // A store or a TIFF pyramid is served as it is (ready); a master (a TIFF that is no pyramid too) is described from its header.
         let size: (Int, Int, Int, served: Bool)?

@@ -137,10 +137,13 @@ public actor ImageCatalog {
     var unpublished: Set<String> = []
     /// Copies from the shelf in progress, by the client that asked: counted as its builds.
     var shelfCopies: [String: Int] = [:]
-    /// Why the master shelf's last request failed (``masters``), until one succeeds: `/ready` says it.
-    var mastersProblem: String?
-    /// The last look at the master shelf for each identifier, trusted for ``sourceRecheckInterval``.
+    /// Why the master shelf's last request failed (``masters``), until one succeeds (`/ready` says it),
+    /// and until when it is not asked (``shelfRest`` after the failure).
+    var mastersDown: (problem: String, until: ContinuousClock.Instant)?
+    /// The last look at the master shelf for each identifier, and listing of each folder, trusted for
+    /// ``sourceRecheckInterval``.
     var masterLooks: [String: (master: ShelvedMaster?, at: ContinuousClock.Instant)] = [:]
+    var masterListings: [String: (contents: (images: [String], folders: [String]), at: ContinuousClock.Instant)] = [:]
     /// Builds started (for tests: an image copied from the shelf is not built).
     package internal(set) var buildsStarted = 0
     /// When a build last found the cache's disk full (``setFailed(_:_:_:attempts:)``).

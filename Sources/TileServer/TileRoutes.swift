@@ -329,6 +329,7 @@ public struct TileRoutes: Sendable {
         switch error.code {
         case .invalidArgument, .tooLarge: response = plain(.badRequest, error.message)
         case .unsupported: response = plain(.notImplemented, error.message)
+        case .corrupt, .truncated, .tooManyScans, .tooManyWarnings: response = plain(unprocessable, error.message)
         case .notReady:
             response = plain(.serviceUnavailable, error.message)
             response.headers[.retryAfter] = "2"

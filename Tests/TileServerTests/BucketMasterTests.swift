@@ -89,11 +89,12 @@ struct BucketMasterTests {
             let says = String(decoding: ready.body, as: UTF8.self)
             #expect(ready.status == 503 && says.contains("s3://archive/masters"), "\(ready.status) \(says)")
 
-            // Back: built, and ready again.
+            // Back: its watch looks again at once (then every 100 ms), and /ready is ready again; then built.
             try server.resume()
+            await catalog.setShelfRest(.milliseconds(100))
+            try await Self.waitUntil { await catalog.health().isReady }
             let back = try await TileServerTests.get(http, "\(base)/iiif/3/later/info.json")
             #expect(back.status == 200, "\(back.status)")
-            #expect(try await TileServerTests.get(http, "\(base)/ready").status == 200)
         }
     }
 
@@ -121,9 +122,18 @@ struct BucketMasterTests {
             shelf: shelf, masters: masters)
         let service = catalog.started()
 
-        // The queue's one turn held: the build is started (its master looked up) but waits to download.
+        // The queue's one turn held (taken before the build asks): the build is started (its master
+        // looked up) but waits to download.
         let (gate, open) = AsyncStream.makeStream(of: Void.self)
-        let holder = Task { try await queue.run { for await _ in gate {} } }
+        let (taken, took) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task {
+            try await queue.run {
+                took.yield()
+                for await _ in gate {}
+            }
+        }
+        var turns = taken.makeAsyncIterator()
+        _ = await turns.next()
         let first = Task { try? await catalog.image("photo") }
         try await Self.waitUntil { await catalog.isBuilding("photo") }
         server.pause()

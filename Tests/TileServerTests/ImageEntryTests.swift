@@ -147,7 +147,9 @@ struct ImageEntryTests {
     @Test("a build of the version found goes on, and an upload whatever is found; a build of another version is cancelled before the new one starts")
     func builds() throws {
         func build(of version: SourceFingerprint?) throws -> ImageCatalog.Build {
-            ImageCatalog.Build(builder: try ImageBuilder(), fingerprint: version, sourcePath: version == nil ? nil : "/images/photo.jpg")
+            ImageCatalog.Build(
+                builder: try ImageBuilder(), fingerprint: version, sourcePath: version == nil ? nil : "/images/photo.jpg",
+                isUpload: version == nil)
         }
         var building = Entry()
         _ = building.apply(.started(try build(of: Self.v1)), retryDelay: Self.retryDelay)
