@@ -56,6 +56,10 @@ extension ImageCatalog {
         guard Self.page(of: id) == nil, !id.split(separator: "/").contains(where: { $0.hasSuffix(".tiles") }) else { return .success(nil) }
         if let look = masterLooks[id], ContinuousClock.now - look.at < sourceRecheckInterval { return .success(look.master) }
         if let down = mastersDown, ContinuousClock.now < down.until { return .failure(TileError(.notReady, down.problem)) }
+        // Identifiers never asked before cost a request each: no client makes the server list the bucket at its pace.
+        guard masterLookAllowance.take() else {
+            return .failure(TileError(.notReady, "more than \(LookAllowance.rate) images a second looked up in the bucket: try again shortly"))
+        }
         let outcome = await Result {
             try await Self.within(Self.shelfLookLimit, "a look at the masters' shelf") {
                 try await masters.find(id, suffixes: Self.shelvedMasterSuffixes)
@@ -82,6 +86,25 @@ extension ImageCatalog {
     }
 
     static let mostMasterLooks = 4096
+
+    /// The looks at the master shelf one server makes at most: ``rate`` a second, ``burst`` at once
+    /// (a token bucket).
+    struct LookAllowance {
+        static let rate = 50.0
+        static let burst = 100.0
+        private var tokens = burst
+        private var at = ContinuousClock.now
+
+        /// Takes one look's token, when there is one.
+        mutating func take() -> Bool {
+            let now = ContinuousClock.now
+            let elapsed = Double((now - at).components.attoseconds) / 1e18 + Double((now - at).components.seconds)
+            (tokens, at) = (min(Self.burst, tokens + elapsed * Self.rate), now)
+            guard tokens >= 1 else { return false }
+            tokens -= 1
+            return true
+        }
+    }
 
     /// Remembers how the master shelf's last request went: a failure of the shelf's own (unreachable,
     /// refusing, failing, or a look past its time) becomes ``mastersDown``, which `/ready` says and

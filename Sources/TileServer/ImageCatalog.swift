@@ -144,6 +144,7 @@ public actor ImageCatalog {
     /// ``sourceRecheckInterval``.
     var masterLooks: [String: (master: ShelvedMaster?, at: ContinuousClock.Instant)] = [:]
     var masterListings: [String: (contents: (images: [String], folders: [String]), at: ContinuousClock.Instant)] = [:]
+    var masterLookAllowance = LookAllowance()
     /// Builds started (for tests: an image copied from the shelf is not built).
     package internal(set) var buildsStarted = 0
     /// When a build last found the cache's disk full (``setFailed(_:_:_:attempts:)``).

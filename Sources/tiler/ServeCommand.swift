@@ -236,7 +236,7 @@ struct ServeCommand: AsyncParsableCommand {
                 // On standard error, unbuffered: a script waiting for the port sees it at once.
                 FileHandle.standardError.write(
                     Data(
-                        "tiler: serving \(escapingControlCharacters(root)) at http://\(host):\(port)/ (the list of images; /view/{id} a viewer, /iiif/3/{id}/info.json, /iiif/3/{id}/manifest, /iiif/3/collection, /iiif/2/..., /dzi/{id}.dzi)\n"
+                        "tiler: serving \(escapingControlCharacters(root))\(masters.map { " and the masters of \($0)" } ?? "") at http://\(host):\(port)/ (the list of images; /view/{id} a viewer, /iiif/3/{id}/info.json, /iiif/3/{id}/manifest, /iiif/3/collection, /iiif/2/..., /dzi/{id}.dzi)\n"
                             .utf8))
             }
             try await app.runService()

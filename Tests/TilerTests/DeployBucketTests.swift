@@ -153,3 +153,17 @@ extension DeployBucketTests {
         }
     }
 }
+
+extension DeployBucketTests {
+    @Test("--source as a new user types it: without a folder it needs --cache; a URL that names no bucket is refused, naming the setting")
+    func sourceSettings() throws {
+        let folder = try TilerCommandTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let noCache = try TilerCommandTests.run(["serve", "--source", "s3://tiles/masters/", "--port", "0"], in: folder)
+        #expect(noCache.status != 0 && noCache.stderr.contains("needs a cache folder: give --cache"), "\(noCache.stderr)")
+        let notABucket = try TilerCommandTests.run(["serve", "--source", "https://tiles/masters", "--cache", "c", "--port", "0"], in: folder)
+        #expect(
+            notABucket.status != 0 && notABucket.stderr.contains("source (--source)") && notABucket.stderr.contains("s3://BUCKET/PREFIX"),
+            "\(notABucket.stderr)")
+    }
+}
