@@ -70,6 +70,14 @@ extension ImageCatalog {
         return outcome
     }
 
+    /// Whether `id` is in its folder's listing of the master shelf read within ``sourceRecheckInterval``
+    /// (a listing page's images summarised without a look each).
+    func isListed(_ id: String) -> Bool {
+        let folder = id.split(separator: "/").dropLast().joined(separator: "/")
+        guard let listed = masterListings[folder], ContinuousClock.now - listed.at < sourceRecheckInterval else { return false }
+        return listed.contents.images.contains(id)
+    }
+
     /// Forgets the last look at `id` (a build of the version it found failed: the object may have
     /// been replaced since, which the next request finds).
     func forgetLook(_ id: String) { masterLooks[id] = nil }
@@ -87,8 +95,8 @@ extension ImageCatalog {
 
     static let mostMasterLooks = 4096
 
-    /// The looks at the master shelf one server makes at most: ``rate`` a second, ``burst`` at once
-    /// (a token bucket).
+    /// The looks at the master shelf (and listings of its folders) one server makes at most: ``rate``
+    /// a second, ``burst`` at once (a token bucket).
     struct LookAllowance {
         static let rate = 50.0
         static let burst = 100.0
@@ -98,7 +106,7 @@ extension ImageCatalog {
         /// Takes one look's token, when there is one.
         mutating func take() -> Bool {
             let now = ContinuousClock.now
-            let elapsed = Double((now - at).components.attoseconds) / 1e18 + Double((now - at).components.seconds)
+            let elapsed = (now - at) / .seconds(1)
             (tokens, at) = (min(Self.burst, tokens + elapsed * Self.rate), now)
             guard tokens >= 1 else { return false }
             tokens -= 1
@@ -140,6 +148,8 @@ extension ImageCatalog {
         guard let masters else { return ([], []) }
         if let listed = masterListings[folder], ContinuousClock.now - listed.at < sourceRecheckInterval { return listed.contents }
         if let down = mastersDown, ContinuousClock.now < down.until { return ([], []) }
+        // A listing of a folder never listed costs a request (or 20): counted as a look.
+        guard masterLookAllowance.take() else { return ([], []) }
         let outcome = await Result {
             try await Self.within(Self.shelfLookLimit, "a listing of the masters' shelf") {
                 try await masters.contents(ofFolder: folder, suffixes: Self.shelvedMasterSuffixes)

@@ -72,6 +72,8 @@ extension ImageCatalog {
         guard let source = found else {
             // A master of the shelf: not built (or the phase's state above); its size known once it is.
             guard let masters else { throw .notFound }
+            // Closed, failed: its phase says it is there. In a listing just read: no look.
+            if summary.state != .notBuilt || isListed(id) { return summary }
             switch await lookUpMaster(id, on: masters) {
             case .success(.some): return summary
             case .success(.none): throw .notFound

@@ -245,6 +245,11 @@ public struct TileRoutes: Sendable {
             let encoded = try await service.encoded(resolved, path: request.uri.path, variant: variant, link: link, of: image, for: client)
             return Self.conditional(request, headers: encoded.head.fields, body: encoded.body)
         } catch {
+            // The build's own failure (its master no image): as a failed lookup answers it; a store's
+            // (a damaged file in the cache) is the server's.
+            if image.pyramid.hasFailed, let failure = error as? TileError {
+                return Self.refusal(ImageCatalog.LookupError.failed(failure), id: image.id)
+            }
             return Self.failure(error, link: link)
         }
     }
@@ -329,7 +334,6 @@ public struct TileRoutes: Sendable {
         switch error.code {
         case .invalidArgument, .tooLarge: response = plain(.badRequest, error.message)
         case .unsupported: response = plain(.notImplemented, error.message)
-        case .corrupt, .truncated, .tooManyScans, .tooManyWarnings: response = plain(unprocessable, error.message)
         case .notReady:
             response = plain(.serviceUnavailable, error.message)
             response.headers[.retryAfter] = "2"

@@ -139,11 +139,11 @@ struct ServerLimitsTests {
                 }
                 return false
             }
-            let clock = ContinuousClock()
-            let start = clock.now
-            #expect(await stalled.received(timeout: .seconds(10)).closed, "the stalled upload's connection stayed open")
-            #expect(await slow.received(timeout: .seconds(10)).closed, "the slow request's connection stayed open")
-            #expect(clock.now - start < .seconds(8))
+            // Closed by the server (a state), within a wait far below the default idle timeout (60 s): the
+            // 1-s setting closed them. No bound on the time itself: under ASan on a loaded machine the
+            // two closes took 21 s in all (CI, 2026-12-02), still short of any default.
+            #expect(await stalled.received(timeout: .seconds(30)).closed, "the stalled upload's connection stayed open")
+            #expect(await slow.received(timeout: .seconds(30)).closed, "the slow request's connection stayed open")
             #expect(await trickling.value, "a head sent a byte at a time kept its connection open")
             // Meanwhile and afterwards, everyone else is served; the upload left nothing.
             var state = try await TileServerTests.get(client, "\(base)/images/stalled").status

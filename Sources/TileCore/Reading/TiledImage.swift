@@ -147,8 +147,9 @@ public final class TiledImage: Sendable {
 
     func markFailed(_ error: TileError) { state.withLockedValue { $0.failure = error } }
 
-    /// Whether the build behind this image failed (its reads throw).
-    var hasFailed: Bool { state.withLockedValue { $0.failure != nil } }
+    /// Whether the build behind this image failed: its reads throw the build's error (a master that
+    /// is no image, cut short), not one of the store's own.
+    public var hasFailed: Bool { state.withLockedValue { $0.failure != nil } }
 
     /// Bytes of the temporary files the build uses beside the level files (a progressive JPEG's
     /// coefficient file) while they exist; 0 once the build has ended, or when it needs none. Disk
