@@ -61,6 +61,16 @@ public struct S3Error: Error, Sendable, Hashable, CustomStringConvertible {
     /// failure (500, 502, 503, 504), too many requests (429), or a timeout the store reports (408, 400
     /// `RequestTimeout`), or an error S3 reports in a 200's body (`InternalError`, `SlowDown`); never a
     /// cancellation, a request that cannot be sent, or another 4xx or 501.
+    /// Whether `error` says the store cannot be used now rather than something of one object: an
+    /// ``S3Error`` with no answer (the connection's), a 5xx, a 403 (credentials refused) or a missing
+    /// bucket; not a missing key or a 412 (an object replaced meanwhile), nor any other error. What the
+    /// shelves' `isUnavailable` answer.
+    public static func isUnavailable(_ error: any Error) -> Bool {
+        guard let error = error as? S3Error else { return false }
+        guard let status = error.status else { return true }
+        return status >= 500 || status == 403 || error.code == "NoSuchBucket"
+    }
+
     public var isTransient: Bool {
         if isCancellation || isLocal { return false }
         guard let status else { return true }

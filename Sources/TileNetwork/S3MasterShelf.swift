@@ -68,11 +68,7 @@ public struct S3MasterShelf: MasterShelf {
     }
 
     /// As ``S3StoreShelf/isUnavailable(_:)``: no answer, a 5xx, a 403 or a missing bucket.
-    public func isUnavailable(_ error: any Error) -> Bool {
-        guard let error = error as? S3Error else { return false }
-        guard let status = error.status else { return true }
-        return status >= 500 || status == 403 || error.code == "NoSuchBucket"
-    }
+    public func isUnavailable(_ error: any Error) -> Bool { S3Error.isUnavailable(error) }
 
     /// A listing's `LastModified` (`2026-12-02T09:41:03.000Z`) in nanoseconds since the epoch; 0 when unreadable.
     static func nanoseconds(listed text: String) -> Int64 {

@@ -82,11 +82,7 @@ public struct S3StoreShelf: StoreShelf {
 
     /// An ``S3Error`` with no answer (the connection's), a 5xx, a 403 (credentials refused) or a missing
     /// bucket; not a missing key or a 412 (a store replaced meanwhile), nor any other error.
-    public func isUnavailable(_ error: any Error) -> Bool {
-        guard let error = error as? S3Error else { return false }
-        guard let status = error.status else { return true }
-        return status >= 500 || status == 403 || error.code == "NoSuchBucket"
-    }
+    public func isUnavailable(_ error: any Error) -> Bool { S3Error.isUnavailable(error) }
 
     public func publish(_ id: String, store path: String, masterVersion: String?) async throws {
         try await client.publishStore(at: path, to: location(of: id), masterVersion: masterVersion, threadPool: threadPool)

@@ -20,11 +20,7 @@ struct BucketMasterTests {
     func mastersInABucket() async throws {
         let server = try S3TestServer()
         defer { server.stop() }
-        let client = S3Client(
-            configuration: S3Configuration(
-                endpoint: server.endpoint, region: server.region,
-                credentials: S3Credentials(accessKeyID: server.accessKey, secretAccessKey: server.secretKey)))
-        try await client.createBucket("archive")
+        let client = try await Self.bucket("archive", in: server)
         func put(_ key: String, _ data: Data) async throws {
             try await client.put(bucket: "archive", key: "masters/\(key)", body: ByteBuffer(bytes: data))
         }
@@ -102,11 +98,7 @@ struct BucketMasterTests {
     func stoppedDuringABuild() async throws {
         let server = try S3TestServer()
         defer { server.stop() }
-        let client = S3Client(
-            configuration: S3Configuration(
-                endpoint: server.endpoint, region: server.region,
-                credentials: S3Credentials(accessKeyID: server.accessKey, secretAccessKey: server.secretKey)))
-        try await client.createBucket("archive")
+        let client = try await Self.bucket("archive", in: server)
         let photo = try Inputs.jpeg(width: 1600, height: 1200, seed: 4)
         try await client.put(bucket: "archive", key: "photo.jpg", body: ByteBuffer(bytes: photo))
         let folder = NSTemporaryDirectory() + "bucket-stop-\(UUID().uuidString)"
@@ -164,6 +156,16 @@ struct BucketMasterTests {
         service.cancel()
         await service.value
         try await pool.shutdownGracefully()
+    }
+
+    /// A client of `server`, with the bucket `name` made.
+    static func bucket(_ name: String, in server: S3TestServer) async throws -> S3Client {
+        let client = S3Client(
+            configuration: S3Configuration(
+                endpoint: server.endpoint, region: server.region,
+                credentials: S3Credentials(accessKeyID: server.accessKey, secretAccessKey: server.secretKey)))
+        try await client.createBucket(name)
+        return client
     }
 
     /// Waits until `condition` holds: a state, looked at each 10 ms, recorded as an issue past two minutes.

@@ -87,11 +87,7 @@ struct StoreShelfTests {
     func sharedThroughABucket() async throws {
         let server = try S3TestServer()
         defer { server.stop() }
-        let client = S3Client(
-            configuration: S3Configuration(
-                endpoint: server.endpoint, region: server.region,
-                credentials: S3Credentials(accessKeyID: server.accessKey, secretAccessKey: server.secretKey)))
-        try await client.createBucket("shelf")
+        let client = try await BucketMasterTests.bucket("shelf", in: server)
         let folder = NSTemporaryDirectory() + "shelf-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: "\(folder)/masters", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
