@@ -10,14 +10,9 @@ extension ServeCommand {
     /// (building every image itself until the bucket answers).
     /// - Throws: what the environment lacks for a client (``TileCore/TileError/Code/invalidArgument``).
     static func shelf(_ url: String?) async throws -> S3StoreShelf? {
-        guard let url, let location = S3Location(url) else { return nil }
-        let client: S3Client
-        do { client = S3Client(configuration: try S3Configuration.fromEnvironment()) } catch { throw fail(url, error) }
+        guard let (client, location) = try bucket(url) else { return nil }
         let shelf = S3StoreShelf(client: client, prefix: location)
-        do { try await shelf.check() } catch {
-            FileHandle.standardError.write(
-                Data("tiler: warning: the store shelf \(shelf) cannot be listed (\(error)): every image is built here until it can\n".utf8))
-        }
+        await warnUnlisted("the store shelf \(shelf)", "every image is built here until it can") { try await shelf.check() }
         return shelf
     }
 
@@ -25,14 +20,22 @@ extension ServeCommand {
     /// without a URL. A bucket that cannot be listed at start is said in a warning, and by `/ready`
     /// until it can.
     static func masters(_ url: String?) async throws -> S3MasterShelf? {
-        guard let url, let location = S3Location(url) else { return nil }
-        let client: S3Client
-        do { client = S3Client(configuration: try S3Configuration.fromEnvironment()) } catch { throw fail(url, error) }
+        guard let (client, location) = try bucket(url) else { return nil }
         let masters = S3MasterShelf(client: client, prefix: location)
-        do { try await masters.check() } catch {
-            FileHandle.standardError.write(
-                Data("tiler: warning: the masters' bucket \(masters) cannot be listed (\(error)): its images cannot be built until it can\n".utf8))
-        }
+        await warnUnlisted("the masters' bucket \(masters)", "its images cannot be built until it can") { try await masters.check() }
         return masters
+    }
+
+    /// A client of the bucket `url` names, from the environment, and the location; nil without a URL.
+    private static func bucket(_ url: String?) throws -> (S3Client, S3Location)? {
+        guard let url, let location = S3Location(url) else { return nil }
+        do { return (S3Client(configuration: try S3Configuration.fromEnvironment()), location) } catch { throw fail(url, error) }
+    }
+
+    /// Says on standard error that `what` cannot be listed, and `meanwhile`, when `check` fails.
+    private static func warnUnlisted(_ what: String, _ meanwhile: String, _ check: () async throws -> Void) async {
+        do { try await check() } catch {
+            FileHandle.standardError.write(Data("tiler: warning: \(what) cannot be listed (\(error)): \(meanwhile)\n".utf8))
+        }
     }
 }
