@@ -44,6 +44,9 @@ final class TaskNursery: Sendable {
     /// library's `Mutex` on Linux (a futex of its own: CI's TSan stage reported races under it).
     private let line = NIOLockedValueBox(Line())
 
+    /// Whether a run is ending: its jobs cancelled, no job taken any more (what the tests wait for).
+    var isEnding: Bool { line.withLockedValue { $0.phase == .ending } }
+
     /// Runs `operation` as a child of the nursery's group.
     /// - Parameter ifNotRun: what the handle's value is when the job is spawned as a run ends.
     @discardableResult
