@@ -1,4 +1,5 @@
 public import Foundation
+public import TileCore
 
 /// A place beyond a cache folder where TIFF stores are kept for every server to find (a bucket:
 /// `TileNetwork`'s `S3StoreShelf`): a server publishes there each store it builds, and before it
@@ -20,6 +21,11 @@ public protocol StoreShelf: Sendable, CustomStringConvertible {
     /// there until the whole TIFF is written; a store there before is replaced).
     /// - Throws: when the copy fails or its source changed since ``find(_:)`` (nothing is left at `path`).
     func copy(_ store: ShelvedStore, to path: String) async throws
+
+    /// Opens `store` where it lies, to answer its stored tiles one at a time (each a ranged read)
+    /// while a copy of it is made: nil when the shelf cannot (then requests wait for the copy).
+    /// - Throws: why the store could not be opened (the copy is tried all the same).
+    func open(_ store: ShelvedStore) async throws -> (any ShelvedPyramid)?
 
     /// Publishes the TIFF store folder at `path` as `id`'s, replacing the one shelved before.
     /// - Parameter masterVersion: the version of the master it was built from (a
@@ -57,4 +63,24 @@ public struct ShelvedStore: Sendable, Hashable {
         (self.id, self.manifest, self.tiffByteCount, self.tiffLocation, self.tiffVersion) = (id, manifest, tiffByteCount, tiffLocation, tiffVersion)
         (self.sourceByteCount, self.sourceFingerprint, self.masterVersion) = (sourceByteCount, sourceFingerprint, masterVersion)
     }
+}
+
+extension StoreShelf {
+    /// None: requests wait for the copy.
+    public func open(_ store: ShelvedStore) async throws -> (any ShelvedPyramid)? { nil }
+}
+
+/// A store of a ``StoreShelf`` read where it lies (``StoreShelf/open(_:)``): its geometry, read once,
+/// then each stored tile by itself, as the bytes a local server sends for it.
+public protocol ShelvedPyramid: Sendable {
+    /// The pyramid's levels and tiles, as ``TileCore/TiledImage/geometry`` gives them for the same store.
+    var geometry: TileGeometry { get }
+    /// Whether the store carries a colour profile (as ``TileCore/TiledImage/colorProfile`` says).
+    var hasColorProfile: Bool { get }
+    /// Whether `level`'s stored tiles are JPEG.
+    func isJPEG(level: Int) -> Bool
+    /// A stored tile as a whole JPEG: the bytes ``TileCore/TiledImage/storedJPEGTile(level:column:row:)``
+    /// gives for the same store on a disk; nil when the level's tiles are not JPEG.
+    /// - Throws: ``TileCore/TileError/Code/invalidArgument`` outside the pyramid; why the read failed.
+    func storedJPEGTile(level: Int, column: Int, row: Int) async throws -> [UInt8]?
 }

@@ -57,10 +57,6 @@ public struct S3Error: Error, Sendable, Hashable, CustomStringConvertible {
         return "\(what): HTTP \(status)\(code.map { " \($0)" } ?? "")\(cause.map { ": \($0)" } ?? "")"
     }
 
-    /// Whether the request may succeed if tried again: no answer (the connection's failure), the server's
-    /// failure (500, 502, 503, 504), too many requests (429), or a timeout the store reports (408, 400
-    /// `RequestTimeout`), or an error S3 reports in a 200's body (`InternalError`, `SlowDown`); never a
-    /// cancellation, a request that cannot be sent, or another 4xx or 501.
     /// Whether `error` says the store cannot be used now rather than something of one object: an
     /// ``S3Error`` with no answer (the connection's), a 5xx, a 403 (credentials refused) or a missing
     /// bucket; not a missing key or a 412 (an object replaced meanwhile), nor any other error. What the
@@ -71,6 +67,10 @@ public struct S3Error: Error, Sendable, Hashable, CustomStringConvertible {
         return status >= 500 || status == 403 || error.code == "NoSuchBucket"
     }
 
+    /// Whether the request may succeed if tried again: no answer (the connection's failure), the server's
+    /// failure (500, 502, 503, 504), too many requests (429), or a timeout the store reports (408, 400
+    /// `RequestTimeout`), or an error S3 reports in a 200's body (`InternalError`, `SlowDown`); never a
+    /// cancellation, a request that cannot be sent, or another 4xx or 501.
     public var isTransient: Bool {
         if isCancellation || isLocal { return false }
         guard let status else { return true }

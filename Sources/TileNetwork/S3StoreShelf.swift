@@ -80,6 +80,16 @@ public struct S3StoreShelf: StoreShelf {
         }
     }
 
+    /// `store` read where it lies (``S3StoredPyramid``): its TIFF's directories by ranged GETs, then
+    /// each tile asked for by one.
+    public func open(_ store: ShelvedStore) async throws -> (any ShelvedPyramid)? {
+        let found = S3Store(
+            location: location(of: store.id), tiffKey: store.tiffLocation, tiffByteCount: store.tiffByteCount,
+            tiffEntityTag: store.tiffVersion, sourceFingerprint: store.sourceFingerprint, manifest: store.manifest,
+            masterVersion: store.masterVersion)
+        return try await S3StoredPyramid.open(client: client, store: found, threadPool: threadPool)
+    }
+
     /// An ``S3Error`` with no answer (the connection's), a 5xx, a 403 (credentials refused) or a missing
     /// bucket; not a missing key or a 412 (a store replaced meanwhile), nor any other error.
     public func isUnavailable(_ error: any Error) -> Bool { S3Error.isUnavailable(error) }

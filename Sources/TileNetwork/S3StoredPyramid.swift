@@ -1,6 +1,6 @@
 import NIOCore
 public import NIOPosix
-import TileActors
+public import TileActors
 public import TileCore
 
 /// A pyramid published to a bucket (``S3Client/publishStore(at:to:masterVersion:threadPool:)``), read where it lies:
@@ -11,17 +11,22 @@ public import TileCore
 ///
 /// A tile's bytes equal what ``TiledImage/storedJPEGTile(level:column:row:)`` gives for the same TIFF
 /// on a local disk.
-public final class S3StoredPyramid: Sendable {
+public final class S3StoredPyramid: ShelvedPyramid {
     public let client: S3Client
     /// The store read: its manifest and TIFF object.
     public let store: S3Store
-    /// The requests that opening took: the manifest's GET, the TIFF's `HEAD`, and the GETs of the ranges
-    /// of the TIFF read for its directories.
+    /// The requests that opening took: the GETs of the ranges of the TIFF read for its directories, and
+    /// when opened by its location, the manifest's GET and the TIFF's `HEAD` before them.
     public let openingRequests: Int
     let index: TIFFPyramidIndex
 
     /// The pyramid's levels and tiles.
     public var geometry: TileGeometry { index.geometry }
+    /// Whether the TIFF carries a colour profile (its whole JPEG tiles carry it too).
+    public var hasColorProfile: Bool { index.hasColorProfile }
+
+    /// Whether `level`'s stored tiles are JPEG.
+    public func isJPEG(level: Int) -> Bool { index.isJPEG(level: level) }
 
     /// The bytes of the TIFF read at a time while its directories are read (a directory, its tile
     /// tables and its JPEGTables usually lie within one).
@@ -45,13 +50,26 @@ public final class S3StoredPyramid: Sendable {
     ///   ``mostOpeningRanges``, ``S3Error``.
     public static func open(client: S3Client, location: S3Location, threadPool: NIOThreadPool = .singleton) async throws -> S3StoredPyramid? {
         guard let store = try await client.store(at: location) else { return nil }
+        return try await open(client: client, store: store, threadPool: threadPool, requestsBefore: 2)
+    }
+
+    /// Opens `store`, its manifest read already (``S3Client/store(at:)``): its TIFF's directories read
+    /// by ranged GETs, each naming the TIFF's entity tag.
+    /// - Throws: as ``open(client:location:threadPool:)``.
+    public static func open(client: S3Client, store: S3Store, threadPool: NIOThreadPool = .singleton) async throws -> S3StoredPyramid {
+        try await open(client: client, store: store, threadPool: threadPool, requestsBefore: 0)
+    }
+
+    /// - Parameter requestsBefore: the requests that found `store` (counted in ``openingRequests``).
+    private static func open(client: S3Client, store: S3Store, threadPool: NIOThreadPool, requestsBefore: Int) async throws -> S3StoredPyramid {
+        let location = store.location
         let size = store.tiffByteCount
         guard size >= 8 else { throw TileError(.invalidStore, "\(location): its TIFF holds \(size) bytes, less than a TIFF's header") }
         var parts: [(offset: Int, bytes: [UInt8])] = []
-        var (requests, held) = (2, 0)
+        var (requests, held) = (requestsBefore, 0)
         var wanted = 0..<min(size, openingBlock)
         while true {
-            guard requests - 2 < mostOpeningRanges else {
+            guard requests - requestsBefore < mostOpeningRanges else {
                 throw TileError(.tooLarge, "\(location): its TIFF's directories lie in more than \(mostOpeningRanges) places")
             }
             guard !parts.contains(where: { $0.offset <= wanted.lowerBound && wanted.upperBound <= $0.offset + $0.bytes.count }) else {

@@ -21,6 +21,7 @@ extension ImageCatalog {
             switch phase(of: id) {
             case .ready(let image, _): fingerprint = image.version
             case .building(let build): fingerprint = build.fingerprint?.description
+            case .copying(let copy): fingerprint = copy.fingerprint.description
             case .failed(_, let f, _, _), .closed(_, let f): fingerprint = f?.description
             case .unknown, .refused: fingerprint = nil
             }

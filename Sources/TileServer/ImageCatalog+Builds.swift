@@ -102,7 +102,16 @@ extension ImageCatalog {
             return nil
         }
         if let refusal = admission(for: client) { return refusal }
-        if await copyFromShelf(id, source, to: store, for: client) { return nil }
+        switch await copyFromShelf(id, source, to: store, for: client, lock: lock, attempts: attempts) {
+        case .copied, .copying: return nil
+        case .absent: return startBuild(id, source, store: store, lock: lock, attempts: attempts, for: client)
+        }
+    }
+
+    /// Starts `id`'s build from `source` into the cache store `store`, with the cache folder's lock on
+    /// `id` held (the build keeps it until it ends), unless the catalog is shutting down or the builds
+    /// waiting are too many.
+    func startBuild(_ id: String, _ source: SourceFile, store: String, lock: BuildLock, attempts: Int, for client: String?) -> LookupError? {
         guard !isShutDown, !Task.isCancelled else {
             apply(.failed(TileError(.cancelled, "the server is shutting down"), source.fingerprint, attempts: attempts, now: .now), to: id)
             return nil
@@ -258,7 +267,7 @@ extension ImageCatalog {
             let waiting = build.isUpload ? "\(id) is being uploaded; its header has not arrived yet" : "the image is waiting for its turn to be built"
             throw .failed(TileError(.notReady, waiting))
         case .refused: throw .forbidden
-        case .closed, .unknown: throw .failed(TileError(.cancelled, "the build of \(id) was stopped"))
+        case .copying, .closed, .unknown: throw .failed(TileError(.cancelled, "the build of \(id) was stopped"))
         }
     }
 

@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import TileActors
 import TileCore
 
@@ -10,6 +11,8 @@ extension ImageCatalog {
         case unknown
         /// Being built (a master into the cache, or an upload into the folder).
         case building(Build)
+        /// Its store being copied from the shelf, its stored tiles answered from there meanwhile.
+        case copying(Copy)
         /// Served; `storeID` is its cache store's place in the budget (nil: a store of the folder, an upload).
         case ready(Image, storeID: DiskCacheBudget.StoreID?)
         /// A cache store closed to keep the open ones few; the budget may have evicted it since.
@@ -59,6 +62,8 @@ extension ImageCatalog {
         case opened(Image, storeID: DiskCacheBudget.StoreID?)
         /// A build of it started.
         case started(Build)
+        /// A copy of its store from the shelf started.
+        case copying(Copy)
         /// A build or an open of the version `fingerprint` failed, its `attempts`-th time in a row.
         case failed(TileError, SourceFingerprint?, attempts: Int, now: ContinuousClock.Instant)
         /// Its build ended without an image (cancelled, or an upload that failed), or its closed store
@@ -77,6 +82,8 @@ extension ImageCatalog {
         case reopen(DiskCacheBudget.StoreID, SourceFile)
         /// Stop a build (its builder removes its unfinished files).
         case cancel(Build)
+        /// Stop a copy from the shelf (its unfinished files are removed).
+        case cancelCopy(Copy)
         /// Take a cache store out of the budget's accounts (the next build replaces its files).
         case unregister(DiskCacheBudget.StoreID)
         /// Close a cache store (the budget may evict it).
@@ -99,6 +106,8 @@ extension ImageCatalog.Entry {
             case .ready(let image, _) where image.fingerprint == version:
                 return []
             case .building(let build) where build.isUpload || build.fingerprint == version:
+                return []
+            case .copying(let copy) where copy.fingerprint == version:
                 return []
             case .failed(_, version, let at, let attempts) where now - at < retryDelay(attempts):
                 return []
@@ -123,6 +132,8 @@ extension ImageCatalog.Entry {
             (phase, refusalSaid) = (.ready(image, storeID: storeID), nil)
         case .started(let build):
             (phase, refusalSaid) = (.building(build), nil)
+        case .copying(let copy):
+            (phase, refusalSaid) = (.copying(copy), nil)
         case .failed(let error, let fingerprint, let attempts, let now):
             phase = .failed(error, fingerprint, at: now, attempts: attempts)
         case .forgotten:
@@ -141,6 +152,7 @@ extension ImageCatalog.Entry {
         defer { phase = .unknown }
         switch phase {
         case .building(let build): return [.cancel(build)]
+        case .copying(let copy): return [.cancelCopy(copy)]
         case .ready(_, let storeID?), .closed(let storeID, _): return [.unregister(storeID)]
         default: return []
         }
@@ -166,6 +178,9 @@ extension ImageCatalog {
         case (.ready, _): break
         default: forgetReady(id)
         }
+        readyImages.shelved.withLockedValue { shelved in
+            if case .copying(let copy) = entry.phase, let served = copy.served { shelved[id] = served } else { shelved[id] = nil }
+        }
         entries[id] = entry.isEmpty ? nil : entry
         return actions
     }
@@ -183,6 +198,8 @@ extension ImageCatalog {
             case .cancel(let build):
                 build.task?.cancel()
                 await build.builder.cancel()
+            case .cancelCopy(let copy):
+                copy.job?.cancel()
             case .unregister(let storeID):
                 await budget.unregister(storeID)
             case .close(let storeID):

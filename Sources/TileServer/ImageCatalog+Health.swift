@@ -29,7 +29,10 @@ extension ImageCatalog {
     public func health() async -> Health {
         var (running, failed) = (0, 0)
         for entry in entries.values {
-            if case .building = entry.phase { running += 1 }
+            switch entry.phase {
+            case .building, .copying: running += 1
+            default: break
+            }
             if case .failed = entry.phase { failed += 1 }
         }
         let queued = builds.currentCounts.pending

@@ -39,7 +39,7 @@ extension ImageCatalog {
                 return nil
             case .closed(let storeID, let fingerprint):
                 if await reopen(id, storeID, fingerprint) { return nil }
-            case .building: return nil
+            case .building, .copying: return nil
             default: break
             }
             if Task.isCancelled || isShutDown { return .failed(TileError(.cancelled, "the server is shutting down")) }

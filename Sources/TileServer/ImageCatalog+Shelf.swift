@@ -79,6 +79,10 @@ extension ImageCatalog {
         mastersDown?.until = .now
     }
 
+    /// How long a copy from the shelf may take before its bytes count, from now on (for tests:
+    /// ``shelfLookLimit`` by default), then 1 s per ``slowestCopy`` bytes.
+    package func setShelfCopyGrace(_ grace: Duration) { shelfCopyGrace = grace }
+
     /// Copies `id`'s store from ``shelf`` into the cache at `store`, when the shelf holds one built
     /// from this version of `source` (its size, then its FNV-1a fingerprint compared: the master read
     /// once, and checked to be the version `source` names after), and makes it `id`'s ready image:
@@ -86,63 +90,95 @@ extension ImageCatalog {
     /// build it stands for has been admitted (``maximumBuildsPerClient`` counts it for `client`). The
     /// copy's room is reserved in the budget first. A look takes at most ``shelfLookLimit``, a copy as
     /// long as ``slowestCopy`` allows; a shelf that failed is not asked for ``shelfDownInterval``.
-    /// - Returns: false when the shelf has no such store, cannot be asked (its failure logged), or
-    ///   the copy fails or is cancelled: the caller builds the image (unless the catalog is shutting down).
-    func copyFromShelf(_ id: String, _ source: SourceFile, to store: String, for client: String?) async -> Bool {
-        guard let shelf else { return false }
+    ///
+    /// When the shelf opens the store where it lies (``TileActors/StoreShelf/open(_:)``), the copy goes
+    /// on in a job of its own, `id` in ``Phase/copying(_:)`` meanwhile (its stored tiles answered from
+    /// the shelf, ``shelvedImage(_:)``); the build, if the copy fails, starts from there with `lock`.
+    /// - Returns: ``ShelfCopy/absent`` when the shelf has no such store, cannot be asked (its failure
+    ///   logged), or the copy fails or is cancelled: the caller builds the image (unless the catalog is
+    ///   shutting down).
+    func copyFromShelf(_ id: String, _ source: SourceFile, to store: String, for client: String?, lock: BuildLock, attempts: Int) async
+        -> ShelfCopy
+    {
+        guard let shelf else { return .absent }
         if let resting = shelfDownUntil, ContinuousClock.now < resting {  // its watch looks again
             ServerMetrics.recordShelf("copy", outcome: "skipped")
-            return false
+            return .absent
         }
-        if let client { shelfCopies[client, default: 0] += 1 }
-        defer {
-            if let client {
-                shelfCopies[client, default: 1] -= 1
-                if shelfCopies[client] == 0 { shelfCopies[client] = nil }
-            }
-        }
-        shelfCopyCount += 1
-        defer { shelfCopyCount -= 1 }
+        countCopy(for: client, +1)
+        var counted = true
+        defer { if counted { countCopy(for: client, -1) } }
         let outcome = await Result { try await Self.within(Self.shelfLookLimit, "a look at the shelf") { try await shelf.find(id) } }
         noteShelf(outcome)
         let shelved: ShelvedStore
         do {
             guard let found = try outcome.get() else {
                 ServerMetrics.recordShelf("copy", outcome: "absent")
-                return false
+                return .absent
             }
             shelved = found
         } catch {
-            guard !Task.isCancelled, !isShutDown else { return false }
+            guard !Task.isCancelled, !isShutDown else { return .absent }
             ServerMetrics.recordShelf("copy", outcome: "failed")
             logger.warning("the store shelf cannot be asked: building here", metadata: ["id": "\(id)", "shelf": "\(shelf)", "error": "\(error)"])
-            return false
+            return .absent
         }
         guard await isShelved(shelved, builtFrom: source) else {
             ServerMetrics.recordShelf("copy", outcome: "other_version")
-            return false
+            return .absent
         }
         guard let reservation = await budget.reserve(byteCount: shelved.tiffByteCount, path: store) else {
             ServerMetrics.recordShelf("copy", outcome: "over_budget")
-            return false
+            return .absent
         }
-        let limit = Self.shelfLookLimit + .seconds(shelved.tiffByteCount / Self.slowestCopy)
+        let copy = Copy(shelved: shelved, source: source, store: store, reservation: reservation, client: client)
+        let opened = try? await Self.within(Self.shelfLookLimit, "the opening of a shelved store") { try await shelf.open(shelved) }
+        guard let opened = opened ?? nil, !isShutDown, !Task.isCancelled else {
+            return await copied(copy, id, from: shelf) ? .copied : .absent
+        }
+        // Served where it lies until copied: the copy and what follows it in a job of the catalog's own.
+        counted = false
+        copy.served = ShelvedImage(id: id, pyramid: opened, fingerprint: source.fingerprint)
+        apply(.copying(copy), to: id)
+        let held = Confined(copy)
+        copy.job = tasks.spawn { await self.runCopy(held, id, from: shelf, lock: lock, attempts: attempts) }
+        return .copying
+    }
+
+    /// Adds `change` to the copies in progress, and to `client`'s.
+    func countCopy(for client: String?, _ change: Int) {
+        shelfCopyCount += change
+        guard let client else { return }
+        shelfCopies[client, default: 0] += change
+        if shelfCopies[client] == 0 { shelfCopies[client] = nil }
+    }
+
+    /// Copies `copy`'s store into the cache and makes it `id`'s ready image (unless `id` has left
+    /// ``Phase/copying(_:)`` of this copy meanwhile); the copy's reservation leaves the budget.
+    /// - Returns: whether `id` is ready from the copy.
+    func copied(_ copy: Copy, _ id: String, from shelf: any StoreShelf) async -> Bool {
+        let (shelved, store) = (copy.shelved, copy.store)
+        let limit = shelfCopyGrace + .seconds(shelved.tiffByteCount / Self.slowestCopy)
         let copied = await Result {
             try await Self.within(limit, "the copy of \(shelved.tiffByteCount) bytes") { try await shelf.copy(shelved, to: store) }
         }
         if case .failure(let error) = copied {
-            await budget.unregister(reservation)
+            await budget.unregister(copy.reservation)
             guard !Task.isCancelled, !isShutDown else { return false }  // not the shelf's failure
             noteShelf(copied)
             ServerMetrics.recordShelf("copy", outcome: "failed")
             logger.warning("a store of the shelf could not be copied: building here", metadata: ["id": "\(id)", "error": "\(error)"])
             return false
         }
-        let fingerprint = source.fingerprint
+        guard copy.served == nil || isCurrent(copy, id) else {  // put away meanwhile: not its phase to set
+            await budget.unregister(copy.reservation)
+            return false
+        }
+        let fingerprint = copy.source.fingerprint
         await threadPool.blocking { CacheStoreRecord.write(fingerprint, forStore: store) }
         // Registered before the reservation goes: the copy's bytes are counted all along.
-        let reused = await reuse(id, source, store)
-        await budget.unregister(reservation)
+        let reused = await reuse(id, copy.source, store)
+        await budget.unregister(copy.reservation)
         ServerMetrics.recordShelf("copy", outcome: reused ? "copied" : "failed")
         return reused
     }

@@ -53,6 +53,11 @@ extension ImageCatalog {
             summary.state = .ready
             fill(&summary, from: image.pyramid)
             return summary
+        case .copying(let copy):
+            summary.state = .building  // copied from the shelf
+            summary.expectedBytes = copy.shelved.tiffByteCount
+            if let g = copy.served?.pyramid.geometry { (summary.width, summary.height, summary.levelCount) = (g.width, g.height, g.levels.count) }
+            return summary
         case .failed(let error, _, _, _):
             (summary.state, summary.error) = (.failed, error.message)
         case .closed:

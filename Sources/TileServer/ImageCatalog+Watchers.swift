@@ -6,6 +6,8 @@ extension ImageCatalog {
     /// A lock around the ready images (a class: the folder watcher's thread shares it).
     final class ReadyImages: Sendable {
         let entries = NIOLockedValueBox<[String: (image: Image, checked: ContinuousClock.Instant)]>([:])
+        /// The images being copied from the shelf, answered from there meanwhile (``ImageCatalog/shelvedImage(_:)``).
+        let shelved = NIOLockedValueBox<[String: ShelvedImage]>([:])
 
         /// Forgets the image of the folder entry `name` (`photo.jpg`, `kept.tiles`).
         func forget(entry name: String) {

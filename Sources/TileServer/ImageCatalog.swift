@@ -133,6 +133,8 @@ public actor ImageCatalog {
     var shelfNextLook = ContinuousClock.now
     /// Copies from the shelf in progress (counted with the builds waiting).
     var shelfCopyCount = 0
+    /// How long a copy from the shelf may take before its bytes count (``shelfLookLimit``; tests change it).
+    var shelfCopyGrace = shelfLookLimit
     /// Images whose store could not be published on the shelf: published once it answers again.
     var unpublished: Set<String> = []
     /// Copies from the shelf in progress, by the client that asked: counted as its builds.
@@ -151,7 +153,7 @@ public actor ImageCatalog {
     var diskFullAt: ContinuousClock.Instant?
     /// Ready images and when their source was last checked (``readyImage(_:)``), readable from any
     /// thread without a hop to the actor: a copy of the ready entries that ``apply(_:to:)`` keeps.
-    private nonisolated let readyImages = ReadyImages()
+    nonisolated let readyImages = ReadyImages()
     /// The folder's and the cache folder's watchers (``watch(root:cache:readyImages:tasks:budget:changes:)``),
     /// and the changes of the cache folder's entries they report.
     private nonisolated let watchers: [FolderWatcher]
@@ -248,16 +250,11 @@ public actor ImageCatalog {
     ///   while it already has ``maximumBuildsPerClient`` running or waiting; nil: no one in particular.
     /// - Throws: ``LookupError``.
     public func image(_ id: String, for client: String? = nil) async throws(LookupError) -> Image {
-        guard Self.isValidIdentifier(id) else { throw .invalidIdentifier }
-        touch(id)
-        if case .building(let build) = phase(of: id), build.isUpload { return try await header(of: build, id) }
-        if let refusal = await refresh(id, for: client) { throw refusal }
-        switch phase(of: id) {
-        case .ready(let image, _): return image
-        case .building(let build): return try await header(of: build, id)
-        case .failed(let error, _, _, _): throw .failed(error)
-        case .refused: throw .forbidden
-        case .closed, .unknown: throw .notFound
+        switch try await imageOrShelved(id, for: client) {
+        case .image(let image): return image
+        case .shelved:
+            guard case .copying(let copy) = phase(of: id) else { return try await image(id, for: client) }
+            return try await afterCopy(copy, id)
         }
     }
 
@@ -284,8 +281,10 @@ public actor ImageCatalog {
 
     /// Whether `id` is being built now (a JPEG into the cache, or an upload).
     public func isBuilding(_ id: String) -> Bool {
-        if case .building = phase(of: id) { return true }
-        return false
+        switch phase(of: id) {
+        case .building, .copying: return true
+        default: return false
+        }
     }
 
     /// An image's geometry, and the version of its source it describes.
@@ -323,6 +322,9 @@ public actor ImageCatalog {
         if case .building(let build) = phase(of: id), !build.isUpload {
             return Outline(geometry: try await image(id).pyramid.geometry, fingerprint: build.fingerprint)
         }
+        if case .copying(let copy) = phase(of: id), let served = copy.served {
+            return Outline(geometry: served.pyramid.geometry, fingerprint: copy.fingerprint)
+        }
         let image = try await image(id)
         return Outline(geometry: image.pyramid.geometry, fingerprint: image.fingerprint)
     }
@@ -330,7 +332,7 @@ public actor ImageCatalog {
     /// Looks at the file behind `id` and brings its state up to date, once for all concurrent callers
     /// (a build it starts is counted as the first caller's, `client`).
     /// - Returns: why no image can be had now (too many builds waiting), or nil.
-    private func refresh(_ id: String, for client: String? = nil) async -> LookupError? {
+    func refresh(_ id: String, for client: String? = nil) async -> LookupError? {
         if let pending = entries[id]?.check { return await pending.value }
         // A job of its own, not the caller's task: a request that goes away does not cancel the
         // lookup the others share (nor a build it starts).

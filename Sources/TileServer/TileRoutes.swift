@@ -225,13 +225,9 @@ public struct TileRoutes: Sendable {
         let target: TileService.Target
         do throws(TileError) { target = try address.target() } catch { return Self.failure(error, link: link) }
         let image: ImageCatalog.Image
-        if let ready = catalog.readyImage(address.id) {
-            image = ready
-        } else {
-            guard let id = Self.identifier(address.id) else { return Self.notAnIdentifier }
-            do throws(ImageCatalog.LookupError) { image = try await catalog.image(id, for: client?.address) } catch {
-                return Self.refusal(error, id: id)
-            }
+        switch await lookUp(address, target: target, request: request, client: client?.address) {
+        case .image(let found): image = found
+        case .answer(let response): return response
         }
         do {
             guard let resolved = try service.resolve(target, of: image.pyramid) else {

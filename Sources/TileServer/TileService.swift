@@ -101,7 +101,11 @@ public final class TileService: Sendable {
     /// have.
     /// - Throws: the request's errors (``TileCore/TileError/Code/invalidArgument``, `.unsupported`, `.tooLarge`).
     public func resolve(_ target: Target, of image: TiledImage) throws(TileError) -> ImageRequest.Resolved? {
-        let layout = image.geometry.layout
+        try resolve(target, layout: image.geometry.layout)
+    }
+
+    /// The request of `target` resolved against a pyramid laid out as `layout` (``resolve(_:of:)``).
+    func resolve(_ target: Target, layout: PyramidLayout) throws(TileError) -> ImageRequest.Resolved? {
         switch target {
         case .iiif(let request):
             return try request.resolve(width: layout.width, height: layout.height, limits: limits)

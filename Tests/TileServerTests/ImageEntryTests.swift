@@ -30,6 +30,7 @@ struct ImageEntryTests {
             case .open(let source, let attempts): "open \(source.fingerprint.sampleHash) after \(attempts)"
             case .reopen(_, let source): "reopen for \(source.fingerprint.sampleHash)"
             case .cancel: "cancel the build"
+            case .cancelCopy: "cancel the copy"
             case .unregister: "unregister the store"
             case .close: "close the store"
             case .logRefusal(let error): "log \(error.message)"
@@ -41,6 +42,7 @@ struct ImageEntryTests {
         switch entry.phase {
         case .unknown: "unknown"
         case .building: "building"
+        case .copying: "copying"
         case .ready: "ready"
         case .closed: "closed"
         case .failed(_, _, _, let attempts): "failed \(attempts)"
@@ -165,6 +167,32 @@ struct ImageEntryTests {
         // An ended build (cancelled, a failed upload) leaves nothing to put away; the version seen stays.
         #expect(Self.describe(upload.apply(.forgotten, retryDelay: Self.retryDelay)).isEmpty)
         #expect(Self.phaseName(upload) == "unknown" && upload.seen == Self.v2 && !upload.isEmpty)
+    }
+
+    @Test("a copy from the shelf of the version found goes on; of another version it is cancelled before the new one opens; a file gone cancels it")
+    func copies() async throws {
+        let folder = try Inputs.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let budget = DiskCacheBudget(totalByteBudget: 1 << 30, folder: folder.path)
+        func copy(of version: SourceFingerprint) async throws -> ImageCatalog.Copy {
+            let shelved = ShelvedStore(
+                id: "photo", manifest: Data(), tiffByteCount: 100, tiffLocation: "photo.tiles/pyramid.tif", tiffVersion: "\"1\"",
+                sourceByteCount: nil, sourceFingerprint: "")
+            let reservation = try #require(await budget.reserve(byteCount: 100, path: "\(folder.path)/photo.tiles"))
+            return ImageCatalog.Copy(
+                shelved: shelved, source: Self.master(version), store: "\(folder.path)/photo.tiles", reservation: reservation, client: nil)
+        }
+        var entry = Entry()
+        #expect(Self.describe(entry.apply(.copying(try await copy(of: Self.v1)), retryDelay: Self.retryDelay)).isEmpty)
+        #expect(Self.phaseName(entry) == "copying")
+        #expect(Self.describe(entry.apply(.found(Self.master(Self.v1), now: .now), retryDelay: Self.retryDelay)).isEmpty)
+        #expect(Self.phaseName(entry) == "copying")
+        #expect(
+            Self.describe(entry.apply(.found(Self.master(Self.v2), now: .now), retryDelay: Self.retryDelay)) == ["cancel the copy", "open 2 after 0"])
+        #expect(Self.phaseName(entry) == "unknown")
+        _ = entry.apply(.copying(try await copy(of: Self.v2)), retryDelay: Self.retryDelay)
+        #expect(Self.describe(entry.apply(.gone, retryDelay: Self.retryDelay)) == ["cancel the copy"])
+        #expect(Self.phaseName(entry) == "unknown" && entry.seen == nil)
     }
 
     @Test("a catalog keeps nothing of identifiers with no image, nor of an image whose file went, and its fast path forgets it")

@@ -33,6 +33,10 @@ package final class TIFFPyramidIndex: Sendable {
         }
     }
 
+    /// Whether the TIFF carries a colour profile (an ICC profile its whole JPEG tiles carry too), as
+    /// ``TiledImage/colorProfile`` says of the same store on a disk.
+    package var hasColorProfile: Bool { source.colorProfile != nil }
+
     /// Whether `level`'s tiles are JPEG: their stored bytes are sent made whole
     /// (``completeJPEG(level:column:row:stored:)``).
     package func isJPEG(level: Int) -> Bool { geometry.levels.indices.contains(level) && source.isJPEG(level: level) }
