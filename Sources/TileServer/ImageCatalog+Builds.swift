@@ -155,13 +155,19 @@ extension ImageCatalog {
     }
 
     /// Opens the cache store of `source` and makes it `id`'s ready image, when it was built from this version.
-    func reuse(_ id: String, _ source: SourceFile, _ store: String) async -> Bool {
+    /// - Parameter copy: the copy from the shelf that wrote the store, when it ran in a job of its own:
+    ///   nothing is opened unless `id` is still in its ``Phase/copying(_:)`` then.
+    func reuse(_ id: String, _ source: SourceFile, _ store: String, copiedBy copy: Copy? = nil) async -> Bool {
         storesOpened += 1
         let reused = try? await threadPool.blocking { () throws(TileError) -> TiledImage? in
             CacheStoreRecord.isStore(store, builtFrom: source) ? try TiledImage.open(store: store) : nil
         }
         guard let pyramid = reused ?? nil else { return false }
         let storeID = await budget.register(image: pyramid, path: store)
+        if let copy, !isCurrent(copy, id) || Task.isCancelled {  // put away meanwhile: not its phase to set
+            await budget.unregister(storeID)
+            return false
+        }
         apply(.opened(Image(id: id, pyramid: pyramid, fingerprint: source.fingerprint), storeID: storeID), to: id)
         await closeLeastRecentlyUsed()
         return true

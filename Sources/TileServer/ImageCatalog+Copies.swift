@@ -45,9 +45,13 @@ extension ImageCatalog {
         public let lastModified: String
         /// The entity tag of its stored tiles (the request's variant not added yet), as ``Image``'s.
         let storedEntityTag: EntityTag
+        /// The version its answers are cached under: the source's and the shelved TIFF's, which only
+        /// this copy's answers have (a store built here instead, from other settings, answers anew).
+        let cacheVersion: String
 
-        init(id: String, pyramid: any ShelvedPyramid, fingerprint: SourceFingerprint) {
+        init(id: String, pyramid: any ShelvedPyramid, fingerprint: SourceFingerprint, tiffVersion: String) {
             (self.id, self.pyramid, version) = (id, pyramid, fingerprint.description)
+            cacheVersion = "\(version) \(tiffVersion)"
             lastModified = HTTPDate.string(nanosecondsSinceEpoch: fingerprint.identity.lastChangeTime)
             storedEntityTag = EntityTag(version: version, made: "stored", profile: pyramid.hasColorProfile)
         }
@@ -78,18 +82,19 @@ extension ImageCatalog {
         countCopy(for: copy.client, -1)
         guard !copied, isCurrent(copy, id) else { return }
         apply(.forgotten, to: id)
-        if let refusal = startBuild(id, copy.source, store: copy.store, lock: lock, attempts: attempts, for: nil), case .failed(let error) = refusal {
-            setFailed(id, error, copy.fingerprint, attempts: attempts + 1)
-        } else if case .unknown = phase(of: id) {
-            setFailed(id, TileError(.notReady, "too many images are waiting to be built"), copy.fingerprint, attempts: attempts)
-        }
+        // Too many builds waiting: none started, the next request tries again (its waiters are told 503).
+        _ = startBuild(id, copy.source, store: copy.store, lock: lock, attempts: attempts, for: copy.client)
     }
 
-    /// The image being copied from the shelf named `id`, answered from there meanwhile, without waiting
-    /// for the actor: nil when there is none.
+    /// The image being copied from the shelf named `id`, answered from there meanwhile, when its source
+    /// was checked within the last ``sourceRecheckInterval``, without waiting for the actor (as
+    /// ``readyImage(_:)``): nil otherwise (ask ``imageOrShelved(_:for:)``).
     public nonisolated func shelvedImage(_ id: some StringProtocol) -> ShelvedImage? {
         let key = id.contains("%") ? TileAddress.percentDecoded(id) ?? String(id) : String(id)
-        return readyImages.shelved.withLockedValue { $0[key] }
+        return readyImages.shelved.withLockedValue { shelved in
+            guard let entry = shelved[key], ContinuousClock.now - entry.checked < sourceRecheckInterval else { return nil }
+            return entry.image
+        }
     }
 
     /// The image named `id` (``image(_:for:)``), or, while its store is being copied from the shelf,

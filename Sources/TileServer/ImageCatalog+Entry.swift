@@ -82,7 +82,7 @@ extension ImageCatalog {
         case reopen(DiskCacheBudget.StoreID, SourceFile)
         /// Stop a build (its builder removes its unfinished files).
         case cancel(Build)
-        /// Stop a copy from the shelf (its unfinished files are removed).
+        /// Stop a copy from the shelf and wait for it (its unfinished files are removed).
         case cancelCopy(Copy)
         /// Take a cache store out of the budget's accounts (the next build replaces its files).
         case unregister(DiskCacheBudget.StoreID)
@@ -178,8 +178,8 @@ extension ImageCatalog {
         case (.ready, _): break
         default: forgetReady(id)
         }
-        readyImages.shelved.withLockedValue { shelved in
-            if case .copying(let copy) = entry.phase, let served = copy.served { shelved[id] = served } else { shelved[id] = nil }
+        readyImages.shelved.withLockedValue { shelved in  // looked at now, as a ready image
+            if case .copying(let copy) = entry.phase, let served = copy.served { shelved[id] = (served, .now) } else { shelved[id] = nil }
         }
         entries[id] = entry.isEmpty ? nil : entry
         return actions
@@ -200,6 +200,7 @@ extension ImageCatalog {
                 await build.builder.cancel()
             case .cancelCopy(let copy):
                 copy.job?.cancel()
+                await copy.job?.value  // its files removed, its lock released: nothing writes the store after
             case .unregister(let storeID):
                 await budget.unregister(storeID)
             case .close(let storeID):

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 public import ServiceLifecycle
 import TileActors
 import TileCore
@@ -20,15 +21,19 @@ extension ImageCatalog: Service {
         }
     }
 
-    /// Cancels every build still running (JPEGs built into the cache, uploads) and waits for them to
-    /// end; a cancelled build removes its unfinished files. No build starts afterwards.
+    /// Cancels every build still running (JPEGs built into the cache, uploads) and copy from the shelf,
+    /// and waits for them to end; a cancelled build or copy removes its unfinished files. No build starts afterwards.
     public func shutDown() async {
         isShutDown = true
         var running: [(builder: ImageBuilder, feed: TaskNursery.Handle<Void>?, watcher: TaskNursery.Handle<Void>?)] = []
+        var copies: [TaskNursery.Handle<Void>] = []
         for (id, entry) in entries {
             forgetReady(id)
             if case .building(let build) = entry.phase { running.append((build.builder, build.task, build.watcher)) }
+            if case .copying(let copy) = entry.phase, let job = copy.job { copies.append(job) }
         }
+        readyImages.shelved.withLockedValue { $0 = [:] }
+        for copy in copies { copy.cancel() }
         for build in running {
             build.feed?.cancel()
             await build.builder.cancel()
@@ -37,5 +42,6 @@ extension ImageCatalog: Service {
             await build.feed?.value
             await build.watcher?.value
         }
+        for copy in copies { await copy.value }
     }
 }

@@ -133,15 +133,22 @@ extension ImageCatalog {
         }
         let copy = Copy(shelved: shelved, source: source, store: store, reservation: reservation, client: client)
         let opened = try? await Self.within(Self.shelfLookLimit, "the opening of a shelved store") { try await shelf.open(shelved) }
-        guard let opened = opened ?? nil, !isShutDown, !Task.isCancelled else {
-            return await copied(copy, id, from: shelf) ? .copied : .absent
+        guard !isShutDown, !Task.isCancelled else {
+            await budget.unregister(reservation)
+            return .absent
         }
+        guard let opened = opened ?? nil else { return await copied(copy, id, from: shelf) ? .copied : .absent }
         // Served where it lies until copied: the copy and what follows it in a job of the catalog's own.
         counted = false
-        copy.served = ShelvedImage(id: id, pyramid: opened, fingerprint: source.fingerprint)
+        copy.served = ShelvedImage(id: id, pyramid: opened, fingerprint: source.fingerprint, tiffVersion: shelved.tiffVersion)
         apply(.copying(copy), to: id)
         let held = Confined(copy)
         copy.job = tasks.spawn { await self.runCopy(held, id, from: shelf, lock: lock, attempts: attempts) }
+        if copy.job?.wasAbandoned == true {  // never run: the catalog is shutting down
+            countCopy(for: client, -1)
+            await budget.unregister(reservation)
+            apply(.forgotten, to: id)
+        }
         return .copying
     }
 
@@ -177,7 +184,7 @@ extension ImageCatalog {
         let fingerprint = copy.source.fingerprint
         await threadPool.blocking { CacheStoreRecord.write(fingerprint, forStore: store) }
         // Registered before the reservation goes: the copy's bytes are counted all along.
-        let reused = await reuse(id, copy.source, store)
+        let reused = await reuse(id, copy.source, store, copiedBy: copy.served == nil ? nil : copy)
         await budget.unregister(copy.reservation)
         ServerMetrics.recordShelf("copy", outcome: reused ? "copied" : "failed")
         return reused

@@ -6,13 +6,15 @@ extension ImageCatalog {
     /// A lock around the ready images (a class: the folder watcher's thread shares it).
     final class ReadyImages: Sendable {
         let entries = NIOLockedValueBox<[String: (image: Image, checked: ContinuousClock.Instant)]>([:])
-        /// The images being copied from the shelf, answered from there meanwhile (``ImageCatalog/shelvedImage(_:)``).
-        let shelved = NIOLockedValueBox<[String: ShelvedImage]>([:])
+        /// The images being copied from the shelf, answered from there meanwhile (``ImageCatalog/shelvedImage(_:)``),
+        /// and when their source was last checked.
+        let shelved = NIOLockedValueBox<[String: (image: ShelvedImage, checked: ContinuousClock.Instant)]>([:])
 
         /// Forgets the image of the folder entry `name` (`photo.jpg`, `kept.tiles`).
         func forget(entry name: String) {
             let id = (name as NSString).deletingPathExtension
             _ = entries.withLockedValue { $0.removeValue(forKey: id) }
+            _ = shelved.withLockedValue { $0.removeValue(forKey: id) }
         }
     }
 

@@ -12,6 +12,8 @@ final class TaskNursery: Sendable {
     /// A spawned job: cancel it, or wait for what it returns.
     struct Handle<Value: Sendable>: Sendable {
         fileprivate let job: Job<Value>
+        /// Whether the job was spawned as a run ended: it never runs (its value is the `ifNotRun` given).
+        let wasAbandoned: Bool
 
         /// Cancels the job's task (as `Task.cancel()` would): it ends at its next check.
         func cancel() { job.cancel() }
@@ -63,7 +65,7 @@ final class TaskNursery: Sendable {
             return true
         }
         if !taken { job.abandon() }
-        return Handle(job: job)
+        return Handle(job: job, wasAbandoned: !taken)
     }
 
     /// Runs `operation` as a child of the nursery's group.

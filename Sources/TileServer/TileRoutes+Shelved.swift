@@ -39,10 +39,10 @@ extension TileRoutes {
 
 extension TileService {
     /// The answer to `target` of an image being copied from the shelf, when it is a whole stored JPEG
-    /// tile: its bytes read from the shelf (one ranged read), with the entity tag, dates and fields the
-    /// same request gets once the copy is done; kept in the cache under `path` (a tile asked for
-    /// again is not read from the shelf again). Nil for anything else, or when the read fails: the
-    /// request waits for the copy.
+    /// tile: its bytes read from the shelf (one ranged read, at most ``ImageCatalog/shelfLookLimit``),
+    /// with the entity tag, dates and fields the same request gets once the copy is done; kept in the
+    /// cache under `path` while the copy runs (a tile asked for again is not read from the shelf again).
+    /// Nil for anything else, or when the read fails: the request waits for the copy.
     func shelvedTile(_ target: Target, of shelved: ImageCatalog.ShelvedImage, path: String, variant: String, link: String?) async
         -> EncodedImage?
     {
@@ -52,9 +52,13 @@ extension TileService {
             tile.level < pyramid.geometry.levels.count, pyramid.isJPEG(level: tile.level),
             layout.pixelSize(of: tile) == (layout.tileSize, layout.tileSize)
         else { return nil }
+        if let cached = cache.image(for: path), cached.version == shelved.cacheVersion { return cached }
         let bytes: [UInt8]
         do {
-            guard let read = try await pyramid.storedJPEGTile(level: tile.level, column: tile.column, row: tile.row) else { return nil }
+            let read = try await ImageCatalog.within(ImageCatalog.shelfLookLimit, "a tile's read from the shelf") {
+                try await pyramid.storedJPEGTile(level: tile.level, column: tile.column, row: tile.row)
+            }
+            guard let read else { return nil }
             bytes = read
         } catch {
             ServerMetrics.recordShelf("tile", outcome: "failed")
@@ -66,7 +70,7 @@ extension TileService {
         tag.combine(variant.utf8)
         let head = ImageHead(
             mediaType: resolved.format.mediaType, link: link, entityTag: tag, lastModified: shelved.lastModified, cacheControl: imageCacheControl)
-        let encoded = EncodedImage(body: ByteBuffer(bytes: bytes), head: head, id: shelved.id, version: shelved.version)
+        let encoded = EncodedImage(body: ByteBuffer(bytes: bytes), head: head, id: shelved.id, version: shelved.cacheVersion)
         cache.insert(encoded, for: path)
         return encoded
     }

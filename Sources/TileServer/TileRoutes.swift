@@ -243,9 +243,7 @@ public struct TileRoutes: Sendable {
         } catch {
             // The build's own failure (its master no image): as a failed lookup answers it; a store's
             // (a damaged file in the cache) is the server's.
-            if image.pyramid.hasFailed, let failure = error as? TileError {
-                return Self.refusal(ImageCatalog.LookupError.failed(failure), id: image.id)
-            }
+            if image.pyramid.hasFailed { return Self.refusal(ImageCatalog.LookupError.failed(error), id: image.id) }
             return Self.failure(error, link: link)
         }
     }
