@@ -50,7 +50,7 @@ struct Benchmarks: AsyncParsableCommand {
         let names = Set(
             Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name) + LoadScenarios.names + [
                 "tiff-compare", "serve-tiff", MasterScenarios.name, BusyServeScenario.name, AttackScenario.name, FormatScenarios.name,
-                CollectionScenario.name
+                CollectionScenario.name, BucketScenario.name
             ])
         for name in selected ?? [] where !names.contains(name) {
             throw ValidationError("no scenario named '\(name)' (BENCHMARKS.md lists them).")
@@ -152,6 +152,11 @@ struct Benchmarks: AsyncParsableCommand {
         if !json && selected?.contains(AttackScenario.name) == true {
             print("serve-attack: renders abandoned by 24 connections beside a victim (tiler serve over \(input)), bombs, a PNG past the budget")
             for line in try AttackScenario.run(input: input, runs: min(runs, 3)) { print("  " + line) }
+        }
+        // Tiles of a store in a bucket, beside the same ranged GETs: only when named.
+        if !json && selected?.contains(BucketScenario.name) == true {
+            print("serve-bucket: tiles of \(input)'s store in a bucket on loopback (OpenStack Swift), served and fetched plainly")
+            for line in try await BucketScenario.run(input: input, runs: runs) { print("  " + line) }
         }
         // Masters in other formats, made from the input, beside vips: only when named.
         if !json && selected?.contains(MasterScenarios.name) == true {

@@ -14,13 +14,14 @@ struct ChildProcess {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
-    static func run(_ executable: String, _ arguments: [String]) throws -> ChildProcess {
+    /// - Parameter output: where its standard output goes.
+    static func run(_ executable: String, _ arguments: [String], output: String = "/dev/null") throws -> ChildProcess {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         var pid: pid_t = 0
         let clock = ContinuousClock()
         let start = clock.now

@@ -130,6 +130,10 @@ extension TiledImage {
         let column: Int
         let row: Int
         let tile: (descriptor: Int32, offset: Int, length: Int)
+
+        /// Where the tile's stored bytes lie in the store's TIFF (the bytes a ranged read of a copy of
+        /// the file gets, before they are made a whole JPEG).
+        public var storedRange: Range<Int> { tile.offset..<(tile.offset + tile.length) }
     }
 
     /// Where ``storedJPEGTile(level:column:row:)``'s tile lies and its JPEG's byte count, without
