@@ -146,8 +146,9 @@ extension ImageCatalog {
         copy.job = tasks.spawn { await self.runCopy(held, id, from: shelf, lock: lock, attempts: attempts) }
         if copy.job?.wasAbandoned == true {  // never run: the catalog is shutting down
             countCopy(for: client, -1)
+            let stopped = TileError(.cancelled, "the server is shutting down")
+            if isCurrent(copy, id) { apply(.failed(stopped, source.fingerprint, attempts: attempts, now: .now), to: id) }
             await budget.unregister(reservation)
-            apply(.forgotten, to: id)
         }
         return .copying
     }
@@ -179,6 +180,7 @@ extension ImageCatalog {
         }
         guard copy.served == nil || isCurrent(copy, id) else {  // put away meanwhile: not its phase to set
             await budget.unregister(copy.reservation)
+            ServerMetrics.recordShelf("copy", outcome: "stopped")
             return false
         }
         let fingerprint = copy.source.fingerprint
@@ -186,7 +188,8 @@ extension ImageCatalog {
         // Registered before the reservation goes: the copy's bytes are counted all along.
         let reused = await reuse(id, copy.source, store, copiedBy: copy.served == nil ? nil : copy)
         await budget.unregister(copy.reservation)
-        ServerMetrics.recordShelf("copy", outcome: reused ? "copied" : "failed")
+        let stopped = copy.served != nil && !isCurrent(copy, id) && !reused
+        ServerMetrics.recordShelf("copy", outcome: reused ? "copied" : stopped ? "stopped" : "failed")
         return reused
     }
 
