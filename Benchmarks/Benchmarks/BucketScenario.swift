@@ -83,7 +83,8 @@ enum BucketScenario {
             let (tilerServer, base) = try CLIServeScenario.start(
                 tiler, images: "\(folder)/masters", cache: "\(folder)/cache-\(run)", log: "\(folder)/serve-\(run).log",
                 options: ["--store", "s3://bench/stores/"])
-            try served.joined(separator: "next\n").replacingOccurrences(of: "BASE", with: base).write(toFile: "\(folder)/served.cfg", atomically: false, encoding: .utf8)
+            try served.joined(separator: "next\n").replacingOccurrences(of: "BASE", with: base).write(
+                toFile: "\(folder)/served.cfg", atomically: false, encoding: .utf8)
             let cold = try fetch(curl, config: "\(folder)/served.cfg", expected: 200)
             fromBucket.append(try tilesRead(curl, base: base, folder: folder))
             let warm = try fetch(curl, config: "\(folder)/served.cfg", expected: 200)
@@ -96,7 +97,8 @@ enum BucketScenario {
         func list(_ times: [Double]) -> String { times.map { String(format: "%.3f", $0) }.joined(separator: ", ") }
         return [
             String(
-                format: "bucket-plain        %7.3f s  %d ranged GETs of the TIFF object (%d bytes), %d at a time (curl; runs %@)", plainTime, tileCount,
+                format: "bucket-plain        %7.3f s  %d ranged GETs of the TIFF object (%d bytes), %d at a time (curl; runs %@)", plainTime,
+                tileCount,
                 plainBytes, concurrency, list(plainTimes)),
             String(
                 format:
