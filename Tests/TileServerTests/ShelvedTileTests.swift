@@ -164,5 +164,7 @@ struct ShelvedTileTests {
             }
             #expect(await third.buildsStarted == 1)
         }
+        failing.openGate()
+        try await pool.shutdownGracefully()  // its threads' queue is not left behind (LeakSanitizer)
     }
 }

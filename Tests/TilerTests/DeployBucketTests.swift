@@ -28,6 +28,12 @@ struct DeployBucketTests {
                 endpoint: store.endpoint, region: store.region,
                 credentials: S3Credentials(accessKeyID: store.accessKey, secretAccessKey: store.secretKey)))
         try await client.createBucket(name)
+        // The store may answer NoSuchBucket just after the bucket's creation (seen once): its listing
+        // answered is the state waited for, not a time.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while (try? await client.list(bucket: name, maximum: 1)) == nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         return client
     }
 
