@@ -63,6 +63,12 @@ extension ImageCatalog {
         case shelved(ShelvedImage)
     }
 
+    /// `id` as the catalog's fast paths key it, as written in a URL too (`maps%2Fberlin`): no identifier
+    /// holds a `%`.
+    nonisolated static func key(_ id: some StringProtocol) -> String {
+        id.contains("%") ? TileAddress.percentDecoded(id) ?? String(id) : String(id)
+    }
+
     /// Whether `id` is in ``Phase/copying(_:)`` of `copy`.
     func isCurrent(_ copy: Copy, _ id: String) -> Bool {
         if case .copying(let current) = phase(of: id), current === copy { return true }
@@ -90,7 +96,7 @@ extension ImageCatalog {
     /// was checked within the last ``sourceRecheckInterval``, without waiting for the actor (as
     /// ``readyImage(_:)``): nil otherwise (ask ``imageOrShelved(_:for:)``).
     public nonisolated func shelvedImage(_ id: some StringProtocol) -> ShelvedImage? {
-        let key = id.contains("%") ? TileAddress.percentDecoded(id) ?? String(id) : String(id)
+        let key = Self.key(id)
         return readyImages.shelved.withLockedValue { shelved in
             guard let entry = shelved[key], ContinuousClock.now - entry.checked < sourceRecheckInterval else { return nil }
             return entry.image

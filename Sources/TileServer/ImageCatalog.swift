@@ -262,8 +262,7 @@ public actor ImageCatalog {
     /// ``sourceRecheckInterval``, without waiting for the actor: the path of a warm server's requests.
     /// Nil otherwise: ask ``image(_:)``.
     public nonisolated func readyImage(_ id: some StringProtocol) -> Image? {
-        // As written in a URL too (`maps%2Fberlin`): no identifier holds a `%`.
-        let key = id.contains("%") ? TileAddress.percentDecoded(id) ?? String(id) : String(id)
+        let key = Self.key(id)
         return readyImages.entries.withLockedValue { ready in
             guard let entry = ready[key], ContinuousClock.now - entry.checked < sourceRecheckInterval else { return nil }
             return entry.image

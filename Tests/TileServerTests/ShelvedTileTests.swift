@@ -50,6 +50,12 @@ final class GatedShelf: StoreShelf {
         add("copied")
     }
 
+    /// Waits until a copy has reached the gate (the catalog's copy job runs beside the requests).
+    func waitForCopy() async throws {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while count("copy waiting") == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+    }
+
     /// Lets the copies waiting, and all later ones, go on.
     func openGate() {
         let waiting = gate.withLockedValue { gate in
@@ -123,6 +129,7 @@ struct ShelvedTileTests {
             #expect(info.status == 200 && String(decoding: info.body, as: UTF8.self) == rebased)
             #expect(info.headers["last-modified"] == expectedInfo.headers["last-modified"])
             // All of it while the copy waited: the store opened where it lies, nothing copied, nothing built.
+            try await gated.waitForCopy()
             #expect(gated.count("opened") == 1 && gated.count("copy waiting") == 1 && gated.count("copied") == 0)
             #expect(await second.buildsStarted == 0)
             #expect(try await second.summary("photo").state == .building)
@@ -156,6 +163,7 @@ struct ShelvedTileTests {
         try await TileServerTests.withServer(TileServer(service: TileService(catalog: third))) { base, http in
             let path = stored[1]
             let reply = try await TileServerTests.get(http, "\(base)/\(path)")
+            try await failing.waitForCopy()
             #expect(reply.status == 200 && reply.body == reference[path]?.body && failing.count("copy waiting") == 1)
             failing.openGate()
             for path in waiting + stored {
