@@ -88,10 +88,12 @@ struct ShelvedTileTests {
 
         // The first server builds and publishes; the second's cache is empty, its copies held at the gate.
         let counting = CountingShelf(S3StoreShelf(client: client, prefix: prefix, threadPool: pool))
-        let first = try ImageCatalog(root: "\(folder)/masters", cache: "\(folder)/first", threadPool: pool, shelf: counting)
+        let first = try ImageCatalog(
+            root: "\(folder)/masters", cache: "\(folder)/first", headerWaitLimit: .seconds(120), threadPool: pool, shelf: counting)
         let gated = GatedShelf(S3StoreShelf(client: client, prefix: prefix, threadPool: pool))
         defer { gated.openGate() }
-        let second = try ImageCatalog(root: "\(folder)/masters", cache: "\(folder)/second", threadPool: pool, shelf: gated)
+        let second = try ImageCatalog(
+            root: "\(folder)/masters", cache: "\(folder)/second", headerWaitLimit: .seconds(120), threadPool: pool, shelf: gated)
         await second.setShelfCopyGrace(.seconds(600))  // the gate's wait is not the bucket's slowness
 
         // Whole tiles of levels 0 (DeepZoom 12) and 1, through DeepZoom and IIIF (3.0 and 2.1); edge tiles
@@ -158,7 +160,8 @@ struct ShelvedTileTests {
         // A copy that fails once let go: the image is built here, and answers the same.
         let failing = GatedShelf(S3StoreShelf(client: client, prefix: prefix, threadPool: pool), failsCopies: true)
         defer { failing.openGate() }
-        let third = try ImageCatalog(root: "\(folder)/masters", cache: "\(folder)/third", threadPool: pool, shelf: failing)
+        let third = try ImageCatalog(
+            root: "\(folder)/masters", cache: "\(folder)/third", headerWaitLimit: .seconds(120), threadPool: pool, shelf: failing)
         await third.setShelfCopyGrace(.seconds(600))
         try await TileServerTests.withServer(TileServer(service: TileService(catalog: third))) { base, http in
             let path = stored[1]

@@ -97,7 +97,10 @@ struct StoreShelfTests {
         let prefix = try #require(S3Location("s3://shelf/stores/"))
         func catalog(_ name: String, root: String = "\(folder)/masters") throws -> (ImageCatalog, CountingShelf, Task<Void, Never>) {
             let shelf = CountingShelf(S3StoreShelf(client: client, prefix: prefix, threadPool: pool))
-            let catalog = try ImageCatalog(root: root, cache: "\(folder)/\(name)", threadPool: pool, shelf: shelf)
+            // A lookup waits for its build's header as long as the test's own waits: under a sanitizer and the
+            // other suites' load, the default 20 s has passed before a build's turn came.
+            let catalog = try ImageCatalog(
+                root: root, cache: "\(folder)/\(name)", headerWaitLimit: .seconds(120), threadPool: pool, shelf: shelf)
             return (catalog, shelf, catalog.started())
         }
 
