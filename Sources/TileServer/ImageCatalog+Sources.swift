@@ -239,6 +239,15 @@ extension ImageCatalog {
         public var metadata: [IIIFManifest.Entry]
         /// The master file, as a download would send it (``master(of:)``); nil for a store folder.
         public var master: Master?
+        /// The master's version these were read from; nil when no master was found.
+        var fingerprint: SourceFingerprint? = nil
+
+        /// What a document describing the whole master says of it without a build: the first page's
+        /// geometry and the master's version. Nil unless the master is a book (``pages``).
+        var bookOutline: Outline? {
+            guard let first = pages?.first, let fingerprint else { return nil }
+            return Outline(geometry: first.geometry, fingerprint: fingerprint)
+        }
     }
 
     /// A master file in the folder, as sent for download: its name there (`{name}.{suffix}`, the last
@@ -276,7 +285,8 @@ extension ImageCatalog {
                 pages: SourceFile.pages(of: source, id: id), metadata: IIIFManifest.metadata(exif: exif), master: Master(id: id, source: source))
             return (source.fingerprint, presentation)
         }
-        guard let (fingerprint, presentation) = found ?? nil else { return Presentation(pages: nil, metadata: [], master: nil) }
+        guard var (fingerprint, presentation) = found ?? nil else { return Presentation(pages: nil, metadata: [], master: nil) }
+        presentation.fingerprint = fingerprint
         if presentations.count >= Self.mostPresentations, presentations[id] == nil { presentations.remove(at: presentations.startIndex) }
         presentations[id] = (fingerprint, presentation)
         return presentation

@@ -142,10 +142,18 @@ public struct TileRoutes: Sendable {
     /// (`book`, `book~2`, ...); cached and revalidated as its info.json is.
     func manifest(id encoded: String, version: IIIFVersion, base: String, request: Request, client: String? = nil) async -> Response {
         guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
-        let outline: ImageCatalog.Outline
-        do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch { return Self.refusal(error, id: id) }
-        // A multi-page TIFF master: a canvas a page, each its page identifier's service.
+        // A multi-page TIFF master: a canvas a page, each its page identifier's service, all read from
+        // its directories; its first page is not built for it (a viewer of `book~2` asks for `book`'s
+        // manifest). Any other image: its outline (a build started, as its info.json would).
         let presentation = await catalog.presentation(of: id)
+        let outline: ImageCatalog.Outline
+        if let book = presentation.bookOutline {
+            outline = book
+        } else {
+            do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch {
+                return Self.refusal(error, id: id)
+            }
+        }
         let found = presentation.pages ?? [(id, outline.geometry)]
         let canvases = found.map { page in
             let number = ImageCatalog.page(of: page.id).map { $0.page + 1 } ?? 1

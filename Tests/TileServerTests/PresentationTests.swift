@@ -242,7 +242,8 @@ struct PresentationTests {
     /// A multi-page TIFF master (issue 40, point 3): its manifest is a canvas a page, in order, each
     /// painted by the page's own service (`book`, `book~2`, `book~3`), each page its own pixels;
     /// page identifiers that name no page are 404, those not written canonically 400; the collection
-    /// lists the book once.
+    /// lists the book once. The book's manifest is read from its directories: it starts no build of
+    /// page 1 (a viewer of page 2 asks for it), and its entity tag is the same once page 1 is built.
     @Test(
         "a three-page TIFF: three canvases, each page its identifier's image, pixel for pixel",
         .enabled(if: Tools.have("pnmtotiff", "tiffcp"), Comment(rawValue: Tools.missing("pnmtotiff", "tiffcp"))))
@@ -255,6 +256,9 @@ struct PresentationTests {
             let manifest = try #require(try JSONSerialization.jsonObject(with: reply.body) as? [String: Any])
             let canvases = try #require(manifest["items"] as? [[String: Any]])
             #expect(canvases.count == 3)
+            let untouched = try await TileServerTests.get(client, "\(base)/images/book")
+            let state = (try? JSONSerialization.jsonObject(with: untouched.body) as? [String: Any])?["state"] as? String
+            #expect(untouched.status == 200 && state == "not built", "page 1 after its book's manifest: \(state ?? "?")")
             for (n, canvas) in canvases.enumerated() where n < pages.count {
                 #expect(canvas["width"] as? Int == pages[n].width && canvas["height"] as? Int == pages[n].height, "page \(n + 1)")
                 let body = try #require(
@@ -264,6 +268,8 @@ struct PresentationTests {
                 let whole = try await TileServerTests.settled(client, "\(service)/full/max/0/default.png")
                 #expect(whole.status == 200 && (try? Reference.decodePNG(whole.body)) == pages[n], "page \(n + 1)'s pixels")
             }
+            let again = try await SourceVersionTests.get(client, "\(base)/iiif/3/book/manifest")
+            #expect(reply.headers["etag"] != nil && again.headers["etag"] == reply.headers["etag"] && again.body == reply.body)
             for (id, status) in [("book~4", 404), ("book~1", 400), ("book~02", 400), ("book~+2", 400), ("nothing~2", 404)] {
                 let info = try await TileServerTests.get(client, "\(base)/iiif/3/\(id)/info.json")
                 #expect(info.status == status, "\(id)")
