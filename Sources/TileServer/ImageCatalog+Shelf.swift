@@ -123,6 +123,9 @@ extension ImageCatalog {
             logger.warning("the store shelf cannot be asked: building here", metadata: ["id": "\(id)", "shelf": "\(shelf)", "error": "\(error)"])
             return .absent
         }
+        // Opened where it lies while the master is hashed: the two waits overlap. Left (cancelled, then
+        // waited for) when the store is not this master's or does not fit.
+        async let opening = Self.open(shelved, on: shelf)
         guard await isShelved(shelved, builtFrom: source) else {
             ServerMetrics.recordShelf("copy", outcome: "other_version")
             return .absent
@@ -132,12 +135,12 @@ extension ImageCatalog {
             return .absent
         }
         let copy = Copy(shelved: shelved, source: source, store: store, reservation: reservation, client: client)
-        let opened = try? await Self.within(Self.shelfLookLimit, "the opening of a shelved store") { try await shelf.open(shelved) }
+        let opened = await opening
         guard !isShutDown, !Task.isCancelled else {
             await budget.unregister(reservation)
             return .absent
         }
-        guard let opened = opened ?? nil else { return await copied(copy, id, from: shelf) ? .copied : .absent }
+        guard let opened else { return await copied(copy, id, from: shelf) ? .copied : .absent }
         // Served where it lies until copied: the copy and what follows it in a job of the catalog's own.
         counted = false
         copy.served = ShelvedImage(id: id, pyramid: opened, fingerprint: source.fingerprint, tiffVersion: shelved.tiffVersion)
@@ -196,6 +199,12 @@ extension ImageCatalog {
     /// Whether `shelved` was built from the master `source` names: its byte count, then the FNV-1a of
     /// its bytes (read once, on the thread pool), and the file still the version `source` names after
     /// the read (a master replaced meanwhile is not taken for the one looked up).
+    /// `shelved` opened where it lies (``TileActors/StoreShelf/open(_:)``, at most ``shelfLookLimit``);
+    /// nil when the shelf does not open stores so, or the opening failed.
+    private nonisolated static func open(_ shelved: ShelvedStore, on shelf: any StoreShelf) async -> (any ShelvedPyramid)? {
+        (try? await within(shelfLookLimit, "the opening of a shelved store") { try await shelf.open(shelved) }) ?? nil
+    }
+
     private func isShelved(_ shelved: ShelvedStore, builtFrom source: SourceFile) async -> Bool {
         let byteCount = source.fingerprint.identity.byteCount
         guard shelved.sourceByteCount.map({ $0 == byteCount }) ?? true else { return false }

@@ -285,7 +285,8 @@ extension ImageCatalog {
                 pages: SourceFile.pages(of: source, id: id), metadata: IIIFManifest.metadata(exif: exif), master: Master(id: id, source: source))
             return (source.fingerprint, presentation)
         }
-        guard var (fingerprint, presentation) = found ?? nil else { return Presentation(pages: nil, metadata: [], master: nil) }
+        guard let (fingerprint, read) = found ?? nil else { return Presentation(pages: nil, metadata: [], master: nil) }
+        var presentation = read
         presentation.fingerprint = fingerprint
         if presentations.count >= Self.mostPresentations, presentations[id] == nil { presentations.remove(at: presentations.startIndex) }
         presentations[id] = (fingerprint, presentation)

@@ -137,7 +137,7 @@ struct ShelvedTileTests {
             #expect(try await second.summary("photo").state == .building)
 
             // A request that is no stored tile waits for the copy, then gets the building server's answer.
-            let pending = try waiting.map { path in
+            let pending = waiting.map { path in
                 (path, Task { try await TileServerTests.get(http, "\(base)/\(path)") })
             }
             gated.openGate()
