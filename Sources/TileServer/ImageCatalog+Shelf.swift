@@ -196,15 +196,15 @@ extension ImageCatalog {
         return reused
     }
 
-    /// Whether `shelved` was built from the master `source` names: its byte count, then the FNV-1a of
-    /// its bytes (read once, on the thread pool), and the file still the version `source` names after
-    /// the read (a master replaced meanwhile is not taken for the one looked up).
     /// `shelved` opened where it lies (``TileActors/StoreShelf/open(_:)``, at most ``shelfLookLimit``);
     /// nil when the shelf does not open stores so, or the opening failed.
     private nonisolated static func open(_ shelved: ShelvedStore, on shelf: any StoreShelf) async -> (any ShelvedPyramid)? {
         (try? await within(shelfLookLimit, "the opening of a shelved store") { try await shelf.open(shelved) }) ?? nil
     }
 
+    /// Whether `shelved` was built from the master `source` names: its byte count, then the FNV-1a of
+    /// its bytes (read once, on the thread pool), and the file still the version `source` names after
+    /// the read (a master replaced meanwhile is not taken for the one looked up).
     private func isShelved(_ shelved: ShelvedStore, builtFrom source: SourceFile) async -> Bool {
         let byteCount = source.fingerprint.identity.byteCount
         guard shelved.sourceByteCount.map({ $0 == byteCount }) ?? true else { return false }
