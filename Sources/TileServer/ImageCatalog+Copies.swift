@@ -48,9 +48,11 @@ extension ImageCatalog {
         /// The version its answers are cached under: the source's and the shelved TIFF's, which only
         /// this copy's answers have (a store built here instead, from other settings, answers anew).
         let cacheVersion: String
+        /// How long a tile's read from the shelf may take (``ImageCatalog/shelfLookLimit`` unless a test changed it).
+        let readLimit: Duration
 
-        init(id: String, pyramid: any ShelvedPyramid, fingerprint: SourceFingerprint, tiffVersion: String) {
-            (self.id, self.pyramid, version) = (id, pyramid, fingerprint.description)
+        init(id: String, pyramid: any ShelvedPyramid, fingerprint: SourceFingerprint, tiffVersion: String, readLimit: Duration) {
+            (self.id, self.pyramid, version, self.readLimit) = (id, pyramid, fingerprint.description, readLimit)
             cacheVersion = "\(version) \(tiffVersion)"
             lastModified = HTTPDate.string(nanosecondsSinceEpoch: fingerprint.identity.lastChangeTime)
             storedEntityTag = EntityTag(version: version, made: "stored", profile: pyramid.hasColorProfile)

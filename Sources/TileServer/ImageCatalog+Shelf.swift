@@ -83,6 +83,11 @@ extension ImageCatalog {
     /// ``shelfLookLimit`` by default), then 1 s per ``slowestCopy`` bytes.
     package func setShelfCopyGrace(_ grace: Duration) { shelfCopyGrace = grace }
 
+    /// How long a store's opening where it lies may take before it is copied within the lookup, and
+    /// a tile's read from it before the request waits for the copy instead, for the stores opened from
+    /// now on (for tests: ``shelfLookLimit`` by default).
+    package func setShelfReadLimit(_ limit: Duration) { shelfReadLimit = limit }
+
     /// Copies `id`'s store from ``shelf`` into the cache at `store`, when the shelf holds one built
     /// from this version of `source` (its size, then its FNV-1a fingerprint compared: the master read
     /// once, and checked to be the version `source` names after), and makes it `id`'s ready image:
@@ -125,7 +130,7 @@ extension ImageCatalog {
         }
         // Opened where it lies while the master is hashed: the two waits overlap. Left (cancelled, then
         // waited for) when the store is not this master's or does not fit.
-        async let opening = Self.open(shelved, on: shelf)
+        async let opening = Self.open(shelved, on: shelf, within: shelfReadLimit)
         guard await isShelved(shelved, builtFrom: source) else {
             ServerMetrics.recordShelf("copy", outcome: "other_version")
             return .absent
@@ -143,7 +148,8 @@ extension ImageCatalog {
         guard let opened else { return await copied(copy, id, from: shelf) ? .copied : .absent }
         // Served where it lies until copied: the copy and what follows it in a job of the catalog's own.
         counted = false
-        copy.served = ShelvedImage(id: id, pyramid: opened, fingerprint: source.fingerprint, tiffVersion: shelved.tiffVersion)
+        copy.served = ShelvedImage(
+            id: id, pyramid: opened, fingerprint: source.fingerprint, tiffVersion: shelved.tiffVersion, readLimit: shelfReadLimit)
         apply(.copying(copy), to: id)
         let held = Confined(copy)
         copy.job = tasks.spawn { await self.runCopy(held, id, from: shelf, lock: lock, attempts: attempts) }
@@ -196,10 +202,12 @@ extension ImageCatalog {
         return reused
     }
 
-    /// `shelved` opened where it lies (``TileActors/StoreShelf/open(_:)``, at most ``shelfLookLimit``);
-    /// nil when the shelf does not open stores so, or the opening failed.
-    private nonisolated static func open(_ shelved: ShelvedStore, on shelf: any StoreShelf) async -> (any ShelvedPyramid)? {
-        (try? await within(shelfLookLimit, "the opening of a shelved store") { try await shelf.open(shelved) }) ?? nil
+    /// `shelved` opened where it lies (``TileActors/StoreShelf/open(_:)``, at most `limit`); nil when
+    /// the shelf does not open stores so, or the opening failed.
+    private nonisolated static func open(_ shelved: ShelvedStore, on shelf: any StoreShelf, within limit: Duration) async
+        -> (any ShelvedPyramid)?
+    {
+        (try? await within(limit, "the opening of a shelved store") { try await shelf.open(shelved) }) ?? nil
     }
 
     /// Whether `shelved` was built from the master `source` names: its byte count, then the FNV-1a of

@@ -135,6 +135,8 @@ public actor ImageCatalog {
     var shelfCopyCount = 0
     /// How long a copy from the shelf may take before its bytes count (``shelfLookLimit``; tests change it).
     var shelfCopyGrace = shelfLookLimit
+    /// How long opening a store where it lies, or a tile's read from it, may take (``shelfLookLimit``; tests change it).
+    var shelfReadLimit = shelfLookLimit
     /// Images whose store could not be published on the shelf: published once it answers again.
     var unpublished: Set<String> = []
     /// Copies from the shelf in progress, by the client that asked: counted as its builds.

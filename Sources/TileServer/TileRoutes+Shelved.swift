@@ -55,7 +55,7 @@ extension TileService {
         if let cached = cache.image(for: path), cached.version == shelved.cacheVersion { return cached }
         let bytes: [UInt8]
         do {
-            let read = try await ImageCatalog.within(ImageCatalog.shelfLookLimit, "a tile's read from the shelf") {
+            let read = try await ImageCatalog.within(shelved.readLimit, "a tile's read from the shelf") {
                 try await pyramid.storedJPEGTile(level: tile.level, column: tile.column, row: tile.row)
             }
             guard let read else { return nil }

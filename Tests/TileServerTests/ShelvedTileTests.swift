@@ -95,6 +95,11 @@ struct ShelvedTileTests {
         let second = try ImageCatalog(
             root: "\(folder)/masters", cache: "\(folder)/second", headerWaitLimit: .seconds(120), threadPool: pool, shelf: gated)
         await second.setShelfCopyGrace(.seconds(600))  // the gate's wait is not the bucket's slowness
+        // A store whose opening where it lies gives up is copied within the lookup, and a stored tile
+        // whose read gives up waits for the copy: both wait at the gate the test holds. Under the other
+        // suites' load one of them gave up once (after 10 s), and its request waited for the gate until
+        // the client's deadline. They wait here as long as the test's own waits allow.
+        await second.setShelfReadLimit(.seconds(90))
 
         // Whole tiles of levels 0 (DeepZoom 12) and 1, through DeepZoom and IIIF (3.0 and 2.1); edge tiles
         // and renders are not stored tiles: they wait for the copy.
@@ -163,6 +168,7 @@ struct ShelvedTileTests {
         let third = try ImageCatalog(
             root: "\(folder)/masters", cache: "\(folder)/third", headerWaitLimit: .seconds(120), threadPool: pool, shelf: failing)
         await third.setShelfCopyGrace(.seconds(600))
+        await third.setShelfReadLimit(.seconds(90))
         try await TileServerTests.withServer(TileServer(service: TileService(catalog: third))) { base, http in
             let path = stored[1]
             let reply = try await TileServerTests.get(http, "\(base)/\(path)")
