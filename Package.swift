@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Bcrypt (its C implementation alone): the password hashes of restricted images' users.
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.34.1"),
@@ -148,7 +150,9 @@ let package = Package(
         .target(
             name: "TileServer",
             dependencies: [
-                "TileActors", "TileCore",
+                // TileNetwork: its HMAC-SHA-256 (libcrypto's) signs access sessions and tokens.
+                "TileActors", "TileCore", "TileNetwork",
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -1,10 +1,10 @@
 import CLibCrypto
-import Foundation
+package import Foundation
 
 /// The message digests S3 needs, computed by the system's libcrypto (OpenSSL's EVP interface): SHA-256
 /// and HMAC-SHA-256 for request signatures (Signature Version 4), MD5 for the entity tags of objects
 /// uploaded in parts.
-enum Digest {
+package enum Digest {
     /// A digest algorithm of libcrypto's.
     enum Algorithm {
         case sha256
@@ -41,7 +41,7 @@ enum Digest {
     }
 
     /// HMAC-SHA-256 of `message` under `key`.
-    static func hmacSHA256(key: [UInt8], _ message: some DataProtocol) -> [UInt8] {
+    package static func hmacSHA256(key: [UInt8], _ message: some DataProtocol) -> [UInt8] {
         let bytes = Array(message)
         var code = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0

@@ -147,7 +147,8 @@ struct GuardMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
         if ["GET", "HEAD"].contains(method) {
             headers[.accessControlAllowOrigin] = "*"
             headers[.accessControlAllowMethods] = "GET, HEAD, OPTIONS"
-            headers[.accessControlAllowHeaders] = "Accept, If-None-Match, If-Modified-Since, Range"
+            // Authorization: a viewer's access token, for the probe service (IIIF Auth 2.0).
+            headers[.accessControlAllowHeaders] = "Accept, Authorization, If-None-Match, If-Modified-Since, Range"
         } else if method == "PUT", let origin, rules.uploadOrigins.contains(origin) {
             headers[.accessControlAllowOrigin] = origin
             headers[.accessControlAllowMethods] = "GET, HEAD, OPTIONS, PUT"

@@ -65,9 +65,13 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Whether the peer has closed its side (its renders are stopped: ``RenderAdmission/peerClosed(_:)``).
     private var peerHasClosed = false
 
-    init(service: TileService, rules: RequestGuard, recorder: RequestRecorder, headTimeout: TimeAmount) {
+    /// Restricted images: their requests go to the routes, which check the session (nil: none).
+    private let access: AccessPolicy?
+
+    init(service: TileService, rules: RequestGuard, recorder: RequestRecorder, headTimeout: TimeAmount, access: AccessPolicy? = nil) {
         self.service = service
         self.rules = rules
+        self.access = access
         self.recorder = recorder
         self.headTimeout = headTimeout
     }
@@ -248,11 +252,20 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     /// Whether `head` is a request this handler may answer: `GET` or `HEAD` over HTTP/1.1, kept alive,
-    /// no `Upgrade`, for a `Host` the server answers for, of a DeepZoom tile, an IIIF image or `/health`.
+    /// no `Upgrade`, for a `Host` the server answers for, of a DeepZoom tile or an IIIF image no access rule
+    /// restricts, or `/health`.
     private func mayAnswer(_ head: HTTPRequestHead, _ address: TileAddress) -> Bool {
         (head.method == .GET || head.method == .HEAD) && head.version == .http1_1 && head.isKeepAlive
             && (address.image != nil || head.uri == "/health")
-            && !head.headers.contains(name: "upgrade") && allows(hosts: head.headers["host"])
+            && !head.headers.contains(name: "upgrade") && allows(hosts: head.headers["host"]) && !isRestricted(address)
+    }
+
+    /// Whether a rule of ``access`` matches the image `address` names (an identifier it cannot read: no
+    /// image, the routes say so).
+    private func isRestricted(_ address: TileAddress) -> Bool {
+        guard let access, let image = address.image else { return false }
+        guard let id = TileAddress.percentDecoded(image.id) else { return true }
+        return access.rule(for: id) != nil
     }
 
     /// Whether the request names one `Host` the guard allows (the routes answer the others: 400, 421).

@@ -19,7 +19,8 @@ extension TileRoutes {
             guard let path = TileAddress.percentDecoded(encoded[...]), ImageCatalog.isPathIdentifier(path) else { return Self.notAnIdentifier }
             folder = path
         }
-        guard let (images, folders) = await catalog.contents(ofFolder: folder) else { return Self.plain(.notFound, "no folder named \(folder)") }
+        guard let (found, folders) = await catalog.contents(ofFolder: folder) else { return Self.plain(.notFound, "no folder named \(folder)") }
+        let images = found.filter(isListed)
         // Sub-folders, then images; made members only where a page shows them.
         let entries = folders.map { ($0, true) } + images.map { ($0, false) }
         func members(_ shown: ArraySlice<(String, Bool)>) -> [IIIFCollection.Member] {

@@ -15,15 +15,39 @@ extension TileRoutes {
         let outline: ImageCatalog.Outline
         do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch { return Self.refusal(error, id: id) }
         let layout = outline.geometry.layout
-        let body =
-            version == .v3
-            ? layout.iiifInformation(id: "\(base)/\(encoded)", limits: service.limits, extras: Self.extras).encoded()
-            : layout.iiifInformation2(id: "\(base)/\(encoded)", limits: service.limits, supports: Self.supports2).encoded()
+        // A restricted image: the sizes its grant allows, and its authorization services.
+        let grant = AccessContext.grant
+        var limits = service.limits
+        if case .degraded(let tier)? = grant { limits = Self.narrowed(limits, to: tier) }
+        let (sizeAllowed, factorAllowed) = Self.allowed(grant ?? .full, layout: layout)
+        var body: Data
+        if version == .v3 {
+            var information = layout.iiifInformation(id: "\(base)/\(encoded)", limits: limits, extras: Self.extras)
+            information.sizes = information.sizes.filter(sizeAllowed)
+            information.tiles = information.tiles.map { tiles in
+                var tiles = tiles
+                tiles.scaleFactors.removeAll { !factorAllowed($0) }
+                return tiles
+            }.filter { !$0.scaleFactors.isEmpty }
+            body = information.encoded()
+        } else {
+            var information = layout.iiifInformation2(id: "\(base)/\(encoded)", limits: limits, supports: Self.supports2)
+            information.sizes = information.sizes.filter(sizeAllowed)
+            information.tiles = information.tiles.map { tiles in
+                var tiles = tiles
+                tiles.scaleFactors.removeAll { !factorAllowed($0) }
+                return tiles
+            }.filter { !$0.scaleFactors.isEmpty }
+            body = information.encoded()
+        }
+        if grant != nil, let access { body = Self.adding(services: authServices(access, encodedID: encoded, request: request), to: body) }
         // JSON-LD only for a client that asks for it (Image API 3.0, 6.1; 2.1, 6.1); the same bytes either way.
         let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
         let mediaType = linkedData ? "application/ld+json;profile=\"\(version.context)\"" : "application/json"
         let headers: HTTPFields = [.contentType: mediaType, .link: version.profileLink, .vary: originVary]
-        return document(ByteBuffer(data: body), headers: headers, outline: outline, variant: "info.json|\(mediaType)|\(base)", request: request)
+        return document(
+            ByteBuffer(data: body), headers: headers, outline: outline,
+            variant: "info.json|\(mediaType)|\(base)" + (grant.map { "|\($0.name)" } ?? ""), request: request)
     }
 
     /// An image's base URI: a 303 to its info.json (Image API 3.0, 2.1: "recommended"), for an image

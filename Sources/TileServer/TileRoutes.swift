@@ -34,6 +34,9 @@ public struct TileRoutes: Sendable {
     public var uploads: UploadPolicy?
     /// The admin API (`/admin/...`): nil, the default, turns it off.
     public var admin: AdminPolicy?
+    /// Restricted images and who may see them (IIIF Authorization Flow 2.0, ``registerAccess(on:)``):
+    /// nil, the default, serves every image to everyone.
+    public var access: AccessPolicy?
     /// Images a page of the listing (`GET /`) shows at most (default 100): a page costs a look at
     /// each one's file, and a thumbnail request each in the browser.
     public var listingPageSize = 100
@@ -240,6 +243,9 @@ public struct TileRoutes: Sendable {
         do {
             guard let resolved = try service.resolve(target, of: image.pyramid) else {
                 return Self.plain(.notFound, "no tile \(variant) of \(image.id)")
+            }
+            if case .degraded(let tier) = AccessContext.grant, !Self.permits(resolved, layout: image.pyramid.geometry.layout, tier: tier) {
+                return AccessMiddleware<TileRequestContext>.unauthorized(id: image.id)
             }
             if request.method == .head,
                 let head = service.renderHead(resolved, path: request.uri.path, variant: variant, link: link, of: image)

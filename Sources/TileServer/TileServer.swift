@@ -105,6 +105,7 @@ public struct TileServer: Sendable {
         router.add(middleware: RecordingMiddleware(recorder: RequestRecorder(accessLog: accessLog, metrics: routes.service.metrics)))
         router.add(middleware: NonBlockingMiddleware())
         router.add(middleware: GuardMiddleware(rules: rules))
+        if let access = routes.access { router.add(middleware: AccessMiddleware(policy: access)) }
         let plainText: HTTPFields = [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"]
         router.get("health") { _, _ in TileRoutes.response(.ok, headers: plainText, body: ByteBuffer(string: "ok\n")) }
         router.get("ready") { [catalog = routes.catalog] _, _ in
@@ -127,6 +128,7 @@ public struct TileServer: Sendable {
         routes.registerPages(on: router)
         routes.registerUploads(on: router)
         routes.registerAdmin(on: router)
+        routes.registerAccess(on: router)
         return router
     }
 
@@ -142,11 +144,11 @@ public struct TileServer: Sendable {
         let log = logger ?? Logger(label: "tiler.serve")
         let (seconds, attoseconds) = idleTimeout.components
         let idle = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        let (service, accessLog, rules) = (routes.service, self.accessLog, requestGuard ?? .defaults(bind: host))
+        let (service, accessLog, rules, access) = (routes.service, self.accessLog, requestGuard ?? .defaults(bind: host), routes.access)
         let server = HTTPServerBuilder { responder in
             TileHTTPChannel(
                 responder: responder, service: service, rules: rules, idleTimeout: idle,
-                recorder: RequestRecorder(accessLog: accessLog, metrics: service.metrics))
+                recorder: RequestRecorder(accessLog: accessLog, metrics: service.metrics), access: access)
         }
         let limit = ConnectionLimit(maximum: maximumConnections, counts: connections, logger: log)
         return Application(
@@ -166,6 +168,7 @@ struct TileHTTPChannel: HTTPChannelHandler {
     let rules: RequestGuard
     let idleTimeout: TimeAmount
     let recorder: RequestRecorder
+    let access: AccessPolicy?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -179,7 +182,8 @@ struct TileHTTPChannel: HTTPChannelHandler {
             try pipeline.addHandler(HTTPResponseEncoder(configuration: .init()))
             try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
             try pipeline.addHandler(IdleStateHandler(readTimeout: idleTimeout), position: .first)
-            try pipeline.addHandler(TileConnectionHandler(service: service, rules: rules, recorder: recorder, headTimeout: idleTimeout))
+            try pipeline.addHandler(
+                TileConnectionHandler(service: service, rules: rules, recorder: recorder, headTimeout: idleTimeout, access: access))
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }

@@ -214,6 +214,7 @@ struct ServeCommand: AsyncParsableCommand {
             server.routes.admin = s.adminToken.map { AdminPolicy(token: $0, purgeURLs: s.purgeURLs) }
             (server.routes.rights, server.routes.requiredStatement) = (s.rights, s.requiredStatement)
             server.routes.downloads = s.downloads
+            server.routes.access = s.access
             var rules = RequestGuard.defaults(bind: s.host)
             if !s.allowedHosts.isEmpty { rules.allowedHosts = Set(s.allowedHosts.map { $0.lowercased() }) }
             rules.uploadOrigins = Set(s.uploadOrigins)

@@ -50,6 +50,8 @@ struct ServeSettings {
     var downloads = false
     var store: String?
     var source: String?
+    /// Restricted images (the config file's `access`, ``AccessSettings``).
+    var access: AccessPolicy?
     /// Whether ``folder`` is the server's own empty one (only a master shelf was given): created at start.
     var folderIsOwn = false
 
@@ -61,7 +63,7 @@ struct ServeSettings {
         "jpegQuality", "webpQuality", "webpLossless", "avifQuality",
         "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "accessLogFile", "accessLogFormat",
         "logLevel", "idleTimeout", "adminToken", "purgeURLs", "rights", "requiredStatement", "downloads",
-        "store", "source"
+        "store", "source", "access"
     ]
 
     /// Reads the settings: each from the command line when given there, else from the environment or
@@ -73,7 +75,7 @@ struct ServeSettings {
         let configPath = command.config ?? ProcessInfo.processInfo.environment["TILER_CONFIG"]
         if let configPath {
             do {
-                providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(configPath)))
+                providers.append(try await FileProvider<ServeConfigSnapshot>(filePath: FilePath(configPath)))
             } catch {
                 throw ValidationError("the config file \(configPath) cannot be read as JSON: \(error)")
             }
@@ -156,6 +158,9 @@ struct ServeSettings {
         s.downloads = try command.downloads ?? read.bool("downloads") ?? s.downloads
         s.store = try command.store ?? read.string("store")
         try s.check()
+        if let configPath {
+            s.access = try AccessSettings.policy(configPath: configPath, trustedProxies: s.trustedProxies.compactMap(AddressRange.init))
+        }
         return s
     }
 

@@ -1,0 +1,219 @@
+public import Foundation
+public import HTTPTypes
+import HummingbirdBcrypt
+import NIOConcurrencyHelpers
+public import TileCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which images not everyone may see in full, and who may (IIIF Authorization Flow 2.0): the rules of
+/// the config file's `access` key, the users who log in, and the key that signs their sessions.
+///
+/// An image whose identifier no rule matches is served as without a policy, by the same fast path.
+/// One a rule matches is answered in full only to a client whose session (the `tiler_session` cookie
+/// the access service sets, or a trusted proxy's user header) names a user the rule allows; anyone
+/// else gets the rule's ``Rule/degraded`` tier (a smaller image: requests whose scale would give more
+/// than its limits over the whole image are refused 401) or, without one, nothing but the `info.json`
+/// that lists the authorization services. Its answers are `Cache-Control: private, no-cache` and
+/// vary on `Cookie`.
+///
+/// Sessions and tokens are signed with HMAC-SHA-256 under keys derived from ``sessionKey``: servers
+/// given the same key accept each other's. A logout ends the session on the instance that answers it
+/// at once (and the browser forgets the cookie); other instances accept a copy of it until it expires.
+public struct AccessPolicy: Sendable {
+    /// Images whose identifiers match ``match``, who may see them in full, and what anyone else gets.
+    public struct Rule: Sendable, Hashable, Codable {
+        /// A glob on the identifier (`*`, `?`, `[...]`; `*` also crosses `/`); a page of a multi-page
+        /// image (`book~2`) is matched by its image's identifier too.
+        public var match: String
+        /// User names, `group:NAME`, or `*` for any user who logged in.
+        public var allow: [String]
+        /// What the others get: at most these sizes over the whole image; nil, nothing but `info.json`.
+        public var degraded: Tier?
+
+        public init(match: String, allow: [String], degraded: Tier? = nil) {
+            (self.match, self.allow, self.degraded) = (match, allow, degraded)
+        }
+    }
+
+    /// The limits of a degraded image: its whole at most `maxWidth` x `maxHeight` and `maxArea` pixels
+    /// (as info.json's properties; `maxHeight` defaults to `maxWidth`).
+    public struct Tier: Sendable, Hashable, Codable {
+        public var maxWidth: Int?
+        public var maxHeight: Int?
+        public var maxArea: Int?
+
+        public init(maxWidth: Int? = nil, maxHeight: Int? = nil, maxArea: Int? = nil) {
+            (self.maxWidth, self.maxHeight, self.maxArea) = (maxWidth, maxHeight, maxArea)
+        }
+
+        var limits: ImageRequest.Limits { ImageRequest.Limits(maxWidth: maxWidth, maxHeight: maxHeight, maxArea: maxArea) }
+    }
+
+    /// What a client may have of an image a rule matches.
+    enum Grant: Sendable, Hashable {
+        case full
+        case degraded(Tier)
+        case none
+
+        var name: String {
+            switch self {
+            case .full: "full"
+            case .degraded: "degraded"
+            case .none: "none"
+            }
+        }
+    }
+
+    /// The rules, the first that matches an identifier deciding.
+    public var rules: [Rule]
+    /// Users and their bcrypt hashes (an htpasswd file's lines), and their groups.
+    public var users: [String: String]
+    public var groups: [String: Set<String>]
+    /// The secret sessions and tokens are signed with (at least 32 bytes).
+    public let sessionKey: [UInt8]
+    /// How long a session lasts after logging in (default 8 hours); a token at most an hour of it.
+    public var sessionLifetime: Duration = .seconds(8 * 3600)
+    public var tokenLifetime: Duration = .seconds(3600)
+    /// Origins of viewers (`https://viewer.example`) that may read restricted answers with the
+    /// browser's credentials (CORS), and to which the token service posts tokens; empty: any origin
+    /// gets tokens, none credentials.
+    public var viewerOrigins: Set<String> = []
+    /// A header that names the user (`X-Remote-User`), taken only from ``trustedProxies``, and one that
+    /// lists their groups (comma-separated).
+    public var userHeader: String?
+    public var groupsHeader: String?
+    public var trustedProxies: [AddressRange] = []
+    /// What the access service's window and the viewer say (the services' `label`, `heading`, `note`).
+    public var label = "Log in to see the full image"
+    public var heading = "This image is restricted"
+    public var note = "Log in to see it at full resolution."
+
+    let state = AccessState()
+
+    /// A policy of `rules` over `users` (htpasswd lines: `name:hash`), sessions signed with `sessionKey`.
+    public init(rules: [Rule], users: [String: String] = [:], groups: [String: Set<String>] = [:], sessionKey: [UInt8]) {
+        (self.rules, self.users, self.groups, self.sessionKey) = (rules, users, groups, sessionKey)
+    }
+
+    /// The rule that decides `id`: the first whose glob matches it (or, for a page, its image's).
+    func rule(for id: String) -> Rule? {
+        let base = ImageCatalog.page(of: id)?.name
+        return rules.first { rule in
+            Self.glob(rule.match, matches: id) || base.map { Self.glob(rule.match, matches: $0) } == true
+        }
+    }
+
+    /// What `viewer` (nil: anonymous) may have of an image `rule` matches.
+    func grant(_ rule: Rule, to viewer: Viewer?) -> Grant {
+        if let viewer, allows(rule, viewer) { return .full }
+        return rule.degraded.map { .degraded($0) } ?? .none
+    }
+
+    /// What `viewer` may have of `id`: nil when no rule matches it (everything).
+    func grant(of id: String, to viewer: Viewer?) -> Grant? { rule(for: id).map { grant($0, to: viewer) } }
+
+    func allows(_ rule: Rule, _ viewer: Viewer) -> Bool {
+        rule.allow.contains { entry in
+            if entry == "*" { return true }
+            if entry.hasPrefix("group:") { return viewer.groups.contains(String(entry.dropFirst(6))) }
+            return entry == viewer.user
+        }
+    }
+
+    /// Whether `pattern` matches the whole of `text` (fnmatch(3), no flags: `*` crosses `/`).
+    static func glob(_ pattern: String, matches text: String) -> Bool { fnmatch(pattern, text, 0) == 0 }
+
+    /// Whether `password` is `user`'s: bcrypt against the user's hash (htpasswd's `$2y$` read as `$2b$`,
+    /// the same algorithm), or against a dummy hash for an unknown user (the same time either way).
+    /// Blocking: call it on a thread pool.
+    func verify(user: String, password: String) -> Bool {
+        guard let hash = users[user], hash.hasPrefix("$2") else {
+            _ = Bcrypt.verify(password, hash: Self.dummyHash)
+            return false
+        }
+        let readable = hash.hasPrefix("$2y$") ? "$2b$" + hash.dropFirst(4) : hash
+        return password.utf8.count <= 72 && Bcrypt.verify(password, hash: readable)
+    }
+
+    /// A bcrypt hash of 32 random bytes no one knows (cost 5, htpasswd's default): what an unknown user's
+    /// password is checked against.
+    static let dummyHash = "$2b$05$5DeW.jqarrctJL0q6eSYeOZtXb2DmfnfU60/7jgOQ/o6Mz2rBsGBq"
+
+    /// An htpasswd file's users (`name:hash` a line; `#` comments and blank lines skipped).
+    public static func users(htpasswd text: String) -> [String: String] {
+        var users: [String: String] = [:]
+        for line in text.split(whereSeparator: \.isNewline) where !line.hasPrefix("#") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
+            if !name.isEmpty { users[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces) }
+        }
+        return users
+    }
+
+    /// A group file's groups (Apache's `AuthGroupFile`: `group: user user ...` a line), as each user's groups.
+    public static func groups(groupFile text: String) -> [String: Set<String>] {
+        var groups: [String: Set<String>] = [:]
+        for line in text.split(whereSeparator: \.isNewline) where !line.hasPrefix("#") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let group = line[..<colon].trimmingCharacters(in: .whitespaces)
+            for user in line[line.index(after: colon)...].split(whereSeparator: \.isWhitespace) {
+                groups[String(user), default: []].insert(group)
+            }
+        }
+        return groups
+    }
+}
+
+/// Who a request is from, as its session or a trusted proxy says.
+struct Viewer: Sendable, Hashable {
+    var user: String
+    var groups: Set<String>
+    /// The session's identifier (nil: a proxy's header), what a logout revokes.
+    var session: String?
+}
+
+/// What a policy remembers while the server runs: sessions ended by a logout (until they would have
+/// expired), and failed logins by client (at most ``AccessState/failuresAllowed`` a minute).
+final class AccessState: Sendable {
+    static let failuresAllowed = 5
+    static let window: Double = 60
+    private struct State {
+        var revoked: [String: Double] = [:]
+        var failures: [String: (count: Int, since: Double)] = [:]
+    }
+    private let state = NIOLockedValueBox(State())
+
+    func revoke(_ session: String, until expiry: Double) {
+        state.withLockedValue { state in
+            let now = Date().timeIntervalSince1970
+            if state.revoked.count > 100_000 { state.revoked = state.revoked.filter { $0.value > now } }
+            state.revoked[session] = expiry
+        }
+    }
+
+    func isRevoked(_ session: String) -> Bool { state.withLockedValue { $0.revoked[session] != nil } }
+
+    /// Seconds until `client` may try again, or nil when it may now.
+    func waitBeforeLogin(_ client: String) -> Int? {
+        state.withLockedValue { state in
+            let now = Date().timeIntervalSince1970
+            guard let entry = state.failures[client], now - entry.since < Self.window else { return nil }
+            return entry.count >= Self.failuresAllowed ? max(1, Int((Self.window - (now - entry.since)).rounded(.up))) : nil
+        }
+    }
+
+    func recordFailure(_ client: String) {
+        state.withLockedValue { state in
+            let now = Date().timeIntervalSince1970
+            if state.failures.count > 100_000 { state.failures = state.failures.filter { now - $0.value.since < Self.window } }
+            if let entry = state.failures[client], now - entry.since < Self.window {
+                state.failures[client] = (entry.count + 1, entry.since)
+            } else {
+                state.failures[client] = (1, now)
+            }
+        }
+    }
+}

@@ -1,0 +1,305 @@
+import Foundation
+import HTTPTypes
+public import Hummingbird
+import NIOCore
+import NIOFoundationCompat
+import NIOPosix
+import TileCore
+
+// IIIF Authorization Flow 2.0: the four services, and what restricted images' documents say of them.
+extension TileRoutes {
+    static let authContext = "http://iiif.io/api/auth/2/context.json"
+
+    /// The services of ``access`` (nothing without one):
+    /// - `GET /auth/login` (the access service, profile `active`): the login form; `POST /auth/login`
+    ///   (`username`, `password`, form-encoded, with the form's CSRF value): sets the session cookie and
+    ///   answers a page that closes its window; 401 with the form again for a wrong name or password,
+    ///   429 after ``AccessState/failuresAllowed`` failures a minute from one client.
+    /// - `GET /auth/token?messageId=...&origin=...` (the token service): a page that posts
+    ///   `AuthAccessToken2` (or `AuthAccessTokenError2`) to `origin` alone, for a window that framed it.
+    /// - `GET /auth/probe/{id}` (the probe service): `AuthProbeResult2`, status 200 or 401 for the bearer
+    ///   token presented, with the degraded image as `substitute` for a tiered one.
+    /// - `GET /auth/logout` (the logout service): ends the session and clears its cookie.
+    public func registerAccess<Context: RequestContext>(on router: Router<Context>) {
+        guard let policy = access else { return }
+        router.get("auth/login") { request, _ in loginForm(policy, request: request, message: nil, status: .ok) }
+        router.post("auth/login") { request, context in
+            await login(policy, request: request, client: client(request, context)?.address ?? "")
+        }
+        router.get("auth/token") { request, _ in
+            token(
+                policy, request: request, messageId: request.uri.queryParameters.get("messageId"),
+                origin: request.uri.queryParameters.get("origin"))
+        }
+        router.get("auth/probe/:id") { request, context in
+            guard let id = Self.identifier(context.parameters.get("id") ?? "") else { return Self.notAnIdentifier }
+            return probe(policy, id: id, request: request)
+        }
+        router.get("auth/logout") { request, _ in logout(policy, request: request) }
+    }
+
+    /// Whether listings and collections show `id` to the request's viewer: an image no rule restricts,
+    /// or one they may see in full (nothing of the others reaches anyone else).
+    func isListed(_ id: String) -> Bool {
+        guard let access, let grant = access.grant(of: id, to: AccessContext.viewer) else { return true }
+        return grant == .full
+    }
+
+    /// The server's root URL (with its final `/`), as the image services' bases name it.
+    func root(_ request: Request) -> String {
+        String(base(request, .v3).dropLast(IIIFVersion.v3.path.count))
+    }
+
+    /// The `service` of a restricted image's info.json: its probe service, with the access service
+    /// and that one's token and logout services.
+    func authServices(_ policy: AccessPolicy, encodedID: String, request: Request) -> [[String: Any]] {
+        let root = root(request)
+        let language = { (text: String) -> [String: [String]] in ["en": [text]] }
+        let profile = policy.users.isEmpty && policy.userHeader != nil ? "external" : "active"
+        var access: [String: Any] = [
+            "id": "\(root)auth/login", "type": "AuthAccessService2", "profile": profile, "label": language(policy.label),
+            "service": [
+                ["id": "\(root)auth/token", "type": "AuthAccessTokenService2"],
+                ["id": "\(root)auth/logout", "type": "AuthLogoutService2", "label": language("Log out")]
+            ]
+        ]
+        if profile == "active" {
+            access["heading"] = language(policy.heading)
+            access["note"] = language(policy.note)
+            access["confirmLabel"] = language("Log in")
+        }
+        return [["id": "\(root)auth/probe/\(encodedID)", "type": "AuthProbeService2", "service": [access]]]
+    }
+
+    /// `body` (an info.json) with `services` added as its `service`.
+    static func adding(services: [[String: Any]], to body: Data) -> Data {
+        guard var object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else { return body }
+        object["service"] = services
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? body
+    }
+
+    /// `limits` narrowed to a degraded tier's (no request's answer is larger than the tier's whole image).
+    static func narrowed(_ limits: ImageRequest.Limits, to tier: AccessPolicy.Tier) -> ImageRequest.Limits {
+        func least(_ a: Int?, _ b: Int?) -> Int? { [a, b].compactMap { $0 }.min() }
+        return ImageRequest.Limits(
+            maxWidth: least(limits.maxWidth, tier.maxWidth), maxHeight: least(limits.maxHeight ?? limits.maxWidth, tier.maxHeight ?? tier.maxWidth),
+            maxArea: least(limits.maxArea, tier.maxArea))
+    }
+
+    /// The sizes and scale factors of `layout` a grant allows: all in full, those whose whole image is
+    /// within a degraded tier, none without a grant.
+    static func allowed(_ grant: AccessPolicy.Grant, layout: PyramidLayout) -> (size: (IIIFImageInformation.Size) -> Bool, factor: (Int) -> Bool) {
+        switch grant {
+        case .full: return ({ _ in true }, { _ in true })
+        case .none: return ({ _ in false }, { _ in false })
+        case .degraded(let tier):
+            let limits = tier.limits
+            return (
+                { limits.allows($0.width, $0.height) },
+                { limits.allows((layout.width + $0 - 1) / $0, (layout.height + $0 - 1) / $0) }
+            )
+        }
+    }
+
+    /// Whether a degraded tier allows `request` of an image laid out as `layout`: its scale gives a whole
+    /// image within the tier's limits, or it is one of the pyramid's tiles at a level that is (an edge
+    /// tile's size is rounded up).
+    static func permits(_ request: ImageRequest.Resolved, layout: PyramidLayout, tier: AccessPolicy.Tier) -> Bool {
+        let (w, h) = (Double(layout.width), Double(layout.height))
+        let (rw, rh) = (Double(request.width), Double(request.height))
+        let (sw, sh) = (Double(request.scaledWidth), Double(request.scaledHeight))
+        let (fullWidth, fullHeight) = (w * sw / rw, h * sh / rh)
+        let maxHeight = tier.maxHeight ?? tier.maxWidth
+        var fits = true
+        if let maxWidth = tier.maxWidth, fullWidth > Double(maxWidth) + 1e-6 { fits = false }
+        if let maxHeight, fullHeight > Double(maxHeight) + 1e-6 { fits = false }
+        if let maxArea = tier.maxArea, fullWidth * fullHeight > Double(maxArea) * (1 + 1e-9) { fits = false }
+        if fits { return true }
+        let tile = layout.tileSize
+        var factor = 1
+        while factor <= max(layout.width, layout.height) {
+            defer { factor *= 2 }
+            let span = tile * factor
+            guard tier.limits.allows((layout.width + factor - 1) / factor, (layout.height + factor - 1) / factor),
+                request.x % span == 0, request.y % span == 0, request.width == min(span, layout.width - request.x),
+                request.height == min(span, layout.height - request.y)
+            else { continue }
+            if request.scaledWidth == (request.width + factor - 1) / factor, request.scaledHeight == (request.height + factor - 1) / factor {
+                return true
+            }
+        }
+        return false
+    }
+
+    // MARK: - The services
+
+    func loginForm(_ policy: AccessPolicy, request: Request, message: String?, status: HTTPResponse.Status) -> Response {
+        let nonce = ViewerPage.nonce()
+        let form = AccessPolicy.randomText()
+        let note = message.map { "<p class=\"error\" role=\"alert\">\(Self.html($0))</p>" } ?? "<p>\(Self.html(policy.note))</p>"
+        let html = """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><title>\(Self.html(policy.heading))</title><link rel="icon" href="data:,">
+            <style nonce="\(nonce)">body{font:15px system-ui,sans-serif;margin:2em}label{display:block;margin:.6em 0}.error{color:#b00}</style>
+            </head><body><h1>\(Self.html(policy.heading))</h1>\(note)
+            <form method="post" action="login">
+            <input type="hidden" name="form" value="\(form)">
+            <label>User name <input name="username" autocomplete="username" required autofocus></label>
+            <label>Password <input name="password" type="password" autocomplete="current-password" required></label>
+            <button type="submit">Log in</button>
+            </form></body></html>
+
+            """
+        var headers = Self.pageHeaders(nonce: nonce, formAction: "'self'")
+        headers[.setCookie] = "\(AccessPolicy.formCookieName)=\(form); Path=/auth/; HttpOnly; SameSite=Strict; Max-Age=3600"
+        return Self.response(status, headers: headers, body: ByteBuffer(string: html))
+    }
+
+    func login(_ policy: AccessPolicy, request: Request, client: String) async -> Response {
+        // CSRF: the form's value must be the one its cookie holds (set by this server's form alone,
+        // SameSite=Strict), and a browser's Origin, when sent, this server's.
+        if let origin = request.headers[.origin], let authority = request.head.authority,
+            origin != "http://\(authority)" && origin != "https://\(authority)"
+        {
+            return Self.plain(.forbidden, "a login from another site's page is refused")
+        }
+        guard let body = try? await request.body.collect(upTo: 8192) else { return Self.plain(.contentTooLarge, "a login form is small") }
+        let fields = Self.formFields(String(buffer: body))
+        guard let form = fields["form"], let cookie = AccessPolicy.cookie(AccessPolicy.formCookieName, in: request.headers),
+            AccessPolicy.isEqual(Array(form.utf8), Array(cookie.utf8))
+        else { return loginForm(policy, request: request, message: "The form expired: try again.", status: .forbidden) }
+        if let wait = policy.state.waitBeforeLogin(client) {
+            var response = Self.plain(.tooManyRequests, "too many failed logins: try again in \(wait) s")
+            response.headers[.retryAfter] = String(wait)
+            return response
+        }
+        let (user, password) = (fields["username"] ?? "", fields["password"] ?? "")
+        let valid = (try? await NIOThreadPool.singleton.runIfActive { policy.verify(user: user, password: password) }) ?? false
+        guard valid else {
+            policy.state.recordFailure(client)
+            return loginForm(policy, request: request, message: "Wrong user name or password.", status: .unauthorized)
+        }
+        let claims = policy.claims(user: user, groups: policy.groups[user] ?? [], lifetime: policy.sessionLifetime)
+        let nonce = ViewerPage.nonce()
+        let html = """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>Logged in</title></head><body>
+            <p>Logged in as \(Self.html(user)). You may close this window.</p>
+            <script nonce="\(nonce)">window.close()</script></body></html>
+
+            """
+        var headers = Self.pageHeaders(nonce: nonce)
+        headers[.setCookie] = sessionCookie(policy.sign(claims, as: .session), maxAge: Int(policy.sessionLifetime.components.seconds), request)
+        return Self.response(.ok, headers: headers, body: ByteBuffer(string: html))
+    }
+
+    /// The session cookie: HttpOnly, for the whole server; `Secure; SameSite=None` over https (a viewer
+    /// on another site's page loads the tiles), `SameSite=Lax` over http (where None is refused).
+    func sessionCookie(_ value: String, maxAge: Int, _ request: Request) -> String {
+        let secure = root(request).hasPrefix("https:")
+        return "\(AccessPolicy.cookieName)=\(value); Path=/; HttpOnly; Max-Age=\(maxAge); " + (secure ? "Secure; SameSite=None" : "SameSite=Lax")
+    }
+
+    func token(_ policy: AccessPolicy, request: Request, messageId: String?, origin: String?) -> Response {
+        var message: [String: Any] = ["@context": Self.authContext, "messageId": messageId ?? ""]
+        let target = origin.flatMap(Self.origin)
+        if messageId == nil || target == nil {
+            message["type"] = "AuthAccessTokenError2"
+            message["profile"] = messageId == nil ? "invalidRequest" : "invalidOrigin"
+        } else if let target, !policy.viewerOrigins.isEmpty, !policy.viewerOrigins.contains(target) {
+            (message["type"], message["profile"]) = ("AuthAccessTokenError2", "invalidOrigin")
+        } else if let viewer = AccessContext.viewer {
+            let lifetime = min(policy.tokenLifetime, policy.sessionLifetime)
+            let claims = policy.claims(user: viewer.user, groups: viewer.groups, lifetime: lifetime, session: viewer.session)
+            message["type"] = "AuthAccessToken2"
+            message["accessToken"] = policy.sign(claims, as: .token)
+            message["expiresIn"] = Int(lifetime.components.seconds)
+        } else {
+            (message["type"], message["profile"]) = ("AuthAccessTokenError2", "missingAspect")
+            message["heading"] = ["en": ["Not logged in"]]
+        }
+        let json = (try? JSONSerialization.data(withJSONObject: message, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        // Inside a script: no `</script>` can end it early.
+        let script = String(decoding: json, as: UTF8.self).replacingOccurrences(of: "<", with: "\\u003c")
+        let nonce = ViewerPage.nonce()
+        let destination = target.map { "\"\($0)\"" } ?? "null"
+        let html = """
+            <!doctype html><html><head><meta charset="utf-8"><title>token</title></head><body>
+            <script nonce="\(nonce)">if (\(destination) !== null) window.parent.postMessage(\(script), \(destination));</script>
+            </body></html>
+
+            """
+        var headers = Self.pageHeaders(nonce: nonce, frameAncestors: target ?? "'none'")
+        headers[.cacheControl] = "no-store"
+        headers[.vary] = "Cookie"
+        return Self.response(.ok, headers: headers, body: ByteBuffer(string: html))
+    }
+
+    func probe(_ policy: AccessPolicy, id: String, request: Request) -> Response {
+        let viewer = policy.viewer(bearer: request.headers[.authorization])
+        var result: [String: Any] = ["@context": Self.authContext, "type": "AuthProbeResult2"]
+        switch policy.grant(of: id, to: viewer) {
+        case nil, .full?: result["status"] = 200
+        case let grant?:
+            result["status"] = 401
+            result["heading"] = ["en": [policy.heading]]
+            result["note"] = ["en": [policy.note]]
+            if case .degraded(let tier) = grant {
+                let encoded = ImageCatalog.urlSegment(id)
+                result["substitute"] = [
+                    [
+                        "id": "\(base(request, .v3))/\(encoded)", "type": "ImageService3", "profile": "level2",
+                        "label": ["en": ["at most \(tier.maxWidth ?? tier.maxHeight ?? 0) pixels"]]
+                    ]
+                ]
+            }
+        }
+        let json = (try? JSONSerialization.data(withJSONObject: result, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        var headers: HTTPFields = [.contentType: "application/json", .cacheControl: "no-store", .vary: "Authorization"]
+        headers[.accessControlAllowOrigin] = "*"
+        return Self.response(.ok, headers: headers, body: ByteBuffer(data: json))
+    }
+
+    func logout(_ policy: AccessPolicy, request: Request) -> Response {
+        if let value = AccessPolicy.cookie(AccessPolicy.cookieName, in: request.headers), let claims = policy.read(value, as: .session) {
+            policy.state.revoke(claims.n, until: Double(claims.e))
+        }
+        let nonce = ViewerPage.nonce()
+        let html = """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>Logged out</title></head><body>
+            <p>Logged out.</p><script nonce="\(nonce)">window.close()</script></body></html>
+
+            """
+        var headers = Self.pageHeaders(nonce: nonce)
+        headers[.setCookie] = sessionCookie("", maxAge: 0, request)
+        return Self.response(.ok, headers: headers, body: ByteBuffer(string: html))
+    }
+
+    /// A page's headers: HTML, never stored, only its own script and style; forms post to
+    /// `formAction`, frames by `frameAncestors`.
+    static func pageHeaders(nonce: String, formAction: String = "'none'", frameAncestors: String = "'none'") -> HTTPFields {
+        let policy =
+            "default-src 'none'; script-src 'nonce-\(nonce)'; style-src 'nonce-\(nonce)'; base-uri 'none'; "
+            + "form-action \(formAction); frame-ancestors \(frameAncestors)"
+        return [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: policy, .cacheControl: "no-store"]
+    }
+
+    /// `text` when it is an origin (`scheme://host[:port]`, http or https, nothing after), else nil.
+    static func origin(_ text: String) -> String? {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host, !host.isEmpty, url.path.isEmpty, url.query == nil, url.fragment == nil, url.user == nil,
+            text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "'") })
+        else { return nil }
+        return "\(scheme)://\(host.lowercased())" + (url.port.map { ":\($0)" } ?? "")
+    }
+
+    /// The fields of a form-encoded body (`a=1&b=2`, `+` a space, percent-decoded).
+    static func formFields(_ body: String) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in body.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let decode = { (text: Substring) in text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+            if let name = parts.first { fields[decode(name)] = parts.count > 1 ? decode(parts[1]) : "" }
+        }
+        return fields
+    }
+}
