@@ -281,7 +281,8 @@ struct AccessTests {
             #expect(try await Self.get(client, url, cookie: cookie).status == 200)
             #expect(try await Self.probe(client, base, "restricted-a", token: token)["status"] as? Int == 200)
             for forged in [
-                "v1.\(bob).\(parts[2])", "v1.\(parts[1]).\(parts[2].dropLast())\(flipped)", "v1.\(parts[1]).\(changed)", expired, foreign, "v1..", "v2.\(parts[1]).\(parts[2])"
+                "v1.\(bob).\(parts[2])", "v1.\(parts[1]).\(parts[2].dropLast())\(flipped)", "v1.\(parts[1]).\(changed)", expired, foreign, "v1..",
+                "v2.\(parts[1]).\(parts[2])"
             ] {
                 #expect(try await Self.get(client, url, cookie: "tiler_session=\(forged)").status == 401, "\(forged)")
             }
