@@ -24,11 +24,12 @@ enum ViewerPage {
     }
 
     /// The page's headers: HTML, and a policy that lets only its own script and style (by `nonce`) run
-    /// and only this server's images and JSON load; no frames, forms or base URL.
+    /// and only this server's images, JSON and frames (a restricted image's token service) load; no
+    /// forms or base URL, and no one frames it.
     static func headers(nonce: String) -> HTTPFields {
         let policy =
             "default-src 'none'; script-src 'nonce-\(nonce)'; style-src 'nonce-\(nonce)'; img-src 'self' data: blob:; "
-            + "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+            + "connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
         return [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: policy, .cacheControl: "no-store"]
     }
 

@@ -17,12 +17,12 @@ struct DeployTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
     /// One HTTP/1.1 exchange with the given header fields (`Connection: close`).
-    static func get(_ port: Int, _ path: String, host: String = "127.0.0.1", _ fields: [(String, String)] = [], method: String = "GET")
-        throws -> (status: Int, headers: [String: String], body: Data)
-    {
+    static func get(
+        _ port: Int, _ path: String, host: String = "127.0.0.1", _ fields: [(String, String)] = [], method: String = "GET", body: Data? = nil
+    ) throws -> (status: Int, headers: [String: String], body: Data) {
         let connection = try LoopbackConnection(port: UInt16(port))
-        let extra = fields.map { "\($0.0): \($0.1)\r\n" }.joined()
-        try connection.send(Data("\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n\(extra)Connection: close\r\n\r\n".utf8))
+        let extra = fields.map { "\($0.0): \($0.1)\r\n" }.joined() + (body.map { "Content-Length: \($0.count)\r\n" } ?? "")
+        try connection.send(Data("\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n\(extra)Connection: close\r\n\r\n".utf8) + (body ?? Data()))
         let reply = connection.read(timeout: .seconds(60)).bytes
         guard let split = reply.range(of: Data("\r\n\r\n".utf8)) else { return (0, [:], Data()) }
         let lines = String(decoding: reply[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")

@@ -81,6 +81,13 @@ sub vcl_recv {
     if (req.url ~ "^/(health|ready|metrics|images/|admin/)") {
         return (pass);
     }
+    # Restricted images (the instances' "access" rules, IIIF Auth 2.0): the login, token, probe and
+    # logout services, and every request that carries a session or a front proxy's user, go to an
+    # instance each time; such answers are never stored. Without one, a restricted image's answer is
+    # the anonymous one, which the instance marks private: not stored either (the built-in VCL).
+    if (req.url ~ "^/auth/" || req.http.Cookie ~ "(^|;\s*)tiler_session=" || req.http.X-Remote-User) {
+        return (pass);
+    }
     unset req.http.Cookie;
     unset req.http.Authorization;
     return (hash);

@@ -11,6 +11,9 @@ import Foundation
 /// the view; and draws the coarsest level under the finer ones as a placeholder. The view (centre in
 /// image pixels, zoom in screen pixels per image pixel) lives in the URL fragment (`#x=…&y=…&z=…`).
 /// On the server, a page of a multi-page master shows links to every page (from the book's manifest).
+/// A restricted image (its info.json names an IIIF Auth 2.0 probe service) shows what the server gives
+/// everyone and a login button, which goes through the access, token and probe services and shows
+/// the full image once the probe says 200 (then a logout button).
 public enum ViewerPageTemplate {
     /// The page.
     /// - Parameters:
@@ -41,8 +44,11 @@ public enum ViewerPageTemplate {
         #status{position:absolute;z-index:2;left:8px;bottom:8px;background:rgba(0,0,0,.6);padding:3px 8px;border-radius:3px}
         #pages{position:absolute;z-index:2;right:8px;bottom:8px;background:rgba(0,0,0,.6);padding:3px 8px;border-radius:3px}
         #pages a{color:#aaa;margin:0 4px;text-decoration:none}#pages a.current{color:#fff;font-weight:bold}
+        #auth{position:absolute;z-index:2;right:8px;top:8px;background:rgba(0,0,0,.75);padding:6px 10px;border-radius:3px;max-width:24em}
+        #auth button{margin-left:8px}
         </style></head>
         <body><div id="view" tabindex="0"></div><div id="status">loading</div><div id="pages" hidden></div>
+        <div id="auth" hidden><span id="auth-text"></span><button id="auth-button" type="button"></button></div>
         <script nonce="{{NONCE}}">
         "use strict";
         const ID = "{{ID}}", BASE = "{{BASE}}", LIVE = {{LIVE}}, EXT = "{{FORMAT}}", view = document.getElementById("view"), statusLine = document.getElementById("status");
@@ -195,14 +201,82 @@ public enum ViewerPageTemplate {
             pump();
           } catch (e) { setTimeout(progress, 2000); }
         }
+        // IIIF Authorization Flow 2.0, for an image whose info.json names a probe service: the probe with
+        // the access token (none at first); on 401, what the server gives everyone (a degraded image, or
+        // nothing) and a button that opens the access service's window; once it closes, the token
+        // service in a hidden frame, whose message (from its origin, with our messageId) carries the
+        // token; probe 200: info.json again with the browser's credentials, and the full image.
+        let token = null, authorized = false, messages = 0;
+        const probeService = () => ((info && info.service) || []).find(s => s.type === "AuthProbeService2");
+        async function probe(service) {
+          const headers = token ? {Authorization: "Bearer " + token} : {};
+          const result = await (await fetch(service.id, {headers})).json();
+          return result.status;
+        }
+        function requestToken(tokenService) {
+          return new Promise(resolve => {
+            const messageId = "m" + (++messages), frame = document.createElement("iframe");
+            const listener = e => {
+              if (e.origin !== new URL(tokenService.id).origin || !e.data || e.data.messageId !== messageId) return;
+              window.removeEventListener("message", listener); frame.remove();
+              resolve(e.data.type === "AuthAccessToken2" ? e.data.accessToken : null);
+            };
+            window.addEventListener("message", listener);
+            // A frame that never answers (refused, or no such service): no token.
+            setTimeout(() => { window.removeEventListener("message", listener); frame.remove(); resolve(null); }, 10000);
+            frame.hidden = true;
+            frame.src = tokenService.id + "?messageId=" + messageId + "&origin=" + encodeURIComponent(location.origin);
+            document.body.appendChild(frame);
+          });
+        }
+        function services(probeService) {
+          const access = (probeService.service || []).find(s => s.type === "AuthAccessService2") || {};
+          const inner = access.service || [];
+          return {access, token: inner.find(s => s.type === "AuthAccessTokenService2"), logout: inner.find(s => s.type === "AuthLogoutService2")};
+        }
+        const text = map => map ? (map.en || Object.values(map)[0] || [""])[0] : "";
+        function openWindow(url, then) {
+          const w = window.open(url, "_blank", "width=480,height=560");
+          const timer = setInterval(() => { if (!w || w.closed) { clearInterval(timer); then(); } }, 250);
+        }
+        async function authorize() {
+          const service = probeService();
+          if (!service) return;
+          const s = services(service), bar = document.getElementById("auth"), label = document.getElementById("auth-text"), button = document.getElementById("auth-button");
+          if (!authorized && s.token) token = await requestToken(s.token);   // a session from before
+          const status = await probe(service);
+          bar.hidden = false;
+          if (status === 200) {
+            label.textContent = "full image";
+            button.textContent = text(s.logout && s.logout.label) || "Log out";
+            button.onclick = () => openWindow(s.logout.id, () => { token = null; authorized = false; restart(); });
+            if (!authorized) { authorized = true; restart(); }
+            return;
+          }
+          label.textContent = text(s.access.heading) || "restricted";
+          button.textContent = text(s.access.confirmLabel) || text(s.access.label) || "Log in";
+          button.onclick = () => openWindow(s.access.id + "?origin=" + encodeURIComponent(location.origin), async () => {
+            token = s.token ? await requestToken(s.token) : null;
+            authorize();
+          });
+        }
+        // The image again (after a login or a logout): its info.json and every tile.
+        function restart() {
+          for (const t of tiles.values()) { t.state = "dropped"; t.img.removeAttribute("src"); t.img.remove(); }
+          tiles.clear(); inFlight = 0; waiting = 0; info = null;
+          start();
+        }
         async function start() {
           try {
-            const response = await fetch(BASE + "/info.json");
+            // With the browser's credentials once authorized (another origin's server then names this one).
+            const response = await fetch(BASE + "/info.json", authorized ? {credentials: "include"} : {});
             // 503: an upload whose header has not arrived, or a build waiting for its turn.
             if (response.status === 503) { statusLine.textContent = (await response.text()).trim(); setTimeout(start, 1000); return; }
             if (!response.ok) { statusLine.textContent = "no image: HTTP " + response.status; return; }
             info = await response.json();
           } catch (e) { statusLine.textContent = "cannot load " + BASE + "/info.json"; return; }
+          if (!authorized && probeService()) authorize();
+          if (!info.tiles || !info.tiles.length) { statusLine.textContent = "restricted: " + info.width + " x " + info.height; return; }
           W = info.width; H = info.height; T = info.tiles[0].width; scales = info.tiles[0].scaleFactors;
           minZ = Math.min(fit(), 1); maxZ = 4 * (window.devicePixelRatio || 1);
           if (!readHash()) { z = fit(); cx = W / 2; cy = H / 2; }
