@@ -9,6 +9,8 @@ import Glibc
 /// access log on (to a file, one `write` per request, its default), serving the same bytes:
 /// - `serve-cli-warm`: 400 level-0 tiles of the TIFF store asked for again and again (`wrk -t2 -c64`,
 ///   10 s, nginx and ours alternately after 3 s of each untimed): requests per second, p99;
+/// - `serve-cli-access`: `serve-cli-warm` again with access rules configured (issue 41), none matching
+///   the image: what a policy costs the images it does not restrict;
 /// - `serve-cli-cold`: every level-0 tile once, a new `tiler serve` each run (nothing encoded, the
 ///   TIFF in the page cache), 64 clients, against nginx's run over the same files.
 /// Needs the release `tiler` beside the Benchmarks executable (`swift build -c release`).
@@ -42,6 +44,26 @@ enum CLIServeScenario {
                     format: "nginx-cli-warm      %8.0f req/s  p99 %.2f ms  (its access log on; rates %@)", nginxRate,
                     ScenarioResult.median(theirs.map(\.p99Milliseconds)),
                     theirs.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", ")))
+            // The same with restricted images configured (issue 41), none of them this one: what the
+            // access rules cost an image they do not match.
+            let config = "\(setup.folder)/access.json"
+            try Data(
+                #"{"access": {"sessionKey": "a benchmark's session key, 32 bytes or more", "rules": [{"match": "restricted*", "allow": ["*"]}]}}"#
+                    .utf8
+            ).write(to: URL(fileURLWithPath: config))
+            let (restricting, restrictingBase) = try start(
+                tiler, images: setup.images, cache: "\(setup.folder)/cli-cache", log: "\(setup.folder)/tiler-access.log",
+                options: ["--config", config])
+            defer { restricting.stop() }
+            let (guarded, again) = try WrkResult.alternating(ours: restrictingBase, nginx: nginxBase, script: script, runs: runs)
+            let (guardedRate, againRate) = (
+                ScenarioResult.median(guarded.map(\.requestsPerSecond)), ScenarioResult.median(again.map(\.requestsPerSecond))
+            )
+            lines.append(
+                String(
+                    format: "serve-cli-access    %8.0f req/s  p99 %.2f ms  %.2fx nginx (run by run %@)  errors %d  (access rules, none matching)",
+                    guardedRate, ScenarioResult.median(guarded.map(\.p99Milliseconds)), guardedRate / againRate,
+                    WrkResult.pairedRatios(guarded, to: again), guarded.map(\.errors).reduce(0, +)))
         }
         var (ours, nginxRates, failures): ([Double], [Double], Int) = ([], [], 0)
         for _ in 0..<runs {

@@ -279,6 +279,7 @@ struct ServeCommandTests {
         #expect(try StoreDescription.read(at: "\(folder)/.tiler-cache/photo.tiles").format == "raw", "the file's format")
 
         // Refused at start (exit 64), naming the key.
+        let key = "a session key of at least thirty-two bytes"
         let cases: [(String, [String: String], [String], String)] = [
             (#"{"port": "eighty"}"#, [:], [], "port"),
             (#"{"quality": 500}"#, [:], [], "quality"),
@@ -300,8 +301,19 @@ struct ServeCommandTests {
             ("{}", [:], ["--purge-url", "ftp://varnish"], "purgeURLs"),
             // A manifest's rights are a Creative Commons or RightsStatements.org URI (Presentation 3.0, 3.3.4).
             ("{}", [:], ["--rights", "https://example.org/our-terms"], "rights"),
-            (#"{"requiredStatement": ""}"#, [:], [], "requiredStatement")
+            (#"{"requiredStatement": ""}"#, [:], [], "requiredStatement"),
+            // Restricted images (issue 41): the access key's own mistakes, each named.
+            (#"{"access": {"sessionKey": "short", "rules": []}}"#, [:], [], "access.sessionKey"),
+            (#"{"access": {"sessionKey": "\#(key)", "rules": [], "user": "users"}}"#, [:], [], "access: a key tiler serve does not know: user"),
+            (#"{"access": {"sessionKey": "\#(key)", "rules": [{"match": "a*", "allow": []}]}}"#, [:], [], "access.rules"),
+            (#"{"access": {"sessionKey": "\#(key)", "rules": [], "users": "no-such-file"}}"#, [:], [], "access.users: cannot read"),
+            (#"{"access": {"sessionKey": "\#(key)", "rules": [], "users": "plain"}}"#, [:], [], "access.users: every hash must be bcrypt"),
+            (#"{"access": {"sessionKey": "\#(key)", "rules": [], "userHeader": "X-Remote-User"}}"#, [:], [], "access.userHeader"),
+            (#"{"access": {"sessionKey": "\#(key)", "rules": [{"match": "a*"}]}}"#, [:], [], "access:"),
+            (#"{"access": []}"#, [:], [], "access: must be an object")
         ]
+        // An htpasswd file of plain (not bcrypt) passwords (`htpasswd -p`'s), beside the config.
+        try Data("alice:wonderland\n".utf8).write(to: URL(fileURLWithPath: "\(folder)/plain"))
         for (json, environment, arguments, named) in cases {
             try write(json)
             // An address that cannot be bound: were the value taken, the server would fail, not hang.
