@@ -283,13 +283,16 @@ extension TileRoutes {
         return [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: policy, .cacheControl: "no-store"]
     }
 
-    /// `text` when it is an origin (`scheme://host[:port]`, http or https, nothing after), else nil.
+    /// `text` when it is an origin (`scheme://host[:port]`, http or https, nothing after), else nil. The
+    /// host is a name of letters, digits, `-` and `.`, or an address (what ``RequestGuard`` takes in
+    /// `Host`): the result goes into a script and a header, where nothing else may.
     static func origin(_ text: String) -> String? {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let host = url.host, !host.isEmpty, url.path.isEmpty, url.query == nil, url.fragment == nil, url.user == nil,
-            text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "'") })
+            url.path.isEmpty, url.query == nil, url.fragment == nil, url.user == nil, url.password == nil,
+            let authority = text.split(separator: "/", omittingEmptySubsequences: false).dropFirst(2).first,
+            text.lowercased() == "\(scheme)://\(authority.lowercased())", RequestGuard.hostName(ofAuthority: String(authority)) != nil
         else { return nil }
-        return "\(scheme)://\(host.lowercased())" + (url.port.map { ":\($0)" } ?? "")
+        return "\(scheme)://\(authority.lowercased())"
     }
 
     /// The fields of a form-encoded body (`a=1&b=2`, `+` a space, percent-decoded).

@@ -320,6 +320,19 @@ struct AccessTests {
         }
     }
 
+    @Test("the token service's origin: an origin alone, nothing that could leave its string or header")
+    func origins() {
+        #expect(TileRoutes.origin("https://Viewer.example:8443") == "https://viewer.example:8443")
+        #expect(TileRoutes.origin("http://127.0.0.1:9000") == "http://127.0.0.1:9000")
+        #expect(TileRoutes.origin("http://[::1]:9000") == "http://[::1]:9000")
+        for refused in [
+            "javascript:alert(1)", "http://a;b", "http://a b", "http://x\"y", "http://x'y", "http://a/b", "http://a?b", "http://a#b",
+            "http://user@a", "ftp://a", "http://", "http://a:99999", "null", "http://a<b", "http://a\nb"
+        ] {
+            #expect(TileRoutes.origin(refused) == nil, "\(refused)")
+        }
+    }
+
     @Test("a trusted proxy's user header: taken from the trusted peer alone")
     func proxyHeader() async throws {
         let folder = try Self.folder()
