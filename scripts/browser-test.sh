@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The viewer page, then our IIIF manifests in Mirador, in headless Chromium (Debian's chromium, driven by
-# Playwright for Python pointed at /usr/bin/chromium: no browser download). Screenshots go to $SCREENSHOTS
-# (default: a new temporary folder, printed at the end). See Tests/Browser/viewer_test.py and
-# Tests/Browser/mirador_test.py (which downloads Mirador's bundle from PyPI at run time, into the venv).
+# The viewer page, our IIIF manifests in Mirador, then a restricted image through IIIF Auth 2.0, in headless
+# Chromium (Debian's chromium, driven by Playwright for Python pointed at /usr/bin/chromium: no browser
+# download). Screenshots go to $SCREENSHOTS (default: a new temporary folder, printed at the end). See
+# Tests/Browser/viewer_test.py, Tests/Browser/mirador_test.py (which downloads Mirador's bundle from PyPI at
+# run time, into the venv) and Tests/Browser/auth_test.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.venv-browser
@@ -13,8 +14,9 @@ fi
 swift build --product tiler >/dev/null
 shots=${SCREENSHOTS:-$(mktemp -d)}
 tiler="$(swift build --show-bin-path)/tiler"
-# Both run, whatever the first gives; the script fails if either does.
+# All run, whatever the others give; the script fails if any does.
 status=0
 "$venv/bin/python" Tests/Browser/viewer_test.py "$shots" "$tiler" || status=1
 "$venv/bin/python" Tests/Browser/mirador_test.py "$shots" "$tiler" || status=1
+"$venv/bin/python" Tests/Browser/auth_test.py "$shots" "$tiler" || status=1
 exit $status

@@ -31,7 +31,9 @@ struct AccessMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
 
     /// The identifier (percent-encoded, as written) a path names and its use, or nil for no image.
     static func image(ofPath path: Substring) -> (id: Substring, use: Use)? {
-        let s = path.split(separator: "/")
+        // Split at the bytes, as the router does (a `/` before a combining mark is one character to
+        // Swift's String, two segments to the router: the routes' parameters must be these).
+        let s = path.utf8.split(separator: UInt8(ascii: "/")).map { Substring($0) }
         guard let first = s.first, s.count >= 2 else { return nil }
         switch first {
         case "iiif" where s.count >= 3 && (s[1] == "3" || s[1] == "2"):

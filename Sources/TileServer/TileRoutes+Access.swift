@@ -274,11 +274,11 @@ extension TileRoutes {
         return Self.response(.ok, headers: headers, body: ByteBuffer(string: html))
     }
 
-    /// A page's headers: HTML, never stored, only its own script and style; forms post to
+    /// A page's headers: HTML, never stored, only its own script and style (and its `data:` icon); forms post to
     /// `formAction`, frames by `frameAncestors`.
     static func pageHeaders(nonce: String, formAction: String = "'none'", frameAncestors: String = "'none'") -> HTTPFields {
         let policy =
-            "default-src 'none'; script-src 'nonce-\(nonce)'; style-src 'nonce-\(nonce)'; base-uri 'none'; "
+            "default-src 'none'; script-src 'nonce-\(nonce)'; style-src 'nonce-\(nonce)'; img-src data:; base-uri 'none'; "
             + "form-action \(formAction); frame-ancestors \(frameAncestors)"
         return [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: policy, .cacheControl: "no-store"]
     }

@@ -171,7 +171,8 @@ struct ServeLimitsCommandTests {
         let answers = results.withLockedValue { $0 }
         #expect(answers.count > 20, "\(answers.count) requests answered")
         #expect(answers.allSatisfy { $0.seconds < 10 }, "slowest \(answers.map(\.seconds).max() ?? 0) s")
-        #expect(answers.allSatisfy { [200, 404, 500, 503].contains($0.status) }, "\(Set(answers.map(\.status)))")
+        // (422: the master read while it was being written, or a FIFO: not an image this server reads.)
+        #expect(answers.allSatisfy { [200, 404, 422, 500, 503].contains($0.status) }, "\(Set(answers.map(\.status)))")
         for answer in answers where answer.path.hasSuffix("info.json") && answer.status == 200 {
             let info = try JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
             #expect(info?["width"] as? Int == 1200, "the file outside the folder was served: \(info ?? [:])")

@@ -210,8 +210,7 @@ public enum ViewerPageTemplate {
         const probeService = () => ((info && info.service) || []).find(s => s.type === "AuthProbeService2");
         async function probe(service) {
           const headers = token ? {Authorization: "Bearer " + token} : {};
-          const result = await (await fetch(service.id, {headers})).json();
-          return result.status;
+          return await (await fetch(service.id, {headers})).json();
         }
         function requestToken(tokenService) {
           return new Promise(resolve => {
@@ -244,21 +243,23 @@ public enum ViewerPageTemplate {
           if (!service) return;
           const s = services(service), bar = document.getElementById("auth"), label = document.getElementById("auth-text"), button = document.getElementById("auth-button");
           if (!authorized && s.token) token = await requestToken(s.token);   // a session from before
-          const status = await probe(service);
+          const result = await probe(service);
+          // The external profile has no window: the user arrives logged in (by a front proxy), or not at all.
+          const external = s.access.profile === "external";
           bar.hidden = false;
-          if (status === 200) {
+          if (result.status === 200) {
             label.textContent = "full image";
+            button.hidden = external || !s.logout;
             button.textContent = text(s.logout && s.logout.label) || "Log out";
             button.onclick = () => openWindow(s.logout.id, () => { token = null; authorized = false; restart(); });
             if (!authorized) { authorized = true; restart(); }
             return;
           }
-          label.textContent = text(s.access.heading) || "restricted";
+          label.textContent = text(result.heading) || text(s.access.heading) || "restricted";
+          button.hidden = external;
           button.textContent = text(s.access.confirmLabel) || text(s.access.label) || "Log in";
-          button.onclick = () => openWindow(s.access.id + "?origin=" + encodeURIComponent(location.origin), async () => {
-            token = s.token ? await requestToken(s.token) : null;
-            authorize();
-          });
+          // Once the window closes: a token, the probe again (authorize asks for the token itself).
+          button.onclick = () => openWindow(s.access.id + "?origin=" + encodeURIComponent(location.origin), authorize);
         }
         // The image again (after a login or a logout): its info.json and every tile.
         function restart() {
