@@ -170,6 +170,17 @@ struct AccessTests {
                     #expect(refused.status == 401 && refused.headers["cache-control"]?.contains("private") == true, "\(path): \(refused.status)")
                 }
             }
+            // HEAD as GET; and no answer about a restricted image is public, whatever route gives it.
+            let head = try await TileServerTests.get(client, "\(base)/iiif/3/restricted-a/full/max/0/default.jpg", method: .HEAD)
+            #expect(head.status == 401)
+            for path in [
+                "iiif/3/restricted-a", "iiif/3/restricted-a/info.json", "iiif/3/restricted-a/manifest", "iiif/2/restricted-a/info.json",
+                "dzi/restricted-a.dzi", "view/restricted-a", "download/restricted-a", "iiif/3/restricted%2Da/full/max/0/default.jpg"
+            ] {
+                let reply = try await Self.get(client, "\(base)/\(path)")
+                let control = reply.headers["cache-control"] ?? ""
+                #expect(control.hasPrefix("private") && !control.contains("public"), "\(path): \(reply.status) \(control)")
+            }
             // Listings and collections show the open images alone.
             let listing = String(decoding: try await Self.get(client, "\(base)/").body, as: UTF8.self)
             #expect(listing.contains("view/open") && !listing.contains("secret") && !listing.contains("restricted"))
