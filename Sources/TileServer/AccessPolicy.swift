@@ -50,6 +50,12 @@ public struct AccessPolicy: Sendable {
         }
 
         var limits: ImageRequest.Limits { ImageRequest.Limits(maxWidth: maxWidth, maxHeight: maxHeight, maxArea: maxArea) }
+
+        /// Whether the tier limits anything: at least one limit, all of them positive.
+        public var isLimited: Bool {
+            let given = [maxWidth, maxHeight, maxArea].compactMap { $0 }
+            return !given.isEmpty && given.allSatisfy { $0 > 0 }
+        }
     }
 
     /// What a client may have of an image a rule matches.
@@ -78,8 +84,8 @@ public struct AccessPolicy: Sendable {
     public var sessionLifetime: Duration = .seconds(8 * 3600)
     public var tokenLifetime: Duration = .seconds(3600)
     /// Origins of viewers (`https://viewer.example`) that may read restricted answers with the
-    /// browser's credentials (CORS), and to which the token service posts tokens; empty: any origin
-    /// gets tokens, none credentials.
+    /// browser's credentials (CORS), and to which the token service posts tokens; besides them, only
+    /// this server's own pages (its viewer) get tokens (a token names its user).
     public var viewerOrigins: Set<String> = []
     /// A header that names the user (`X-Remote-User`), taken only from ``trustedProxies``, and one that
     /// lists their groups (comma-separated).
@@ -96,7 +102,18 @@ public struct AccessPolicy: Sendable {
     /// A policy of `rules` over `users` (htpasswd lines: `name:hash`), sessions signed with `sessionKey`.
     public init(rules: [Rule], users: [String: String] = [:], groups: [String: Set<String>] = [:], sessionKey: [UInt8]) {
         (self.rules, self.users, self.groups, self.sessionKey) = (rules, users, groups, sessionKey)
+        // An unknown user's password is checked as slowly as the slowest known user's.
+        let costs = users.values.compactMap { hash in hash.split(separator: "$").dropFirst().first.flatMap { UInt8($0) } }
+        let cost = costs.max() ?? 5
+        dummyHash = cost <= 5 ? Self.dummyHash : Bcrypt.hash(Self.randomText(), cost: min(cost, 31))
     }
+
+    /// The hash an unknown user's password is checked against (the users' highest cost).
+    private let dummyHash: String
+
+    /// `text` when it is an origin (`https://viewer.example`, `http://127.0.0.1:9000`: a scheme, a host and
+    /// perhaps a port, nothing else), lowercased; else nil.
+    public static func origin(_ text: String) -> String? { TileRoutes.origin(text) }
 
     /// The rule that decides `id`: the first whose glob matches it (or, for a page, its image's).
     func rule(for id: String) -> Rule? {
@@ -107,9 +124,11 @@ public struct AccessPolicy: Sendable {
     }
 
     /// What `viewer` (nil: anonymous) may have of an image `rule` matches.
+    /// A tier without a positive limit gives nothing (a typo in a config file must not give everything).
     func grant(_ rule: Rule, to viewer: Viewer?) -> Grant {
         if let viewer, allows(rule, viewer) { return .full }
-        return rule.degraded.map { .degraded($0) } ?? .none
+        guard let tier = rule.degraded, tier.isLimited else { return .none }
+        return .degraded(tier)
     }
 
     /// What `viewer` may have of `id`: nil when no rule matches it (everything).
@@ -131,11 +150,12 @@ public struct AccessPolicy: Sendable {
     /// Blocking: call it on a thread pool.
     func verify(user: String, password: String) -> Bool {
         guard let hash = users[user], hash.hasPrefix("$2") else {
-            _ = Bcrypt.verify(password, hash: Self.dummyHash)
+            _ = Bcrypt.verify(password, hash: dummyHash)
             return false
         }
+        // (Past 72 bytes bcrypt reads no more, as htpasswd's hash did not.)
         let readable = hash.hasPrefix("$2y$") ? "$2b$" + hash.dropFirst(4) : hash
-        return password.utf8.count <= 72 && Bcrypt.verify(password, hash: readable)
+        return Bcrypt.verify(password, hash: readable)
     }
 
     /// A bcrypt hash of 32 random bytes no one knows (cost 5, htpasswd's default): what an unknown user's
@@ -173,47 +193,69 @@ struct Viewer: Sendable, Hashable {
     var groups: Set<String>
     /// The session's identifier (nil: a proxy's header), what a logout revokes.
     var session: String?
+    /// When the session ends (seconds since 1970; nil: a proxy's header): a token never outlives it.
+    var expiry: Int?
 }
 
 /// What a policy remembers while the server runs: sessions ended by a logout (until they would have
-/// expired), and failed logins by client (at most ``AccessState/failuresAllowed`` a minute).
+/// expired), and login attempts by client (at most ``AccessState/failuresAllowed`` a minute that do not
+/// succeed; an IPv6 client is its /64). Each table holds at most ``AccessState/capacity`` entries, the
+/// oldest dropped first.
 final class AccessState: Sendable {
     static let failuresAllowed = 5
     static let window: Double = 60
+    static let capacity = 100_000
     private struct State {
         var revoked: [String: Double] = [:]
-        var failures: [String: (count: Int, since: Double)] = [:]
+        var attempts: [String: (count: Int, since: Double)] = [:]
     }
     private let state = NIOLockedValueBox(State())
 
     func revoke(_ session: String, until expiry: Double) {
         state.withLockedValue { state in
             let now = Date().timeIntervalSince1970
-            if state.revoked.count > 100_000 { state.revoked = state.revoked.filter { $0.value > now } }
+            if state.revoked.count >= Self.capacity { state.revoked = state.revoked.filter { $0.value > now } }
+            if state.revoked.count >= Self.capacity {
+                // Sessions that end soonest go first (a logout of one that never ends cannot be kept).
+                let kept = state.revoked.sorted { $0.value > $1.value }.prefix(Self.capacity / 2)
+                state.revoked = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
+            }
             state.revoked[session] = expiry
         }
     }
 
     func isRevoked(_ session: String) -> Bool { state.withLockedValue { $0.revoked[session] != nil } }
 
-    /// Seconds until `client` may try again, or nil when it may now.
-    func waitBeforeLogin(_ client: String) -> Int? {
-        state.withLockedValue { state in
+    /// Counts a login attempt of `client` before its password is checked: nil when it may try now,
+    /// else the seconds until it may (its attempts that did not succeed this minute are used up).
+    func attempt(_ address: String) -> Int? {
+        let client = Self.key(address)
+        return state.withLockedValue { state in
             let now = Date().timeIntervalSince1970
-            guard let entry = state.failures[client], now - entry.since < Self.window else { return nil }
-            return entry.count >= Self.failuresAllowed ? max(1, Int((Self.window - (now - entry.since)).rounded(.up))) : nil
+            if let entry = state.attempts[client], now - entry.since < Self.window {
+                guard entry.count < Self.failuresAllowed else { return max(1, Int((Self.window - (now - entry.since)).rounded(.up))) }
+                state.attempts[client] = (entry.count + 1, entry.since)
+                return nil
+            }
+            if state.attempts.count >= Self.capacity { state.attempts = state.attempts.filter { now - $0.value.since < Self.window } }
+            if state.attempts.count >= Self.capacity {
+                let kept = state.attempts.sorted { $0.value.since > $1.value.since }.prefix(Self.capacity / 2)
+                state.attempts = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
+            }
+            state.attempts[client] = (1, now)
+            return nil
         }
     }
 
-    func recordFailure(_ client: String) {
+    /// A login of `client` succeeded: its attempt is not counted against it.
+    func succeeded(_ address: String) {
+        let client = Self.key(address)
         state.withLockedValue { state in
-            let now = Date().timeIntervalSince1970
-            if state.failures.count > 100_000 { state.failures = state.failures.filter { now - $0.value.since < Self.window } }
-            if let entry = state.failures[client], now - entry.since < Self.window {
-                state.failures[client] = (entry.count + 1, entry.since)
-            } else {
-                state.failures[client] = (1, now)
-            }
+            if let entry = state.attempts[client] { state.attempts[client] = (max(0, entry.count - 1), entry.since) }
         }
     }
+
+    /// What attempts are counted by: an IPv4 address, or an IPv6 address's first four groups (its /64, what
+    /// one client is given).
+    static func key(_ address: String) -> String { AddressRange.clientKey(address) ?? address }
 }

@@ -16,7 +16,7 @@ struct AccessClaims: Codable, Sendable, Hashable {
     var e: Int
     var n: String
 
-    var viewer: Viewer { Viewer(user: u, groups: Set(g), session: n) }
+    var viewer: Viewer { Viewer(user: u, groups: Set(g), session: n, expiry: e) }
 }
 
 enum AccessKind: String {
@@ -49,9 +49,9 @@ extension AccessPolicy {
         return claims
     }
 
-    /// New claims for `user`, lasting `lifetime`.
-    func claims(user: String, groups: Set<String>, lifetime: Duration, session: String? = nil) -> AccessClaims {
-        let expiry = Int(Date().timeIntervalSince1970) + Int(lifetime.components.seconds)
+    /// New claims for `user`, lasting `lifetime` (never past `until`, a session's end).
+    func claims(user: String, groups: Set<String>, lifetime: Duration, session: String? = nil, until: Int? = nil) -> AccessClaims {
+        let expiry = min(Int(Date().timeIntervalSince1970) + Int(lifetime.components.seconds), until ?? .max)
         return AccessClaims(u: user, g: groups.sorted(), e: expiry, n: session ?? Self.randomText())
     }
 

@@ -22,6 +22,13 @@ public struct AddressRange: Sendable, Hashable, CustomStringConvertible {
         (self.bytes, prefixLength, description) = (bytes, length + (isV4 ? 96 : 0), text)
     }
 
+    /// What one client is counted by (login attempts): an IPv4 address as it is, an IPv6 address's /64
+    /// (what one subscriber is given), as hexadecimal; nil for no address.
+    static func clientKey(_ address: String) -> String? {
+        guard let (bytes, isV4) = parse(address) else { return nil }
+        return isV4 ? address : bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
+    }
+
     /// Whether `address` (a peer's IP address as text) is in the range.
     public func contains(_ address: String) -> Bool {
         guard let (other, _) = Self.parse(address) else { return false }

@@ -136,7 +136,7 @@ struct GuardMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
         var response = try await next(request, context)
         if let origin, rules.uploadOrigins.contains(origin) {
             response.headers[.accessControlAllowOrigin] = origin
-            response.headers[.vary] = "Origin"
+            response.headers[.vary] = ((response.headers[.vary].map { [$0] } ?? []) + ["Origin"]).joined(separator: ", ")
         }
         return response
     }

@@ -67,6 +67,9 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// Restricted images: their requests go to the routes, which check the session (nil: none).
     private let access: AccessPolicy?
+    /// The identifier last looked up in ``access`` (as written) and whether a rule matched it: a
+    /// connection asks for one image's tiles after another.
+    private var lastLookedUp: (id: String, isRestricted: Bool)?
 
     init(service: TileService, rules: RequestGuard, recorder: RequestRecorder, headTimeout: TimeAmount, access: AccessPolicy? = nil) {
         self.service = service
@@ -264,8 +267,10 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// image, the routes say so).
     private func isRestricted(_ address: TileAddress) -> Bool {
         guard let access, let image = address.image else { return false }
-        guard let id = TileAddress.percentDecoded(image.id) else { return true }
-        return access.rule(for: id) != nil
+        if let last = lastLookedUp, image.id.utf8.elementsEqual(last.id.utf8) { return last.isRestricted }
+        let isRestricted = TileAddress.percentDecoded(image.id).map { access.rule(for: $0) != nil } ?? true
+        lastLookedUp = (String(image.id), isRestricted)
+        return isRestricted
     }
 
     /// Whether the request names one `Host` the guard allows (the routes answer the others: 400, 421).

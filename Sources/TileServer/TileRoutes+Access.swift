@@ -45,6 +45,17 @@ extension TileRoutes {
         return grant == .full
     }
 
+    /// Whether listings and collections show `folder` to the request's viewer: not when a rule restricts
+    /// what is in it (`archive/*`) from them.
+    func isListed(folder: String) -> Bool { folder.isEmpty || isListed(folder + "/x") }
+
+    /// The server's own origin, as clients reach it (`https://images.example`).
+    func ownOrigin(_ request: Request) -> String? {
+        guard let url = URL(string: root(request)), let scheme = url.scheme, let host = url.host else { return nil }
+        let name = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return Self.origin("\(scheme)://\(name)" + (url.port.map { ":\($0)" } ?? ""))
+    }
+
     /// The server's root URL (with its final `/`), as the image services' bases name it.
     func root(_ request: Request) -> String {
         String(base(request, .v3).dropLast(IIIFVersion.v3.path.count))
@@ -101,20 +112,24 @@ extension TileRoutes {
         }
     }
 
-    /// Whether a degraded tier allows `request` of an image laid out as `layout`: its scale gives a whole
-    /// image within the tier's limits, or it is one of the pyramid's tiles at a level that is (an edge
-    /// tile's size is rounded up).
+    /// Whether a degraded tier allows `request` of an image laid out as `layout`: its scale (the larger of
+    /// its two: a stretched request has the detail of its finer axis on both) gives a whole image within
+    /// the tier's limits, or it is one of the pyramid's tiles at a level that is (an edge tile's size is
+    /// rounded up).
     static func permits(_ request: ImageRequest.Resolved, layout: PyramidLayout, tier: AccessPolicy.Tier) -> Bool {
         let (w, h) = (Double(layout.width), Double(layout.height))
+        // The tier's largest scale of the whole image.
+        var most = Double.infinity
+        if let maxWidth = tier.maxWidth { most = min(most, Double(maxWidth) / w) }
+        if let maxHeight = tier.maxHeight ?? tier.maxWidth { most = min(most, Double(maxHeight) / h) }
+        if let maxArea = tier.maxArea { most = min(most, (Double(maxArea) / (w * h)).squareRoot()) }
+        // One side at most at that scale, the other at most its rounding (a size given by one side has the
+        // other rounded): a strip a pixel thin rounds to nothing, a stretched request is past it.
         let (rw, rh) = (Double(request.width), Double(request.height))
         let (sw, sh) = (Double(request.scaledWidth), Double(request.scaledHeight))
-        let (fullWidth, fullHeight) = (w * sw / rw, h * sh / rh)
-        let maxHeight = tier.maxHeight ?? tier.maxWidth
-        var fits = true
-        if let maxWidth = tier.maxWidth, fullWidth > Double(maxWidth) + 1e-6 { fits = false }
-        if let maxHeight, fullHeight > Double(maxHeight) + 1e-6 { fits = false }
-        if let maxArea = tier.maxArea, fullWidth * fullHeight > Double(maxArea) * (1 + 1e-9) { fits = false }
-        if fits { return true }
+        let (widthWithin, heightWithin) = (sw <= rw * most * (1 + 1e-12), sh <= rh * most * (1 + 1e-12))
+        let (widthRounded, heightRounded) = (sw <= (rw * most).rounded(), sh <= (rh * most).rounded())
+        if widthWithin && heightRounded || heightWithin && widthRounded { return true }
         let tile = layout.tileSize
         var factor = 1
         while factor <= max(layout.width, layout.height) {
@@ -151,16 +166,16 @@ extension TileRoutes {
 
             """
         var headers = Self.pageHeaders(nonce: nonce, formAction: "'self'")
-        headers[.setCookie] = "\(AccessPolicy.formCookieName)=\(form); Path=/auth/; HttpOnly; SameSite=Strict; Max-Age=3600"
+        // For the login's path as clients reach it (a proxy's prefix too).
+        let path = (URL(string: root(request))?.path).map { $0.hasSuffix("/") ? $0 : $0 + "/" } ?? "/"
+        headers[.setCookie] = "\(AccessPolicy.formCookieName)=\(form); Path=\(path)auth/; HttpOnly; SameSite=Strict; Max-Age=3600"
         return Self.response(status, headers: headers, body: ByteBuffer(string: html))
     }
 
     func login(_ policy: AccessPolicy, request: Request, client: String) async -> Response {
         // CSRF: the form's value must be the one its cookie holds (set by this server's form alone,
         // SameSite=Strict), and a browser's Origin, when sent, this server's.
-        if let origin = request.headers[.origin], let authority = request.head.authority,
-            origin != "http://\(authority)" && origin != "https://\(authority)"
-        {
+        if let origin = request.headers[.origin], Self.origin(origin) != ownOrigin(request) {
             return Self.plain(.forbidden, "a login from another site's page is refused")
         }
         guard let body = try? await request.body.collect(upTo: 8192) else { return Self.plain(.contentTooLarge, "a login form is small") }
@@ -168,17 +183,16 @@ extension TileRoutes {
         guard let form = fields["form"], let cookie = AccessPolicy.cookie(AccessPolicy.formCookieName, in: request.headers),
             AccessPolicy.isEqual(Array(form.utf8), Array(cookie.utf8))
         else { return loginForm(policy, request: request, message: "The form expired: try again.", status: .forbidden) }
-        if let wait = policy.state.waitBeforeLogin(client) {
+        // Counted before the password is checked: attempts sent together are counted too.
+        if let wait = policy.state.attempt(client) {
             var response = Self.plain(.tooManyRequests, "too many failed logins: try again in \(wait) s")
             response.headers[.retryAfter] = String(wait)
             return response
         }
         let (user, password) = (fields["username"] ?? "", fields["password"] ?? "")
         let valid = (try? await NIOThreadPool.singleton.runIfActive { policy.verify(user: user, password: password) }) ?? false
-        guard valid else {
-            policy.state.recordFailure(client)
-            return loginForm(policy, request: request, message: "Wrong user name or password.", status: .unauthorized)
-        }
+        guard valid else { return loginForm(policy, request: request, message: "Wrong user name or password.", status: .unauthorized) }
+        policy.state.succeeded(client)
         let claims = policy.claims(user: user, groups: policy.groups[user] ?? [], lifetime: policy.sessionLifetime)
         let nonce = ViewerPage.nonce()
         let html = """
@@ -205,14 +219,15 @@ extension TileRoutes {
         if messageId == nil || target == nil {
             message["type"] = "AuthAccessTokenError2"
             message["profile"] = messageId == nil ? "invalidRequest" : "invalidOrigin"
-        } else if let target, !policy.viewerOrigins.isEmpty, !policy.viewerOrigins.contains(target) {
+        } else if let target, target != ownOrigin(request), !policy.viewerOrigins.contains(target) {
+            // Only this server's pages and the configured viewers' get tokens (a token names its user).
             (message["type"], message["profile"]) = ("AuthAccessTokenError2", "invalidOrigin")
         } else if let viewer = AccessContext.viewer {
             let lifetime = min(policy.tokenLifetime, policy.sessionLifetime)
-            let claims = policy.claims(user: viewer.user, groups: viewer.groups, lifetime: lifetime, session: viewer.session)
+            let claims = policy.claims(user: viewer.user, groups: viewer.groups, lifetime: lifetime, session: viewer.session, until: viewer.expiry)
             message["type"] = "AuthAccessToken2"
             message["accessToken"] = policy.sign(claims, as: .token)
-            message["expiresIn"] = Int(lifetime.components.seconds)
+            message["expiresIn"] = max(0, claims.e - Int(Date().timeIntervalSince1970))
         } else {
             (message["type"], message["profile"]) = ("AuthAccessTokenError2", "missingAspect")
             message["heading"] = ["en": ["Not logged in"]]

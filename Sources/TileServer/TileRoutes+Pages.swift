@@ -33,10 +33,10 @@ extension TileRoutes {
     /// above. 404 past the last page or for a folder that is not served.
     func listing(folder: String, page: Int) async -> Response {
         let nonce = ViewerPage.nonce()
-        guard let (found, folders) = await catalog.contents(ofFolder: folder) else {
+        guard isListed(folder: folder), let (found, subfolders) = await catalog.contents(ofFolder: folder) else {
             return Self.plain(.notFound, "no folder named \(folder)")
         }
-        let images = found.filter(isListed)
+        let (images, folders) = (found.filter { isListed($0) }, subfolders.filter { isListed(folder: $0) })
         let entries = folders.map { (id: $0, isFolder: true) } + images.map { (id: $0, isFolder: false) }
         let size = max(1, listingPageSize)
         let pages = max(1, (entries.count + size - 1) / size)

@@ -139,50 +139,6 @@ public struct TileRoutes: Sendable {
         return ForwardedOrigin(request.headers, authority: request.head.authority).base + "/" + version.path
     }
 
-    /// The Presentation manifest of an image (3.0 under `/iiif/3/`, 2.1 under `/iiif/2/`): one canvas
-    /// painted by the image's service of the same version, labelled with its identifier, or for a
-    /// multi-page TIFF master one a page, in order, each painted by its page identifier's service
-    /// (`book`, `book~2`, ...); cached and revalidated as its info.json is.
-    func manifest(id encoded: String, version: IIIFVersion, base: String, request: Request, client: String? = nil) async -> Response {
-        guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
-        // A multi-page TIFF master: a canvas a page, each its page identifier's service, all read from
-        // its directories; its first page is not built for it (a viewer of `book~2` asks for `book`'s
-        // manifest). Any other image: its outline (a build started, as its info.json would).
-        let presentation = await catalog.presentation(of: id)
-        let outline: ImageCatalog.Outline
-        if let book = presentation.bookOutline {
-            outline = book
-        } else {
-            do throws(ImageCatalog.LookupError) { outline = try await catalog.outline(id, for: client) } catch {
-                return Self.refusal(error, id: id)
-            }
-        }
-        let found = presentation.pages ?? [(id, outline.geometry)]
-        let canvases = found.map { page in
-            let number = ImageCatalog.page(of: page.id).map { $0.page + 1 } ?? 1
-            return IIIFManifest.Page(
-                label: found.count > 1 ? "page \(number)" : Self.lastName(id), service: "\(base)/\(ImageCatalog.urlSegment(page.id))",
-                layout: page.geometry.layout)
-        }
-        var manifest = IIIFManifest(id: "\(base)/\(encoded)/manifest", label: Self.lastName(id), pages: canvases, metadata: presentation.metadata)
-        (manifest.rights, manifest.requiredStatement) = (rights, requiredStatement)
-        if downloads, let master = presentation.master {
-            let site = String(base.dropLast(IIIFVersion.v3.path.count))  // the server's root: base ends with iiif/3 or iiif/2
-            manifest.rendering = IIIFManifest.Rendering(
-                id: "\(site)download/\(encoded)", label: "Download the master (\(master.name), \(Self.megabytes(master.byteCount)))",
-                format: master.mediaType)
-        }
-        let terms: IIIFManifest.Version = version == .v3 ? .v3 : .v2
-        let body = manifest.encoded(version: terms)
-        let linkedData = request.headers[values: .accept].contains { $0.contains("application/ld+json") }
-        let mediaType = linkedData ? "application/ld+json;profile=\"\(terms.context)\"" : "application/json"
-        let headers: HTTPFields = [.contentType: mediaType, .vary: originVary]
-        // What the body says beyond the source's version (pages read, metadata, settings, this release's
-        // shape) is in the tag too: a body that differs never shares a tag.
-        let variant = "manifest|\(mediaType)|" + String(decoding: body, as: UTF8.self)
-        return document(ByteBuffer(data: body), headers: headers, outline: outline, variant: variant, request: request)
-    }
-
     func deepZoomDescriptor(name: String, request: Request, client: String? = nil) async -> Response {
         guard name.hasSuffix(".dzi"), let id = TileAddress.percentDecoded(name.dropLast(4)) else {
             return Self.plain(.notFound, "not a DeepZoom descriptor: \(name)")
@@ -241,10 +197,18 @@ public struct TileRoutes: Sendable {
         case .answer(let response): return response
         }
         do {
-            guard let resolved = try service.resolve(target, of: image.pyramid) else {
-                return Self.plain(.notFound, "no tile \(variant) of \(image.id)")
+            // A degraded grant: `max` is the tier's largest, and a request past the tier 401.
+            let layout = image.pyramid.geometry.layout
+            var tier: AccessPolicy.Tier?
+            if case .degraded(let degraded) = AccessContext.grant { tier = degraded }
+            let resolution: ImageRequest.Resolved?
+            do throws(TileError) {
+                resolution = try service.resolve(target, layout: layout, limits: tier.map { Self.narrowed(service.limits, to: $0) })
+            } catch  where error.code == .tooLarge && tier != nil && (try? service.resolve(target, layout: layout)) != nil {
+                return AccessMiddleware<TileRequestContext>.unauthorized(id: image.id)  // past the tier, not the server's limits
             }
-            if case .degraded(let tier) = AccessContext.grant, !Self.permits(resolved, layout: image.pyramid.geometry.layout, tier: tier) {
+            guard let resolved = resolution else { return Self.plain(.notFound, "no tile \(variant) of \(image.id)") }
+            if let tier, !Self.permits(resolved, layout: layout, tier: tier) {
                 return AccessMiddleware<TileRequestContext>.unauthorized(id: image.id)
             }
             if request.method == .head,

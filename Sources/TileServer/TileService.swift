@@ -104,8 +104,12 @@ public final class TileService: Sendable {
         try resolve(target, layout: image.geometry.layout)
     }
 
-    /// The request of `target` resolved against a pyramid laid out as `layout` (``resolve(_:of:)``).
-    func resolve(_ target: Target, layout: PyramidLayout) throws(TileError) -> ImageRequest.Resolved? {
+    /// The request of `target` resolved against a pyramid laid out as `layout` (``resolve(_:of:)``), within
+    /// `narrower` limits than the service's when given (a restricted image's degraded tier).
+    func resolve(_ target: Target, layout: PyramidLayout, limits narrower: ImageRequest.Limits? = nil) throws(TileError)
+        -> ImageRequest.Resolved?
+    {
+        let limits = narrower ?? limits
         switch target {
         case .iiif(let request):
             return try request.resolve(width: layout.width, height: layout.height, limits: limits)

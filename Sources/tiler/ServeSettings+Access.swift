@@ -45,6 +45,18 @@ struct AccessSettings: Decodable {
         if let unknown = fields.keys.sorted().first(where: { !keys.contains($0) }) {
             throw ValidationError("access: a key tiler serve does not know: \(unknown) (known: \(keys.sorted().joined(separator: ", ")))")
         }
+        // A rule's or a tier's typo must not go unsaid: a tier it emptied would restrict nothing.
+        for rule in fields["rules"] as? [Any] ?? [] {
+            guard let rule = rule as? [String: Any] else { throw ValidationError("access.rules: each rule is an object") }
+            if let unknown = rule.keys.sorted().first(where: { !["match", "allow", "degraded"].contains($0) }) {
+                throw ValidationError("access.rules: a key tiler serve does not know: \(unknown) (known: allow, degraded, match)")
+            }
+            if let tier = rule["degraded"] as? [String: Any],
+                let unknown = tier.keys.sorted().first(where: { !["maxWidth", "maxHeight", "maxArea"].contains($0) })
+            {
+                throw ValidationError("access.rules: degraded: a key tiler serve does not know: \(unknown) (known: maxArea, maxHeight, maxWidth)")
+            }
+        }
         let settings: AccessSettings
         do {
             settings = try JSONDecoder().decode(Self.self, from: JSONSerialization.data(withJSONObject: access))
@@ -54,6 +66,12 @@ struct AccessSettings: Decodable {
         guard settings.sessionKey.utf8.count >= 32 else { throw ValidationError("access.sessionKey: must be at least 32 characters") }
         for rule in settings.rules where rule.allow.isEmpty || rule.match.isEmpty {
             throw ValidationError("access.rules: a rule needs a match and someone to allow (\"*\" for any user who logged in)")
+        }
+        for rule in settings.rules where rule.degraded.map({ !$0.isLimited }) == true {
+            throw ValidationError("access.rules: \(rule.match): degraded needs maxWidth, maxHeight or maxArea, positive")
+        }
+        for origin in settings.origins ?? [] where AccessPolicy.origin(origin) == nil {
+            throw ValidationError("access.origins: \(origin) is not an origin (https://viewer.example, a port at most)")
         }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         func text(_ file: String, _ key: String) throws -> String {
@@ -72,7 +90,7 @@ struct AccessSettings: Decodable {
             guard seconds > 0 else { throw ValidationError("access.sessionLifetime: must be positive") }
             policy.sessionLifetime = .seconds(seconds)
         }
-        policy.viewerOrigins = Set(settings.origins ?? [])
+        policy.viewerOrigins = Set((settings.origins ?? []).compactMap(AccessPolicy.origin))
         policy.userHeader = try settings.userHeader.map { try headerName($0, "userHeader") }
         policy.groupsHeader = try settings.groupsHeader.map { try headerName($0, "groupsHeader") }
         if policy.userHeader != nil, trustedProxies.isEmpty {

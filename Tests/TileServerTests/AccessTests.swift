@@ -26,10 +26,13 @@ struct AccessTests {
 
     /// A folder of four copies of the 1300x900 test photo: `open` (no rule), `restricted-a` (alice in
     /// full, everyone else at most 400 pixels wide), `secret` (group staff, nothing for anyone else),
-    /// `book`... no: `restricted-b` (any user who logged in, nothing for anyone else).
+    /// `restricted-b` (any user who logged in, nothing for anyone else), and `archive/inside` (a folder
+    /// any user who logged in may see).
     static func folder() throws -> String {
         let (folder, jpeg) = try TileServerTests.folder()
         for id in ["open", "restricted-a", "secret", "restricted-b"] { try jpeg.write(to: URL(fileURLWithPath: "\(folder)/\(id).jpg")) }
+        try FileManager.default.createDirectory(atPath: "\(folder)/archive", withIntermediateDirectories: true)
+        try jpeg.write(to: URL(fileURLWithPath: "\(folder)/archive/inside.jpg"))
         return folder
     }
 
@@ -38,7 +41,8 @@ struct AccessTests {
             rules: [
                 .init(match: "restricted-a", allow: ["alice"], degraded: .init(maxWidth: 400)),
                 .init(match: "secret*", allow: ["group:staff"]),
-                .init(match: "restricted*", allow: ["*"])
+                .init(match: "restricted*", allow: ["*"]),
+                .init(match: "archive/*", allow: ["*"])
             ],
             users: AccessPolicy.users(htpasswd: htpasswd), groups: AccessPolicy.groups(groupFile: "staff: bob\n"), sessionKey: key)
         policy.viewerOrigins = [viewer]
@@ -145,15 +149,26 @@ struct AccessTests {
                     }
                 }
             }
-            for path in ["0,0,512,512/256,/0/default.jpg", "full/max/0/default.jpg", "full/401,/0/default.jpg", "0,0,10,10/10,/0/default.jpg"] {
+            // (A stretched request has its finer axis's detail: 40 wide, but the whole height at full size.)
+            for path in [
+                "0,0,512,512/256,/0/default.jpg", "full/401,/0/default.jpg", "0,0,10,10/10,/0/default.jpg", "full/40,900/0/default.jpg",
+                "0,0,1300,100/400,100/0/default.jpg", "0,0,1300,1/400,1/0/default.jpg", "0,0,4,1/1,1/0/default.jpg"
+            ] {
                 let refused = try await Self.get(client, "\(base)/iiif/3/restricted-a/\(path)")
                 #expect(refused.status == 401, "\(path): \(refused.status)")
             }
-            for path in ["full/400,/0/default.jpg", "full/!400,400/0/default.png", "0,0,650,450/200,/0/default.jpg"] {
+            // (`max`: the tier's largest.)
+            for path in ["full/400,/0/default.jpg", "full/!400,400/0/default.png", "0,0,650,450/200,/0/default.jpg", "full/max/0/default.jpg"] {
                 let allowed = try await Self.get(client, "\(base)/iiif/3/restricted-a/\(path)")
                 #expect(allowed.status == 200 && allowed.headers["cache-control"] == "private, no-cache", "\(path): \(allowed.status)")
             }
-            #expect(try await Self.get(client, "\(base)/iiif/2/restricted-a/full/max/0/default.jpg").status == 401)
+            #expect(try await Self.get(client, "\(base)/iiif/2/restricted-a/0,0,512,512/512,/0/default.jpg").status == 401)
+            let largest = try await Self.get(client, "\(base)/iiif/3/restricted-a/full/max/0/default.png")
+            // Its size, from the PNG's header (IHDR: width and height, big-endian, at bytes 16 and 20).
+            let size =
+                largest.body.count > 24
+                ? (largest.body[16..<20].reduce(0) { $0 << 8 | Int($1) }, largest.body[20..<24].reduce(0) { $0 << 8 | Int($1) }) : (0, 0)
+            #expect(largest.status == 200 && size.0 == 400 && (276...277).contains(size.1), "max: \(size)")
             #expect(try await Self.get(client, "\(base)/iiif/2/restricted-a/full/400,/0/default.jpg").status == 200)
 
             // Nothing for anyone else: the info.json (its services, no sizes or tiles), and 401 for the rest.
@@ -171,7 +186,7 @@ struct AccessTests {
                 }
             }
             // HEAD as GET; and no answer about a restricted image is public, whatever route gives it.
-            let head = try await TileServerTests.get(client, "\(base)/iiif/3/restricted-a/full/max/0/default.jpg", method: .HEAD)
+            let head = try await TileServerTests.get(client, "\(base)/iiif/3/restricted-a/0,0,512,512/512,/0/default.jpg", method: .HEAD)
             #expect(head.status == 401)
             for path in [
                 "iiif/3/restricted-a", "iiif/3/restricted-a/info.json", "iiif/3/restricted-a/manifest", "iiif/2/restricted-a/info.json",
@@ -181,11 +196,14 @@ struct AccessTests {
                 let control = reply.headers["cache-control"] ?? ""
                 #expect(control.hasPrefix("private") && !control.contains("public"), "\(path): \(reply.status) \(control)")
             }
-            // Listings and collections show the open images alone.
+            // Listings and collections show the open images alone, and no folder a rule covers.
             let listing = String(decoding: try await Self.get(client, "\(base)/").body, as: UTF8.self)
-            #expect(listing.contains("view/open") && !listing.contains("secret") && !listing.contains("restricted"))
+            #expect(listing.contains("view/open") && !listing.contains("secret") && !listing.contains("restricted") && !listing.contains("archive"))
             let collection = String(decoding: try await Self.get(client, "\(base)/iiif/3/collection").body, as: UTF8.self)
             #expect(collection.contains("/open/manifest") && !collection.contains("secret") && !collection.contains("restricted"))
+            #expect(!collection.contains("archive"))
+            #expect(try await Self.get(client, "\(base)/?folder=archive").status == 404)
+            #expect(try await Self.get(client, "\(base)/iiif/3/archive/collection").status == 404)
             // The probe without a token: 401 with the degraded image as substitute; 401 without one; 200 for an open image.
             let tiered = try await Self.probe(client, base, "restricted-a", token: nil)
             #expect(tiered["status"] as? Int == 401)
@@ -244,18 +262,23 @@ struct AccessTests {
             #expect(try await Self.get(client, "\(base)/iiif/3/secret/full/8,/0/default.jpg", cookie: cookie).status == 401)
             let listing = String(decoding: try await Self.get(client, "\(base)/", cookie: cookie).body, as: UTF8.self)
             #expect(listing.contains("view/restricted-a") && listing.contains("view/restricted-b") && !listing.contains("secret"))
+            #expect(listing.contains("?folder=archive"))
+            #expect(try await Self.get(client, "\(base)/?folder=archive", cookie: cookie).status == 200)
+            // This server's own pages get tokens, listed among the origins or not.
+            let (own, ownTarget) = try await Self.token(client, base, cookie: cookie, origin: base)
+            #expect(own["type"] as? String == "AuthAccessToken2" && ownTarget == base)
 
             // bob is in group staff.
             let (_, bob) = try await Self.logIn(client, base, user: "bob", password: "builder-42")
             #expect(try await Self.get(client, "\(base)/iiif/3/secret/full/8,/0/default.jpg", cookie: try #require(bob)).status == 200)
-            #expect(try await Self.get(client, "\(base)/iiif/3/restricted-a/full/max/0/default.jpg", cookie: bob).status == 401)
+            #expect(try await Self.get(client, "\(base)/iiif/3/restricted-a/0,0,512,512/512,/0/default.jpg", cookie: bob).status == 401)
 
             // Logout: the cookie cleared; the session and its tokens refused from now on.
             let out = try await Self.get(client, "\(base)/auth/logout", cookie: cookie)
             #expect(
                 out.status == 200 && out.headers["set-cookie"]?.hasPrefix("tiler_session=;") == true
                     && out.headers["set-cookie"]?.contains("Max-Age=0") == true)
-            #expect(try await Self.get(client, "\(base)/iiif/3/restricted-a/full/max/0/default.jpg", cookie: cookie).status == 401)
+            #expect(try await Self.get(client, "\(base)/iiif/3/restricted-a/0,0,512,512/512,/0/default.jpg", cookie: cookie).status == 401)
             #expect(try await Self.probe(client, base, "restricted-a", token: token)["status"] as? Int == 401)
         }
     }
@@ -321,10 +344,12 @@ struct AccessTests {
                 client, "\(base)/auth/login", method: .POST, headers: [form, ("Cookie", "tiler_login=abc"), ("Origin", "http://evil.test")],
                 body: body)
             #expect(crossSite.status == 403)
-            // Five wrong passwords, then even the right one waits.
-            for _ in 0..<AccessState.failuresAllowed {
-                #expect(try await Self.logIn(client, base, user: "alice", password: "guess").0.status == 401)
+            // Wrong passwords sent together: counted before any is checked, so no more than five are.
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<8 { group.addTask { try await Self.logIn(client, base, user: "alice", password: "guess").0.status } }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
+            #expect(statuses.filter { $0 == 401 }.count == AccessState.failuresAllowed && statuses.filter { $0 == 429 }.count == 3, "\(statuses)")
             let (limited, session) = try await Self.logIn(client, base, user: "alice", password: "wonderland-7")
             #expect(limited.status == 429 && session == nil && Int(limited.headers["retry-after"] ?? "") ?? 0 > 0)
             // An unknown user: 401 as a wrong password (from another client address it would not wait).

@@ -26,7 +26,7 @@ struct DeployAccessTests {
         try Data("alice:$2y$05$ao1VyiSy1LpsK540fQfVdOyx3CoHGnKcFen6xpF6NGaorYwNHptJK\n".utf8).write(
             to: URL(fileURLWithPath: "\(folder)/users"))
         let config = """
-            {"access": {"users": "users", "sessionKey": "the key the three instances share, 32 bytes or more",
+            {"access": {"users": "users", "sessionKey": "the key the three instances share, 32 bytes or more", "userHeader": "X-Remote-User",
               "rules": [{"match": "restricted-a", "allow": ["alice"], "degraded": {"maxWidth": 300}},
                         {"match": "restricted-b", "allow": ["*"]}]}}
             """
@@ -80,6 +80,11 @@ struct DeployAccessTests {
             let degraded = try get("/iiif/3/restricted-a/full/300,/0/default.jpg", [])
             #expect(degraded.status == 200 && (degraded.headers["x-varnish"]?.split(separator: " ").count ?? 0) == 1)
         }
+        // A front proxy's user header from a client: removed by Varnish (none of its authenticators), while
+        // an instance takes it from its trusted peer directly.
+        let claimed = [("X-Remote-User", "alice")]
+        #expect(try get("/iiif/3/restricted-b/full/8,/0/default.jpg", claimed).status == 401)
+        #expect(try DeployTests.settled(instances[0].port, "/iiif/3/restricted-b/full/8,/0/default.jpg", claimed).status == 200)
         // The session was made by one instance; every instance served the tiles above (the shard key
         // spreads the identifiers): each instance takes it when asked directly.
         for instance in instances {

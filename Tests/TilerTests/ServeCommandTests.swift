@@ -310,7 +310,14 @@ struct ServeCommandTests {
             (#"{"access": {"sessionKey": "\#(key)", "rules": [], "users": "plain"}}"#, [:], [], "access.users: every hash must be bcrypt"),
             (#"{"access": {"sessionKey": "\#(key)", "rules": [], "userHeader": "X-Remote-User"}}"#, [:], [], "access.userHeader"),
             (#"{"access": {"sessionKey": "\#(key)", "rules": [{"match": "a*"}]}}"#, [:], [], "access:"),
-            (#"{"access": []}"#, [:], [], "access: must be an object")
+            (#"{"access": []}"#, [:], [], "access: must be an object"),
+            (
+                #"{"access": {"sessionKey": "\#(key)", "rules": [{"match": "a*", "allow": ["*"], "degraded": {"maxwidth": 400}}]}}"#, [:], [],
+                "maxwidth"
+            ),
+            (#"{"access": {"sessionKey": "\#(key)", "rules": [{"match": "a*", "allow": ["*"], "degraded": {}}]}}"#, [:], [], "degraded needs"),
+            (#"{"access": {"sessionKey": "\#(key)", "rules": [{"match": "a*", "alow": ["*"]}]}}"#, [:], [], "alow"),
+            (#"{"access": {"sessionKey": "\#(key)", "rules": [], "origins": ["https://viewer.example/page"]}}"#, [:], [], "access.origins")
         ]
         // An htpasswd file of plain (not bcrypt) passwords (`htpasswd -p`'s), beside the config.
         try Data("alice:wonderland\n".utf8).write(to: URL(fileURLWithPath: "\(folder)/plain"))

@@ -47,6 +47,12 @@ acl purgers {
     "::1";
 }
 
+# Front proxies that log users in (oauth2-proxy, mod_auth_openidc) and name them in X-Remote-User; none
+# by default (192.0.2.1 is a documentation address, TEST-NET-1).
+acl authenticators {
+    "192.0.2.1";
+}
+
 sub vcl_recv {
     if (req.method == "BAN") {
         if (client.ip !~ purgers || !req.http.X-Image-Id) {
@@ -85,6 +91,12 @@ sub vcl_recv {
     # logout services, and every request that carries a session or a front proxy's user, go to an
     # instance each time; such answers are never stored. Without one, a restricted image's answer is
     # the anonymous one, which the instance marks private: not stored either (the built-in VCL).
+    # The instances take "userHeader" from Varnish (a trusted proxy): only a front proxy that logs users
+    # in (in the acl authenticators) may set it; from anyone else it is removed.
+    if (client.ip !~ authenticators) {
+        unset req.http.X-Remote-User;
+        unset req.http.X-Remote-Groups;
+    }
     if (req.url ~ "^/auth/" || req.http.Cookie ~ "(^|;\s*)tiler_session=" || req.http.X-Remote-User) {
         return (pass);
     }
