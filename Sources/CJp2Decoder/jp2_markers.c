@@ -177,15 +177,31 @@ int jp2_check_size(const jp2_source *s, int complete, char *message, size_t capa
 #define HT_SCAN_MARKERS 4096
 #define HT_SCAN_TILE_PARTS 65536
 
+/* Whether OpenJPEG reads a header's marker `code` by its length: the segments of main and tile-part
+   headers it knows (ISO/IEC 15444-1 A.2, -2's MCT, MCC, MCO and CBD, -15's CAP and CPF). Any other
+   (EOC or SOC in a header too) it reads past byte by byte, looking for the next marker it knows, which
+   a length-wise scan would not see. */
+static int is_known_segment(uint8_t code) {
+    switch (code) {
+    case 0x50: case 0x51: case 0x52: case 0x53: case 0x55: case 0x57: case 0x58: case 0x59: case 0x5C: case 0x5D:
+    case 0x5E: case 0x5F: case 0x60: case 0x61: case 0x63: case 0x64: case 0x74: case 0x75: case 0x77: case 0x78:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* Whether the markers from `*at` up to SOT or SOD (the one that ends the header: main or tile-part)
-   say HT (1), not (0), or cannot be read through (-1: not markers, or too many; taken for HT), or the
-   data ends first (-2: a file's beginning, read again whole); *at is left at that marker. */
+   say HT (1), not (0), or cannot be read through (-1: not markers, a marker OpenJPEG scans past, or
+   too many; taken for HT), or the data ends first (-2: a file's beginning, read again whole); *at is
+   left at that marker. */
 static int header_says_high_throughput(const jp2_source *s, uint64_t *at, uint32_t components) {
     for (int markers = 0; markers < HT_SCAN_MARKERS; markers++) {
         uint8_t marker[8];
         if (!jp2_read_at(s, *at, marker, 4)) return -2;
         if (marker[0] != 0xFF) return -1;
-        if (marker[1] == 0x90 || marker[1] == 0x93 || marker[1] == 0xD9) return 0;
+        if (marker[1] == 0x90 || marker[1] == 0x93) return 0;
+        if (!is_known_segment(marker[1])) return -1;
         uint32_t size = (uint32_t)marker[2] << 8 | marker[3];
         if (size < 2) return -1;
         uint8_t style;

@@ -184,6 +184,39 @@ extension JPEG2000MasterTests {
         }
     }
 
+    /// The fuzzer's input of 2026-12-03 (jp2_master_fuzz, 895 bytes): a main header whose CAP segment
+    /// ends at an EOC. OpenJPEG reads past a marker it does not expect byte by byte, finds a later CAP and
+    /// COD that say HT, and decoded the file's code-blocks on its worker threads, where an assertion
+    /// (ht_dec.c:319) cannot be caught: the process aborted. A header the scan cannot read through as
+    /// OpenJPEG does is now taken for HT (one thread). From a file (where threads would be used): a typed
+    /// error or an image, the process alive.
+    @Test("a header OpenJPEG reads past an EOC, an HT code-block style behind it: decoded on one thread, its assertion caught")
+    func highThroughputBehindEndOfCodestream() throws {
+        let base64 =
+            "/0//UQAvQAAAAAAlAAAAHQAAAAAAAAAAAAAAJQAAAB0AAAAAAAAAAAADBwEBBwEBBwEB/1AAU3RlYW0gdG9vIHNob3J0hwAAACL/"
+            + "UgAp////////AH9A/wAEXAAXImc0Z0xnTGcAAAAA/08AAAAKAP9RAC8AAFEAAAAAABT/kwFs//kAAAAAAf/ZZFAZoMT/T/9RAC9A"
+            + "AAAAACUAAAAdAAAAAAAAAAAAAAAlAAAAHQAAAAAAAAAAAAMHAQEHAQEHAQH/UAAIAAIAAAAi/1IADAACAAEBAwQEQAD/XAAXImc1"
+            + "Z0xnTGdkUElKHyaKewD20ldh/2QAFgABT3BlbkpQSCBWZXIgMC45LjAu/5AACgAAAAACZQAB/5PABdIANSuu////////////////"
+            + "//////////////////////////8AAAAAAAAAAAAAAAAAACUAAAgdAAAAAAAAAAAAAw8BAQ8BAQ8BAf9SAAwAAAABAQQEBAAB/1wA"
+            + "EECAiIiQiIiQiIiQiIiQ/2QAJQABQ4ELT6fcpwe7jHFyZWF0ZWQgYnkgT3BlbkpQRUcgdmVyc2lvbiAyLjUuMP+QAAoAAAAABawA"
+            + "Af+T3/iQeAe2n5CaX/9P/1EAKQAAAABAAAAAQAAAlpIdtnX21HLjjiBmpnb6AAAAheHJ1FZu7h+PIPftsIlpBCn/2VBtJVo/jSoO"
+            + "c18AAADAF7/AF7NAF6iA9pZ+//////////////////////////////////////////////////////////////////////8KQf//"
+            + "//////////////////////////////////////////////9/SaQAAtAvMxxdl0IgSQCBhCgYVQ3MMEkE/l0oZwd1TOQenRDgOMbw"
+            + "COrIVZQBIf//////6wQAAAAAAAD/////////////////////////////////////f0mkAALQLzMcXZdCIEkAgYQoGFUNzDBJBP5d"
+            + "KGcHdUzkHp0Q4DjG8AjqyFWUASFJUhAAWAEAAPoD8TJryqIckqI2p4wspw1AvZrmf8xnIv52y1+z/9m4kkpVrz2su5+cIRI56nmV"
+            + "ASdcjVukyDuK/qCIICGI+CDi54ELT6fcpwe7jHEOc18AAADAF7/AF7NAF7wo0/5PXJOogPaWfgAer4Ainlz+c4D/GOaE2Q=="
+        let bytes = try #require(Data(base64Encoded: base64))
+        #expect(bytes.count == 895)
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try bytes.write(to: URL(fileURLWithPath: "\(folder)/fuzzed.j2c"))
+        for build in [{ try TileBuilder.build(contentsOfFile: "\(folder)/fuzzed.j2c") }, { try TileBuilder.build(data: bytes) }] {
+            if let error = thrownError({ _ = try build() }) {
+                #expect([.corrupt, .truncated, .unsupported, .tooLarge].contains(error.code), "\(error)")
+            }
+        }
+    }
+
     /// A JPH file (ISO/IEC 15444-15 Annex D: a JP2 file whose brand, and compatibility list, say `jph `)
     /// made from grk_compress's JP2 by rewriting its `ftyp` box; no Debian tool writes one.
     @Test(
