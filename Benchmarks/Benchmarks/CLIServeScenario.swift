@@ -9,6 +9,8 @@ import Glibc
 /// access log on (to a file, one `write` per request, its default), serving the same bytes:
 /// - `serve-cli-warm`: 400 level-0 tiles of the TIFF store asked for again and again (`wrk -t2 -c64`,
 ///   10 s, nginx and ours alternately after 3 s of each untimed): requests per second, p99;
+/// - `serve-nio-floor`: the same tiles from ``NIOFloorServer`` (NIO's decoder and pipeline answering
+///   from memory, nothing else), against the same nginx: how near any NIO server comes;
 /// - `serve-cli-access`: `serve-cli-warm` again with access rules configured (issue 41), none matching
 ///   the image: what a policy costs the images it does not restrict;
 /// - `serve-cli-cold`: every level-0 tile once, a new `tiler serve` each run (nothing encoded, the
@@ -44,6 +46,19 @@ enum CLIServeScenario {
                     format: "nginx-cli-warm      %8.0f req/s  p99 %.2f ms  (its access log on; rates %@)", nginxRate,
                     ScenarioResult.median(theirs.map(\.p99Milliseconds)),
                     theirs.map { String(format: "%.0f", $0.requestsPerSecond) }.joined(separator: ", ")))
+            // NIO's floor: the least a SwiftNIO server does for these tiles (``NIOFloorServer``), against
+            // the same nginx, alternately.
+            let (floor, floorBase) = try startFloor(setup, root: root)
+            defer { floor.stop() }
+            let (floorRuns, nginxRuns) = try WrkResult.alternating(ours: floorBase, nginx: nginxBase, script: script, runs: runs)
+            let floorRate = ScenarioResult.median(floorRuns.map(\.requestsPerSecond))
+            lines.append(
+                String(
+                    format:
+                        "serve-nio-floor     %8.0f req/s  p99 %.2f ms  %.2fx nginx (run by run %@; nginx %.0f req/s)  tiler serve %.2fx the floor  errors %d  (NIO's decoder and pipeline, answers from memory, no log)",
+                    floorRate, ScenarioResult.median(floorRuns.map(\.p99Milliseconds)),
+                    floorRate / ScenarioResult.median(nginxRuns.map(\.requestsPerSecond)), WrkResult.pairedRatios(floorRuns, to: nginxRuns),
+                    ScenarioResult.median(nginxRuns.map(\.requestsPerSecond)), rate / floorRate, floorRuns.map(\.errors).reduce(0, +)))
             // The same with restricted images configured (issue 41), none of them this one: what the
             // access rules cost an image they do not match.
             let config = "\(setup.folder)/access.json"
@@ -83,6 +98,21 @@ enum CLIServeScenario {
                 ours.map { String(format: "%.0f", $0) }.joined(separator: ", "), nginxRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")
             ))
         return lines
+    }
+
+    /// ``NIOFloorServer`` in a child process over `root`'s files, once it listens; its base URL.
+    static func startFloor(_ setup: LoadScenarios.Setup, root: String) throws -> (BackgroundProcess, String) {
+        let report = "\(setup.folder)/floor-\(UUID().uuidString).txt"
+        let process = try BackgroundProcess(
+            ChildProcess.selfExecutable, ["--child", "nio-floor", "--input", root, "--report", report], outputPath: "\(setup.folder)/floor.log")
+        for _ in 0..<600 {
+            if let text = try? String(contentsOfFile: report, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                return (process, "http://127.0.0.1:\(port)")
+            }
+            usleep(50_000)
+        }
+        process.stop()
+        throw BenchmarkError("the NIO floor server did not start: \(process.output)")
     }
 
     /// `tiler serve FOLDER --port 0` with a cache of its own, once it says its port; its base URL.

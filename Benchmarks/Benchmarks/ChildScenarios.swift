@@ -167,6 +167,9 @@ func runChild(_ name: String, input: String, report: String, url: String?) async
     case "serve-server", "serve-server-uploads", "serve-server-metrics":
         try await LoadChildren.serve(input: input, report: report, uploads: name == "serve-server-uploads", metrics: name == "serve-server-metrics")
         return
+    case "nio-floor":
+        try await NIOFloorServer.serve(root: input, report: report)
+        return
     case "encode-floor":
         try writeReport(try LoadChildren.encodeFloor(input: input), extras: [:])
         return

@@ -55,11 +55,28 @@ public final class EncodedTileCache: Sendable {
     private let shards: [NIOLockedValueBox<Shard>]
 
     private struct Shard {
-        var entries: [String: EncodedImage] = [:]
-        var uses = UseOrder<String>()
+        var entries: [Key: Entry] = [:]
+        /// ``Entry/lastUse``'s clock (the one recency rule's, kept in the entry as the catalogue does).
+        var uses = UseClock()
         var bytes = 0
         /// Hashes of the keys ``isRepeated(_:)`` was asked about, cleared when it holds `seenLimit`.
         var seen = Set<Int>()
+    }
+
+    private struct Entry {
+        var image: EncodedImage
+        var lastUse: UInt64
+    }
+
+    /// A key with its hash made once: the shard is chosen by it and the shard's table hashes only it
+    /// (every cached answer looks a key up; the key's text is hashed once, not three times).
+    private struct Key: Hashable {
+        let text: String
+        let hash: Int
+
+        init(_ text: String) { (self.text, hash) = (text, text.hashValue) }
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+        static func == (a: Key, b: Key) -> Bool { a.hash == b.hash && a.text == b.text }
     }
 
     /// - Parameter capacity: bytes kept at most (default 64 MiB; 0 keeps nothing).
@@ -72,7 +89,6 @@ public final class EncodedTileCache: Sendable {
     /// Keys a shard remembers as seen: about as many as it holds tiles of 8 KiB.
     private var seenLimit: Int { max(64, shardCapacity / 8192) }
 
-    private func shard(_ key: String) -> NIOLockedValueBox<Shard> { shard(hash: key.hashValue) }
     private func shard(hash: Int) -> NIOLockedValueBox<Shard> { shards[Int(UInt(bitPattern: hash) % UInt(shards.count))] }
 
     /// Bytes kept now.
@@ -82,10 +98,11 @@ public final class EncodedTileCache: Sendable {
 
     /// The image kept for `key` (sharing the cache's storage), marked as just used; nil when none is.
     public func image(for key: String) -> EncodedImage? {
-        shard(key).withLockedValue { s in
-            guard let image = s.entries[key] else { return nil }
-            s.uses.use(key)
-            return image
+        let key = Key(key)
+        return shard(hash: key.hash).withLockedValue { s in
+            guard let index = s.entries.index(forKey: key) else { return nil }
+            s.entries.values[index].lastUse = s.uses.tick()
+            return s.entries.values[index].image
         }
     }
 
@@ -93,17 +110,18 @@ public final class EncodedTileCache: Sendable {
     public func insert(_ image: EncodedImage, for key: String) {
         let limit = shardCapacity, size = image.body.readableBytes
         guard size <= limit else { return }
-        shard(key).withLockedValue { s in
-            s.uses.use(key)
-            if let old = s.entries.updateValue(image, forKey: key) { s.bytes -= old.body.readableBytes }
+        let key = Key(key)
+        shard(hash: key.hash).withLockedValue { s in
+            if let old = s.entries.updateValue(Entry(image: image, lastUse: s.uses.tick()), forKey: key) {
+                s.bytes -= old.image.body.readableBytes
+            }
             s.bytes += size
             guard s.bytes > limit else { return }
             // Evict in one pass: oldest first, until a quarter below the capacity (so that a full shard
             // does not sort on every insert).
             let target = limit - limit / 4
-            for oldKey in s.uses.oldestFirst(s.entries.keys) where s.bytes > target {
-                s.bytes -= s.entries.removeValue(forKey: oldKey)?.body.readableBytes ?? 0
-                s.uses.remove(oldKey)
+            for (oldKey, _) in s.entries.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where s.bytes > target {
+                s.bytes -= s.entries.removeValue(forKey: oldKey)?.image.body.readableBytes ?? 0
             }
         }
     }
@@ -125,10 +143,9 @@ public final class EncodedTileCache: Sendable {
     public func removeAll(of id: String) {
         for shard in shards {
             shard.withLockedValue { s in
-                for (key, image) in s.entries where image.id == id {
+                for (key, entry) in s.entries where entry.image.id == id {
                     s.entries[key] = nil
-                    s.uses.remove(key)
-                    s.bytes -= image.body.readableBytes
+                    s.bytes -= entry.image.body.readableBytes
                 }
             }
         }

@@ -120,6 +120,20 @@ enum HTTPDate {
     }
 }
 
+/// ``HTTPDate/line()`` as one holder (a connection) keeps it: looked up again only when the second
+/// changes.
+struct DateLine {
+    private var second = -1
+    private var made = ByteBuffer()
+
+    /// `Date: …` and the blank line that ends a head, for this second.
+    mutating func line() -> ByteBuffer {
+        let now = time(nil)
+        if now != second { (second, made) = (now, HTTPDate.line()) }
+        return made
+    }
+}
+
 /// Reads the fields of an HTTP date, left to right.
 private struct DateScanner {
     private let bytes: [UInt8]

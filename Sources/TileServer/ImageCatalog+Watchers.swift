@@ -1,11 +1,16 @@
 import Foundation
 import NIOConcurrencyHelpers
+import Synchronization
 import TileActors
 
 extension ImageCatalog {
     /// A lock around the ready images (a class: the folder watcher's thread shares it).
     final class ReadyImages: Sendable {
+        /// Changed only through ``change(_:)``.
         let entries = NIOLockedValueBox<[String: (image: Image, checked: ContinuousClock.Instant)]>([:])
+        /// How many times ``entries`` changed: a caller that keeps an image it was given
+        /// (``ImageCatalog/readyImage(_:remembered:)``) keeps it while this stays the same.
+        let changes = Atomic<Int>(0)
         /// The images being copied from the shelf, answered from there meanwhile (``ImageCatalog/shelvedImage(_:)``),
         /// and when their source was last checked.
         let shelved = NIOLockedValueBox<[String: (image: ShelvedImage, checked: ContinuousClock.Instant)]>([:])
@@ -13,9 +18,42 @@ extension ImageCatalog {
         /// Forgets the image of the folder entry `name` (`photo.jpg`, `kept.tiles`).
         func forget(entry name: String) {
             let id = (name as NSString).deletingPathExtension
-            _ = entries.withLockedValue { $0.removeValue(forKey: id) }
+            change { $0.removeValue(forKey: id) }
             _ = shelved.withLockedValue { $0.removeValue(forKey: id) }
         }
+
+        /// Changes ``entries`` by `body`, counted in ``changes`` before the lock is released.
+        func change(_ body: (inout [String: (image: Image, checked: ContinuousClock.Instant)]) -> Void) {
+            entries.withLockedValue { ready in
+                body(&ready)
+                changes.add(1, ordering: .releasing)
+            }
+        }
+    }
+
+    /// ``readyImage(_:)`` for a caller that asks for the same image again and again (a connection):
+    /// the image `remembered` (what an earlier call left there) is answered again without the lock
+    /// while nothing in the ready images changed since and the look at its source is as recent as
+    /// ``readyImage(_:)`` requires; otherwise it is looked up and remembered anew.
+    nonisolated func readyImage(_ id: String, remembered: inout ReadyLookup?) -> Image? {
+        let changes = readyImages.changes.load(ordering: .acquiring)
+        if let last = remembered, last.changes == changes, last.id == id {
+            guard let image = last.image, ContinuousClock.now - last.checked < sourceRecheckInterval else { return nil }
+            return image
+        }
+        let found = readyImages.entries.withLockedValue { $0[id] }
+        remembered = ReadyLookup(id: id, image: found?.image, checked: found?.checked ?? .now, changes: changes)
+        guard let found, ContinuousClock.now - found.checked < sourceRecheckInterval else { return nil }
+        return found.image
+    }
+
+    /// What ``readyImage(_:remembered:)`` found for an identifier (a catalogue key), and the count of
+    /// the ready images' changes it was found at.
+    struct ReadyLookup {
+        let id: String
+        let image: Image?
+        let checked: ContinuousClock.Instant
+        let changes: Int
     }
 
     /// Watches the two folders (where `inotify` is refused, nothing: the periodic checks apply):

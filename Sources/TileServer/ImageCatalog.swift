@@ -2,6 +2,7 @@ import Foundation
 public import Logging
 public import NIOPosix
 import NIOConcurrencyHelpers
+import Synchronization
 public import TileActors
 public import TileCore
 
@@ -273,11 +274,11 @@ public actor ImageCatalog {
 
     func rememberReady(_ image: Image) {
         let now = ContinuousClock.now
-        readyImages.entries.withLockedValue { $0[image.id] = (image, now) }
+        readyImages.change { $0[image.id] = (image, now) }
     }
 
     func forgetReady(_ id: String) {
-        _ = readyImages.entries.withLockedValue { $0.removeValue(forKey: id) }
+        readyImages.change { $0.removeValue(forKey: id) }
     }
 
     /// Whether `id` is being built now (a JPEG into the cache, or an upload).

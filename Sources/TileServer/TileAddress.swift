@@ -16,10 +16,34 @@ struct TileAddress: Sendable {
     /// The image and what is asked of it, for a DeepZoom tile or an IIIF image request; nil otherwise.
     let image: ImageAddress?
 
-    /// The address of a request target's path (without its query).
+    /// The address of a request target's path (without its query), read in one pass over its bytes.
     init(path: Substring) {
+        var segments = Segments()
+        var isASCII = true
+        let utf8 = path.utf8
+        var start = utf8.startIndex
+        var index = start
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "/") {
+                if start != index { segments.append(path[start..<index]) }
+                start = utf8.index(after: index)
+            } else if byte >= 0x80 {
+                isASCII = false
+            }
+            utf8.formIndex(after: &index)
+        }
+        if start != utf8.endIndex { segments.append(path[start...]) }
+        // Past ASCII, a `/` may be part of a character (a combining mark after it), which the router does
+        // not split at: such a path names no image here (the router's segments are not these).
+        let isPlain = isASCII || path.split(separator: "/").elementsEqual(Self.segments(of: path))
+        (route, image) = Self.parse(segments, path: path, isPlain: isPlain)
+    }
+
+    /// `path`'s segments, split at every `/` byte, empty ones skipped: the reference
+    /// ``init(path:)``'s one pass keeps the parts of.
+    static func segments(of path: Substring) -> [Substring] {
         var segments: [Substring] = []
-        segments.reserveCapacity(8)
         let utf8 = path.utf8
         var start = utf8.startIndex
         for index in utf8.indices where utf8[index] == UInt8(ascii: "/") {
@@ -27,7 +51,38 @@ struct TileAddress: Sendable {
             start = utf8.index(after: index)
         }
         if start != utf8.endIndex { segments.append(path[start...]) }
-        (route, image) = Self.parse(segments, path: path)
+        return segments
+    }
+
+    /// What the grammar looks at of a path's segments, kept without an array: how many there are, the
+    /// first four and the last.
+    struct Segments {
+        private(set) var count = 0
+        private var leading: (Substring, Substring, Substring, Substring) = ("", "", "", "")
+        /// The last segment ("" when there is none).
+        private(set) var last: Substring = ""
+
+        mutating func append(_ segment: Substring) {
+            switch count {
+            case 0: leading.0 = segment
+            case 1: leading.1 = segment
+            case 2: leading.2 = segment
+            case 3: leading.3 = segment
+            default: break
+            }
+            last = segment
+            count += 1
+        }
+
+        /// Segment `index`, one of the first four.
+        subscript(index: Int) -> Substring {
+            switch index {
+            case 0: leading.0
+            case 1: leading.1
+            case 2: leading.2
+            default: leading.3
+            }
+        }
     }
 
     /// A request target's path, without its query: what the routes and the cache key answers by.
@@ -41,11 +96,9 @@ struct TileAddress: Sendable {
         target.utf8.contains(UInt8(ascii: "?")) ? String(path(of: target)) : target
     }
 
-    private static func parse(_ s: [Substring], path: Substring) -> (ServerMetrics.Route, ImageAddress?) {
-        guard let first = s.first else { return (.pages, nil) }
-        // Past ASCII, a `/` may be part of a character (a combining mark after it), which the router does
-        // not split at: such a path names no image here (the router's segments are not these).
-        let isPlain = !path.utf8.contains { $0 >= 0x80 } || path.split(separator: "/").elementsEqual(s)
+    private static func parse(_ s: Segments, path: Substring, isPlain: Bool) -> (ServerMetrics.Route, ImageAddress?) {
+        guard s.count > 0 else { return (.pages, nil) }
+        let first = s[0]
         switch first {
         case "iiif" where s.count > 1:
             let version: IIIFVersion? = s[1] == "3" ? .v3 : s[1] == "2" ? .v2 : nil
@@ -53,7 +106,7 @@ struct TileAddress: Sendable {
             guard let version, s.count == 7, isPlain else { return (.iiifImage, nil) }
             return (.iiifImage, ImageAddress(id: s[2], kind: .iiif(version, parameters: path[s[3].startIndex...])))
         case "dzi" where s.count > 1:
-            if s.last!.utf8.count > 4, s.last!.utf8.reversed().starts(with: "izd.".utf8) { return (.dziDescriptor, nil) }
+            if s.last.utf8.count > 4, s.last.utf8.reversed().starts(with: "izd.".utf8) { return (.dziDescriptor, nil) }
             guard s.count == 4, isPlain, s[1].utf8.count > 6, s[1].utf8.reversed().starts(with: "selif_".utf8),
                 let address = DeepZoomTileAddress(level: s[2], tile: s[3])
             else { return (.dziTile, nil) }

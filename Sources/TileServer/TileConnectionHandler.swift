@@ -70,6 +70,11 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// The identifier last looked up in ``access`` (as written) and whether a rule matched it: a
     /// connection asks for one image's tiles after another.
     private var lastLookedUp: (id: String, isRestricted: Bool)?
+    /// The ready image this connection's last cached answer was of (its tiles come one after another).
+    private var lastReady: ImageCatalog.ReadyLookup?
+    /// This second's `Date` line, made again when the second changes (the connection's own copy of
+    /// ``HTTPDate/line()``, whose lock the event loops would otherwise share on every answer).
+    private var date = DateLine()
 
     init(service: TileService, rules: RequestGuard, recorder: RequestRecorder, headTimeout: TimeAmount, access: AccessPolicy? = nil) {
         self.service = service
@@ -154,14 +159,14 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             if let head = held {
                 guard let address = heldAddress.image else { return answer(head, Self.alive, context) }  // `/health`
                 let path = TileAddress.pathString(of: head.uri)
-                if let image = service.cachedImage(path: path) { return answer(head, image, context) }
+                if let image = service.cachedImage(path: path, remembered: &lastReady) { return answer(head, image, context) }
                 if let stored = service.storedTile(address) {
                     // A whole tile asked for again is kept in the cache (it is answered from memory from then on).
                     let isWhole = stored.isWhole
                     let isRepeated = isWhole && service.cache.isRepeated(path)
                     if encoder != nil, head.method == .GET, !Self.isConditional(head), isWhole, !isRepeated {
                         // Nil: the page cache does not hold the tile (the routes read it on the thread pool).
-                        if let (response, bytes) = service.storedResponse(stored, dateLine: HTTPDate.line()) {
+                        if let (response, bytes) = service.storedResponse(stored, dateLine: date.line()) {
                             return answer(head, response: response, bodyBytes: bytes, context)
                         }
                     } else if let image = service.storedImage(stored, path: path, keepsWhole: isRepeated) {
@@ -324,13 +329,13 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         if notModified {
             var response = context.channel.allocator.buffer(capacity: 512)
             image.head.write(notModified: true, contentLength: image.body.readableBytes, into: &response)
-            response.writeImmutableBuffer(HTTPDate.line())
+            response.writeImmutableBuffer(date.line())
             encoder.write(NIOAny(response), promise: nil)
             return
         }
         // The prepared head, this second's date line, the body: three shared buffers, one writev.
         encoder.write(NIOAny(image.responseHead), promise: nil)
-        encoder.write(NIOAny(HTTPDate.line()), promise: nil)
+        encoder.write(NIOAny(date.line()), promise: nil)
         if head.method == .GET { encoder.write(NIOAny(image.body), promise: nil) }
     }
 }

@@ -210,11 +210,18 @@ struct ImageEntryTests {
         _ = try await catalog.image("photo")
         for _ in 0..<3000 where await catalog.isBuilding("photo") { try await Task.sleep(for: .milliseconds(20)) }
         #expect(catalog.readyImage("photo") != nil)
+        // A connection's own memory of the ready image (checked an hour ago at most, by this catalog's
+        // interval) is given up as the catalog forgets it.
+        var remembered: ImageCatalog.ReadyLookup?
+        #expect(catalog.readyImage("photo", remembered: &remembered) != nil)
+        #expect(catalog.readyImage("photo", remembered: &remembered) != nil)
+        #expect(remembered?.image != nil)
         #expect(await catalog.entryCount == 1)
         try FileManager.default.removeItem(atPath: "\(folder)/photo.jpg")
         await #expect(throws: ImageCatalog.LookupError.notFound) { try await catalog.image("photo") }
         #expect(await catalog.entryCount == 0)
         #expect(catalog.readyImage("photo") == nil)
+        #expect(catalog.readyImage("photo", remembered: &remembered) == nil)
     }
 
     @Test("a store of the folder (no place in the budget) is never closed to save room, and leaves nothing to unregister")
