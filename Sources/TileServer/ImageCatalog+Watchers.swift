@@ -9,7 +9,7 @@ extension ImageCatalog {
         /// Changed only through ``change(_:)``.
         let entries = NIOLockedValueBox<[String: (image: Image, checked: ContinuousClock.Instant)]>([:])
         /// How many times ``entries`` changed: a caller that keeps an image it was given
-        /// (``ImageCatalog/readyImage(_:remembered:)``) keeps it while this stays the same.
+        /// (``ImageCatalog/isReady(_:version:remembered:)``) keeps it while this stays the same.
         let changes = Atomic<Int>(0)
         /// The images being copied from the shelf, answered from there meanwhile (``ImageCatalog/shelvedImage(_:)``),
         /// and when their source was last checked.
@@ -31,27 +31,28 @@ extension ImageCatalog {
         }
     }
 
-    /// ``readyImage(_:)`` for a caller that asks for the same image again and again (a connection):
-    /// the image `remembered` (what an earlier call left there) is answered again without the lock
-    /// while nothing in the ready images changed since and the look at its source is as recent as
-    /// ``readyImage(_:)`` requires; otherwise it is looked up and remembered anew.
-    nonisolated func readyImage(_ id: String, remembered: inout ReadyLookup?) -> Image? {
+    /// Whether the ready image `id` (a catalogue key) is of `version`, as ``readyImage(_:)`` would
+    /// answer it, for a caller that asks about the same image again and again (a connection): its last
+    /// look (`remembered`, what an earlier call left there) is taken again without the lock while
+    /// nothing in the ready images changed since and the look at the source is as recent as
+    /// ``readyImage(_:)`` requires; otherwise the image is looked up and remembered anew. Only the
+    /// version is remembered, never the image: a connection keeps no store open.
+    nonisolated func isReady(_ id: String, version: String, remembered: inout ReadyLookup?) -> Bool {
         let changes = readyImages.changes.load(ordering: .acquiring)
-        if let last = remembered, last.changes == changes, last.id == id {
-            guard let image = last.image, ContinuousClock.now - last.checked < sourceRecheckInterval else { return nil }
-            return image
+        if remembered == nil || remembered?.changes != changes || remembered?.id != id {
+            let found = readyImages.entries.withLockedValue { $0[id] }
+            remembered = ReadyLookup(id: id, version: found.map { $0.image.version }, checked: found?.checked ?? .now, changes: changes)
         }
-        let found = readyImages.entries.withLockedValue { $0[id] }
-        remembered = ReadyLookup(id: id, image: found?.image, checked: found?.checked ?? .now, changes: changes)
-        guard let found, ContinuousClock.now - found.checked < sourceRecheckInterval else { return nil }
-        return found.image
+        guard let last = remembered, let lastVersion = last.version, ContinuousClock.now - last.checked < sourceRecheckInterval else { return false }
+        return lastVersion == version
     }
 
-    /// What ``readyImage(_:remembered:)`` found for an identifier (a catalogue key), and the count of
-    /// the ready images' changes it was found at.
+    /// What ``isReady(_:version:remembered:)`` found for an identifier: the version of its ready image
+    /// (nil: none ready), when its source was last looked at, and the count of the ready images'
+    /// changes it was found at.
     struct ReadyLookup {
         let id: String
-        let image: Image?
+        let version: String??
         let checked: ContinuousClock.Instant
         let changes: Int
     }

@@ -91,11 +91,9 @@ public final class TileService: Sendable {
     /// The cached answer to the request for `path` (without a query), without waiting or blocking (the
     /// event loop's path); nil when it is not cached, its image's source changed, or was not checked
     /// lately. `remembered` is the caller's own (a connection's): its last look at the ready images
-    /// (``ImageCatalog/readyImage(_:remembered:)``).
+    /// (``ImageCatalog/isReady(_:version:remembered:)``).
     func cachedImage(path: String, remembered: inout ImageCatalog.ReadyLookup?) -> EncodedImage? {
-        guard let cached = cache.image(for: path), let image = catalog.readyImage(cached.id, remembered: &remembered),
-            image.version == cached.version
-        else { return nil }
+        guard let cached = cache.image(for: path), catalog.isReady(cached.id, version: cached.version, remembered: &remembered) else { return nil }
         metrics.cacheHit()
         return cached
     }

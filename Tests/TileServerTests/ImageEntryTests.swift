@@ -212,16 +212,18 @@ struct ImageEntryTests {
         #expect(catalog.readyImage("photo") != nil)
         // A connection's own memory of the ready image (checked an hour ago at most, by this catalog's
         // interval) is given up as the catalog forgets it.
+        let version = try #require(catalog.readyImage("photo")?.version)
         var remembered: ImageCatalog.ReadyLookup?
-        #expect(catalog.readyImage("photo", remembered: &remembered) != nil)
-        #expect(catalog.readyImage("photo", remembered: &remembered) != nil)
-        #expect(remembered?.image != nil)
+        #expect(!catalog.isReady("other", version: version, remembered: &remembered))
+        #expect(catalog.isReady("photo", version: version, remembered: &remembered))
+        #expect(catalog.isReady("photo", version: version, remembered: &remembered))
+        #expect(!catalog.isReady("photo", version: version + "0", remembered: &remembered))
         #expect(await catalog.entryCount == 1)
         try FileManager.default.removeItem(atPath: "\(folder)/photo.jpg")
         await #expect(throws: ImageCatalog.LookupError.notFound) { try await catalog.image("photo") }
         #expect(await catalog.entryCount == 0)
         #expect(catalog.readyImage("photo") == nil)
-        #expect(catalog.readyImage("photo", remembered: &remembered) == nil)
+        #expect(!catalog.isReady("photo", version: version, remembered: &remembered))
     }
 
     @Test("a store of the folder (no place in the budget) is never closed to save room, and leaves nothing to unregister")
