@@ -24,20 +24,12 @@ extension TileRoutes {
         if version == .v3 {
             var information = layout.iiifInformation(id: "\(base)/\(encoded)", limits: limits, extras: Self.extras)
             information.sizes = information.sizes.filter(sizeAllowed)
-            information.tiles = information.tiles.map { tiles in
-                var tiles = tiles
-                tiles.scaleFactors.removeAll { !factorAllowed($0) }
-                return tiles
-            }.filter { !$0.scaleFactors.isEmpty }
+            information.tiles = Self.narrowedTiles(information.tiles, factors: \.scaleFactors, to: factorAllowed)
             body = information.encoded()
         } else {
             var information = layout.iiifInformation2(id: "\(base)/\(encoded)", limits: limits, supports: Self.supports2)
             information.sizes = information.sizes.filter(sizeAllowed)
-            information.tiles = information.tiles.map { tiles in
-                var tiles = tiles
-                tiles.scaleFactors.removeAll { !factorAllowed($0) }
-                return tiles
-            }.filter { !$0.scaleFactors.isEmpty }
+            information.tiles = Self.narrowedTiles(information.tiles, factors: \.scaleFactors, to: factorAllowed)
             body = information.encoded()
         }
         if grant != nil, let access { body = Self.adding(services: authServices(access, encodedID: encoded, request: request), to: body) }
@@ -48,6 +40,16 @@ extension TileRoutes {
         return document(
             ByteBuffer(data: body), headers: headers, outline: outline,
             variant: "info.json|\(mediaType)|\(base)" + (grant.map { "|\($0.name)" } ?? ""), request: request)
+    }
+
+    /// `tiles` (of a 3.0 or a 2.1 document) with only the scale factors `allowed`, those left without
+    /// any dropped.
+    static func narrowedTiles<Tiles>(_ tiles: [Tiles], factors: WritableKeyPath<Tiles, [Int]>, to allowed: (Int) -> Bool) -> [Tiles] {
+        tiles.compactMap { tile in
+            var tile = tile
+            tile[keyPath: factors].removeAll { !allowed($0) }
+            return tile[keyPath: factors].isEmpty ? nil : tile
+        }
     }
 
     /// An image's base URI: a 303 to its info.json (Image API 3.0, 2.1: "recommended"), for an image
