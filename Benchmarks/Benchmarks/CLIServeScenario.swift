@@ -102,17 +102,7 @@ enum CLIServeScenario {
 
     /// ``NIOFloorServer`` in a child process over `root`'s files, once it listens; its base URL.
     static func startFloor(_ setup: LoadScenarios.Setup, root: String) throws -> (BackgroundProcess, String) {
-        let report = "\(setup.folder)/floor-\(UUID().uuidString).txt"
-        let process = try BackgroundProcess(
-            ChildProcess.selfExecutable, ["--child", "nio-floor", "--input", root, "--report", report], outputPath: "\(setup.folder)/floor.log")
-        for _ in 0..<600 {
-            if let text = try? String(contentsOfFile: report, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                return (process, "http://127.0.0.1:\(port)")
-            }
-            usleep(50_000)
-        }
-        process.stop()
-        throw BenchmarkError("the NIO floor server did not start: \(process.output)")
+        try LoadScenarios.startChild("nio-floor", input: root, folder: setup.folder, name: "floor")
     }
 
     /// `tiler serve FOLDER --port 0` with a cache of its own, once it says its port; its base URL.

@@ -55,14 +55,17 @@ enum LoadScenarios {
 
     /// Our server in a child process (`--child serve-server`), once it listens; its base URL.
     static func startServer(_ setup: Setup, uploads: Bool = false, metrics: Bool = false) throws -> (BackgroundProcess, String) {
-        let report = "\(setup.folder)/server-\(UUID().uuidString).txt"
+        try startChild(
+            uploads ? "serve-server-uploads" : metrics ? "serve-server-metrics" : "serve-server", input: setup.images, folder: setup.folder,
+            name: "server")
+    }
+
+    /// A server of this executable in a child process (`--child scenario --input input`), once it has
+    /// written its port to its report; its base URL. Its output goes to `folder/name.log`.
+    static func startChild(_ scenario: String, input: String, folder: String, name: String) throws -> (BackgroundProcess, String) {
+        let report = "\(folder)/\(name)-\(UUID().uuidString).txt"
         let process = try BackgroundProcess(
-            ChildProcess.selfExecutable,
-            [
-                "--child", uploads ? "serve-server-uploads" : metrics ? "serve-server-metrics" : "serve-server", "--input", setup.images, "--report",
-                report
-            ],
-            outputPath: "\(setup.folder)/server.log")
+            ChildProcess.selfExecutable, ["--child", scenario, "--input", input, "--report", report], outputPath: "\(folder)/\(name).log")
         for _ in 0..<600 {
             if let text = try? String(contentsOfFile: report, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
                 return (process, "http://127.0.0.1:\(port)")
@@ -70,7 +73,7 @@ enum LoadScenarios {
             usleep(50_000)
         }
         process.stop()
-        throw BenchmarkError("the server did not start: \(process.output)")
+        throw BenchmarkError("the \(name) (\(scenario)) did not start: \(process.output)")
     }
 
     /// nginx (Debian's nginx-light) on a free loopback port, serving `root` at `/dzi/` (and `iiifRoot`'s
