@@ -116,10 +116,13 @@ public struct AccessPolicy: Sendable {
     public static func origin(_ text: String) -> String? { TileRoutes.origin(text) }
 
     /// The rule that decides `id`: the first whose glob matches it (or, for a page, its image's).
-    func rule(for id: String) -> Rule? {
+    func rule(for id: String) -> Rule? { Self.rule(for: id, in: rules) }
+
+    /// The first of `rules` whose glob matches `id` (or, for a page, its image's).
+    static func rule(for id: String, in rules: [Rule]) -> Rule? {
         let base = ImageCatalog.page(of: id)?.name
         return rules.first { rule in
-            Self.glob(rule.match, matches: id) || base.map { Self.glob(rule.match, matches: $0) } == true
+            glob(rule.match, matches: id) || base.map { glob(rule.match, matches: $0) } == true
         }
     }
 

@@ -9,11 +9,8 @@ extension ImageCatalog {
     /// page identifier (a book is downloaded at its first page's), a store folder, or no such file.
     func master(of id: String) async -> (file: ReadOnlyFile, master: Master, fingerprint: SourceFingerprint)? {
         guard Self.isPathIdentifier(id) else { return nil }
-        let (root, follows) = (self.root, followsSymlinks)
         let found = try? await threadPool.blocking { () throws(TileError) -> (ReadOnlyFile, Master, SourceFingerprint)? in
-            guard let source = try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows), source.kind != .store else {
-                return nil
-            }
+            guard let source = try self.findSource(id, known: nil), source.kind != .store else { return nil }
             let file = try ReadOnlyFile(path: source.path)
             // The file opened is the one fingerprinted: not replaced between the look and the open.
             let identity = source.fingerprint.identity

@@ -36,13 +36,17 @@ struct SourceFile: Sendable, Hashable {
     /// `.jp2`, `.j2k`, `.j2c`, `.jph`: its format is told from its bytes when it is built), a pyramidal TIFF, or a store
     /// folder (`{id}.tiles`). Never through a symlink unless `followsSymlinks`, and then only to a
     /// target inside `root`; never waiting on a FIFO or a device (opened non-blocking, then checked to
-    /// be a regular file). What is at the name but none of these is skipped, and `skipped` told.
-    /// Blocking: run it on the thread pool.
-    /// - Parameter known: the fingerprint seen last, whose hash is kept while the file's identity is.
+    /// be a regular file). What is at the name but none of these is skipped, and `skipped` told; so is
+    /// a master reached through a link when `rules` decide its target otherwise than `id`
+    /// (``keepsRule(_:name:at:root:rules:)``). Blocking: run it on the thread pool.
+    /// - Parameters:
+    ///   - known: the fingerprint seen last, whose hash is kept while the file's identity is.
+    ///   - rules: the access rules (``ImageCatalog/linkRules``).
     /// - Throws: the error of a file the process may not read (``isPermissionRefusal(_:)``), when no
     ///   other file of the name can be read: the image is there, but the server cannot serve it.
     static func find(
-        _ id: String, in root: String, known: SourceFingerprint?, followsSymlinks: Bool = false, skipped: (String) -> Void = { _ in }
+        _ id: String, in root: String, known: SourceFingerprint?, followsSymlinks: Bool = false, rules: [AccessPolicy.Rule] = [],
+        skipped: (String) -> Void = { _ in }
     ) throws(TileError) -> SourceFile? {
         var refusal: TileError?
         func fingerprint(_ path: String) -> Result<SourceFingerprint, TileError> {
@@ -58,6 +62,10 @@ struct SourceFile: Sendable, Hashable {
             let entry = FolderEntry(at: path)
             guard entry != .none else { continue }
             if entry == .symlink, followsSymlinks, let target = FolderEntry.resolved(path, inside: root) { path = target }
+            if followsSymlinks, !rules.isEmpty, !keepsRule(id, name: name, at: path, root: root, rules: rules) {
+                skipped(path)
+                continue
+            }
             switch fingerprint(path) {
             case .success(let fingerprint) where page > 0:
                 return isPage(page, of: path) ? SourceFile(kind: .master, path: path, fingerprint: fingerprint, page: page) : nil
@@ -275,10 +283,9 @@ extension ImageCatalog {
     /// book: read once a version of the file, then kept).
     public func presentation(of id: String) async -> Presentation {
         guard Self.isPathIdentifier(id) else { return Presentation(pages: nil, metadata: [], master: nil) }
-        let (root, follows, known) = (self.root, followsSymlinks, presentations[id])
+        let known = presentations[id]
         let found = try? await threadPool.blocking { () throws(TileError) -> (SourceFingerprint, Presentation)? in
-            guard let source = try SourceFile.find(id, in: root, known: known?.fingerprint, followsSymlinks: follows), source.kind != .store
-            else { return nil }
+            guard let source = try self.findSource(id, known: known?.fingerprint), source.kind != .store else { return nil }
             if let known, known.fingerprint == source.fingerprint { return (source.fingerprint, known.presentation) }
             let exif = (try? ImageInfo.read(regularFile: source.path))?.exif ?? [:]
             let presentation = Presentation(
@@ -298,7 +305,7 @@ extension ImageCatalog {
     /// folder that may be served (a hidden one, a link the catalogue does not follow, too deep).
     public func contents(ofFolder folder: String) async -> (images: [String], folders: [String])? {
         guard folder.isEmpty || Self.isPathIdentifier(folder) else { return nil }
-        let (root, follows) = (self.root, followsSymlinks)
+        let (root, follows, rules) = (self.root, followsSymlinks, linkRules)
         // One listing of the folder gives both (a folder of thousands of images is read once a request).
         let found = await threadPool.blocking { () -> (images: [String], folders: [String])? in
             let path = folder.isEmpty ? root : "\(root)/\(folder)"
@@ -308,7 +315,10 @@ extension ImageCatalog {
             let folders =
                 folder.split(separator: "/").count >= Self.mostFolderDepth
                 ? [] : SourceFile.folders(in: path, names: names, root: root, followsSymlinks: follows)
-            return (SourceFile.identifiers(among: names).map { prefix + $0 }, folders.map { prefix + $0 })
+            let kept = folders.filter { name in
+                !follows || rules.isEmpty || SourceFile.keepsRule(folder: prefix + name, at: "\(path)/\(name)", root: root, rules: rules)
+            }
+            return (SourceFile.identifiers(among: names).map { prefix + $0 }, kept.map { prefix + $0 })
         }
         let shelved = await shelvedContents(ofFolder: folder)
         // A folder only the shelf holds is one all the same (the folder's own rules for the rest).

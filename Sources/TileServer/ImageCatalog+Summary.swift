@@ -65,10 +65,9 @@ extension ImageCatalog {
         case .unknown, .refused:
             break
         }
-        let (root, follows) = (self.root, followsSymlinks)
         let found: SourceFile?
         do {
-            found = try await threadPool.blocking { () throws(TileError) in try SourceFile.find(id, in: root, known: nil, followsSymlinks: follows) }
+            found = try await threadPool.blocking { () throws(TileError) in try self.findSource(id, known: nil) }
         } catch  where SourceFile.isPermissionRefusal(error) {
             throw await refuse(id, error)
         } catch {

@@ -90,6 +90,8 @@ public actor ImageCatalog {
     public nonisolated let threadPool: NIOThreadPool
     /// Whether a symlink in the folder is followed (only to a target inside the folder).
     public nonisolated let followsSymlinks: Bool
+    /// The access rules (``TileRoutes/access``'s): a link is followed only to an image the same rule decides.
+    nonisolated let linkRuleStore = Mutex<[AccessPolicy.Rule]>([])
     /// Where entries skipped (a FIFO, a device, a symlink not followed) are said.
     nonisolated let logger: Logger
     /// What JPEGs are built into (and uploads): a tiled pyramidal TIFF by default.
@@ -351,12 +353,14 @@ public actor ImageCatalog {
 
     private func reconcile(_ id: String, for client: String?) async -> LookupError? {
         if case .building(let build) = phase(of: id), build.isUpload { return nil }  // no file yet: the upload's own
-        let (root, seen, follows, logger) = (self.root, entries[id]?.seen, followsSymlinks, logger)
+        let (seen, logger) = (entries[id]?.seen, logger)
         var found: SourceFile?
         do {
             found = try await threadPool.blocking { () throws(TileError) in
-                try SourceFile.find(id, in: root, known: seen, followsSymlinks: follows) { path in
-                    logger.warning("skipped: not a regular file or store, or a symlink not followed", metadata: ["path": "\(path)"])
+                try self.findSource(id, known: seen) { path in
+                    logger.warning(
+                        "skipped: not a regular file or store, or a symlink not followed (outside the folder, or to an image another access rule decides)",
+                        metadata: ["path": "\(path)"])
                 }
             }
         } catch  where SourceFile.isPermissionRefusal(error) {

@@ -35,8 +35,9 @@ public struct TileRoutes: Sendable {
     /// The admin API (`/admin/...`): nil, the default, turns it off.
     public var admin: AdminPolicy?
     /// Restricted images and who may see them (IIIF Authorization Flow 2.0, ``registerAccess(on:)``):
-    /// nil, the default, serves every image to everyone.
-    public var access: AccessPolicy?
+    /// nil, the default, serves every image to everyone. With symlinks followed, a link (a master's or a
+    /// folder's on the way) names an image only when the rule that decides its target decides it too.
+    public var access: AccessPolicy? { didSet { catalog.follow(rules: access?.rules ?? []) } }
     /// Images a page of the listing (`GET /`) shows at most (default 100): a page costs a look at
     /// each one's file, and a thumbnail request each in the browser.
     public var listingPageSize = 100
