@@ -208,11 +208,50 @@ final class AccessState: Sendable {
     static let failuresAllowed = 5
     static let window: Double = 60
     static let capacity = 100_000
+    /// Passwords checked at once at most (half the cores, at least one): each check is a bcrypt on the
+    /// server's blocking pool, and logins from many clients must not take that pool from reads and builds.
+    static let concurrentChecks = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+    /// Logins waiting for a turn to be checked at most; one more is answered 503 at once.
+    static let waitingChecks = 32
     private struct State {
         var revoked: [String: Double] = [:]
         var attempts: [String: (count: Int, since: Double)] = [:]
+        var checking = 0
+        var waiting: [CheckedContinuation<Bool, Never>] = []
     }
     private let state = NIOLockedValueBox(State())
+
+    /// Waits for a turn to check a password (first come, first served; no thread held): false at once
+    /// when ``waitingChecks`` logins wait already. Every turn given is given back by ``endCheck()``.
+    func beginCheck() async -> Bool {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Bool, Never>) in
+            let answer = state.withLockedValue { state -> Bool? in
+                if state.checking < Self.concurrentChecks {
+                    state.checking += 1
+                    return true
+                }
+                guard state.waiting.count < Self.waitingChecks else { return false }
+                state.waiting.append(waiter)
+                return nil  // its turn comes from endCheck()
+            }
+            if let answer { waiter.resume(returning: answer) }
+        }
+    }
+
+    /// Gives back a turn ``beginCheck()`` gave: to the login that has waited longest, if any.
+    func endCheck() {
+        let next = state.withLockedValue { state -> CheckedContinuation<Bool, Never>? in
+            guard !state.waiting.isEmpty else {
+                state.checking -= 1
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume(returning: true)
+    }
+
+    /// Logins checked now and waiting for their turn.
+    var checks: (running: Int, waiting: Int) { state.withLockedValue { ($0.checking, $0.waiting.count) } }
 
     func revoke(_ session: String, until expiry: Double) {
         state.withLockedValue { state in
@@ -250,8 +289,8 @@ final class AccessState: Sendable {
         }
     }
 
-    /// A login of `client` succeeded: its attempt is not counted against it.
-    func succeeded(_ address: String) {
+    /// An attempt of `client` is not counted against it: its login succeeded, or its password was never checked.
+    func giveBack(_ address: String) {
         let client = Self.key(address)
         state.withLockedValue { state in
             if let entry = state.attempts[client] { state.attempts[client] = (max(0, entry.count - 1), entry.since) }

@@ -189,10 +189,18 @@ extension TileRoutes {
             response.headers[.retryAfter] = String(wait)
             return response
         }
+        // A few checks at once, whoever asks, on the server's pool; a few more wait their turn; past those, 503.
+        guard await policy.state.beginCheck() else {
+            policy.state.giveBack(client)
+            var response = Self.plain(.serviceUnavailable, "too many logins are being checked: try again in a few seconds")
+            response.headers[.retryAfter] = "2"
+            return response
+        }
         let (user, password) = (fields["username"] ?? "", fields["password"] ?? "")
-        let valid = (try? await NIOThreadPool.singleton.runIfActive { policy.verify(user: user, password: password) }) ?? false
+        let valid = (try? await catalog.threadPool.runIfActive { policy.verify(user: user, password: password) }) ?? false
+        policy.state.endCheck()
         guard valid else { return loginForm(policy, request: request, message: "Wrong user name or password.", status: .unauthorized) }
-        policy.state.succeeded(client)
+        policy.state.giveBack(client)
         let claims = policy.claims(user: user, groups: policy.groups[user] ?? [], lifetime: policy.sessionLifetime)
         let nonce = ViewerPage.nonce()
         let html = """
