@@ -33,6 +33,9 @@ done
 swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/metadata_fuzz.swift \
   Sources/TileCore/{Decoding/{HeaderSegments,EXIFReader,ImageInfo,JPEGHeader},System/{InputFile,SystemCall,BlockingCallCheck,OwnedDescriptor},Geometry/ImageOrientation,TileError}.swift \
   -o "$out/metadata_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
+swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/request_fuzz.swift \
+  Sources/TileCore/Requests/ImageRequest*.swift Sources/TileCore/TileError.swift \
+  -o "$out/request_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
 
 # Seeds: small JPEGs made here with cjpeg (baseline, progressive, restarts, grey), plus the corpus.
 seeds="$out/seeds"
@@ -140,6 +143,19 @@ sot = struct.pack(">HHIBB", 10, 0, 12 + 2 + len(packets), 0, 1)
 data = b"\xff\x4f\xff\x51" + siz + b"\xff\x52" + cod + b"\xff\x5c" + qcd + b"\xff\x90" + sot + b"\xff\x93" + packets + b"\xff\xd9"
 open(sys.argv[1], "wb").write(data)
 PY
+# IIIF request seeds (request_fuzz): six bytes of image size and limits, then a path of the Image API 3.0 or 2.1
+# grammar, one of each form the specifications give.
+request_seeds="$out/request-seeds"
+mkdir -p "$request_seeds"
+python3 - "$request_seeds" <<'PY'
+import sys
+paths = ["full/max/0/default.jpg", "0,0,256,256/256,/0/default.jpg", "pct:10,10,50,50/!200,200/90/gray.png",
+         "square/^max/!180/bitonal.webp", "full/pct:50/0/color.avif", "10,20,30,40/,100/270/default.jpg",
+         "full/full/0/native.jpg", "full/^pct:150/22.5/default.png", "full/!1000,^/0/default.jpg", "full/^!90,100/0/default.jpg",
+         "0,0,99999999999,1/max/0/default.jpg", "full/,0/0/default.jpg"]
+for i, path in enumerate(paths):
+    open(f"{sys.argv[1]}/{i}", "wb").write(bytes([0x46, 0x50, 0x3A, 0x98, i % 4, i % 2]) + path.encode())
+PY
 tiler=$(ls .build/*/debug/tiler .build/debug/tiler 2>/dev/null | head -1 || true)
 if [ -n "$tiler" ]; then
   "$tiler" build "$seeds/baseline.jpg" --tile-size 16 --out "$out/seed.tiles" >/dev/null && cp "$out/seed.tiles/pyramid.tif" "$tiff_seeds/tiler.tif"
@@ -148,7 +164,7 @@ fi
 
 status=0
 summary=()
-for target in decoder_fuzz tiff_fuzz tiff_master_fuzz jp2_master_fuzz png_fuzz metadata_fuzz; do
+for target in decoder_fuzz tiff_fuzz tiff_master_fuzz jp2_master_fuzz png_fuzz metadata_fuzz request_fuzz; do
   corpus="$out/corpus-$target"
   mkdir -p "$corpus" "$out/crashes"
   log="$out/$target.log"
@@ -157,6 +173,7 @@ for target in decoder_fuzz tiff_fuzz tiff_master_fuzz jp2_master_fuzz png_fuzz m
   [ "$target" = png_fuzz ] && seed_folder="$png_seeds"
   [ "$target" = tiff_master_fuzz ] && seed_folder="$master_seeds"
   [ "$target" = jp2_master_fuzz ] && seed_folder="$jp2_seeds"
+  [ "$target" = request_fuzz ] && seed_folder="$request_seeds"
   ASAN_OPTIONS="quarantine_size_mb=64:allocator_release_to_os_interval_ms=1000" \
   "$out/$target" -max_total_time="$seconds" -rss_limit_mb=512 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$out/crashes/$target-" "$corpus" "$seed_folder" >"$log" 2>&1
