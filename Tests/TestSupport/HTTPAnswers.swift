@@ -37,8 +37,10 @@ public enum HTTPAnswers {
         var data = Data()
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            let enough = split(data, isHead: isHead).filter { interim || $0.status >= 200 }.count >= count
-            let (more, closed) = connection.read(timeout: enough ? grace : .milliseconds(100), until: { _ in false })
+            func isEnough(_ bytes: Data) -> Bool { split(bytes, isHead: isHead).filter { interim || $0.status >= 200 }.count >= count }
+            let enough = isEnough(data)
+            // Until the answers expected have come (then `grace`, for any that should not come).
+            let (more, closed) = connection.read(timeout: enough ? grace : .milliseconds(100), until: { enough ? false : isEnough(data + $0) })
             data += more
             if closed || (enough && more.isEmpty) { return (split(data, isHead: isHead), closed) }
         }
