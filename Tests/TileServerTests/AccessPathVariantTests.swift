@@ -18,7 +18,9 @@ struct AccessPathVariantTests {
     static func variants(of path: String, id: String, encodedIDs: [String]) -> [String] {
         var paths = [path, path + "/", path + "?x=1", path + "?", "/" + path, path.replacingOccurrences(of: "/", with: "//")]
         for slash in path.indices.filter({ path[$0] == "/" }) { paths.append(String(path[..<slash]) + "/" + path[slash...]) }
-        paths += encodedIDs.map { path.replacingOccurrences(of: "/\(id)/", with: "/\($0)/").replacingOccurrences(of: "/\(id)_files/", with: "/\($0)_files/") }
+        paths += encodedIDs.map {
+            path.replacingOccurrences(of: "/\(id)/", with: "/\($0)/").replacingOccurrences(of: "/\(id)_files/", with: "/\($0)_files/")
+        }
         return paths
     }
 
