@@ -34,8 +34,8 @@ swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O
   Sources/TileCore/{Decoding/{HeaderSegments,EXIFReader,ImageInfo,JPEGHeader},System/{InputFile,SystemCall,BlockingCallCheck,OwnedDescriptor},Geometry/ImageOrientation,TileError}.swift \
   -o "$out/metadata_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
 swiftc -sanitize=fuzzer,address -parse-as-library -package-name TiledImageKit -O Fuzz/request_fuzz.swift \
-  Sources/TileCore/Requests/ImageRequest*.swift Sources/TileCore/TileError.swift \
-  -o "$out/request_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
+  Sources/TileCore/Requests/ImageRequest*.swift Sources/TileCore/Geometry/{PyramidLayout,TileGeometry,ImageOrientation}.swift \
+  Sources/TileCore/TileError.swift -o "$out/request_fuzz" 2>"$out/swiftc.log" || { cat "$out/swiftc.log"; exit 1; }
 
 # Seeds: small JPEGs made here with cjpeg (baseline, progressive, restarts, grey), plus the corpus.
 seeds="$out/seeds"
@@ -144,7 +144,7 @@ data = b"\xff\x4f\xff\x51" + siz + b"\xff\x52" + cod + b"\xff\x5c" + qcd + b"\xf
 open(sys.argv[1], "wb").write(data)
 PY
 # IIIF request seeds (request_fuzz): six bytes of image size and limits, then a path of the Image API 3.0 or 2.1
-# grammar, one of each form the specifications give.
+# grammar, one of each form the specifications give, or a DeepZoom tile's two segments.
 request_seeds="$out/request-seeds"
 mkdir -p "$request_seeds"
 python3 - "$request_seeds" <<'PY'
@@ -152,7 +152,8 @@ import sys
 paths = ["full/max/0/default.jpg", "0,0,256,256/256,/0/default.jpg", "pct:10,10,50,50/!200,200/90/gray.png",
          "square/^max/!180/bitonal.webp", "full/pct:50/0/color.avif", "10,20,30,40/,100/270/default.jpg",
          "full/full/0/native.jpg", "full/^pct:150/22.5/default.png", "full/!1000,^/0/default.jpg", "full/^!90,100/0/default.jpg",
-         "0,0,99999999999,1/max/0/default.jpg", "full/,0/0/default.jpg"]
+         "0,0,99999999999,1/max/0/default.jpg", "full/,0/0/default.jpg", "0/0_0.jpg", "10/3_2.jpg", "11/0_0.png",
+         "12/4_3.jpg"]
 for i, path in enumerate(paths):
     open(f"{sys.argv[1]}/{i}", "wb").write(bytes([0x46, 0x50, 0x3A, 0x98, i % 4, i % 2]) + path.encode())
 PY

@@ -171,8 +171,14 @@ struct ImageRequestTests {
         // A region far past the image is cropped to it.
         let cropped = try Self.resolve("pct:0,0,9999999999999999999999999999999,9999999999999999999999999999999/max/0/default.jpg")
         #expect(cropped.width == 300 && cropped.height == 200)
-        // Without limits, ^pct of 2^63 percent is a number, not a trap (2^53 at most).
-        #expect(try Self.resolve("full/^pct:\(huge)/0/default.jpg").scaledWidth <= 1 << 53)
+        // Without limits, ^pct of 2^63 percent is refused, not a trap: past the largest side a request can
+        // name, whatever the limits; so is an aspect ratio that gives one (found by request_fuzz: its
+        // canonical form, `full/^1025536000,100150/...`, was not a request).
+        #expect(thrownCode { try Self.resolve("full/^pct:\(huge)/0/default.jpg") } == .tooLarge)
+        #expect(
+            thrownCode { try ImageRequest(path: "full/^,100150/0/default.png").resolve(width: 10240, height: 1, limits: .init()) } == .tooLarge)
+        let widest = try ImageRequest(path: "full/^,99999/0/default.png").resolve(width: 10000, height: 1, limits: .init())
+        #expect(widest.scaledWidth == 999_990_000 && widest.canonicalPath == "full/^999990000,99999/0/default.png")
         // Values only a caller can give.
         for region in [ImageRequest.Region.percent(x: .nan, y: 0, width: 10, height: 10), .percent(x: 0, y: 0, width: .infinity, height: -.infinity)]
         {
@@ -189,7 +195,7 @@ struct ImageRequestTests {
         }
         let unlimited = ImageRequest.Limits(maxWidth: Int.max, maxHeight: Int.max, maxArea: Int.max)
         let max = try ImageRequest(size: .max, upscales: true).resolve(width: 300, height: 200, limits: unlimited)
-        #expect(max.scaledWidth >= 300 && max.scaledHeight >= 200)
+        #expect(max.scaledWidth >= 300 && max.scaledHeight >= 200 && max.scaledWidth <= ImageRequest.largestSide)
     }
 
     @Test("20,000 random requests built from hostile pieces resolve or throw, never trap")
@@ -243,6 +249,9 @@ struct ImageRequestTests {
                 resolved += 1
                 #expect(result.x >= 0 && result.y >= 0 && result.x + result.width <= width && result.y + result.height <= height, "\(path)")
                 #expect(result.scaledWidth >= 1 && result.scaledHeight >= 1, "\(path)")
+                // The specification's rule: the canonical form is a request, and resolves to itself.
+                let again = try? ImageRequest(path: result.canonicalPath).resolve(width: width, height: height, limits: limits)
+                #expect(again?.canonicalPath == result.canonicalPath, "\(path): \(result.canonicalPath)")
             }
         }
         #expect(resolved > 100, "the generator should also make valid requests (\(resolved))")

@@ -136,14 +136,33 @@ extension ImageRequest {
         return (x, y, min(w, width - x), min(h, height - y))  // cropped at the image's edge
     }
 
+    /// The largest side a size parameter can write (nine digits): a size worked out past it (a
+    /// percentage, an aspect ratio) is refused whatever the limits, and `max` stays within it, so that
+    /// every request resolved has a canonical form that is itself a request.
+    public static let largestSide = 999_999_999
+
     private func resolveSize(_ w: Int, _ h: Int, _ limits: Limits) throws(TileError) -> (Int, Int, Bool) {
+        let size = try resolveScaledSize(w, h, limits)
+        guard size.0 <= Self.largestSide, size.1 <= Self.largestSide else {
+            throw TileError(
+                .tooLarge, "size \(describe(self.size)) gives \(size.0)x\(size.1), past the largest a request can name (\(Self.largestSide) a side)")
+        }
+        return size
+    }
+
+    private func resolveScaledSize(_ w: Int, _ h: Int, _ limits: Limits) throws(TileError) -> (Int, Int, Bool) {
         let sw: Int, sh: Int
         func aspect(_ value: Int, _ numerator: Int, _ denominator: Int) -> Int {
             max(1, Self.integer(Double(value) * Double(numerator) / Double(denominator)))
         }
         switch size {
         case .max:
-            let (mw, mh) = limits.largest(w, h, upscales: upscales)
+            // As large as the limits allow, and never past what a request can name.
+            var bounded = limits
+            (bounded.maxWidth, bounded.maxHeight) = (
+                min(limits.maxWidth ?? Self.largestSide, Self.largestSide), min(limits.effectiveMaxHeight ?? Self.largestSide, Self.largestSide)
+            )
+            let (mw, mh) = bounded.largest(w, h, upscales: upscales)
             return (mw, mh, true)
         case .width(let width):
             (sw, sh) = (width, aspect(width, h, w))
