@@ -63,7 +63,11 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var trustedProxies: [String] = []
 
-    @Flag(inversion: .prefixedNo, help: "Follow a symlink in the folder to a target inside it (default off: symlinks are skipped).")
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Follow a symlink in the folder to a target inside it (default off: symlinks are skipped); with access rules, only to an image the rule of the link's own name decides."
+    )
     var followSymlinks: Bool?
 
     @Option(help: "Connections open at once at most, lowered to what the descriptor limit allows (default 4096).")
