@@ -50,7 +50,7 @@ struct Benchmarks: AsyncParsableCommand {
         let names = Set(
             Scenario.all(input: "", loaderInput: "", networkURL: "").map(\.name) + LoadScenarios.names + [
                 "tiff-compare", "serve-tiff", MasterScenarios.name, BusyServeScenario.name, AttackScenario.name, FormatScenarios.name,
-                CollectionScenario.name, BucketScenario.name
+                CollectionScenario.name, BucketScenario.name, BucketMasterScenario.name
             ])
         for name in selected ?? [] where !names.contains(name) {
             throw ValidationError("no scenario named '\(name)' (BENCHMARKS.md lists them).")
@@ -157,6 +157,11 @@ struct Benchmarks: AsyncParsableCommand {
         if !json && selected?.contains(BucketScenario.name) == true {
             print("serve-bucket: tiles of \(input)'s store in a bucket on loopback (OpenStack Swift), served and fetched plainly")
             for line in try await BucketScenario.run(input: input, runs: runs) { print("  " + line) }
+        }
+        // A master in a bucket, built and served beside the same file on disk: only when named.
+        if !json && selected?.contains(BucketMasterScenario.name) == true {
+            print("bucket-master: \(input) as a master in a bucket on loopback (OpenStack Swift), built and served, beside the file on disk")
+            for line in try await BucketMasterScenario.run(input: input, runs: runs) { print("  " + line) }
         }
         // Masters in other formats, made from the input, beside vips: only when named.
         if !json && selected?.contains(MasterScenarios.name) == true {

@@ -113,7 +113,13 @@ enum CLIServeScenario {
     /// `tiler serve IMAGES --port 0 --cache CACHE` and `options` (its output to `log`), once it says its
     /// port; its base URL.
     static func start(_ tiler: String, images: String, cache: String, log: String, options: [String] = []) throws -> (BackgroundProcess, String) {
-        let process = try BackgroundProcess(tiler, ["serve", images, "--port", "0", "--cache", cache] + options, outputPath: log)
+        try start(tiler, arguments: ["serve", images, "--port", "0", "--cache", cache] + options, log: log)
+    }
+
+    /// `tiler` with `arguments` (a `serve` with `--port 0`; its output to `log`), once it says its port;
+    /// its base URL.
+    static func start(_ tiler: String, arguments: [String], log: String) throws -> (BackgroundProcess, String) {
+        let process = try BackgroundProcess(tiler, arguments, outputPath: log)
         for _ in 0..<600 {
             if let range = process.output.range(of: "at http://127.0.0.1:"),
                 let port = Int(process.output[range.upperBound...].prefix { $0.isNumber })
