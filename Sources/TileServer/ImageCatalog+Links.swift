@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import TileCore
 
 #if canImport(Glibc)
@@ -11,10 +11,10 @@ import Glibc
 /// no rule restricts, or another rule's.
 extension ImageCatalog {
     /// The access rules links are checked against (``TileRoutes/access``'s, set with it).
-    nonisolated var linkRules: [AccessPolicy.Rule] { linkRuleStore.withLock { $0 } }
+    nonisolated var linkRules: [AccessPolicy.Rule] { linkRuleStore.withLockedValue { $0 } }
 
     /// Sets the access rules links are checked against (from ``TileRoutes/access``).
-    nonisolated func follow(rules: [AccessPolicy.Rule]) { linkRuleStore.withLock { $0 = rules } }
+    nonisolated func follow(rules: [AccessPolicy.Rule]) { linkRuleStore.withLockedValue { $0 = rules } }
 
     /// The file behind `id` in the folder, as the catalogue follows links
     /// (``SourceFile/find(_:in:known:followsSymlinks:rules:skipped:)``). Blocking.

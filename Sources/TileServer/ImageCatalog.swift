@@ -91,7 +91,7 @@ public actor ImageCatalog {
     /// Whether a symlink in the folder is followed (only to a target inside the folder).
     public nonisolated let followsSymlinks: Bool
     /// The access rules (``TileRoutes/access``'s): a link is followed only to an image the same rule decides.
-    nonisolated let linkRuleStore = Mutex<[AccessPolicy.Rule]>([])
+    nonisolated let linkRuleStore = NIOLockedValueBox<[AccessPolicy.Rule]>([])
     /// Where entries skipped (a FIFO, a device, a symlink not followed) are said.
     nonisolated let logger: Logger
     /// What JPEGs are built into (and uploads): a tiled pyramidal TIFF by default.
