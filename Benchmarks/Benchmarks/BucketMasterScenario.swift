@@ -39,12 +39,7 @@ enum BucketMasterScenario {
         }
         let server = try S3TestServer()
         defer { server.stop() }
-        for (key, value) in server.environment { setenv(key, value, 1) }
-        let store = S3Client(
-            configuration: S3Configuration(
-                endpoint: server.endpoint, region: server.region,
-                credentials: S3Credentials(accessKeyID: server.accessKey, secretAccessKey: server.secretKey)))
-        try await store.createBucket("bench")
+        let store = try await BucketScenario.bench(on: server)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: input))
         _ = try await store.put(bucket: "bench", key: "masters/\(id).jpg", body: ByteBuffer(bytes: bytes), contentType: "image/jpeg")
         let client = HTTPClient(eventLoopGroupProvider: .singleton)

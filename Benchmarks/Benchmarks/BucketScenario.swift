@@ -42,12 +42,7 @@ enum BucketScenario {
         }
         let server = try S3TestServer()
         defer { server.stop() }
-        for (key, value) in server.environment { setenv(key, value, 1) }
-        let client = S3Client(
-            configuration: S3Configuration(
-                endpoint: server.endpoint, region: server.region,
-                credentials: S3Credentials(accessKeyID: server.accessKey, secretAccessKey: server.secretKey)))
-        try await client.createBucket("bench")
+        let client = try await bench(on: server)
         let build = try ChildProcess.run(tiler, ["build", input, "--out", "s3://bench/stores/photo.tiles"])
         guard build.exitStatus == 0 else { throw BenchmarkError("tiler build --out s3:// failed") }
 
@@ -129,6 +124,18 @@ enum BucketScenario {
                 ScenarioResult.median(inPlaceRuns.map(\.first)), list(inPlaceRuns.map(\.first))),
             "bucket failures     plain \(failures.plain) (not 206, or other bytes), cold \(failures.cold), warm \(failures.warm), in place \(failures.inPlace) (not 200)"
         ]
+    }
+
+    /// A client of `server` (its endpoint and credentials also put in this process's environment, for the
+    /// `tiler` children) and its bucket `bench`, created.
+    static func bench(on server: S3TestServer) async throws -> S3Client {
+        for (key, value) in server.environment { setenv(key, value, 1) }
+        let client = S3Client(
+            configuration: S3Configuration(
+                endpoint: server.endpoint, region: server.region,
+                credentials: S3Credentials(accessKeyID: server.accessKey, secretAccessKey: server.secretKey)))
+        try await client.createBucket("bench")
+        return client
     }
 
     /// The tiles of `served` (curl operations, `BASE` their server) from a server of this process over an
