@@ -60,8 +60,9 @@ extension ImageCatalog {
         guard masterLookAllowance.take() else {
             return .failure(TileError(.notReady, "more than \(LookAllowance.rate) images a second looked up in the bucket: try again shortly"))
         }
+        let lookWait = shelfLookWait
         let outcome = await Result {
-            try await Self.within(Self.shelfLookLimit, "a look at the masters' shelf") {
+            try await Self.within(lookWait, "a look at the masters' shelf") {
                 try await masters.find(id, suffixes: Self.shelvedMasterSuffixes)
             }
         }
@@ -134,7 +135,8 @@ extension ImageCatalog {
         while !isShutDown {
             if !looked || mastersDown.map({ ContinuousClock.now >= $0.until }) == true {
                 looked = true
-                noteMasters(await Result { try await Self.within(Self.shelfLookLimit, "a look at the masters' shelf") { try await masters.check() } })
+                let lookWait = shelfLookWait
+                noteMasters(await Result { try await Self.within(lookWait, "a look at the masters' shelf") { try await masters.check() } })
             }
             guard (try? await Task.sleep(for: min(shelfRest, .seconds(1)))) != nil else { return }
         }
@@ -150,8 +152,9 @@ extension ImageCatalog {
         if let down = mastersDown, ContinuousClock.now < down.until { return ([], []) }
         // A listing of a folder never listed costs a request (or 20): counted as a look.
         guard masterLookAllowance.take() else { return ([], []) }
+        let lookWait = shelfLookWait
         let outcome = await Result {
-            try await Self.within(Self.shelfLookLimit, "a listing of the masters' shelf") {
+            try await Self.within(lookWait, "a listing of the masters' shelf") {
                 try await masters.contents(ofFolder: folder, suffixes: Self.shelvedMasterSuffixes)
             }
         }

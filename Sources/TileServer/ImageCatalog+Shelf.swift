@@ -42,7 +42,8 @@ extension ImageCatalog {
         while !isShutDown {
             if ContinuousClock.now >= shelfNextLook, shelfProblem != nil || !unpublished.isEmpty || !looked {
                 looked = true
-                let outcome = await Result { try await Self.within(Self.shelfLookLimit, "a look at the shelf") { try await shelf.check() } }
+                let lookWait = shelfLookWait
+                let outcome = await Result { try await Self.within(lookWait, "a look at the shelf") { try await shelf.check() } }
                 noteShelf(outcome)
                 if case .success = outcome { await republish(on: shelf) }
                 shelfNextLook = .now + shelfRest
@@ -79,6 +80,10 @@ extension ImageCatalog {
         mastersDown?.until = .now
     }
 
+    /// How long a look at either shelf (a store's or a master's lookup, a listing, the watches' checks)
+    /// may take before it counts as failed, from now on (for tests: ``shelfLookLimit`` by default).
+    package func setShelfLookLimit(_ limit: Duration) { shelfLookWait = limit }
+
     /// How long a copy from the shelf may take before its bytes count, from now on (for tests:
     /// ``shelfLookLimit`` by default), then 1 s per ``slowestCopy`` bytes.
     package func setShelfCopyGrace(_ grace: Duration) { shelfCopyGrace = grace }
@@ -113,7 +118,8 @@ extension ImageCatalog {
         countCopy(for: client, +1)
         var counted = true
         defer { if counted { countCopy(for: client, -1) } }
-        let outcome = await Result { try await Self.within(Self.shelfLookLimit, "a look at the shelf") { try await shelf.find(id) } }
+        let lookWait = shelfLookWait
+        let outcome = await Result { try await Self.within(lookWait, "a look at the shelf") { try await shelf.find(id) } }
         noteShelf(outcome)
         let shelved: ShelvedStore
         do {

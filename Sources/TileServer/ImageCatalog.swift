@@ -136,6 +136,8 @@ public actor ImageCatalog {
     var shelfNextLook = ContinuousClock.now
     /// Copies from the shelf in progress (counted with the builds waiting).
     var shelfCopyCount = 0
+    /// How long a look at either shelf may take (``shelfLookLimit``; tests change it).
+    var shelfLookWait = shelfLookLimit
     /// How long a copy from the shelf may take before its bytes count (``shelfLookLimit``; tests change it).
     var shelfCopyGrace = shelfLookLimit
     /// How long opening a store where it lies, or a tile's read from it, may take (``shelfLookLimit``; tests change it).

@@ -100,6 +100,7 @@ struct ShelvedTileTests {
         // suites' load one of them gave up once (after 10 s), and its request waited for the gate until
         // the client's deadline. They wait here as long as the test's own waits allow.
         await second.setShelfReadLimit(.seconds(90))
+        await second.setShelfLookLimit(.seconds(90))  // its look at the bucket too: a build here is not what is tested
 
         // Whole tiles of levels 0 (DeepZoom 12) and 1, through DeepZoom and IIIF (3.0 and 2.1); edge tiles
         // and renders are not stored tiles: they wait for the copy.
@@ -169,6 +170,7 @@ struct ShelvedTileTests {
             root: "\(folder)/masters", cache: "\(folder)/third", headerWaitLimit: .seconds(120), threadPool: pool, shelf: failing)
         await third.setShelfCopyGrace(.seconds(600))
         await third.setShelfReadLimit(.seconds(90))
+        await third.setShelfLookLimit(.seconds(90))  // its look at the bucket too: a build here is not what is tested
         try await TileServerTests.withServer(TileServer(service: TileService(catalog: third))) { base, http in
             let path = stored[1]
             let reply = try await TileServerTests.get(http, "\(base)/\(path)")
