@@ -40,6 +40,8 @@ struct BucketMasterTests {
         // Raw stores: every pixel a decode of the whole master's (a TIFF store's levels are JPEG tiles).
         let catalog = try ImageCatalog(
             root: "\(folder)/empty", cache: "\(folder)/cache", storeFormat: .raw, sourceRecheckInterval: .zero, masters: masters)
+        // A look at the bucket waits as long as the test's own waits (a stopped bucket refuses at once).
+        await catalog.setShelfLookLimit(.seconds(90))
         try await TileServerTests.withServer(TileServer(service: TileService(catalog: catalog))) { base, http in
             // Built from the object's bytes: every pixel djpeg's (the reference decoder's).
             let info = try await TileServerTests.get(http, "\(base)/iiif/3/photo/info.json")
@@ -112,6 +114,7 @@ struct BucketMasterTests {
         let catalog = try ImageCatalog(
             root: "\(folder)/empty", cache: "\(folder)/cache", buildQueue: queue, headerWaitLimit: .seconds(1), threadPool: pool,
             shelf: shelf, masters: masters)
+        await catalog.setShelfLookLimit(.seconds(90))  // as the test's own waits (a stopped bucket refuses at once)
         let service = catalog.started()
 
         // The queue's one turn held (taken before the build asks): the build is started (its master
