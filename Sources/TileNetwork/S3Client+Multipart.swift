@@ -98,13 +98,31 @@ extension S3Client {
         return Self.unquoted(S3XML.values("ETag", in: answer).first ?? "")
     }
 
-    /// Aborts a multipart upload, its stored parts deleted; done even when the task that asks is
-    /// cancelled (the reason to abort, often), in a task of its own that does not inherit the cancellation.
+    /// Aborts a multipart upload, its stored parts deleted (a clean-up: ``cleanUp(_:)``).
     func abort(bucket: String, key: String, upload id: String) async {
         let client = self
-        await Task {
+        await cleanUp {
             _ = try? await client.send(
                 .DELETE, "AbortMultipartUpload", bucket: bucket, key: key, query: [("uploadId", id)], expected: [200, 204, 404])
+        }
+    }
+
+    /// How long a clean-up after a failure may take (``cleanUp(_:)``): 10 s.
+    static let cleanUpLimit: Duration = .seconds(10)
+
+    /// Runs `body`, a clean-up after a failure (a multipart upload's abort, an unpublished TIFF's
+    /// removal), even when the task that asks is cancelled (the reason for it, often): in a task of its
+    /// own that does not inherit the cancellation, given up on (cancelled) after ``cleanUpLimit``. A
+    /// store that does not answer holds a cancelled caller (a server shutting down) no longer than
+    /// that; what it leaves in the bucket is named by no manifest.
+    func cleanUp(_ body: @escaping @Sendable () async -> Void) async {
+        await Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await body() }
+                group.addTask { try? await Task.sleep(for: Self.cleanUpLimit) }
+                await group.next()
+                group.cancelAll()
+            }
         }.value
     }
 

@@ -78,12 +78,12 @@ extension S3Client {
         do {
             published = try await upload(file, as: tiffKey, to: location, manifest: manifest, path: "\(path)/\(tiffName)", threadPool: threadPool)
         } catch {
-            // Not published: the new TIFF removed (in a task of its own: the reason may be a cancellation),
-            // unless a manifest PUT whose answer was lost did publish it.
+            // Not published: the new TIFF removed (a clean-up: the reason may be a cancellation), unless a
+            // manifest PUT whose answer was lost did publish it.
             let client = self
-            await Task {
+            await cleanUp {
                 if (try? await client.store(at: location))?.tiffKey != tiffKey { try? await client.delete(bucket: location.bucket, key: tiffKey) }
-            }.value
+            }
             throw error
         }
         // The old store's TIFF, when it is one of this prefix's (a copied manifest may name another's).
