@@ -80,6 +80,16 @@ extension ImageCatalog {
         mastersDown?.until = .now
     }
 
+    /// How long a request to a bucket (the store shelf's or the master shelf's) may take before the
+    /// catalog gives up on it, from now on: a look for a store or a master, a listing, the opening of a
+    /// store where it lies, a tile's read from it, and the first stretch of a copy (then a copy must
+    /// average ``slowestCopy`` bytes a second). ``shelfLookLimit`` (10 s) by default; a bucket far away
+    /// or slow to list may need more. Past it, a lookup builds the image here (a master's: 503 with
+    /// `Retry-After`) and a tile's read waits for the copy.
+    public func setBucketTimeout(_ timeout: Duration) {
+        (shelfLookWait, shelfReadLimit, shelfCopyGrace) = (timeout, timeout, timeout)
+    }
+
     /// How long a look at either shelf (a store's or a master's lookup, a listing, the watches' checks)
     /// may take before it counts as failed, from now on (for tests: ``shelfLookLimit`` by default).
     package func setShelfLookLimit(_ limit: Duration) { shelfLookWait = limit }
@@ -263,7 +273,7 @@ extension ImageCatalog {
     }
 
     /// The value of `body`, or a failure naming `what` once `limit` has passed (`body` is cancelled then).
-    static func within<T: Sendable>(_ limit: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    package static func within<T: Sendable>(_ limit: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         try await withThrowingTaskGroup(of: TimedOutcome<T>.self) { group in
             group.addTask { .done(try await body()) }
             group.addTask {

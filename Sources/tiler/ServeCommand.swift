@@ -173,6 +173,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds a connection may send nothing (a stalled request or body) before it is closed (default 60).")
     var idleTimeout: Int?
 
+    @Option(
+        help:
+            "Seconds a request to a bucket (--store, --source) may take before the server gives up on it: the image is then built here (a master's lookup: 503), a tile's read waits for its store's copy (default 10)."
+    )
+    var bucketTimeout: Int?
+
     func run() async throws {
         let s = try await ServeSettings.resolve(self)
         // Log lines are written by a thread of their own: an event loop never waits on standard error.
@@ -192,8 +198,8 @@ struct ServeCommand: AsyncParsableCommand {
             let registry = s.metrics ? ServerMetrics.bootstrapPrometheus() : nil
             let descriptors = DescriptorBudget(
                 limit: DescriptorBudget.raisedLimit(), maximumConnections: s.maxConnections, maximumUploads: s.maxUploads)
-            let shelf = try await Self.shelf(s.store)
-            let masters = try await Self.masters(s.source)
+            let shelf = try await Self.shelf(s.store, timeout: .seconds(s.bucketTimeout))
+            let masters = try await Self.masters(s.source, timeout: .seconds(s.bucketTimeout))
             if s.folderIsOwn {
                 do { try FileManager.default.createDirectory(atPath: s.folder, withIntermediateDirectories: true) } catch {
                     throw TileError(.io, "cannot create \(s.folder): \(error.localizedDescription)")
@@ -209,6 +215,7 @@ struct ServeCommand: AsyncParsableCommand {
                     jpegQuality: s.jpegQuality, webpQuality: s.webpQuality, webpLossless: s.webpLossless, avifQuality: s.avifQuality),
                 shelf: shelf, masters: masters)
             server.idleTimeout = .seconds(s.idleTimeout)
+            await server.routes.catalog.setBucketTimeout(.seconds(s.bucketTimeout))
             server.metricsRegistry = registry
             let format = AccessLog.Format(rawValue: s.accessLogFormat) ?? .common
             if s.accessLog {

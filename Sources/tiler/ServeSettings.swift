@@ -43,6 +43,7 @@ struct ServeSettings {
     var accessLogFormat = "common"
     var logLevel = "info"
     var idleTimeout = 60
+    var bucketTimeout = 10
     var adminToken: String?
     var purgeURLs: [String] = []
     var rights: String?
@@ -62,7 +63,7 @@ struct ServeSettings {
         "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality", "tables",
         "jpegQuality", "webpQuality", "webpLossless", "avifQuality",
         "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "accessLogFile", "accessLogFormat",
-        "logLevel", "idleTimeout", "adminToken", "purgeURLs", "rights", "requiredStatement", "downloads",
+        "logLevel", "idleTimeout", "bucketTimeout", "adminToken", "purgeURLs", "rights", "requiredStatement", "downloads",
         "store", "source", "access"
     ]
 
@@ -151,6 +152,7 @@ struct ServeSettings {
         s.accessLogFormat = try command.accessLogFormat ?? read.string("accessLogFormat") ?? s.accessLogFormat
         s.logLevel = try command.logLevel ?? read.string("logLevel") ?? s.logLevel
         s.idleTimeout = try command.idleTimeout ?? read.int("idleTimeout") ?? s.idleTimeout
+        s.bucketTimeout = try command.bucketTimeout ?? read.int("bucketTimeout") ?? s.bucketTimeout
         s.adminToken = try command.adminToken ?? read.value("adminToken") { try reader.requiredString(forKey: $0, isSecret: true) }
         s.purgeURLs = try command.purgeURLs.nonEmpty ?? read.strings("purgeURLs") ?? []
         s.rights = try command.rights ?? read.string("rights")
@@ -182,6 +184,7 @@ struct ServeSettings {
         try require(
             imageMaxAge >= 0 && documentMaxAge >= 0, "imageMaxAge and documentMaxAge (--image-max-age, --document-max-age)", "must not be negative")
         try require(idleTimeout > 0, "idleTimeout (--idle-timeout)", "must be positive")
+        try require(bucketTimeout > 0, "bucketTimeout (--bucket-timeout)", "must be positive")
         try require(
             Logger.Level(rawValue: logLevel) != nil, "logLevel (--log-level)", "must be trace, debug, info, notice, warning, error or critical")
         try require(

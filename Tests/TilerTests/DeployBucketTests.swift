@@ -70,7 +70,12 @@ struct DeployBucketTests {
             // No folder, each its own cache: nothing shared but the bucket.
             instances.append(
                 try ServeCommandTests.Server(
-                    ["--port", "0", "--cache", "\(folder)/instance\(n)/cache", "--config", "\(folder)/serve.json"], environment: environment))
+                    [
+                        "--port", "0", "--cache", "\(folder)/instance\(n)/cache", "--config", "\(folder)/serve.json",
+                        // The bucket's answers wait as long as the test's own waits: under the other suites' load, a
+                        // look past the default 10 s would build an image the test expects copied.
+                        "--bucket-timeout", "90"
+                    ], environment: environment))
         }
         let ports = instances.map(\.port)
         let varnish = try DeployTests.varnish(port: varnishPort, backends: ports, folder: folder)
@@ -157,6 +162,38 @@ extension DeployBucketTests {
             #expect(built == 1)
             #expect(server.terminate(within: 30)?.status == 0)
         }
+    }
+
+    @Test(
+        "a bucket that never answers: the start waits --bucket-timeout for its listing, says so, /ready names it; images built here; SIGTERM ends it (the failed publish's clean-up given up on)"
+    )
+    func silentBucket() async throws {
+        let silent = try SilentListener()
+        let folder = try TilerCommandTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 400, height: 300), width: 400, height: 300)
+            .write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
+        let environment = [
+            "AWS_ENDPOINT_URL": "http://127.0.0.1:\(silent.port)", "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test:tester",
+            "AWS_SECRET_ACCESS_KEY": "testing"
+        ]
+        // The bucket's timeout is what the server waits for (the client's own is minutes): the start, each look.
+        let server = try ServeCommandTests.Server(
+            [folder, "--port", "0", "--cache", "\(folder)/.cache", "--store", "s3://tiles/stores/", "--bucket-timeout", "1"],
+            environment: environment)
+        defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
+        let said = server.startup.split(separator: "\n").first { $0.contains("warning: the store shelf s3://tiles/stores") } ?? ""
+        #expect(said.contains("its listing took longer than 1 s"), "\(server.startup)")
+        var ready = try DeployTests.get(server.port, "/ready")
+        for _ in 0..<600 where ready.status == 200 {
+            usleep(50_000)
+            ready = try DeployTests.get(server.port, "/ready")
+        }
+        let why = String(decoding: ready.body, as: UTF8.self)
+        #expect(ready.status == 503 && why.contains("a look at the shelf took longer than 1 s"), "\(why)")
+        let tile = try DeployTests.settled(server.port, "/iiif/3/photo/full/max/0/default.jpg")
+        #expect(tile.status == 200 && tile.body.starts(with: [0xFF, 0xD8]), "\(tile.status)")
+        #expect(server.terminate(within: 30)?.status == 0)
     }
 }
 

@@ -291,6 +291,7 @@ struct ServeCommandTests {
             (#"{"avifQuality": 0}"#, [:], [], "avifQuality"),
             ("{}", [:], ["--webp-quality", "101"], "webpQuality"),
             ("{}", [:], ["--idle-timeout", "0"], "idleTimeout"),
+            (#"{"bucketTimeout": -1}"#, [:], [], "bucketTimeout"),
             // URLs that end up in answers (issue 37): not a web URL, not an origin.
             ("{}", [:], ["--public-url", "javascript:alert(1)"], "publicURL"),
             ("{}", [:], ["--public-url", "https://user@images.example/x"], "publicURL"),
