@@ -85,8 +85,9 @@ extension ImageCatalog {
     /// store where it lies, a tile's read from it, and the first stretch of a copy (then a copy must
     /// average ``slowestCopy`` bytes a second). ``shelfLookLimit`` (10 s) by default; a bucket far away
     /// or slow to list may need more. Past it, a lookup builds the image here (a master's: 503 with
-    /// `Retry-After`) and a tile's read waits for the copy.
+    /// `Retry-After`) and a tile's read waits for the copy. Taken as at most ``TileServer/longestTimeout``.
     public func setBucketTimeout(_ timeout: Duration) {
+        let timeout = min(max(.zero, timeout), TileServer.longestTimeout)
         (shelfLookWait, shelfReadLimit, shelfCopyGrace) = (timeout, timeout, timeout)
     }
 

@@ -25,8 +25,12 @@ public struct TileServer: Sendable {
     public var routes: TileRoutes
     /// How long a connection may take to send a request's head (however slowly its bytes come), stay
     /// silent in a body or between requests, or leave its answers unread, before it is closed; a body
-    /// that never ends ends there. Default 60 s, as nginx's `client_header_timeout`.
+    /// that never ends ends there. Default 60 s, as nginx's `client_header_timeout`; taken as at most
+    /// ``longestTimeout``.
     public var idleTimeout: Duration = .seconds(60)
+    /// The longest ``idleTimeout`` (and ``ImageCatalog/setBucketTimeout(_:)``) taken, 2^32 s (136 years): a
+    /// longer one is taken as this, which the clocks' nanoseconds still hold.
+    public static let longestTimeout: Duration = .seconds(1 << 32)
     /// Connections open at once at most (more wait in the kernel's backlog); from ``DescriptorBudget``.
     public var maximumConnections: Int
     /// What requests may ask: `Host` names, origins that may upload, CORS; nil: the defaults for the
@@ -142,7 +146,7 @@ public struct TileServer: Sendable {
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let log = logger ?? Logger(label: "tiler.serve")
-        let (seconds, attoseconds) = idleTimeout.components
+        let (seconds, attoseconds) = min(max(.zero, idleTimeout), Self.longestTimeout).components
         let idle = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         let (service, accessLog, rules, access) = (routes.service, self.accessLog, requestGuard ?? .defaults(bind: host), routes.access)
         let server = HTTPServerBuilder { responder in

@@ -50,7 +50,7 @@ struct RenderCommand: ParsableCommand {
     /// pyramid `tiler build` makes has that level (so both count levels alike).
     private func buildLevels(upTo level: Int) throws -> TiledImage {
         var options = decode.buildOptions()
-        options.levels = .count(level + 1)
+        options.levels = .count(min(level, 64) + 1)  // no pyramid has more (and Int.max + 1 would trap)
         let file = try InputFile(path: input)
         let builder = try TileBuilder(options: options)
         var buffer = [UInt8](repeating: 0, count: 1 << 20)

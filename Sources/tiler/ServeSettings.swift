@@ -183,8 +183,9 @@ struct ServeSettings {
         try require((1...100).contains(avifQuality), "avifQuality (--avif-quality)", "must be 1-100")
         try require(
             imageMaxAge >= 0 && documentMaxAge >= 0, "imageMaxAge and documentMaxAge (--image-max-age, --document-max-age)", "must not be negative")
-        try require(idleTimeout > 0, "idleTimeout (--idle-timeout)", "must be positive")
-        try require(bucketTimeout > 0, "bucketTimeout (--bucket-timeout)", "must be positive")
+        // At most a day: a longer wait is no timeout, and seconds past 2^33 overflow the clocks' nanoseconds.
+        try require((1...86_400).contains(idleTimeout), "idleTimeout (--idle-timeout)", "must be 1-86400 seconds")
+        try require((1...86_400).contains(bucketTimeout), "bucketTimeout (--bucket-timeout)", "must be 1-86400 seconds")
         try require(
             Logger.Level(rawValue: logLevel) != nil, "logLevel (--log-level)", "must be trace, debug, info, notice, warning, error or critical")
         try require(

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Hummingbird
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 import TestSupport
@@ -157,6 +158,26 @@ struct ServerLimitsTests {
         }
     }
 
+    @Test(
+        "idle and bucket timeouts past what the clocks hold are taken as the longest one: the server starts, looks at its shelf, builds and answers"
+    )
+    func longestTimeouts() async throws {
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 300, height: 200), width: 300, height: 200)
+        let folder = try Self.folder(["photo.jpg": jpeg])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let shelf = EmptyShelf()
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", headerWaitLimit: .seconds(120), shelf: shelf)
+        // Both overflowed the clocks' nanoseconds (a trap) before: the idle timer's, and each look's time limit.
+        await catalog.setBucketTimeout(.seconds(Int64.max))
+        var server = TileServer(service: TileService(catalog: catalog))
+        server.idleTimeout = .seconds(Int64.max)
+        try await TileServerTests.withServer(server) { base, client in
+            let tile = try await TileServerTests.settled(client, "\(base)/dzi/photo_files/8/0_0.jpg")
+            #expect(tile.status == 200 && tile.body.starts(with: [0xFF, 0xD8]), "\(tile.status)")
+            #expect(shelf.looks.withLockedValue { $0 } >= 1, "the shelf was looked at for the image")
+        }
+    }
+
     @Test("past the disk budget, a closed cache store is evicted and built again when asked for")
     func eviction() async throws {
         let a = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 700, height: 500), width: 700, height: 500)
@@ -248,4 +269,19 @@ struct ServerLimitsTests {
         // Nothing but the build locks (empty files that stay, so that servers sharing the cache lock one inode).
         #expect(try FileManager.default.contentsOfDirectory(atPath: "\(folder)/.cache").filter { !$0.hasSuffix(".lock") } == [])
     }
+}
+
+/// A store shelf that holds nothing and answers at once (its looks counted).
+final class EmptyShelf: StoreShelf {
+    let looks = NIOLockedValueBox(0)
+    var description: String { "an empty shelf" }
+    func check() async throws {}
+    func find(_ id: String) async throws -> ShelvedStore? {
+        looks.withLockedValue { $0 += 1 }
+        return nil
+    }
+    func copy(_ store: ShelvedStore, to path: String) async throws {}
+    func open(_ store: ShelvedStore) async throws -> (any ShelvedPyramid)? { nil }
+    func publish(_ id: String, store path: String, masterVersion: String?) async throws {}
+    func isUnavailable(_ error: any Error) -> Bool { false }
 }

@@ -292,6 +292,9 @@ struct ServeCommandTests {
             ("{}", [:], ["--webp-quality", "101"], "webpQuality"),
             ("{}", [:], ["--idle-timeout", "0"], "idleTimeout"),
             (#"{"bucketTimeout": -1}"#, [:], [], "bucketTimeout"),
+            // Past what the clocks' nanoseconds hold: it trapped (arithmetic overflow) before it was refused.
+            ("{}", [:], ["--idle-timeout", "99999999999999"], "idleTimeout"),
+            (#"{"bucketTimeout": 9223372036854775807}"#, [:], [], "bucketTimeout"),
             // URLs that end up in answers (issue 37): not a web URL, not an origin.
             ("{}", [:], ["--public-url", "javascript:alert(1)"], "publicURL"),
             ("{}", [:], ["--public-url", "https://user@images.example/x"], "publicURL"),

@@ -70,7 +70,7 @@ struct TilerCommandTests {
 
     static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
 
-    @Test("a negative or missing level is a usage error or one line, never a signal")
+    @Test("a negative, missing or largest level is a usage error or one line, never a signal")
     func levelArguments() throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -82,6 +82,9 @@ struct TilerCommandTests {
             #expect(!missing.signalled && missing.status == 1)
             // The same count of levels as build and info report (1 for a 64x64 image).
             #expect(missing.stderr == "tiler: \(input): level 5 does not exist (the pyramid has 1 level, 0...0)\n", "\(missing.stderr)")
+            // The largest level the option takes: one line too (its count of levels to build trapped).
+            let largest = try Self.run(["render", input, "--level=\(Int.max)", "--out", "r.ppm"], in: folder)
+            #expect(!largest.signalled && largest.status == 1 && largest.stderr.contains("level \(Int.max) does not exist"), "\(largest)")
         }
         #expect(!Self.exists("\(folder)/r.ppm"))
     }
