@@ -155,7 +155,7 @@ public actor DiskCacheBudget {
     ///   reservations (``availableByteCount``): nothing is registered then.
     public func register(image: TiledImage, path: String?, reserving byteCount: Int) async -> StoreID? {
         await evictIfNeeded(making: byteCount)
-        guard committedBytes + byteCount <= totalByteBudget else { return nil }
+        guard byteCount <= totalByteBudget - committedBytes else { return nil }  // compared so: no sum past Int.max
         let id = register(image: image, path: path)
         entries[id.value]?.reservedByteCount = byteCount
         return id
@@ -170,7 +170,7 @@ public actor DiskCacheBudget {
     /// - Returns: its account, or nil when the budget cannot hold it even after evicting.
     public func reserve(byteCount: Int, path: String) async -> StoreID? {
         await evictIfNeeded(making: byteCount)
-        guard totalBytes + byteCount <= totalByteBudget else { return nil }
+        guard byteCount <= totalByteBudget - totalBytes else { return nil }  // compared so: no sum past Int.max
         let id = nextID
         nextID += 1
         uses.use(id)
@@ -332,7 +332,7 @@ public actor DiskCacheBudget {
         if uses.count > entries.count { uses.removeAll { entries[$0] == nil } }
         // Stores found open in another process this round: kept, and not tried again in it.
         var openElsewhere: Set<Int> = []
-        while totalBytes + room > totalByteBudget {
+        while room > totalByteBudget - totalBytes {
             // In use: opened through the budget, or its image (from the build) still alive somewhere.
             let candidates = entries.filter {
                 $0.value.isComplete && $0.value.path != nil && $0.value.openCount == 0 && $0.value.image == nil && !$0.value.isPinned

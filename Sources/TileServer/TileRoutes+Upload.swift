@@ -125,12 +125,18 @@ extension TileRoutes {
     /// built), once `header` holds its frame header; nil before. Raw levels: their exact size. A TIFF:
     /// its full-resolution tiles hold about the JPEG's own bytes and the others fewer, so twice the
     /// JPEG's (`sourceBytes`), and never more than raw levels. Headers over 17 MiB are refused.
+    /// Products saturate at half of `Int.max` (an upload limit of `Int.max`, as "none", announces that many
+    /// bytes: six times it trapped).
     static func storeByteCount(header: [UInt8], format: StoreFormat, sourceBytes: Int) throws(TileError) -> Int? {
+        func times(_ factor: Int, _ bytes: Int) -> Int {
+            let (product, overflows) = bytes.multipliedReportingOverflow(by: factor)
+            return overflows ? .max / 2 : min(product, .max / 2)
+        }
         // A TIFF's directory is often at its end, so its size is unknown until the whole body is in (it
         // is spooled to disk meanwhile): estimated from the body's size, as stored 8-bit RGB is at
         // least 3 bytes a pixel (compressed masters may reach more pixels: the budget is then short).
         if header.withUnsafeBytes({ ImageFormat(sniffing: $0) }) == .tiff {
-            return min(6 * sourceBytes, .max / 2) + (1 << 20)
+            return times(6, sourceBytes) + (1 << 20)
         }
         let info: ImageInfo
         do { info = try ImageInfo.read(data: header) } catch {
@@ -142,7 +148,7 @@ extension TileRoutes {
         // Alpha: WebP tiles (or a raw store): raw levels bound them.
         if case .tiff = format, !info.hasAlpha {
             // A JPEG 2000 may be compressed further than the TIFF's JPEG tiles (about half a byte a pixel, lower levels included).
-            let tiles = info.format == .jpeg2000 ? max(2 * sourceBytes, info.width * info.height / 2) : 2 * sourceBytes
+            let tiles = info.format == .jpeg2000 ? max(times(2, sourceBytes), info.width * info.height / 2) : times(2, sourceBytes)
             levels = min(levels, tiles + (1 << 20))
         }
         return levels + (info.coding == .progressive ? info.width * info.height * 3 : 0)

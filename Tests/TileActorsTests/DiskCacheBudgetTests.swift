@@ -18,6 +18,18 @@ struct DiskCacheBudgetTests {
         }
     }
 
+    @Test("a budget of Int.max (no limit) takes reservations of half of it while their sum fits, and refuses the next: no sum traps")
+    func largestBudget() async throws {
+        let budget = DiskCacheBudget(totalByteBudget: .max)
+        let half = Int.max / 2 + (1 << 20)  // what an upload of an unlimited size reserves (TileRoutes.storeByteCount)
+        let first = await budget.reserve(byteCount: half, path: "/nonexistent/a.tiles")
+        #expect(first != nil)
+        // Int.max / 2 + 1 MiB twice is past Int.max: refused (its sum overflowed, a trap, before).
+        #expect(await budget.reserve(byteCount: half, path: "/nonexistent/b.tiles") == nil)
+        #expect(await budget.reserve(byteCount: 1 << 30, path: "/nonexistent/c.tiles") != nil)
+        #expect(await budget.availableByteCount == Int.max - half - (1 << 30))
+    }
+
     @Test("past a tiny dirty threshold, flushes happen and writers wait for them")
     func flushesAndWaits() async throws {
         let budget = DiskCacheBudget(dirtyByteThreshold: 1, totalByteBudget: 1 << 40)

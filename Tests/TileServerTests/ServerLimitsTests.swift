@@ -7,7 +7,7 @@ import Testing
 import TestSupport
 import TileActors
 import TileCore
-import TileServer
+@testable import TileServer
 
 #if canImport(Glibc)
 import Glibc
@@ -175,6 +175,32 @@ struct ServerLimitsTests {
             let tile = try await TileServerTests.settled(client, "\(base)/dzi/photo_files/8/0_0.jpg")
             #expect(tile.status == 200 && tile.body.starts(with: [0xFF, 0xD8]), "\(tile.status)")
             #expect(shelf.looks.withLockedValue { $0 } >= 1, "the shelf was looked at for the image")
+        }
+    }
+
+    @Test("an upload limit of Int.max (none): a store's estimate saturates, a TIFF announcing 2^62 bytes is 507, nothing traps")
+    func unlimitedUploads() async throws {
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 300, height: 200), width: 300, height: 200)
+        let tiff: [UInt8] = Array("II*\u{0}".utf8) + [8, 0, 0, 0]
+        // Six and two times the announced bytes overflowed (a trap) before.
+        let tiffBytes = try TileRoutes.storeByteCount(header: tiff, format: .tiff(), sourceBytes: .max)
+        #expect(tiffBytes == Int.max / 2 + (1 << 20))
+        // A JPEG's: its raw levels bound it (a 300x200 image's, RGBA, its few levels: under a megabyte).
+        let jpegBytes = try #require(try TileRoutes.storeByteCount(header: Array(jpeg), format: .tiff(), sourceBytes: .max))
+        #expect(jpegBytes > 300 * 200 * 3 && jpegBytes < 1 << 20, "\(jpegBytes)")
+
+        let folder = try Self.folder([:])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let server = try TileServer(root: folder, cache: "\(folder)/.cache", uploads: UploadPolicy(token: "t", maximumBytes: .max))
+        try await TileServerTests.withServer(server) { base, client in
+            let port = UInt16(base.split(separator: ":").last!)!
+            let connection = try LoopbackConnection(port: port)
+            let head = "PUT /images/huge HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(1 << 62)\r\n\r\n"
+            try connection.send(Data(head.utf8) + tiff)
+            let answer = String(decoding: connection.read(timeout: .seconds(60)) { $0.count > 12 }.bytes, as: UTF8.self)
+            #expect(answer.hasPrefix("HTTP/1.1 507"), "\(answer)")
+            let health = try await TileServerTests.get(client, "\(base)/health")
+            #expect(health.status == 200)
         }
     }
 
