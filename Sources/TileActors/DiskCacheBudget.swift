@@ -154,7 +154,7 @@ public actor DiskCacheBudget {
     /// - Returns: its account, or nil when it does not fit beside the builds in progress and the
     ///   reservations (``availableByteCount``): nothing is registered then.
     public func register(image: TiledImage, path: String?, reserving byteCount: Int) async -> StoreID? {
-        await evictIfNeeded(making: byteCount)
+        await evictIfNeeded(downTo: totalByteBudget - max(0, byteCount))
         guard byteCount <= totalByteBudget - committedBytes else { return nil }  // compared so: no sum past Int.max
         let id = register(image: image, path: path)
         entries[id.value]?.reservedByteCount = byteCount
@@ -169,7 +169,7 @@ public actor DiskCacheBudget {
     ///   - path: where it is written.
     /// - Returns: its account, or nil when the budget cannot hold it even after evicting.
     public func reserve(byteCount: Int, path: String) async -> StoreID? {
-        await evictIfNeeded(making: byteCount)
+        await evictIfNeeded(downTo: totalByteBudget - max(0, byteCount))
         guard byteCount <= totalByteBudget - totalBytes else { return nil }  // compared so: no sum past Int.max
         let id = nextID
         nextID += 1
@@ -194,7 +194,7 @@ public actor DiskCacheBudget {
         entry.isComplete = image.isComplete
         entries[id.value] = entry
         if dirtyBytes > dirtyByteThreshold { await flush() }
-        await evictIfNeeded()
+        await evictIfNeeded(downTo: totalByteBudget)
         return entry.isComplete || entry.byteCount + entry.scratchByteCount <= entry.reservedByteCount
             || committedBytes <= totalByteBudget
     }
@@ -227,7 +227,9 @@ public actor DiskCacheBudget {
     /// beside the budget's room (as far as such stores go): the disk was found full before the budget
     /// (another program's files, a budget larger than the disk).
     public func makeRoom(byteCount: Int) async {
-        await evictIfNeeded(making: max(0, totalByteBudget - totalBytes) + byteCount)
+        // `byteCount` fewer than now, or than the budget when now is past it (a difference: a budget of
+        // Int.max, as "none", plus the bytes overflowed, a trap).
+        await evictIfNeeded(downTo: min(totalByteBudget, totalBytes) - max(0, byteCount))
     }
 
     /// Opens a registered persistent store, marking it in use: an open store is never evicted.
@@ -260,7 +262,7 @@ public actor DiskCacheBudget {
         guard var entry = entries[id.value] else { return }
         entry.openCount = max(0, entry.openCount - 1)
         entries[id.value] = entry
-        await evictIfNeeded()
+        await evictIfNeeded(downTo: totalByteBudget)
     }
 
     /// Whether a store is still registered (not evicted, not unregistered). An evicted store is
@@ -326,13 +328,15 @@ public actor DiskCacheBudget {
         if stores > 0 { eventsContinuation.yield(.flushed(byteCount: bytes, storeCount: stores)) }
     }
 
-    private func evictIfNeeded(making room: Int = 0) async {
+    /// Evicts the least recently used complete stores nobody has open until ``totalBytes`` is at most
+    /// `limit` (as far as such stores go).
+    private func evictIfNeeded(downTo limit: Int) async {
         entries = entries.filter { $0.value.image != nil || $0.value.path != nil }
         // What left the accounts since (unregistered, forgotten); only when something did (this runs on every write report).
         if uses.count > entries.count { uses.removeAll { entries[$0] == nil } }
         // Stores found open in another process this round: kept, and not tried again in it.
         var openElsewhere: Set<Int> = []
-        while room > totalByteBudget - totalBytes {
+        while totalBytes > limit {
             // In use: opened through the budget, or its image (from the build) still alive somewhere.
             let candidates = entries.filter {
                 $0.value.isComplete && $0.value.path != nil && $0.value.openCount == 0 && $0.value.image == nil && !$0.value.isPinned

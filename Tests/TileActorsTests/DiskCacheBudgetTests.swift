@@ -126,6 +126,25 @@ struct DiskCacheBudgetTests {
         #expect(FileManager.default.fileExists(atPath: paths[2]) && kept)
     }
 
+    @Test("room made for a full disk under a budget of Int.max (none): the least recently used go first, all when more is asked; nothing traps")
+    func makesRoomUnderTheLargestBudget() async throws {
+        let folder = try Inputs.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let paths = try Self.threeStores(in: folder)
+        let unlimited = DiskCacheBudget(dirtyByteThreshold: 1 << 40, totalByteBudget: .max)
+        var ids: [DiskCacheBudget.StoreID] = []
+        for path in paths { ids.append(await unlimited.register(image: try TiledImage.open(store: path), path: path)) }
+        let each = await unlimited.totalBytes / 3
+        await unlimited.makeRoom(byteCount: each + 1)
+        #expect(!FileManager.default.fileExists(atPath: paths[0]) && !FileManager.default.fileExists(atPath: paths[1]))
+        let kept = await unlimited.isRegistered(ids[2])
+        #expect(FileManager.default.fileExists(atPath: paths[2]) && kept)
+        // More than the stores hold: the budget's room and the bytes were summed (past Int.max: a trap) before.
+        await unlimited.makeRoom(byteCount: 4 * each)
+        let gone = await unlimited.isRegistered(ids[2])
+        #expect(!FileManager.default.fileExists(atPath: paths[2]) && !gone)
+    }
+
     @Test(
         "a store another process has open (its folder held shared, as by an instance sharing the cache) is not evicted",
         .enabled(if: Tools.have("flock"), Comment(rawValue: Tools.missing("flock"))))
