@@ -5,6 +5,13 @@ import TileActors
 public import TileCore
 
 extension ImageCatalog {
+    /// Half of `a + b`, or of `Int.max` when the sum is past it (``maximumPendingBuilds`` of `Int.max`,
+    /// as "no limit", trapped).
+    nonisolated static func halfOfSum(_ a: Int, _ b: Int) -> Int {
+        let (sum, overflows) = a.addingReportingOverflow(b)
+        return (overflows ? .max : sum) / 2
+    }
+
     /// One build in progress (a JPEG of the folder into the cache, or an upload into the folder): its
     /// builder, its image once the header is read, and the requests waiting on its progress.
     /// Confined to the catalog's actor.

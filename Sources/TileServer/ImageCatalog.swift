@@ -77,7 +77,7 @@ public actor ImageCatalog {
     public nonisolated let maximumPendingBuilds: Int
     /// Builds one client (``image(_:for:)``'s `client`) may have running or waiting at once: half of
     /// what may run and wait, so that one client asking for many images never takes every turn.
-    public nonisolated var maximumBuildsPerClient: Int { max(1, (concurrentBuilds + maximumPendingBuilds) / 2) }
+    public nonisolated var maximumBuildsPerClient: Int { max(1, Self.halfOfSum(concurrentBuilds, maximumPendingBuilds)) }
     /// Images of cache stores kept open at most; the least recently used of the others may be evicted.
     public nonisolated let maximumOpenImages: Int
     /// Uploads in progress at most; one more is refused with ``UploadRefusal/busy``.

@@ -226,8 +226,10 @@ extension BuildCommand {
             if pages?.list != nil, !isFile, chosen != [0] {
                 throw fail(input, TileError(.invalidArgument, "--pages reads a file's pages: download it first, or give --page"))
             }
-            if let missing = chosen.first(where: { $0 >= count && (count > 1 || pages != nil) }) {
-                throw fail(input, TileError(.invalidArgument, "the TIFF has no page \(missing) (it has \(count); 0 is the first)"))
+            // A file's pages are counted (a JPEG's one: its --page 3 was built as `~4`, and Int.max overflowed the name).
+            if let missing = chosen.first(where: { $0 >= count && (isFile || pages != nil) }) {
+                let what = count > 1 ? "the TIFF" : "the image"
+                throw fail(input, TileError(.invalidArgument, "\(what) has no page \(missing) (it has \(count); 0 is the first)"))
             }
             // One page or one image: what --page names, checked by the decoder as before.
             return count > 1 ? chosen.map { Image(input: input, page: $0, pageCount: count) } : [Image(input: input, page: page ?? 0, pageCount: 1)]

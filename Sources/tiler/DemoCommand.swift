@@ -26,6 +26,12 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "The port to serve on, with --serve.")
     var port = 8080
 
+    func validate() throws {
+        // A chunk of 0 bytes never ended; a negative one trapped.
+        guard chunkSize > 0 else { throw ValidationError("--chunk-size must be 1 or more, not \(chunkSize).") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535, not \(port).") }
+    }
+
     func run() async throws {
         try tile()
         if serve { try await serveDemo() }

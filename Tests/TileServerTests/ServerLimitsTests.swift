@@ -204,6 +204,20 @@ struct ServerLimitsTests {
         }
     }
 
+    @Test("builds that may wait: Int.max (none) lets a client start builds (its share of them overflowed: a trap)")
+    func unlimitedPendingBuilds() async throws {
+        let jpeg = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 300, height: 200), width: 300, height: 200)
+        let folder = try Self.folder(["photo.jpg": jpeg])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let catalog = try ImageCatalog(root: folder, cache: "\(folder)/.cache", maximumPendingBuilds: .max, storeFormat: .raw)
+        #expect(catalog.maximumBuildsPerClient == Int.max / 2)
+        let service = catalog.started()
+        defer { service.cancel() }
+        _ = try await catalog.image("photo", for: "192.0.2.1")
+        try await Self.waitForBuild(catalog, "photo")
+        #expect(try await catalog.image("photo", for: "192.0.2.1").pyramid.isComplete)
+    }
+
     @Test("past the disk budget, a closed cache store is evicted and built again when asked for")
     func eviction() async throws {
         let a = try JPEGEncoder.encode(pixels: Synthetic.smooth(width: 700, height: 500), width: 700, height: 500)

@@ -70,7 +70,7 @@ struct TilerCommandTests {
 
     static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
 
-    @Test("a negative, missing or largest level is a usage error or one line, never a signal")
+    @Test("a negative, missing or largest level or page, and the demo's chunks and port, are a usage error or one line, never a signal")
     func levelArguments() throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -85,6 +85,17 @@ struct TilerCommandTests {
             // The largest level the option takes: one line too (its count of levels to build trapped).
             let largest = try Self.run(["render", input, "--level=\(Int.max)", "--out", "r.ppm"], in: folder)
             #expect(!largest.signalled && largest.status == 1 && largest.stderr.contains("level \(Int.max) does not exist"), "\(largest)")
+        }
+        // A JPEG has one page: --page 3 was built as `base~4.tiles`, and the largest page overflowed its name.
+        for page in ["3", "\(Int.max)"] {
+            let run = try Self.run(["build", "base.jpg", "--page", page, "--out", "p\(page).tiles"], in: folder)
+            #expect(!run.signalled && run.status == 1 && run.stderr.contains("the image has no page \(page) (it has 1; 0 is the first)"), "\(run)")
+            #expect(!Self.exists("\(folder)/p\(page).tiles"))
+        }
+        // The demo's chunks and port: 0 bytes a chunk never ended, a negative count trapped, ports wrapped.
+        for arguments in [["--chunk-size", "0"], ["--chunk-size=-1"], ["--port", "65536"], ["--port=-1"]] {
+            let run = try Self.run(["demo", "--width", "64", "--height", "64"] + arguments, in: folder)
+            #expect(!run.signalled && run.status == 64, "\(arguments): \(run)")
         }
         #expect(!Self.exists("\(folder)/r.ppm"))
     }
