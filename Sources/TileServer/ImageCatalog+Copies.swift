@@ -48,7 +48,7 @@ extension ImageCatalog {
         /// The version its answers are cached under: the source's and the shelved TIFF's, which only
         /// this copy's answers have (a store built here instead, from other settings, answers anew).
         let cacheVersion: String
-        /// How long a tile's read from the shelf may take (``ImageCatalog/shelfLookLimit`` unless a test changed it).
+        /// How long a tile's read from the shelf may take (``ImageCatalog/shelfLookLimit`` unless ``ImageCatalog/setBucketTimeout(_:)`` or a test changed it).
         let readLimit: Duration
 
         init(id: String, pyramid: any ShelvedPyramid, fingerprint: SourceFingerprint, tiffVersion: String, readLimit: Duration) {

@@ -9,7 +9,7 @@ extension ImageCatalog {
     /// How long after a failed request the shelf is not asked again (each new image built here at once),
     /// by default; also how often a failing shelf is looked at again.
     static let shelfDownInterval: Duration = .seconds(30)
-    /// The slowest a copy may go on average (bytes a second), after its first ``shelfLookLimit``: a
+    /// The slowest a copy may go on average (bytes a second), after its first ``shelfLookLimit`` (or bucket timeout): a
     /// bucket that sends a store slower is given up on, and the image built here.
     static let slowestCopy = 4 << 20
 
@@ -109,7 +109,7 @@ extension ImageCatalog {
     /// once, and checked to be the version `source` names after), and makes it `id`'s ready image:
     /// what another server built is not built again. Called with the cache's lock on `id` held, once the
     /// build it stands for has been admitted (``maximumBuildsPerClient`` counts it for `client`). The
-    /// copy's room is reserved in the budget first. A look takes at most ``shelfLookLimit``, a copy as
+    /// copy's room is reserved in the budget first. A look takes at most ``shelfLookLimit`` (or ``setBucketTimeout(_:)``'s), a copy as
     /// long as ``slowestCopy`` allows; a shelf that failed is not asked for ``shelfDownInterval``.
     ///
     /// When the shelf opens the store where it lies (``TileActors/StoreShelf/open(_:)``), the copy goes

@@ -136,11 +136,11 @@ public actor ImageCatalog {
     var shelfNextLook = ContinuousClock.now
     /// Copies from the shelf in progress (counted with the builds waiting).
     var shelfCopyCount = 0
-    /// How long a look at either shelf may take (``shelfLookLimit``; tests change it).
+    /// How long a look at either shelf may take (``shelfLookLimit``; ``setBucketTimeout(_:)`` and tests change it).
     var shelfLookWait = shelfLookLimit
-    /// How long a copy from the shelf may take before its bytes count (``shelfLookLimit``; tests change it).
+    /// How long a copy from the shelf may take before its bytes count (``shelfLookLimit``; ``setBucketTimeout(_:)`` and tests change it).
     var shelfCopyGrace = shelfLookLimit
-    /// How long opening a store where it lies, or a tile's read from it, may take (``shelfLookLimit``; tests change it).
+    /// How long opening a store where it lies, or a tile's read from it, may take (``shelfLookLimit``; ``setBucketTimeout(_:)`` and tests change it).
     var shelfReadLimit = shelfLookLimit
     /// Images whose store could not be published on the shelf: published once it answers again.
     var unpublished: Set<String> = []

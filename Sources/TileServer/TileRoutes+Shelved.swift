@@ -42,7 +42,7 @@ extension TileRoutes {
 
 extension TileService {
     /// The answer to `target` of an image being copied from the shelf, when it is a whole stored JPEG
-    /// tile: its bytes read from the shelf (one ranged read, at most ``ImageCatalog/shelfLookLimit``),
+    /// tile: its bytes read from the shelf (one ranged read, at most ``ImageCatalog/shelfLookLimit`` or the bucket timeout),
     /// with the entity tag, dates and fields the same request gets once the copy is done; kept in the
     /// cache under `path` while the copy runs (a tile asked for again is not read from the shelf again).
     /// Nil for anything else, or when the read fails: the request waits for the copy.

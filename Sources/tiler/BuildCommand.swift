@@ -219,19 +219,21 @@ extension BuildCommand {
     static func images(of inputs: [String], pages: PagesArgument?, page: Int?) throws -> [Image] {
         try inputs.flatMap { input throws -> [Image] in
             let isFile = input != "-" && !["http://", "https://", "s3://"].contains { input.hasPrefix($0) }
-            let count = isFile ? (try? ImageInfo.read(regularFile: input))?.tiff?.pageCount ?? 1 : 1
+            // Counted when the file's header is read (not through a link, a FIFO, a TIFF whose first page is unreadable).
+            let info = isFile ? try? ImageInfo.read(regularFile: input) : nil
+            let count = info?.tiff?.pageCount ?? 1
             let chosen = page.map { [$0] } ?? pages?.pages(count: count) ?? Array(0..<count)
             // --pages names pages of a file (a download's or standard input's are not counted beforehand);
-            // --page is checked by the decoder, as before.
+            // --page of an input not counted is checked by the decoder.
             if pages?.list != nil, !isFile, chosen != [0] {
                 throw fail(input, TileError(.invalidArgument, "--pages reads a file's pages: download it first, or give --page"))
             }
-            // A file's pages are counted (a JPEG's one: its --page 3 was built as `~4`, and Int.max overflowed the name).
-            if let missing = chosen.first(where: { $0 >= count && (isFile || pages != nil) }) {
+            // Pages counted are checked (a JPEG's one: its --page 3 was built as `~4`); the others by the decoder.
+            if let missing = chosen.first(where: { $0 >= count && (info != nil || pages != nil) }) {
                 let what = count > 1 ? "the TIFF" : "the image"
                 throw fail(input, TileError(.invalidArgument, "\(what) has no page \(missing) (it has \(count); 0 is the first)"))
             }
-            // One page or one image: what --page names, checked by the decoder as before.
+            // One page or one image: what --page names.
             return count > 1 ? chosen.map { Image(input: input, page: $0, pageCount: count) } : [Image(input: input, page: page ?? 0, pageCount: 1)]
         }
     }

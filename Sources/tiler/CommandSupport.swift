@@ -30,7 +30,8 @@ struct DecodeOptions: ParsableArguments {
         guard (16...4096).contains(tileSize) else {
             throw ValidationError("--tile-size must be within 16...4096, not \(tileSize).")
         }
-        if let page, page < 0 { throw ValidationError("--page must be 0 or more, not \(page).") }
+        // A TIFF's directories are counted in 32 bits; a page past Int.max - 1 overflowed its store's name (`~N+1`).
+        if let page, !(0...Int(Int32.max)).contains(page) { throw ValidationError("--page must be 0-\(Int32.max), not \(page).") }
     }
 
     func buildOptions() -> BuildOptions {

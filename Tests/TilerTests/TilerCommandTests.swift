@@ -86,11 +86,14 @@ struct TilerCommandTests {
             let largest = try Self.run(["render", input, "--level=\(Int.max)", "--out", "r.ppm"], in: folder)
             #expect(!largest.signalled && largest.status == 1 && largest.stderr.contains("level \(Int.max) does not exist"), "\(largest)")
         }
-        // A JPEG has one page: --page 3 was built as `base~4.tiles`, and the largest page overflowed its name.
-        for page in ["3", "\(Int.max)"] {
-            let run = try Self.run(["build", "base.jpg", "--page", page, "--out", "p\(page).tiles"], in: folder)
-            #expect(!run.signalled && run.status == 1 && run.stderr.contains("the image has no page \(page) (it has 1; 0 is the first)"), "\(run)")
-            #expect(!Self.exists("\(folder)/p\(page).tiles"))
+        // A JPEG has one page: --page 3 was built as `base~4.tiles`.
+        let third = try Self.run(["build", "base.jpg", "--page", "3", "--out", "p.tiles"], in: folder)
+        #expect(!third.signalled && third.status == 1 && third.stderr.contains("the image has no page 3 (it has 1; 0 is the first)"), "\(third)")
+        #expect(!Self.exists("\(folder)/p.tiles"))
+        // The largest page overflowed its store's name (`~N+1`), whatever the input: a usage error now.
+        for input in ["base.jpg", "-"] {
+            let largest = try Self.run(["build", input, "--page", "\(Int.max)", "--out", "q.tiles"], in: folder, stdin: "base.jpg")
+            #expect(!largest.signalled && largest.status == 64 && largest.stderr.contains("--page must be 0-2147483647"), "\(largest)")
         }
         // The demo's chunks and port: 0 bytes a chunk never ended, a negative count trapped, ports wrapped.
         for arguments in [["--chunk-size", "0"], ["--chunk-size=-1"], ["--port", "65536"], ["--port=-1"]] {
