@@ -12,7 +12,8 @@ extension TileRoutes {
 
     /// `GET /download/{id}` (and `HEAD`): the image's master file as it is in the folder, when
     /// ``downloads`` allows it (404 otherwise), as an attachment named as in the folder; its entity
-    /// tag and `Last-Modified` from the file's version, 304 when the client has it. Read a chunk at a
+    /// tag and `Last-Modified` from the file's version, 304 when the client has it; one byte range
+    /// (``ByteRange``: `206`, or `416` past the end) so that a broken download can be resumed. Read a chunk at a
     /// time on the thread pool (``downloadChunk``); a file cut or rewritten while it is sent ends the
     /// connection short of its length, never a body of other bytes or of two versions. Page identifiers and store folders have none.
     /// At most ``downloadLimit`` are sent at once (each holds a descriptor and its connection while its
@@ -29,26 +30,45 @@ extension TileRoutes {
         guard let (file, master, fingerprint) = await catalog.master(of: id) else {
             return Self.plain(.notFound, "no master file of \(id) to download")
         }
-        let headers: HTTPFields = [
+        var headers: HTTPFields = [
             .contentType: master.mediaType, .contentLength: String(master.byteCount),
             .contentDisposition: "attachment; filename=\"\(master.name)\"", .eTag: EntityTag("download|\(fingerprint)").text,
             .lastModified: HTTPDate.string(nanosecondsSinceEpoch: fingerprint.identity.lastChangeTime),
-            .cacheControl: service.cachePolicy.documentCacheControl, .vary: originVary
+            .cacheControl: service.cachePolicy.documentCacheControl, .vary: originVary, .acceptRanges: "bytes"
         ]
         if Self.isNotModified(request, headers: headers) { return Self.response(.notModified, headers: headers) }
+        // A range is served to a GET only (RFC 9110, 14.2): a HEAD describes the whole file.
+        var status = HTTPResponse.Status.ok
+        var range = 0..<file.byteCount
+        if request.method == .get {
+            switch ByteRange(
+                request.headers[.range], ifRange: request.headers[.ifRange], length: file.byteCount, entityTag: headers[.eTag],
+                lastModified: headers[.lastModified])
+            {
+            case .whole: break
+            case .part(let part):
+                (status, range) = (.partialContent, part)
+                headers[.contentLength] = String(part.count)
+                headers[.contentRange] = "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(file.byteCount)"
+            case .unsatisfiable:
+                var refused = Self.plain(.rangeNotSatisfiable, "the range asked for starts past the file's \(file.byteCount) bytes")
+                refused.headers[.contentRange] = "bytes */\(file.byteCount)"
+                return refused
+            }
+        }
         if request.method == .head { return Response(status: .ok, headers: headers) }
         let pool = catalog.threadPool
         return Response(
-            status: .ok, headers: headers,
-            body: ResponseBody(contentLength: master.byteCount) { writer in
+            status: status, headers: headers,
+            body: ResponseBody(contentLength: range.count) { [range] writer in
                 withExtendedLifetime(slot) {}
-                var offset = 0
-                while offset < file.byteCount {
-                    let (at, count) = (offset, min(Self.downloadChunk, file.byteCount - offset))
+                var offset = range.lowerBound
+                while offset < range.upperBound {
+                    let (at, count) = (offset, min(Self.downloadChunk, range.upperBound - offset))
                     let chunk = try await pool.read(file, at: at, count: count)
                     // The last bytes go only if the file did not change while it was read: else the
                     // connection ends short of its length, and the client knows it has no whole file.
-                    if offset + count == file.byteCount, !(await pool.blocking { file.isUnchanged() }) {
+                    if offset + count == range.upperBound, !(await pool.blocking { file.isUnchanged() }) {
                         throw TileError(.io, "\(master.name) changed while it was sent")
                     }
                     try await writer.write(chunk)

@@ -17,7 +17,7 @@ struct DownloadTests {
     func downloads() async throws {
         let (folder, jpeg) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        // Noise, so that the file takes several of the server's reads (256 KiB each).
+        // Noise, so that the file takes several of the server's reads (`downloadChunk` each).
         let noise = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 1600, height: 1200), width: 1600, height: 1200)
         try noise.write(to: URL(fileURLWithPath: "\(folder)/noise.jpg"))
         #expect(noise.count > TileRoutes.downloadChunk, "\(noise.count) bytes")
@@ -144,6 +144,85 @@ struct DownloadTests {
                 failed = true
             }
             #expect(failed && received < big.count, "\(received) of \(big.count) bytes, failed: \(failed)")
+        }
+    }
+
+    @Test("one byte range of a download (206, Content-Range; the RFC's examples), past the end 416, If-Range, none for HEAD")
+    func ranges() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // Noise, several of the server's reads long, so that ranges cross its chunks.
+        let file = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 1600, height: 1200), width: 1600, height: 1200)
+        try file.write(to: URL(fileURLWithPath: "\(folder)/noise.jpg"))
+        let n = file.count
+        let chunk = TileRoutes.downloadChunk
+        #expect(n > 2 * chunk, "\(n) bytes")
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        server.routes.downloads = true
+        try await TileServerTests.withServer(server) { base, client in
+            let url = "\(base)/download/noise"
+            let whole = try await TileServerTests.get(client, url)
+            #expect(whole.status == 200 && whole.body == file && whole.headers["accept-ranges"] == "bytes")
+            let (tag, date) = (try #require(whole.headers["etag"]), try #require(whole.headers["last-modified"]))
+            // The range asked for, and the bytes the RFC's own examples (RFC 9110, 14.1.2) say it is;
+            // nil: the range is not served (the whole file, 200).
+            let cases: [(String, Range<Int>?)] = [
+                ("bytes=0-499", 0..<500), ("bytes=500-999", 500..<1000), ("bytes=-500", (n - 500)..<n), ("bytes=9500-", 9500..<n),
+                ("bytes=0-0", 0..<1), ("bytes=-1", (n - 1)..<n), ("bytes=\(chunk - 10)-\(chunk + 9)", (chunk - 10)..<(chunk + 10)),
+                ("bytes=\(n - 1)-\(n + 1000)", (n - 1)..<n), ("bytes=0-99999999999999999999999", 0..<n), ("bytes=-\(n + 1)", 0..<n),
+                ("Bytes=10-19", 10..<20), ("bytes= 10-19 ,", 10..<20),
+                ("bytes=20-10", nil), ("bytes=0-1,5-6", nil), ("items=0-5", nil), ("bytes=a-5", nil), ("bytes=-", nil), ("bytes=+1-2", nil),
+                ("bytes=1 -2", nil)
+            ]
+            for (range, expected) in cases {
+                let reply = try await TileServerTests.get(client, url, headers: [("Range", range)])
+                guard let expected else {
+                    #expect(reply.status == 200 && reply.body == file && reply.headers["content-range"] == nil, "\(range): \(reply.status)")
+                    continue
+                }
+                #expect(reply.status == 206, "\(range): \(reply.status)")
+                #expect(reply.body == file[expected], "\(range): \(reply.body.count) bytes")
+                #expect(reply.headers["content-length"] == String(expected.count))
+                #expect(reply.headers["content-range"] == "bytes \(expected.lowerBound)-\(expected.upperBound - 1)/\(n)", "\(range)")
+                #expect(reply.headers["etag"] == tag)
+            }
+            // No byte of the file in the range: 416 with the file's length.
+            for range in ["bytes=\(n)-", "bytes=\(n)-\(n + 5)", "bytes=99999999999999999999-", "bytes=-0"] {
+                let reply = try await TileServerTests.get(client, url, headers: [("Range", range)])
+                #expect(reply.status == 416 && reply.headers["content-range"] == "bytes */\(n)", "\(range): \(reply.status)")
+            }
+            // If-Range: the range only when the validator is the file's current one, else the whole file.
+            for (ifRange, partial) in [(tag, true), (date, true), ("W/\(tag)", false), ("\"0\"", false), ("Thu, 01 Jan 1970 00:00:00 GMT", false)] {
+                let reply = try await TileServerTests.get(client, url, headers: [("Range", "bytes=100-199"), ("If-Range", ifRange)])
+                #expect(reply.status == (partial ? 206 : 200), "\(ifRange): \(reply.status)")
+                #expect(reply.body == (partial ? file[100..<200] : file))
+            }
+            // A HEAD describes the whole file; a 304 comes before any range.
+            let head = try await TileServerTests.get(client, url, method: .HEAD, headers: [("Range", "bytes=0-9")])
+            #expect(head.status == 200 && head.headers["content-length"] == String(n) && head.headers["accept-ranges"] == "bytes")
+            let cached = try await TileServerTests.get(client, url, headers: [("Range", "bytes=0-9"), ("If-None-Match", tag)])
+            #expect(cached.status == 304)
+        }
+    }
+
+    @Test(
+        "curl -C - resumes a broken download and ends with the file", .enabled(if: Tools.have("curl"), Comment(rawValue: Tools.missing("curl"))))
+    func curlResumes() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let file = try JPEGEncoder.encode(pixels: Synthetic.pixels(width: 1600, height: 1200), width: 1600, height: 1200)
+        try file.write(to: URL(fileURLWithPath: "\(folder)/noise.jpg"))
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        server.routes.downloads = true
+        try await TileServerTests.withServer(server) { base, _ in
+            // As a person resumes it: the first part arrived, then the connection broke.
+            let (url, chunk) = ("\(base)/download/noise", TileRoutes.downloadChunk)
+            let partial = "\(folder)/noise.part"
+            try file[0..<(chunk + 1234)].write(to: URL(fileURLWithPath: partial))
+            let curl = await LoopbackConnection.onOwnThread { Result { try Tools.run("curl", ["-sS", "-f", "-C", "-", "-o", partial, url]) } }
+            let run = try curl.get()
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: partial)) == file)
         }
     }
 }
