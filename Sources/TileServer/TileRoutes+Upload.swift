@@ -65,7 +65,8 @@ extension TileRoutes {
     func upload(_ request: Request, id encoded: String, sendContinue: () -> Void) async -> Response {
         guard let policy = uploads else { return Self.plain(.forbidden, "uploads are off (tiler serve --allow-uploads)") }
         guard policy.authorizes(request.headers[.authorization]) else { return Self.unauthorized("an upload needs the server's bearer token") }
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > policy.maximumBytes {
+        let announced = Self.contentLength(request.headers[.contentLength])
+        if let length = announced, length > policy.maximumBytes {
             return Self.plain(.contentTooLarge, "the body (\(length) bytes) is over the limit of \(policy.maximumBytes)")
         }
         guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
@@ -73,8 +74,7 @@ extension TileRoutes {
         do throws(ImageCatalog.UploadRefusal) { builder = try await catalog.beginUpload(id) } catch { return Self.refusal(error, id: id) }
         if request.headers[.expect]?.lowercased() == "100-continue" { sendContinue() }
         do {
-            let length = request.headers[.contentLength].flatMap(Int.init)
-            try await receive(request.body, into: builder, id: id, limit: policy.maximumBytes, announced: length)
+            try await receive(request.body, into: builder, id: id, limit: policy.maximumBytes, announced: announced)
             _ = try await builder.finish()
             try await catalog.publishUpload(id)
         } catch {
@@ -98,6 +98,15 @@ extension TileRoutes {
         response.status = .created
         response.headers[.location] = "/iiif/3/\(encoded)/info.json"
         return response
+    }
+
+    /// A `Content-Length` value (its digits checked by NIO's decoder, which takes up to 2^64-1) as a
+    /// number of bytes, `Int.max` past it: such a body is over any limit (it was taken as no length,
+    /// and the upload waited for its bytes).
+    static func contentLength(_ value: String?) -> Int? {
+        guard let value, !value.isEmpty else { return nil }
+        if let length = Int(value) { return length }
+        return value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) ? Int.max : nil
     }
 
     /// Feeds the body to the builder: the first bytes are held until the header says how large the
