@@ -99,7 +99,9 @@ extension TileAddressTests {
         }
     }
 
-    @Test("30,000 random paths (the grammar's pieces, mutated, with combining marks and stray bytes): the one pass reads what the router's segments say")
+    @Test(
+        "30,000 random paths (the grammar's pieces, mutated, with combining marks and stray bytes): the one pass reads what the router's segments say"
+    )
     func randomPaths() {
         let pieces = [
             "iiif", "dzi", "3", "2", "4", "p", "a%20b", "x_files", "_files", "photo_files", "info.json", "full", "max", "0", "13", "90",
@@ -130,7 +132,9 @@ extension TileAddressTests {
                 }
             }
             var path = ""
-            for part in parts { path += (Int.random(in: 0..<16, using: &random) == 0 ? ["//", "/\u{301}"] : ["/"]).randomElement(using: &random)! + part }
+            for part in parts {
+                path += (Int.random(in: 0..<16, using: &random) == 0 ? ["//", "/\u{301}"] : ["/"]).randomElement(using: &random)! + part
+            }
             if Int.random(in: 0..<8, using: &random) == 0 { path += "/" }
             let expected = Self.reference(path)
             let address = TileAddress(path: path[...])
