@@ -191,7 +191,6 @@ let package = Package(
             dependencies: [
                 "TileCore", "TileActors", "TileNetwork", "TileServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),

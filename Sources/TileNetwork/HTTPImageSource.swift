@@ -42,29 +42,24 @@ public struct HTTPImageSource: ImageSource {
     /// holds beyond the builder's own memory.
     public static let readAheadLimit = 8 << 20
 
-    /// A client made with ``makeClient(connectTimeout:readTimeout:writeTimeout:maximumRedirects:retriesConnecting:)``'s defaults.
+    /// A client made with ``makeClient(connectTimeout:readTimeout:maximumRedirects:retriesConnecting:)``'s defaults.
     public static let sharedClient = makeClient()
 
-    /// Makes an HTTP client for image sources (and for ``S3Client``s).
+    /// Makes an HTTP client for image sources.
     /// - Parameters:
     ///   - connectTimeout: default 10 s.
-    ///   - readTimeout: the longest wait for the next bytes of an answer, from the request's end on
-    ///     (an upload's body is not timed by it), default 30 s.
-    ///   - writeTimeout: the longest a request's bytes may wait to be taken by the peer (a peer that
-    ///     stops reading an upload); default nil, none.
+    ///   - readTimeout: the longest wait for the next bytes, default 30 s.
     ///   - maximumRedirects: default 5 (cycles refused).
     ///   - retriesConnecting: whether a connection that fails to establish (refused, unreachable) is
     ///     tried again with backoff until the connect timeout. Default `false`: an image source makes
     ///     one request, and a refused connection should fail at once, not after the timeout.
-    /// - Returns: a client that must be shut down (`shutdown()`) before it is released.
     public static func makeClient(
-        connectTimeout: TimeAmount = .seconds(10), readTimeout: TimeAmount = .seconds(30), writeTimeout: TimeAmount? = nil,
-        maximumRedirects: Int = 5, retriesConnecting: Bool = false
+        connectTimeout: TimeAmount = .seconds(10), readTimeout: TimeAmount = .seconds(30), maximumRedirects: Int = 5,
+        retriesConnecting: Bool = false
     ) -> HTTPClient {
-        var timeout = HTTPClient.Configuration.Timeout(connect: connectTimeout, read: readTimeout)
-        timeout.write = writeTimeout
         var configuration = HTTPClient.Configuration(
-            redirectConfiguration: .follow(max: maximumRedirects, allowCycles: false), timeout: timeout)
+            redirectConfiguration: .follow(max: maximumRedirects, allowCycles: false),
+            timeout: .init(connect: connectTimeout, read: readTimeout))
         configuration.decompression = .disabled
         configuration.connectionPool.retryConnectionEstablishment = retriesConnecting
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)

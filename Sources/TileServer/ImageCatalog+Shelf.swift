@@ -86,8 +86,6 @@ extension ImageCatalog {
     /// average ``slowestCopy`` bytes a second). ``shelfLookLimit`` (10 s) by default; a bucket far away
     /// or slow to list may need more. Past it, a lookup builds the image here (a master's: 503 with
     /// `Retry-After`) and a tile's read waits for the copy. Taken as at most ``TileServer/longestTimeout``.
-    /// A publish and a master's download, whose length cannot be foreseen, are bounded by the shelves'
-    /// HTTP client instead (its read and write timeouts: `tiler serve` gives them this same timeout).
     public func setBucketTimeout(_ timeout: Duration) {
         let timeout = min(max(.zero, timeout), TileServer.longestTimeout)
         (shelfLookWait, shelfReadLimit, shelfCopyGrace) = (timeout, timeout, timeout)

@@ -1,6 +1,4 @@
-import AsyncHTTPClient
 import Foundation
-import NIOCore
 import TileCore
 import TileNetwork
 import TileServer
@@ -12,8 +10,8 @@ extension ServeCommand {
     /// refused credentials, the store down or silent), a warning says so, naming the bucket and the
     /// answer, and the server starts all the same (building every image itself until the bucket answers).
     /// - Throws: what the environment lacks for a client (``TileCore/TileError/Code/invalidArgument``).
-    static func shelf(_ url: String?, client http: HTTPClient?, timeout: Duration) async throws -> S3StoreShelf? {
-        guard let (client, location) = try bucket(url, http) else { return nil }
+    static func shelf(_ url: String?, timeout: Duration) async throws -> S3StoreShelf? {
+        guard let (client, location) = try bucket(url) else { return nil }
         let shelf = S3StoreShelf(client: client, prefix: location)
         await warnUnlisted("the store shelf \(shelf)", "every image is built here until it can", timeout) { try await shelf.check() }
         return shelf
@@ -22,31 +20,17 @@ extension ServeCommand {
     /// The master shelf `url` names (`s3://BUCKET/PREFIX`), as ``shelf(_:timeout:)`` makes the store shelf; nil
     /// without a URL. A bucket that cannot be listed at start is said in a warning, and by `/ready`
     /// until it can.
-    static func masters(_ url: String?, client http: HTTPClient?, timeout: Duration) async throws -> S3MasterShelf? {
-        guard let (client, location) = try bucket(url, http) else { return nil }
+    static func masters(_ url: String?, timeout: Duration) async throws -> S3MasterShelf? {
+        guard let (client, location) = try bucket(url) else { return nil }
         let masters = S3MasterShelf(client: client, prefix: location)
         await warnUnlisted("the masters' bucket \(masters)", "its images cannot be built until it can", timeout) { try await masters.check() }
         return masters
     }
 
-    /// The HTTP client of the buckets, when `settings` name one (nil otherwise): a request given no
-    /// answer, or whose bytes the bucket does not take, for the bucket timeout gives up (an S3 request
-    /// then tries three times more, ``TileNetwork/S3Configuration/attempts``). It bounds what the
-    /// catalogue's own limits do not: a publish's requests and a master's download, whose whole
-    /// length cannot be foreseen. Shut down by ``run()`` when the server has stopped.
-    static func bucketClient(_ settings: ServeSettings) -> HTTPClient? {
-        guard settings.store != nil || settings.source != nil else { return nil }
-        let timeout = TimeAmount.seconds(Int64(settings.bucketTimeout))
-        return HTTPImageSource.makeClient(connectTimeout: min(timeout, .seconds(10)), readTimeout: timeout, writeTimeout: timeout)
-    }
-
-    /// A client of the bucket `url` names, from the environment, over `http`, and the location; nil without a URL.
-    private static func bucket(_ url: String?, _ http: HTTPClient?) throws -> (S3Client, S3Location)? {
+    /// A client of the bucket `url` names, from the environment, and the location; nil without a URL.
+    private static func bucket(_ url: String?) throws -> (S3Client, S3Location)? {
         guard let url, let location = S3Location(url) else { return nil }
-        do {
-            let configuration = try S3Configuration.fromEnvironment()
-            return (http.map { S3Client(configuration: configuration, client: $0) } ?? S3Client(configuration: configuration), location)
-        } catch { throw fail(url, error) }
+        do { return (S3Client(configuration: try S3Configuration.fromEnvironment()), location) } catch { throw fail(url, error) }
     }
 
     /// Says on standard error that `what` cannot be listed, and `meanwhile`, when `check` fails or

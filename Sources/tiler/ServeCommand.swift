@@ -1,5 +1,4 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import Logging
@@ -176,7 +175,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Seconds a look at a bucket (--store, --source: a lookup, a listing, the start's listing, a tile's read) may take before the server gives up on it: the image is then built here (a master's lookup: 503), a tile's read waits for its store's copy; a publish's or a master download's request given no answer for as long is tried again, at most four times in all (default 10)."
+            "Seconds a look at a bucket (--store, --source: a lookup, a listing, the start's listing, a tile's read) may take before the server gives up on it: the image is then built here (a master's lookup: 503), a tile's read waits for its store's copy (default 10; publishes and downloads are not bounded by it)."
     )
     var bucketTimeout: Int?
 
@@ -189,16 +188,6 @@ struct ServeCommand: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
-        let buckets = Self.bucketClient(s)
-        do { try await serve(s, buckets: buckets) } catch {
-            try? await buckets?.shutdown()
-            throw error
-        }
-        try? await buckets?.shutdown()
-    }
-
-    /// ``run()``'s server, with the settings resolved, its buckets (if any) reached through `buckets`.
-    private func serve(_ s: ServeSettings, buckets: HTTPClient?) async throws {
         do {
             var uploads: UploadPolicy?
             if s.allowUploads {
@@ -209,8 +198,8 @@ struct ServeCommand: AsyncParsableCommand {
             let registry = s.metrics ? ServerMetrics.bootstrapPrometheus() : nil
             let descriptors = DescriptorBudget(
                 limit: DescriptorBudget.raisedLimit(), maximumConnections: s.maxConnections, maximumUploads: s.maxUploads)
-            let shelf = try await Self.shelf(s.store, client: buckets, timeout: .seconds(s.bucketTimeout))
-            let masters = try await Self.masters(s.source, client: buckets, timeout: .seconds(s.bucketTimeout))
+            let shelf = try await Self.shelf(s.store, timeout: .seconds(s.bucketTimeout))
+            let masters = try await Self.masters(s.source, timeout: .seconds(s.bucketTimeout))
             if s.folderIsOwn {
                 do { try FileManager.default.createDirectory(atPath: s.folder, withIntermediateDirectories: true) } catch {
                     throw TileError(.io, "cannot create \(s.folder): \(error.localizedDescription)")
