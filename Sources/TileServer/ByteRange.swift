@@ -14,22 +14,23 @@ enum ByteRange: Equatable {
     case unsatisfiable
 
     /// The range `range` (a `Range` header's value) asks for of `length` bytes. `ifRange`, the request's
-    /// `If-Range`, must be the representation's strong `entityTag` or exactly its `lastModified` date for
-    /// the range to be served at all.
-    init(_ range: String?, ifRange: String? = nil, length: Int, entityTag: String?, lastModified: String?) {
+    /// `If-Range`, must be the representation's strong `entityTag` for the range to be served at all. A
+    /// date never matches: `Last-Modified` counts whole seconds, and a file rewritten within the second
+    /// it was sent would have the same one (RFC 9110, 13.1.5: a date must be a strong validator); the
+    /// entity tag, always sent, tells the versions apart.
+    init(_ range: String?, ifRange: String? = nil, length: Int, entityTag: String?) {
         self = .whole
         guard let range, length >= 0 else { return }
         if let ifRange = ifRange.map({ String($0.trimmingSpaces) }), !ifRange.isEmpty {
-            // An entity tag compares strongly (a weak one never matches); a date must be the very date sent.
-            let matches = ifRange.first == "\"" || ifRange.hasPrefix("W/") ? ifRange == entityTag : ifRange == lastModified
-            guard matches else { return }
+            // A weak tag, or another, never matches.
+            guard ifRange == entityTag else { return }
         }
         guard let specifier = Self.specifier(range) else { return }
         self = Self.resolve(specifier, length: length)
     }
 
     /// A range as written: `first-last`, `first-`, or `-suffix`. Numbers too large for an `Int` are
-    /// `Int.max` (a position past any representation).
+    /// `Int.max` (a position past any representation; `first` and `last` were compared as written).
     private enum Specifier {
         case from(Int, through: Int?)
         case suffix(Int)
@@ -49,7 +50,7 @@ enum ByteRange: Equatable {
         }
         guard let first = number(before) else { return nil }
         if after.isEmpty { return .from(first, through: nil) }
-        guard let last = number(after), last >= first else { return nil }
+        guard let last = number(after), !isLess(after, than: before) else { return nil }
         return .from(first, through: last)
     }
 
@@ -59,9 +60,16 @@ enum ByteRange: Equatable {
             guard first < length else { return .unsatisfiable }
             return .part(first..<(last.map { min($0, length - 1) } ?? (length - 1)) + 1)
         case .suffix(let count):
-            guard count > 0, length > 0 else { return .unsatisfiable }
-            return .part(max(0, length - count)..<length)
+            guard count > 0 else { return .unsatisfiable }
+            // An empty file: the range is satisfiable, and nothing of it can be a 206 (RFC 9110, 14.1.1).
+            return length == 0 ? .whole : .part(max(0, length - count)..<length)
         }
+    }
+
+    /// Whether the decimal number `a` is less than `b` (both digits only), however many digits.
+    private static func isLess(_ a: Substring, than b: Substring) -> Bool {
+        let (a, b) = (a.drop { $0 == "0" }, b.drop { $0 == "0" })
+        return a.count != b.count ? a.count < b.count : a < b
     }
 
     /// Decimal digits only (no sign, no spaces inside), saturating at `Int.max`.

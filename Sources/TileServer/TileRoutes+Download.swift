@@ -13,7 +13,7 @@ extension TileRoutes {
     /// `GET /download/{id}` (and `HEAD`): the image's master file as it is in the folder, when
     /// ``downloads`` allows it (404 otherwise), as an attachment named as in the folder; its entity
     /// tag and `Last-Modified` from the file's version, 304 when the client has it; one byte range
-    /// (``ByteRange``: `206`, or `416` past the end) so that a broken download can be resumed. Read a chunk at a
+    /// (``ByteRange``: `206`, or `416` past the end; `412` when `If-Match` or `If-Unmodified-Since` names another version) so that a broken download can be resumed. Read a chunk at a
     /// time on the thread pool (``downloadChunk``); a file cut or rewritten while it is sent ends the
     /// connection short of its length, never a body of other bytes or of two versions. Page identifiers and store folders have none.
     /// At most ``downloadLimit`` are sent at once (each holds a descriptor and its connection while its
@@ -36,22 +36,24 @@ extension TileRoutes {
             .lastModified: HTTPDate.string(nanosecondsSinceEpoch: fingerprint.identity.lastChangeTime),
             .cacheControl: service.cachePolicy.documentCacheControl, .vary: originVary, .acceptRanges: "bytes"
         ]
+        // RFC 9110, 13.2.2: If-Match, then If-Unmodified-Since (a client resuming a download of the
+        // version it has), then If-None-Match and If-Modified-Since, then If-Range.
+        if Self.failsPrecondition(request, entityTag: headers[.eTag]!, lastModified: fingerprint.identity.lastChangeTime) {
+            return Self.plain(.preconditionFailed, "the master file is no longer the version asked for")
+        }
         if Self.isNotModified(request, headers: headers) { return Self.response(.notModified, headers: headers) }
         // A range is served to a GET only (RFC 9110, 14.2): a HEAD describes the whole file.
         var status = HTTPResponse.Status.ok
         var range = 0..<file.byteCount
         if request.method == .get {
-            switch ByteRange(
-                request.headers[.range], ifRange: request.headers[.ifRange], length: file.byteCount, entityTag: headers[.eTag],
-                lastModified: headers[.lastModified])
-            {
+            switch ByteRange(request.headers[.range], ifRange: request.headers[.ifRange], length: file.byteCount, entityTag: headers[.eTag]) {
             case .whole: break
             case .part(let part):
                 (status, range) = (.partialContent, part)
                 headers[.contentLength] = String(part.count)
                 headers[.contentRange] = "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(file.byteCount)"
             case .unsatisfiable:
-                var refused = Self.plain(.rangeNotSatisfiable, "the range asked for starts past the file's \(file.byteCount) bytes")
+                var refused = Self.plain(.rangeNotSatisfiable, "no byte of the file's \(file.byteCount) is in the range asked for")
                 refused.headers[.contentRange] = "bytes */\(file.byteCount)"
                 return refused
             }
@@ -76,6 +78,20 @@ extension TileRoutes {
                 }
                 try await writer.finish(nil)
             })
+    }
+
+    /// Whether `If-Match` (the first condition: no listed tag is `entityTag` by strong comparison, `*`
+    /// matches) or, without it, `If-Unmodified-Since` (the file changed after that date; it must parse)
+    /// says the request is not for this version: a 412 (RFC 9110, 13.1.1 and 13.1.4).
+    static func failsPrecondition(_ request: Request, entityTag: String, lastModified nanoseconds: Int64) -> Bool {
+        let ifMatch = request.headers[values: .ifMatch]
+        if !ifMatch.isEmpty {
+            let tags = ifMatch.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+            return !tags.contains { $0 == "*" || $0 == entityTag }
+        }
+        guard let since = request.headers[.ifUnmodifiedSince].flatMap({ HTTPDate.seconds($0) }) else { return false }
+        // The file's time to the second below, as `Last-Modified` says it.
+        return (nanoseconds >= 0 ? nanoseconds / 1_000_000_000 : (nanoseconds - 999_999_999) / 1_000_000_000) > since
     }
 
     /// A size as people read it: `850 KB`, `12.4 MB`, `1.2 GB` (powers of 1000, as file managers show them).

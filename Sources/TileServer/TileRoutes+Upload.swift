@@ -65,10 +65,12 @@ extension TileRoutes {
     func upload(_ request: Request, id encoded: String, sendContinue: () -> Void) async -> Response {
         guard let policy = uploads else { return Self.plain(.forbidden, "uploads are off (tiler serve --allow-uploads)") }
         guard policy.authorizes(request.headers[.authorization]) else { return Self.unauthorized("an upload needs the server's bearer token") }
-        let announced = Self.contentLength(request.headers[.contentLength])
-        if let length = announced, length > policy.maximumBytes {
+        // NIO's decoder takes lengths up to 2^64-1: one past `Int.max` is over any limit, `Int.max` (none) too.
+        let length = request.headers[.contentLength].flatMap { UInt64($0) }
+        if let length, length > UInt64(policy.maximumBytes) || length > UInt64(Int.max) {
             return Self.plain(.contentTooLarge, "the body (\(length) bytes) is over the limit of \(policy.maximumBytes)")
         }
+        let announced = length.map { Int($0) }
         guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
         let builder: ImageBuilder
         do throws(ImageCatalog.UploadRefusal) { builder = try await catalog.beginUpload(id) } catch { return Self.refusal(error, id: id) }
@@ -98,15 +100,6 @@ extension TileRoutes {
         response.status = .created
         response.headers[.location] = "/iiif/3/\(encoded)/info.json"
         return response
-    }
-
-    /// A `Content-Length` value (its digits checked by NIO's decoder, which takes up to 2^64-1) as a
-    /// number of bytes, `Int.max` past it: such a body is over any limit (it was taken as no length,
-    /// and the upload waited for its bytes).
-    static func contentLength(_ value: String?) -> Int? {
-        guard let value, !value.isEmpty else { return nil }
-        if let length = Int(value) { return length }
-        return value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) ? Int.max : nil
     }
 
     /// Feeds the body to the builder: the first bytes are held until the header says how large the

@@ -147,7 +147,9 @@ struct DownloadTests {
         }
     }
 
-    @Test("one byte range of a download (206, Content-Range; the RFC's examples), past the end 416, If-Range, none for HEAD")
+    @Test(
+        "one byte range of a download (206, Content-Range; the RFC's examples), past the end 416, If-Range, If-Match, If-Unmodified-Since, none for HEAD"
+    )
     func ranges() async throws {
         let (folder, _) = try TileServerTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -159,6 +161,7 @@ struct DownloadTests {
         #expect(n > 2 * chunk, "\(n) bytes")
         var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         server.routes.downloads = true
+        let slots = server.routes.downloadSlots
         try await TileServerTests.withServer(server) { base, client in
             let url = "\(base)/download/noise"
             let whole = try await TileServerTests.get(client, url)
@@ -171,7 +174,8 @@ struct DownloadTests {
                 ("bytes=0-0", 0..<1), ("bytes=-1", (n - 1)..<n), ("bytes=\(chunk - 10)-\(chunk + 9)", (chunk - 10)..<(chunk + 10)),
                 ("bytes=\(n - 1)-\(n + 1000)", (n - 1)..<n), ("bytes=0-99999999999999999999999", 0..<n), ("bytes=-\(n + 1)", 0..<n),
                 ("Bytes=10-19", 10..<20), ("bytes= 10-19 ,", 10..<20),
-                ("bytes=20-10", nil), ("bytes=0-1,5-6", nil), ("items=0-5", nil), ("bytes=a-5", nil), ("bytes=-", nil), ("bytes=+1-2", nil),
+                ("bytes=20-10", nil), ("bytes=99999999999999999999-99999999999999999998", nil), ("bytes=0-1,5-6", nil), ("items=0-5", nil),
+                ("bytes=a-5", nil), ("bytes=-", nil), ("bytes=+1-2", nil),
                 ("bytes=1 -2", nil)
             ]
             for (range, expected) in cases {
@@ -191,18 +195,41 @@ struct DownloadTests {
                 let reply = try await TileServerTests.get(client, url, headers: [("Range", range)])
                 #expect(reply.status == 416 && reply.headers["content-range"] == "bytes */\(n)", "\(range): \(reply.status)")
             }
-            // If-Range: the range only when the validator is the file's current one, else the whole file.
-            for (ifRange, partial) in [(tag, true), (date, true), ("W/\(tag)", false), ("\"0\"", false), ("Thu, 01 Jan 1970 00:00:00 GMT", false)] {
+            // If-Range: the range only when the tag is the file's current one, else the whole file; a date
+            // never (Last-Modified counts seconds: a file rewritten within one would match).
+            for (ifRange, partial) in [(tag, true), (date, false), ("W/\(tag)", false), ("\"0\"", false), ("Thu, 01 Jan 1970 00:00:00 GMT", false)] {
                 let reply = try await TileServerTests.get(client, url, headers: [("Range", "bytes=100-199"), ("If-Range", ifRange)])
                 #expect(reply.status == (partial ? 206 : 200), "\(ifRange): \(reply.status)")
                 #expect(reply.body == (partial ? file[100..<200] : file))
+                #expect((reply.headers["content-range"] != nil) == partial)
+            }
+            // If-Match and If-Unmodified-Since (RFC 9110, 13.1.1, 13.1.4): the range of this version, or 412.
+            let older = "Thu, 01 Jan 1970 00:00:00 GMT"
+            let preconditions: [([(String, String)], Int)] = [
+                ([("If-Match", tag)], 206), ([("If-Match", "\"0\", \(tag)")], 206), ([("If-Match", "*")], 206), ([("If-Match", "\"0\"")], 412),
+                ([("If-Match", "W/\(tag)")], 412), ([("If-Unmodified-Since", date)], 206), ([("If-Unmodified-Since", older)], 412),
+                ([("If-Unmodified-Since", "yesterday")], 206), ([("If-Match", tag), ("If-Unmodified-Since", older)], 206)
+            ]
+            for (conditions, status) in preconditions {
+                let reply = try await TileServerTests.get(client, url, headers: [("Range", "bytes=100-199")] + conditions)
+                #expect(reply.status == status, "\(conditions): \(reply.status)")
+                if status == 206 { #expect(reply.body == file[100..<200]) }
             }
             // A HEAD describes the whole file; a 304 comes before any range.
             let head = try await TileServerTests.get(client, url, method: .HEAD, headers: [("Range", "bytes=0-9")])
             #expect(head.status == 200 && head.headers["content-length"] == String(n) && head.headers["accept-ranges"] == "bytes")
+            #expect(head.headers["content-range"] == nil)
             let cached = try await TileServerTests.get(client, url, headers: [("Range", "bytes=0-9"), ("If-None-Match", tag)])
             #expect(cached.status == 304)
+            // An empty file: a suffix is satisfiable but no 206 (the whole, empty, file); a start is not.
+            try Data().write(to: URL(fileURLWithPath: "\(folder)/empty.jpg"))
+            let suffix = try await TileServerTests.get(client, "\(base)/download/empty", headers: [("Range", "bytes=-5")])
+            #expect(suffix.status == 200 && suffix.body.isEmpty, "\(suffix.status)")
+            let start = try await TileServerTests.get(client, "\(base)/download/empty", headers: [("Range", "bytes=0-")])
+            #expect(start.status == 416 && start.headers["content-range"] == "bytes */0", "\(start.status)")
         }
+        // Every answer, the 416s and 412s too, gave its slot back.
+        #expect(slots.count == 0)
     }
 
     @Test(
