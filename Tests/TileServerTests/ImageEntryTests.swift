@@ -207,7 +207,7 @@ struct ImageEntryTests {
             await #expect(throws: ImageCatalog.LookupError.notFound) { try await catalog.image("missing-\(n)") }
         }
         #expect(await catalog.entryCount == 0)
-        _ = try await catalog.image("photo")
+        _ = try await catalog.imageWhenItsTurnComes("photo")
         for _ in 0..<3000 where await catalog.isBuilding("photo") { try await Task.sleep(for: .milliseconds(20)) }
         #expect(catalog.readyImage("photo") != nil)
         // A connection's own memory of the ready image (checked an hour ago at most, by this catalog's

@@ -237,7 +237,7 @@ struct ServerLimitsTests {
         #expect(catalog.maximumBuildsPerClient == Int.max / 2)
         let service = catalog.started()
         defer { service.cancel() }
-        _ = try await catalog.image("photo", for: "192.0.2.1")
+        _ = try await catalog.imageWhenItsTurnComes("photo", for: "192.0.2.1")
         try await Self.waitForBuild(catalog, "photo")
         #expect(try await catalog.image("photo", for: "192.0.2.1").pyramid.isComplete)
     }
@@ -283,7 +283,7 @@ struct ServerLimitsTests {
         let first = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         let firstService = first.started()
         defer { firstService.cancel() }
-        _ = try await first.image("photo")
+        _ = try await first.imageWhenItsTurnComes("photo")
         try await Self.waitForBuild(first, "photo")
         let manifest = "\(folder)/.cache/photo.tiles/manifest.json"
         let built = try FileManager.default.attributesOfItem(atPath: manifest)[.modificationDate] as! Date
@@ -291,7 +291,7 @@ struct ServerLimitsTests {
         let second = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         let secondService = second.started()
         defer { secondService.cancel() }
-        _ = try await second.image("photo")
+        _ = try await second.imageWhenItsTurnComes("photo")
         #expect(await second.isBuilding("photo") == false)
         #expect(try FileManager.default.attributesOfItem(atPath: manifest)[.modificationDate] as! Date == built)
         // Other bytes, same size, an older date (a quantization table changed: other pixels).
@@ -303,7 +303,7 @@ struct ServerLimitsTests {
         let third = try ImageCatalog(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
         let thirdService = third.started()
         defer { thirdService.cancel() }
-        let image = try await third.image("photo")
+        let image = try await third.imageWhenItsTurnComes("photo")
         try await Self.waitForBuild(third, "photo")
         let tile = try image.pyramid.readTile(level: 0, column: 0, row: 0)
         let reference = try Reference.decode(changed).image

@@ -65,7 +65,7 @@ struct SharedCacheTests {
         let second = try ImageCatalog(root: folder, cache: cache, threadPool: pool, storeFormat: .raw)
         let secondService = second.started()
         defer { secondService.cancel() }
-        let image = try await second.image("photo")
+        let image = try await second.imageWhenItsTurnComes("photo")
         #expect(image.pyramid.isComplete && image.pyramid.geometry.width == 1300)
         let (opened, building) = (await second.storesOpened, await second.isBuilding("photo"))
         #expect(opened == 1 && !building)

@@ -112,7 +112,7 @@ struct StoreShelfTests {
         // The first server builds, then publishes its store.
         let (first, firstShelf, firstService) = try await catalog("first")
         defer { firstService.cancel() }
-        _ = try await first.image("photo")
+        _ = try await first.imageWhenItsTurnComes("photo")
         await first.waitUntilBuilt("photo")
         try await firstShelf.waitFor("published", or: "publish failed")
         #expect(firstShelf.count("published") == 1 && firstShelf.count("copied") == 0 && firstShelf.count("find failed") == 0)
@@ -150,7 +150,7 @@ struct StoreShelfTests {
         try other.write(to: URL(fileURLWithPath: "\(folder)/other/photo.jpg"))
         let (third, thirdShelf, thirdService) = try await catalog("third", root: "\(folder)/other")
         defer { thirdService.cancel() }
-        _ = try await third.image("photo")
+        _ = try await third.imageWhenItsTurnComes("photo")
         await third.waitUntilBuilt("photo")
         let builtThird = await third.buildsStarted
         #expect(thirdShelf.count("copied") == 0 && thirdShelf.count("find failed") == 0 && builtThird == 1)

@@ -386,4 +386,18 @@ extension ImageCatalog {
     nonisolated func started() -> Task<Void, Never> {
         Task { try? await self.run() }
     }
+
+    /// `id`'s image, asked for again while its build waits for its turn (``LookupError/failed(_:)`` with
+    /// `notReady`: a 503 a client would ask again after), for up to `limit`. The builds of every test
+    /// in the process share one heavy-work queue: under the whole suite a build may wait longer than
+    /// the catalogue's header wait (20 s).
+    func imageWhenItsTurnComes(_ id: String, for client: String? = nil, limit: Duration = .seconds(300)) async throws -> Image {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            // Each look waits for the header again (a continuation, not a poll).
+            do { return try await image(id, for: client) } catch {
+                guard case .failed(let failure) = error, failure.code == .notReady, ContinuousClock.now < deadline else { throw error }
+            }
+        }
+    }
 }
