@@ -79,7 +79,10 @@ public struct S3MasterShelf: MasterShelf {
             formatter.formatOptions = [.withInternetDateTime]
             date = formatter.date(from: text)
         }
-        return date.map { Int64($0.timeIntervalSince1970 * 1e9) } ?? 0
+        // Held at the ends of `Int64` (the years 1677 and 2262), as a file's times are: a listing is the
+        // bucket's word, and a date past them trapped.
+        guard let nanoseconds = date.map({ $0.timeIntervalSince1970 * 1e9 }), nanoseconds.isFinite else { return 0 }
+        return nanoseconds >= 0x1p63 ? .max : nanoseconds <= -0x1p63 ? .min : Int64(nanoseconds)
     }
 }
 

@@ -31,8 +31,9 @@ struct AccessMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
 
     /// The identifier (percent-encoded, as written) a path names and its use, or nil for no image.
     static func image(ofPath path: Substring) -> (id: Substring, use: Use)? {
-        // Split at the bytes, as the router does (a `/` before a combining mark is one character to
-        // Swift's String, two segments to the router: the routes' parameters must be these).
+        // Split at the bytes, as TileAddress and the connection handler read a path. The router splits
+        // characters: where the two differ (a `/` a combining mark follows), its identifier holds a
+        // `/` and a byte past ASCII, which no identifier may (refused), and TileAddress names no image.
         let s = path.utf8.split(separator: UInt8(ascii: "/")).map { Substring($0) }
         guard let first = s.first, s.count >= 2 else { return nil }
         switch first {

@@ -41,8 +41,14 @@ enum HTTPDate {
 
     /// The HTTP date of a file time (nanoseconds since the epoch), to the second below.
     static func string(nanosecondsSinceEpoch nanoseconds: Int64) -> String {
-        let seconds = nanoseconds >= 0 ? nanoseconds / 1_000_000_000 : (nanoseconds - 999_999_999) / 1_000_000_000
-        return string(seconds: Int(seconds))
+        string(seconds: seconds(nanosecondsSinceEpoch: nanoseconds))
+    }
+
+    /// A file time (nanoseconds since the epoch) to the second below, as ``string(nanosecondsSinceEpoch:)``
+    /// writes it; any `Int64` (a time held at `Int64.min` too: no subtraction that could overflow).
+    static func seconds(nanosecondsSinceEpoch nanoseconds: Int64) -> Int {
+        let (seconds, rest) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        return Int(rest < 0 ? seconds - 1 : seconds)
     }
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT` for a time in seconds since 1970.

@@ -36,11 +36,15 @@ struct TileAddress: Sendable {
         if start != utf8.endIndex { segments.append(path[start...]) }
         // Past ASCII, a `/` may be part of a character (a combining mark after it), which the router does
         // not split at: such a path names no image here (the router's segments are not these).
-        let isPlain = isASCII || path.split(separator: "/").elementsEqual(Self.segments(of: path))
-        if !isPlain {
-            // The route (the metrics' label) is the one the router's segments take.
-            segments = Segments()
-            for segment in path.split(separator: "/") { segments.append(segment) }
+        var isPlain = isASCII
+        if !isASCII {
+            let routers = path.split(separator: "/")
+            isPlain = routers.elementsEqual(Self.segments(of: path))
+            if !isPlain {
+                // The route (the metrics' label) is the one the router's segments take.
+                segments = Segments()
+                for segment in routers { segments.append(segment) }
+            }
         }
         (route, image) = Self.parse(segments, path: path, isPlain: isPlain)
     }

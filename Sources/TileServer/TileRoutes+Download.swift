@@ -30,15 +30,16 @@ extension TileRoutes {
         guard let (file, master, fingerprint) = await catalog.master(of: id) else {
             return Self.plain(.notFound, "no master file of \(id) to download")
         }
+        let tag = EntityTag("download|\(fingerprint)").text
         var headers: HTTPFields = [
             .contentType: master.mediaType, .contentLength: String(master.byteCount),
-            .contentDisposition: "attachment; filename=\"\(master.name)\"", .eTag: EntityTag("download|\(fingerprint)").text,
+            .contentDisposition: "attachment; filename=\"\(master.name)\"", .eTag: tag,
             .lastModified: HTTPDate.string(nanosecondsSinceEpoch: fingerprint.identity.lastChangeTime),
             .cacheControl: service.cachePolicy.documentCacheControl, .vary: originVary, .acceptRanges: "bytes"
         ]
         // RFC 9110, 13.2.2: If-Match, then If-Unmodified-Since (a client resuming a download of the
         // version it has), then If-None-Match and If-Modified-Since, then If-Range.
-        if Self.failsPrecondition(request, entityTag: headers[.eTag]!, lastModified: fingerprint.identity.lastChangeTime) {
+        if Self.failsPrecondition(request, entityTag: tag, lastModified: fingerprint.identity.lastChangeTime) {
             return Self.plain(.preconditionFailed, "the master file is no longer the version asked for")
         }
         if Self.isNotModified(request, headers: headers) { return Self.response(.notModified, headers: headers) }
@@ -90,8 +91,9 @@ extension TileRoutes {
             return !tags.contains { $0 == "*" || $0 == entityTag }
         }
         guard let since = request.headers[.ifUnmodifiedSince].flatMap({ HTTPDate.seconds($0) }) else { return false }
-        // The file's time to the second below, as `Last-Modified` says it.
-        return (nanoseconds >= 0 ? nanoseconds / 1_000_000_000 : (nanoseconds - 999_999_999) / 1_000_000_000) > since
+        // The file's time to the second below, as `Last-Modified` says it (a rewrite within that second
+        // is not told: a date checks no finer).
+        return HTTPDate.seconds(nanosecondsSinceEpoch: nanoseconds) > since
     }
 
     /// A size as people read it: `850 KB`, `12.4 MB`, `1.2 GB` (powers of 1000, as file managers show them).

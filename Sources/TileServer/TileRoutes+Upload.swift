@@ -67,7 +67,7 @@ extension TileRoutes {
         guard policy.authorizes(request.headers[.authorization]) else { return Self.unauthorized("an upload needs the server's bearer token") }
         // NIO's decoder takes lengths up to 2^64-1: one past `Int.max` is over any limit, `Int.max` (none) too.
         let length = request.headers[.contentLength].flatMap { UInt64($0) }
-        if let length, length > UInt64(policy.maximumBytes) || length > UInt64(Int.max) {
+        if let length, Int(exactly: length).map({ $0 > policy.maximumBytes }) ?? true {
             return Self.plain(.contentTooLarge, "the body (\(length) bytes) is over the limit of \(policy.maximumBytes)")
         }
         let announced = length.map { Int($0) }

@@ -274,3 +274,16 @@ final class ManagedAtomicFlag: Sendable {
     var isSet: Bool { value.withLockedValue { $0 } }
     func set() { value.withLockedValue { $0 = true } }
 }
+
+@Suite("A listing's dates")
+struct S3ListedDateTests {
+    @Test("LastModified in nanoseconds, held at the ends of Int64 past 2262 and before 1677 (a date there trapped)")
+    func extremes() {
+        // 2026-12-03T12:00:00Z is 1,796,299,200 s after 1970 (days from 1970 to 2026-12-03: 20,790).
+        #expect(S3MasterShelf.nanoseconds(listed: "2026-12-03T12:00:00.000Z") == 1_796_299_200 * 1_000_000_000)
+        #expect(S3MasterShelf.nanoseconds(listed: "2300-01-01T00:00:00Z") == .max)
+        #expect(S3MasterShelf.nanoseconds(listed: "9999-12-31T23:59:59Z") == .max)
+        #expect(S3MasterShelf.nanoseconds(listed: "1600-01-01T00:00:00Z") == .min)
+        #expect(S3MasterShelf.nanoseconds(listed: "not a date") == 0)
+    }
+}

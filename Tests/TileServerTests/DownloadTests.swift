@@ -208,7 +208,9 @@ struct DownloadTests {
             let preconditions: [([(String, String)], Int)] = [
                 ([("If-Match", tag)], 206), ([("If-Match", "\"0\", \(tag)")], 206), ([("If-Match", "*")], 206), ([("If-Match", "\"0\"")], 412),
                 ([("If-Match", "W/\(tag)")], 412), ([("If-Unmodified-Since", date)], 206), ([("If-Unmodified-Since", older)], 412),
-                ([("If-Unmodified-Since", "yesterday")], 206), ([("If-Match", tag), ("If-Unmodified-Since", older)], 206)
+                ([("If-Unmodified-Since", "yesterday")], 206), ([("If-Match", tag), ("If-Unmodified-Since", older)], 206),
+                // Before If-None-Match (RFC 9110, 13.2.2): a 412, not a 304.
+                ([("If-Match", "\"0\""), ("If-None-Match", tag)], 412), ([("If-Unmodified-Since", older), ("If-None-Match", tag)], 412)
             ]
             for (conditions, status) in preconditions {
                 let reply = try await TileServerTests.get(client, url, headers: [("Range", "bytes=100-199")] + conditions)
@@ -227,9 +229,12 @@ struct DownloadTests {
             #expect(suffix.status == 200 && suffix.body.isEmpty, "\(suffix.status)")
             let start = try await TileServerTests.get(client, "\(base)/download/empty", headers: [("Range", "bytes=0-")])
             #expect(start.status == 416 && start.headers["content-range"] == "bytes */0", "\(start.status)")
+            // A HEAD's preconditions too.
+            let stale = try await TileServerTests.get(client, url, method: .HEAD, headers: [("If-Match", "\"0\"")])
+            #expect(stale.status == 412)
+            // Every answer sent, the 416s and 412s too, gave its slot back (none is being sent now).
+            #expect(slots.count == 0)
         }
-        // Every answer, the 416s and 412s too, gave its slot back.
-        #expect(slots.count == 0)
     }
 
     @Test(

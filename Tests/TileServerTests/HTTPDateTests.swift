@@ -75,4 +75,15 @@ struct PercentDecodingTests {
     func sameAsFoundation(text: String) {
         #expect(TileAddress.percentDecoded(text) == text.removingPercentEncoding, "\(text)")
     }
+
+    @Test("a file time to the second below, as Last-Modified writes it, for any Int64 (Int64.min trapped: a subtraction)")
+    func fileTimes() {
+        #expect(HTTPDate.seconds(nanosecondsSinceEpoch: 1_999_999_999) == 1)
+        #expect(HTTPDate.seconds(nanosecondsSinceEpoch: -1) == -1)
+        #expect(HTTPDate.seconds(nanosecondsSinceEpoch: -1_000_000_000) == -1)
+        #expect(HTTPDate.seconds(nanosecondsSinceEpoch: .max) == 9_223_372_036)
+        #expect(HTTPDate.seconds(nanosecondsSinceEpoch: .min) == -9_223_372_037)
+        #expect(HTTPDate.string(nanosecondsSinceEpoch: 784_111_777_500_000_000) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        _ = HTTPDate.string(nanosecondsSinceEpoch: .min)
+    }
 }

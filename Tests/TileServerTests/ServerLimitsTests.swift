@@ -226,6 +226,17 @@ struct ServerLimitsTests {
                 #expect(try await TileServerTests.get(client, "\(base)/iiif/3/huge/info.json").status == 404)
             }
         }
+        // A negative limit from the library's API (the command line refuses it): every length over it, no trap.
+        var negative = try TileServer(root: folder, cache: "\(folder)/.cache", uploads: UploadPolicy(token: "t", maximumBytes: -1))
+        negative.idleTimeout = .seconds(600)
+        try await TileServerTests.withServer(negative) { base, _ in
+            let connection = try LoopbackConnection(port: UInt16(base.split(separator: ":").last!)!)
+            try connection.send(Data("PUT /images/huge HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: 5\r\n\r\n".utf8))
+            let answer = await LoopbackConnection.onOwnThread {
+                String(decoding: connection.read(timeout: .seconds(60)) { $0.count > 12 }.bytes, as: UTF8.self)
+            }
+            #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer)")
+        }
     }
 
     @Test("builds that may wait: Int.max (none) lets a client start builds (its share of them overflowed: a trap)")

@@ -114,7 +114,7 @@ extension TileAddressTests {
             ["iiif", "2", "book~2", "pct:10,10,50,50", "!200,200", "90", "gray.png"], ["dzi", "photo.dzi"], ["iiif", "3", "p", "info.json"]
         ]
         var random = SplitMix(seed: 0x7A11_ADD2)
-        var (images, checked) = (0, 0)
+        var images = 0
         for _ in 0..<30_000 {
             // A template with one to three pieces changed, inserted or removed, or pieces at random.
             var parts = Bool.random(using: &random) ? templates.randomElement(using: &random)! : []
@@ -138,7 +138,6 @@ extension TileAddressTests {
             if Int.random(in: 0..<8, using: &random) == 0 { path += "/" }
             let expected = Self.reference(path)
             let address = TileAddress(path: path[...])
-            checked += 1
             #expect(address.route == expected.route, "\(path.debugDescription)")
             let image = address.image
             #expect(image.map { String($0.id) } == expected.id, "\(path.debugDescription)")
@@ -154,6 +153,6 @@ extension TileAddressTests {
             if image != nil { images += 1 }
         }
         // The draw reaches the images' grammar, not only its refusals.
-        #expect(checked == 30_000 && images > 2_000, "\(images) of the paths named an image")
+        #expect(images > 2_000, "\(images) of the paths named an image")
     }
 }

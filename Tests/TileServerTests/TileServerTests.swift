@@ -394,10 +394,14 @@ extension ImageCatalog {
     func imageWhenItsTurnComes(_ id: String, for client: String? = nil, limit: Duration = .seconds(300)) async throws -> Image {
         let deadline = ContinuousClock.now + limit
         while true {
-            // Each look waits for the header again (a continuation, not a poll).
+            try Task.checkCancellation()
+            // Each look waits for the header again (a continuation, not a poll); only that answer is asked again.
             do { return try await image(id, for: client) } catch {
-                guard case .failed(let failure) = error, failure.code == .notReady, ContinuousClock.now < deadline else { throw error }
+                guard case .failed(let failure) = error, failure.code == .notReady, failure.message.contains("waiting for its turn"),
+                    ContinuousClock.now < deadline
+                else { throw error }
             }
+            try await Task.sleep(for: .milliseconds(100))  // a look that answers at once is not repeated hot
         }
     }
 }
