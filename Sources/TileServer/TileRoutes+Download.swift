@@ -47,7 +47,7 @@ extension TileRoutes {
         var status = HTTPResponse.Status.ok
         var range = 0..<file.byteCount
         if request.method == .get {
-            switch ByteRange(request.headers[.range], ifRange: request.headers[.ifRange], length: file.byteCount, entityTag: headers[.eTag]) {
+            switch ByteRange(request.headers[.range], ifRange: request.headers[.ifRange], length: file.byteCount, entityTag: tag) {
             case .whole: break
             case .part(let part):
                 (status, range) = (.partialContent, part)
@@ -87,8 +87,7 @@ extension TileRoutes {
     static func failsPrecondition(_ request: Request, entityTag: String, lastModified nanoseconds: Int64) -> Bool {
         let ifMatch = request.headers[values: .ifMatch]
         if !ifMatch.isEmpty {
-            let tags = ifMatch.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
-            return !tags.contains { $0 == "*" || $0 == entityTag }
+            return !listedTags(ifMatch).contains { $0 == "*" || $0 == entityTag }
         }
         guard let since = request.headers[.ifUnmodifiedSince].flatMap({ HTTPDate.seconds($0) }) else { return false }
         // The file's time to the second below, as `Last-Modified` says it (a rewrite within that second

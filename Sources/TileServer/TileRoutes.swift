@@ -243,18 +243,19 @@ public struct TileRoutes: Sendable {
             status: notModified ? .notModified : .ok, headers: headers, body: ResponseBody(contentLength: nil) { try await $0.finish(nil) })
     }
 
+    /// The entity tags (or `*`) of `If-Match` or `If-None-Match` fields: each field's comma-separated
+    /// list, spaces trimmed, read lazily (a cached tile's revalidation stops at the first match).
+    static func listedTags(_ values: [String]) -> some Sequence<String> {
+        values.lazy.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+
     /// Whether a `GET` or `HEAD` with these conditions is answered 304 (RFC 9110, 13.2.2): by
     /// `If-None-Match` when the request has one (weak comparison, `*` for any), else by
     /// `If-Modified-Since` (not modified since that date).
     static func isNotModified(_ ifNoneMatch: [String], ifModifiedSince: String?, entityTag: String?, lastModified: String?) -> Bool {
         if !ifNoneMatch.isEmpty {
             guard let entityTag else { return false }
-            return ifNoneMatch.contains { value in
-                value.split(separator: ",").contains {
-                    let candidate = $0.trimmingCharacters(in: .whitespaces)
-                    return candidate == entityTag || candidate == "*" || candidate == "W/\(entityTag)"
-                }
-            }
+            return listedTags(ifNoneMatch).contains { $0 == entityTag || $0 == "*" || $0 == "W/\(entityTag)" }
         }
         guard let ifModifiedSince, let lastModified else { return false }
         if ifModifiedSince == lastModified { return true }  // what caches send back
