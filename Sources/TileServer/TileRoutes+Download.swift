@@ -53,6 +53,11 @@ extension TileRoutes {
                 (status, range) = (.partialContent, part)
                 headers[.contentLength] = String(part.count)
                 headers[.contentRange] = "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(file.byteCount)"
+                // The part of a file the client has (RFC 9110, 15.3.7): what describes the file is not
+                // said again; ETag, Cache-Control and Vary are.
+                if request.headers[.ifRange] != nil {
+                    (headers[.contentType], headers[.contentDisposition], headers[.lastModified]) = (nil, nil, nil)
+                }
             case .unsatisfiable:
                 var refused = Self.plain(.rangeNotSatisfiable, "no byte of the file's \(file.byteCount) is in the range asked for")
                 refused.headers[.contentRange] = "bytes */\(file.byteCount)"

@@ -202,6 +202,10 @@ struct DownloadTests {
                 #expect(reply.status == (partial ? 206 : 200), "\(ifRange): \(reply.status)")
                 #expect(reply.body == (partial ? file[100..<200] : file))
                 #expect((reply.headers["content-range"] != nil) == partial)
+                // A part of the file the client has: the file not described again, its tag and caching said (RFC 9110, 15.3.7).
+                let described = ["content-type", "content-disposition", "last-modified"].filter { reply.headers[$0] != nil }
+                #expect(described == (partial ? [] : ["content-type", "content-disposition", "last-modified"]), "\(ifRange): \(described)")
+                #expect(reply.headers["etag"] == tag && reply.headers["cache-control"] != nil)
             }
             // If-Match and If-Unmodified-Since (RFC 9110, 13.1.1, 13.1.4): the range of this version, or 412.
             let older = "Thu, 01 Jan 1970 00:00:00 GMT"
