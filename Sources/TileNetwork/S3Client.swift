@@ -19,6 +19,11 @@ public struct S3Configuration: Sendable {
     public var attempts = 4
     /// The first backoff; each next one doubles, with up to as much again at random. Default 100 ms.
     public var backoff: Duration = .milliseconds(100)
+    /// How long the store may take none of a request's body, once it has taken some, before the try is
+    /// given up (and tried again as a connection's failure is): a store that stops reading fails a
+    /// part's upload then, not at the request's deadline. Default 30 s, the client's read timeout;
+    /// `tiler serve` sets its bucket timeout (`--bucket-timeout`).
+    public var stallTimeout: Duration = .seconds(30)
 
     public init(endpoint: String, region: String = "us-east-1", credentials: S3Credentials, pathStyle: Bool = true) {
         var endpoint = endpoint
@@ -85,7 +90,7 @@ public struct S3Error: Error, Sendable, Hashable, CustomStringConvertible {
 /// signed (``S3Signer``) and tried again on transient failures (``S3Configuration/attempts``).
 public struct S3Client: Sendable {
     public let configuration: S3Configuration
-    private let client: HTTPClient
+    let client: HTTPClient
     private let signer: S3Signer
 
     public init(configuration: S3Configuration, client: HTTPClient = HTTPImageSource.sharedClient) {
@@ -152,9 +157,8 @@ public struct S3Client: Sendable {
                 method: method.rawValue, host: target.host, path: target.path, query: target.query, headers: extra, payloadHash: hash,
                 date: Date())
             for (name, value) in signed { request.headers.add(name: name, value: value) }
-            if let body { request.body = .bytes(body) }
             let response: HTTPClientResponse
-            do { response = try await client.execute(request, timeout: timeout) } catch {
+            do { response = try await execute(request, body: body, timeout: timeout) } catch {
                 (failure.status, failure.code, failure.cause) = (nil, nil, "\(error)")
                 failure.isCancellation = Task.isCancelled || (error as? HTTPClientError) == .cancelled
                 let local: [HTTPClientError] = [.invalidURL, .emptyHost, .emptyScheme, .bodyLengthMismatch]

@@ -58,3 +58,59 @@ struct S3ClientRetryTests {
         #expect(S3XML.unescaped("a & b &bogus; &#xZZ;") == "a & b &bogus; &#xZZ;")
     }
 }
+
+/// Request bodies against stores that read slowly, or stop reading: a part goes to the connection a
+/// slice at a time, so that AsyncHTTPClient's read timeout (started once a body's last bytes are queued)
+/// does not run while most of the part is still to be sent; and a store that takes nothing for the
+/// stall timeout fails the try, not the request's five-minute deadline.
+@Suite("S3 client: slow and silent stores (loopback)", .serialized, .ownThreads)
+struct S3ClientBodyTests {
+    static let credentials = S3Credentials(accessKeyID: "id", secretAccessKey: "secret")
+
+    @Test("32 MiB to a store that reads 4 MiB a second, with a 3 s read timeout: stored whole, in one try")
+    func slowStore() async throws {
+        let store = try SlowReader(bytesPerSecond: 4 << 20)
+        var configuration = S3Configuration(endpoint: "http://127.0.0.1:\(store.port)", credentials: Self.credentials)
+        configuration.attempts = 1
+        // Sending the body takes 8 s: a read timer started when it was queued whole fires long before its
+        // end. Sent a slice at a time, what is under way when the timer starts is the socket's (about
+        // 4 MB here: a second at this rate).
+        let http = HTTPImageSource.makeClient(readTimeout: .seconds(3))
+        let client = S3Client(configuration: configuration, client: http)
+        let outcome: Result<String, S3Error>
+        do { outcome = .success(try await client.put(bucket: "b", key: "k", body: ByteBuffer(repeating: 7, count: 32 << 20))) } catch {
+            outcome = .failure(error)
+        }
+        try await http.shutdown()
+        #expect(try outcome.get() == "slow")
+        #expect(store.bodyLengths == [32 << 20])
+    }
+
+    @Test("a part to a store that stops reading: each try given up after the stall timeout, then a transient typed error")
+    func silentStore() async throws {
+        let silent = try SilentListener()  // takes the connection and the first bytes the kernel holds, never more
+        var configuration = S3Configuration(endpoint: "http://127.0.0.1:\(silent.port)", credentials: Self.credentials)
+        (configuration.attempts, configuration.backoff, configuration.stallTimeout) = (2, .milliseconds(1), .seconds(1))
+        let client = S3Client(configuration: configuration)
+        let body = ByteBuffer(repeating: 7, count: S3Client.storePartSize)
+        // Without the watch the tries would each wait for the request's deadline (5 minutes): bounded here.
+        let outcome: Result<String, S3Error>? = await withTaskGroup(of: Result<String, S3Error>?.self) { group in
+            group.addTask {
+                do throws(S3Error) { return .success(try await client.put(bucket: "b", key: "k", body: body)) } catch { return .failure(error) }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(120))
+                return nil
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+        switch outcome {
+        case nil: Issue.record("the put to a store that reads nothing had not ended in 120 s")
+        case .success(let tag): Issue.record("a store that reads nothing took the part: \(tag)")
+        case .failure(let error):
+            #expect(error.status == nil && error.isTransient && error.cause?.contains("took no bytes") == true, "\(error)")
+        }
+        withExtendedLifetime(silent) {}
+    }
+}

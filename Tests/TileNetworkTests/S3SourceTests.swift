@@ -233,16 +233,23 @@ struct S3SourceTests {
         // until the publish returns) leaves the store there as it was, and no object of its own.
         let local = try Self.tiler(["build", "\(folder)/photo.jpg", "--out", "\(folder)/local.tiles"], environment: [:])
         #expect(local.status == 0, "\(local)")
-        let touching = ManagedAtomicFlag()
-        let toucher = Task.detached {
+        // A thread of its own (a task may wait for a thread of the cooperative pool until the publish is
+        // over, and touch nothing: a whole-suite run once saw it), touching before the publish begins.
+        let (touching, touched, stopped) = (ManagedAtomicFlag(), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        Thread.detachNewThread {
+            var first = true
             while !touching.isSet {
                 _ = utimensat(AT_FDCWD, "\(folder)/local.tiles/pyramid.tif", nil, 0)
+                if first { touched.signal() }
+                first = false
                 usleep(1000)
             }
+            stopped.signal()
         }
+        touched.wait()
         await #expect(throws: TileError.self) { try await client.publishStore(at: "\(folder)/local.tiles", to: location) }
         touching.set()
-        await toucher.value
+        stopped.wait()
         #expect(try await client.store(at: location) == second)
         for _ in 0..<200 {
             keys = Set(try await client.listAll(bucket: "stores", prefix: "maps/photo.tiles/").map(\.key))

@@ -1,0 +1,90 @@
+public import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A loopback HTTP/1.1 server that reads request bodies slowly: an object store at the far end of a
+/// slow uplink. Each request's head is read, then its body (`Content-Length`) at most `bytesPerSecond`,
+/// then a `200` with an `ETag` and no body, and the connection closed. Its receive buffer is small
+/// (64 KiB), so what the client has sent and it has not read is little more than what the client's own
+/// socket holds. One thread a connection; the listening socket is the server's own, closed when it goes.
+public final class SlowReader: Sendable {
+    public let port: Int
+    private let descriptor: Int32
+    private let bodies = Mutex<[Int]>([])
+
+    /// The bodies' lengths as read whole, one a request answered.
+    public var bodyLengths: [Int] { bodies.withLock { $0 } }
+
+    public init(bytesPerSecond: Int) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var small: Int32 = 64 << 10
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))  // inherited by accepted sockets
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound, listen(fd, 16) == 0 else {
+            let code = POSIXErrorCode(rawValue: errno) ?? .EIO
+            close(fd)
+            throw POSIXError(code)
+        }
+        (descriptor, port) = (fd, Int(UInt16(bigEndian: address.sin_port)))
+        let thread = Thread { [self] in
+            while true {
+                let connection = accept(fd, nil, nil)
+                guard connection >= 0 else {
+                    if errno == EINTR { continue }
+                    return  // the listening socket was shut down
+                }
+                Thread { self.serve(connection, bytesPerSecond: bytesPerSecond) }.start()
+            }
+        }
+        thread.start()
+    }
+
+    deinit {
+        _ = shutdown(descriptor, Int32(SHUT_RDWR))  // the accepting thread's accept returns
+        close(descriptor)
+    }
+
+    private func serve(_ fd: Int32, bytesPerSecond: Int) {
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        func receive(_ count: Int) -> Int {
+            while true {
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, min(count, $0.count), 0) }
+                if n < 0, errno == EINTR { continue }
+                return n
+            }
+        }
+        // The head, a byte at a time (nothing of the body is read with it).
+        var head: [UInt8] = []
+        while !head.suffix(4).elementsEqual([13, 10, 13, 10]) {
+            guard head.count < 64 << 10, receive(1) == 1 else { return }
+            head.append(buffer[0])
+        }
+        let lines = String(decoding: head, as: UTF8.self).split(separator: "\r\n")
+        let lengthLine = lines.first { $0.lowercased().hasPrefix("content-length:") }
+        let length = lengthLine.flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+        // The body, paced: after each read, a pause until the bytes so far are due at the rate.
+        let start = ContinuousClock.now
+        var read = 0
+        while read < length {
+            let n = receive(min(16 << 10, length - read))
+            guard n > 0 else { return }
+            read += n
+            let wait = start + .seconds(Double(read) / Double(bytesPerSecond)) - .now
+            if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18) }
+        }
+        bodies.withLock { $0.append(read) }
+        let answer = "HTTP/1.1 200 OK\r\nETag: \"slow\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        _ = answer.utf8CString.withUnsafeBytes { send(fd, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
+    }
+}
