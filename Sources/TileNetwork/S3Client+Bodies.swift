@@ -1,74 +1,63 @@
 import AsyncHTTPClient
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTP1
 
-// Request bodies: handed to the connection a slice at a time as it takes them, and watched for a store
-// that stops taking them.
+// Request bodies: handed to the connection a slice at a time, each once the socket has taken the one
+// before, and watched for a store that stops taking them.
 extension S3Client {
-    /// Bytes of a request body handed to the connection at a time. AsyncHTTPClient starts its read
-    /// timeout when a body's last bytes are queued on the connection, not when they are sent: a part
-    /// queued whole (16 MiB) had to reach the store and be answered within that timeout (30 s: never,
-    /// below about 4.5 Mbit/s of uplink). Handed over a slice at a time, each once the connection has
-    /// taken the one before, only the last slice and what the socket holds are under way when it starts.
-    static let bodySlice = 256 << 10
+    /// Bytes of a request body handed to the connection at a time: NIO's default low watermark, so that
+    /// one slice and the request's head never make the connection unwritable (AsyncHTTPClient never
+    /// pauses the body, and no write of its waits on a promise a failure would drop).
+    ///
+    /// AsyncHTTPClient starts its read timeout when a body's last bytes are queued on the connection,
+    /// not when they are sent: a part queued whole (16 MiB) had to reach the store and be answered
+    /// within that timeout (30 s: never, below about 4.5 Mbit/s of uplink). Here each slice is handed
+    /// over once the socket has taken the one before, so only the last slice and what the kernel holds
+    /// are under way when the timer starts. (AsyncHTTPClient's `async` body sequences are read ahead of
+    /// the connection, and its streaming writer's futures complete before a slice is written.)
+    static let bodySlice = 32 << 10
 
     /// `request`'s response, `body` sent with it. A body of more than one slice goes a slice at a time
-    /// (AsyncHTTPClient's streaming writer: its futures complete once the connection takes a slice, where
-    /// its `async` body sequences are read ahead of the connection), its answer collected (up to
-    /// 1 MiB); the try fails with ``StalledBody`` when the store takes no slice for
-    /// ``S3Configuration/stallTimeout`` (seen within twice that) once it has taken the first. Before the
-    /// first slice (a connection being made, or waited for in the pool) and after the last,
-    /// AsyncHTTPClient's own timeouts apply.
+    /// (``BodyUpload``); the try fails with ``StalledBody`` when the socket takes no slice for
+    /// ``S3Configuration/stallTimeout`` (seen within twice that) once it has taken the first: at least
+    /// 32 KiB in that time, or the store is taken for gone. Before the first slice (a connection being
+    /// made, or waited for in the pool) and after the last, AsyncHTTPClient's own timeouts apply. A
+    /// store that answers before the body's end (a refusal) is answered with its status.
     func execute(_ request: HTTPClientRequest, body: ByteBuffer?, timeout: TimeAmount) async throws -> HTTPClientResponse {
         guard let body, body.readableBytes > Self.bodySlice else {
             var request = request
             if let body { request.body = .bytes(body) }
             return try await client.execute(request, timeout: timeout)
         }
-        let progress = BodyProgress()
+        let upload = BodyUpload()
         let streamed = try HTTPClient.Request(
             url: request.url, method: request.method, headers: request.headers,
-            body: .stream(contentLength: Int64(body.readableBytes)) { writer in Self.write(body, to: writer, progress) })
+            body: .stream(contentLength: Int64(body.readableBytes)) { writer in upload.send(body, to: writer) })
         let (client, limit) = (client, configuration.stallTimeout)
         return try await withThrowingTaskGroup(of: HTTPClientResponse?.self) { group in
             group.addTask {
-                let task = client.execute(
-                    request: streamed, delegate: ResponseAccumulator(request: streamed, maxBodySize: 1 << 20), eventLoop: .indifferent,
-                    deadline: .now() + timeout)
-                let response = try await withTaskCancellationHandler {
-                    try await task.futureResult.get()
-                } onCancel: {
-                    task.cancel()
+                let task = client.execute(request: streamed, delegate: upload, eventLoop: .indifferent, deadline: .now() + timeout)
+                do {
+                    return try await withTaskCancellationHandler {
+                        try await task.futureResult.get()
+                    } onCancel: {
+                        task.cancel()
+                    }
+                } catch is BodyUpload.AnsweredEarly {
+                    return upload.collected
                 }
-                return HTTPClientResponse(
-                    version: response.version, status: response.status, headers: response.headers, body: .bytes(response.body ?? ByteBuffer()))
             }
             group.addTask {
-                try await progress.watch(limit)
+                try await upload.watch(limit)
                 return nil
             }
             defer { group.cancelAll() }
             while let result = try await group.next() {
                 if let result { return result }
-                if progress.hasStalled { throw StalledBody(limit: limit) }
+                if upload.hasStalled { throw StalledBody(limit: limit) }
             }
             throw StalledBody(limit: limit)  // not reached: the request's task answers or throws
-        }
-    }
-
-    /// Writes `rest` to `writer` a slice at a time, each once the connection has taken the one before
-    /// (the writer's future), counted in `progress`; each next slice from the event loop afresh (no
-    /// stack grows when the futures complete at once).
-    private static func write(_ rest: ByteBuffer, to writer: HTTPClient.Body.StreamWriter, _ progress: BodyProgress) -> EventLoopFuture<Void> {
-        var rest = rest
-        let slice = rest.readSlice(length: Swift.min(bodySlice, rest.readableBytes)) ?? ByteBuffer()
-        return writer.write(.byteBuffer(slice)).flatMapWithEventLoop { [rest] _, loop in
-            progress.took()
-            guard rest.readableBytes > 0 else {
-                progress.ended()
-                return loop.makeSucceededVoidFuture()
-            }
-            return loop.flatSubmit { write(rest, to: writer, progress) }
         }
     }
 }
@@ -80,33 +69,153 @@ struct StalledBody: Error, CustomStringConvertible {
     var description: String { "the store took no bytes of the request's body for \(limit)" }
 }
 
-/// How much of a request's body the connection has taken, slice by slice.
-final class BodyProgress: Sendable {
+/// One request's body sent a slice at a time, and its answer collected: AsyncHTTPClient's response
+/// delegate, told when each slice is written to the socket (its write's promise), which lets the next
+/// one go. An answer of 300 or more that comes before the body's
+/// end (a refusal: the connection will not take the rest) stops the body once its own body (its
+/// `Content-Length`) has come, and is the response.
+final class BodyUpload: HTTPClientResponseDelegate, Sendable {
+    typealias Response = HTTPClientResponse
+
+    /// Ends the request when the store answered before the body's end (its answer: ``collected``).
+    struct AnsweredEarly: Error {}
+
     private struct State {
-        var slices = 0
+        var written = 0
+        var handedOver = 0
         var isEnded = false
         var hasStalled = false
+        /// The next slice's go, once `handedOver` slices are written.
+        var waiter: EventLoopPromise<Void>?
+        var head: HTTPResponseHead?
+        var answer = ByteBuffer()
+        var isAnsweredEarly = false
     }
     private let state = NIOLockedValueBox(State())
+    /// The most of an answer's body kept (an error's XML).
+    static let answerLimit = 1 << 20
 
-    func took() { state.withLockedValue { $0.slices += 1 } }
-    func ended() { state.withLockedValue { $0.isEnded = true } }
-    /// Whether ``watch(_:)`` returned because no slice was taken for its limit.
+    /// Whether ``watch(_:)`` returned because no slice was written for its limit.
     var hasStalled: Bool { state.withLockedValue { $0.hasStalled } }
 
-    /// Returns when the body has ended, or when a whole `limit` passed without a slice taken after the
-    /// first (``hasStalled``). Throws `CancellationError` when its task is cancelled.
+    /// The answer as it has come: its head, and its body's first ``answerLimit`` bytes.
+    var collected: HTTPClientResponse {
+        state.withLockedValue { state in
+            let head = state.head ?? HTTPResponseHead(version: .http1_1, status: .internalServerError)
+            return HTTPClientResponse(version: head.version, status: head.status, headers: head.headers, body: .bytes(state.answer))
+        }
+    }
+
+    /// Writes `rest` to `writer` a slice at a time, each once the one before is written to the socket;
+    /// each next slice from the event loop afresh (no stack grows).
+    func send(_ rest: ByteBuffer, to writer: HTTPClient.Body.StreamWriter) -> EventLoopFuture<Void> {
+        var rest = rest
+        let slice = rest.readSlice(length: Swift.min(S3Client.bodySlice, rest.readableBytes)) ?? ByteBuffer()
+        state.withLockedValue { $0.handedOver += 1 }
+        return writer.write(.byteBuffer(slice)).flatMapWithEventLoop { [rest] _, loop in
+            self.written(on: loop).flatMap {
+                guard rest.readableBytes > 0 else {
+                    self.state.withLockedValue { $0.isEnded = true }
+                    return loop.makeSucceededVoidFuture()
+                }
+                return loop.flatSubmit { self.send(rest, to: writer) }
+            }
+        }
+    }
+
+    /// Succeeds once every slice handed over is written; fails when the request fails or was answered early.
+    private func written(on loop: any EventLoop) -> EventLoopFuture<Void> {
+        let promise = loop.makePromise(of: Void.self)
+        let go: Bool? = state.withLockedValue { state in
+            if state.isAnsweredEarly { return false }
+            if state.written >= state.handedOver { return true }
+            state.waiter = promise
+            return nil
+        }
+        switch go {
+        case true?: promise.succeed()
+        case false?: promise.fail(AnsweredEarly())
+        case nil: break
+        }
+        return promise.futureResult
+    }
+
+    /// Lets the waiting slice go (nil) or stops the body (an error), the waiter taken from the state.
+    private func release(_ waiter: EventLoopPromise<Void>?, failing error: (any Error)? = nil) {
+        guard let waiter else { return }
+        if let error { waiter.fail(error) } else { waiter.succeed() }
+    }
+
+    func didSendRequestPart(task: HTTPClient.Task<Response>, _ part: IOData) {
+        let waiter = state.withLockedValue { state -> EventLoopPromise<Void>? in
+            state.written += 1
+            guard !state.isAnsweredEarly, state.written >= state.handedOver else { return nil }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        release(waiter)
+    }
+
+    func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        let waiter = state.withLockedValue { state -> EventLoopPromise<Void>? in
+            state.head = head
+            // A refusal before the body's end: the rest is not sent; the request ends once the
+            // answer's body has come (at once when it says no length).
+            guard !state.isEnded, head.status.code >= 300 else { return nil }
+            state.isAnsweredEarly = true
+            guard Self.isWhole(state) else { return nil }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        release(waiter, failing: AnsweredEarly())
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        let waiter = state.withLockedValue { state -> EventLoopPromise<Void>? in
+            var buffer = buffer
+            if state.answer.readableBytes < Self.answerLimit,
+                let kept = buffer.readSlice(length: min(buffer.readableBytes, Self.answerLimit - state.answer.readableBytes))
+            {
+                state.answer.writeImmutableBuffer(kept)
+            }
+            guard state.isAnsweredEarly, Self.isWhole(state) else { return nil }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        release(waiter, failing: AnsweredEarly())
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// Whether the answer's body has come whole, as far as its head says (no length: taken as whole).
+    private static func isWhole(_ state: State) -> Bool {
+        guard let length = state.head?.headers.first(name: "content-length").flatMap({ Int($0) }) else { return true }
+        return state.answer.readableBytes >= Swift.min(length, answerLimit)
+    }
+
+    func didReceiveError(task: HTTPClient.Task<Response>, _ error: any Error) {
+        let waiter = state.withLockedValue { state -> EventLoopPromise<Void>? in
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        release(waiter, failing: error)
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Response>) throws -> HTTPClientResponse { collected }
+
+    /// Returns when the body has ended, or when a whole `limit` passed without a slice written after
+    /// the first (``hasStalled``). Throws `CancellationError` when its task is cancelled.
     func watch(_ limit: Duration) async throws {
         var seen = 0
         while true {
             try await Task.sleep(for: limit)
             let stalled = state.withLockedValue { state -> Bool? in
-                if state.isEnded { return false }
-                if state.slices > 0, state.slices == seen {
+                if state.isEnded || state.isAnsweredEarly { return false }
+                if state.written > 0, state.written == seen {
                     state.hasStalled = true
                     return true
                 }
-                seen = state.slices
+                seen = state.written
                 return nil
             }
             if stalled != nil { return }

@@ -175,7 +175,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Seconds a look at a bucket (--store, --source: a lookup, a listing, the start's listing, a tile's read) may take before the server gives up on it: the image is then built here (a master's lookup: 503), a tile's read waits for its store's copy; a publish's part the bucket stops taking is given up after as long, and tried again (default 10)."
+            "Seconds a look at a bucket (--store, --source: a lookup, a listing, the start's listing, a tile's read) may take before the server gives up on it: the image is then built here (a master's lookup: 503), a tile's read waits for its store's copy; a publish's part the bucket takes nothing of (32 KiB) for as long is given up and tried again (default 10)."
     )
     var bucketTimeout: Int?
 

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -9,16 +9,26 @@ import Glibc
 /// slow uplink. Each request's head is read, then its body (`Content-Length`) at most `bytesPerSecond`,
 /// then a `200` with an `ETag` and no body, and the connection closed. Its receive buffer is small
 /// (64 KiB), so what the client has sent and it has not read is little more than what the client's own
-/// socket holds. One thread a connection; the listening socket is the server's own, closed when it goes.
+/// socket holds. One thread a connection, each closing its own socket; the listening socket is closed by
+/// the accepting thread once the server goes (its deinitializer shuts it down).
+/// Refusing, it answers `403 AccessDenied` (S3's XML) as soon as it has the head, then reads the body
+/// to its end or the client's close, as a store that refuses a body before its end does.
 public final class SlowReader: Sendable {
     public let port: Int
     private let descriptor: Int32
-    private let bodies = Mutex<[Int]>([])
+    private let bodies = Bodies()
 
     /// The bodies' lengths as read whole, one a request answered.
-    public var bodyLengths: [Int] { bodies.withLock { $0 } }
+    public var bodyLengths: [Int] { bodies.lengths.withLock { $0 } }
 
-    public init(bytesPerSecond: Int) throws {
+    private final class Bodies: Sendable {
+        let lengths = Mutex<[Int]>([])
+    }
+
+    /// The refusal's body, when refusing.
+    public static let refusal = "<Error><Code>AccessDenied</Code><Message>refused early</Message></Error>"
+
+    public init(bytesPerSecond: Int, refusing: Bool = false) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         var small: Int32 = 64 << 10
@@ -36,25 +46,23 @@ public final class SlowReader: Sendable {
             throw POSIXError(code)
         }
         (descriptor, port) = (fd, Int(UInt16(bigEndian: address.sin_port)))
-        let thread = Thread { [self] in
+        let bodies = bodies
+        Thread.detachNewThread {
+            defer { close(fd) }
             while true {
                 let connection = accept(fd, nil, nil)
                 guard connection >= 0 else {
                     if errno == EINTR { continue }
                     return  // the listening socket was shut down
                 }
-                Thread { self.serve(connection, bytesPerSecond: bytesPerSecond) }.start()
+                Thread.detachNewThread { Self.serve(connection, bytesPerSecond: bytesPerSecond, refusing: refusing, bodies: bodies) }
             }
         }
-        thread.start()
     }
 
-    deinit {
-        _ = shutdown(descriptor, Int32(SHUT_RDWR))  // the accepting thread's accept returns
-        close(descriptor)
-    }
+    deinit { _ = shutdown(descriptor, Int32(SHUT_RDWR)) }  // the accepting thread's accept returns, and it closes the socket
 
-    private func serve(_ fd: Int32, bytesPerSecond: Int) {
+    private static func serve(_ fd: Int32, bytesPerSecond: Int, refusing: Bool, bodies: Bodies) {
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         func receive(_ count: Int) -> Int {
@@ -73,6 +81,10 @@ public final class SlowReader: Sendable {
         let lines = String(decoding: head, as: UTF8.self).split(separator: "\r\n")
         let lengthLine = lines.first { $0.lowercased().hasPrefix("content-length:") }
         let length = lengthLine.flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+        func answer(_ text: String) { _ = text.utf8CString.withUnsafeBytes { send(fd, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) } }
+        if refusing {
+            answer("HTTP/1.1 403 Forbidden\r\nContent-Length: \(Self.refusal.utf8.count)\r\nConnection: close\r\n\r\n\(Self.refusal)")
+        }
         // The body, paced: after each read, a pause until the bytes so far are due at the rate.
         let start = ContinuousClock.now
         var read = 0
@@ -83,8 +95,7 @@ public final class SlowReader: Sendable {
             let wait = start + .seconds(Double(read) / Double(bytesPerSecond)) - .now
             if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18) }
         }
-        bodies.withLock { $0.append(read) }
-        let answer = "HTTP/1.1 200 OK\r\nETag: \"slow\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        _ = answer.utf8CString.withUnsafeBytes { send(fd, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
+        bodies.lengths.withLock { $0.append(read) }
+        if !refusing { answer("HTTP/1.1 200 OK\r\nETag: \"slow\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n") }
     }
 }

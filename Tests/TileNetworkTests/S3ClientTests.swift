@@ -86,6 +86,22 @@ struct S3ClientBodyTests {
         #expect(store.bodyLengths == [32 << 20])
     }
 
+    @Test("a store that refuses before the body's end: its 403 and error code, in one try (not taken for a stall)")
+    func refusedEarly() async throws {
+        let store = try SlowReader(bytesPerSecond: 4 << 20, refusing: true)
+        var configuration = S3Configuration(endpoint: "http://127.0.0.1:\(store.port)", credentials: Self.credentials)
+        (configuration.attempts, configuration.backoff, configuration.stallTimeout) = (4, .milliseconds(1), .seconds(60))
+        let client = S3Client(configuration: configuration)
+        do {
+            let tag = try await client.put(bucket: "b", key: "k", body: ByteBuffer(repeating: 7, count: S3Client.storePartSize))
+            Issue.record("a refused body was taken: \(tag)")
+        } catch {
+            #expect(error.status == 403 && error.code == "AccessDenied" && error.cause == "refused early", "\(error)")
+        }
+        // One try: the answer came before the body's end, and the body was not sent on (nor read whole).
+        #expect(store.bodyLengths.count <= 1 && (store.bodyLengths.first ?? 0) < S3Client.storePartSize, "\(store.bodyLengths)")
+    }
+
     @Test("a part to a store that stops reading: each try given up after the stall timeout, then a transient typed error")
     func silentStore() async throws {
         let silent = try SilentListener()  // takes the connection and the first bytes the kernel holds, never more
@@ -93,7 +109,7 @@ struct S3ClientBodyTests {
         (configuration.attempts, configuration.backoff, configuration.stallTimeout) = (2, .milliseconds(1), .seconds(1))
         let client = S3Client(configuration: configuration)
         let body = ByteBuffer(repeating: 7, count: S3Client.storePartSize)
-        // Without the watch the tries would each wait for the request's deadline (5 minutes): bounded here.
+        // Without the watch each try waited for the client's read timeout (30 s): the whole bounded here.
         let outcome: Result<String, S3Error>? = await withTaskGroup(of: Result<String, S3Error>?.self) { group in
             group.addTask {
                 do throws(S3Error) { return .success(try await client.put(bucket: "b", key: "k", body: body)) } catch { return .failure(error) }
