@@ -1,4 +1,4 @@
-import AsyncHTTPClient
+public import AsyncHTTPClient
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -6,6 +6,17 @@ import NIOHTTP1
 // Request bodies: handed to the connection a slice at a time, each once the socket has taken the one
 // before, and watched for a store that stops taking them.
 extension S3Client {
+    /// The HTTP client of ``S3Client/init(configuration:client:)`` by default: HTTP/1.1 only (S3's
+    /// protocol; an HTTP/2 stream's write buffer is smaller than a slice, and would pause every one),
+    /// no redirects (a request is signed for one host: a redirect is the store's error), connections
+    /// made within 10 s, 30 s at most between an answer's bytes.
+    public static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(10), read: .seconds(30)))
+        configuration.decompression = .disabled
+        configuration.httpVersion = .http1Only
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+
     /// Bytes of a request body handed to the connection at a time: NIO's default low watermark, so that
     /// one slice and the request's head never make the connection unwritable (AsyncHTTPClient never
     /// pauses the body, and no write of its waits on a promise a failure would drop).
@@ -30,14 +41,18 @@ extension S3Client {
             if let body { request.body = .bytes(body) }
             return try await client.execute(request, timeout: timeout)
         }
-        let upload = BodyUpload()
+        // The request's task and its connection on one event loop: the delegate's calls, the writes and
+        // AsyncHTTPClient's own state in one order.
+        let loop = client.eventLoopGroup.any()
+        let upload = BodyUpload(loop: loop)
         let streamed = try HTTPClient.Request(
             url: request.url, method: request.method, headers: request.headers,
             body: .stream(contentLength: Int64(body.readableBytes)) { writer in upload.send(body, to: writer) })
         let (client, limit) = (client, configuration.stallTimeout)
         return try await withThrowingTaskGroup(of: HTTPClientResponse?.self) { group in
             group.addTask {
-                let task = client.execute(request: streamed, delegate: upload, eventLoop: .indifferent, deadline: .now() + timeout)
+                let task = client.execute(
+                    request: streamed, delegate: upload, eventLoop: .delegateAndChannel(on: loop), deadline: .now() + timeout)
                 do {
                     return try await withTaskCancellationHandler {
                         try await task.futureResult.get()
@@ -85,15 +100,39 @@ final class BodyUpload: HTTPClientResponseDelegate, Sendable {
         var handedOver = 0
         var isEnded = false
         var hasStalled = false
-        /// The next slice's go, once `handedOver` slices are written.
+        /// The writer's wait: for the slices handed over to be written, or for a refusal's body.
         var waiter: EventLoopPromise<Void>?
         var head: HTTPResponseHead?
         var answer = ByteBuffer()
+        /// A refusal came before the body's end: no slice more is handed over.
         var isAnsweredEarly = false
+        /// The refusal's body is not waited for any longer (``watch(_:)``'s next look).
+        var isCutShort = false
+
+        /// Whether the writer stops now: a refusal came, and its body has come whole as far as its head
+        /// says (its `Content-Length`; without one, S3's error document's end), or is waited for no longer.
+        var stopsNow: Bool {
+            guard isAnsweredEarly else { return false }
+            if isCutShort { return true }
+            if let length = head?.headers.first(name: "content-length").flatMap({ Int($0) }) {
+                return answer.readableBytes >= Swift.min(length, BodyUpload.answerLimit)
+            }
+            return answer.readableBytesView.firstRange(of: Array("</Error>".utf8)) != nil
+        }
+
+        /// The writer's wait taken, to be ended.
+        mutating func takeWaiter() -> EventLoopPromise<Void>? {
+            defer { waiter = nil }
+            return waiter
+        }
     }
     private let state = NIOLockedValueBox(State())
+    private let loop: any EventLoop
     /// The most of an answer's body kept (an error's XML).
     static let answerLimit = 1 << 20
+
+    /// - Parameter loop: the event loop of the request's task and connection.
+    init(loop: any EventLoop) { self.loop = loop }
 
     /// Whether ``watch(_:)`` returned because no slice was written for its limit.
     var hasStalled: Bool { state.withLockedValue { $0.hasStalled } }
@@ -107,13 +146,17 @@ final class BodyUpload: HTTPClientResponseDelegate, Sendable {
     }
 
     /// Writes `rest` to `writer` a slice at a time, each once the one before is written to the socket;
-    /// each next slice from the event loop afresh (no stack grows).
+    /// each next slice from the event loop afresh (no stack grows). Once a refusal came, nothing more.
     func send(_ rest: ByteBuffer, to writer: HTTPClient.Body.StreamWriter) -> EventLoopFuture<Void> {
         var rest = rest
         let slice = rest.readSlice(length: Swift.min(S3Client.bodySlice, rest.readableBytes)) ?? ByteBuffer()
-        state.withLockedValue { $0.handedOver += 1 }
-        return writer.write(.byteBuffer(slice)).flatMapWithEventLoop { [rest] _, loop in
-            self.written(on: loop).flatMap {
+        let refused = state.withLockedValue { state in
+            if !state.isAnsweredEarly { state.handedOver += 1 }
+            return state.isAnsweredEarly
+        }
+        if refused { return wait() }
+        return writer.write(.byteBuffer(slice)).flatMap { [rest, loop] in
+            self.wait().flatMap {
                 guard rest.readableBytes > 0 else {
                     self.state.withLockedValue { $0.isEnded = true }
                     return loop.makeSucceededVoidFuture()
@@ -123,12 +166,13 @@ final class BodyUpload: HTTPClientResponseDelegate, Sendable {
         }
     }
 
-    /// Succeeds once every slice handed over is written; fails when the request fails or was answered early.
-    private func written(on loop: any EventLoop) -> EventLoopFuture<Void> {
+    /// Succeeds once every slice handed over is written; fails (``AnsweredEarly``) once a refusal's
+    /// body has come, or with the request's error.
+    private func wait() -> EventLoopFuture<Void> {
         let promise = loop.makePromise(of: Void.self)
         let go: Bool? = state.withLockedValue { state in
-            if state.isAnsweredEarly { return false }
-            if state.written >= state.handedOver { return true }
+            if state.stopsNow { return false }
+            if !state.isAnsweredEarly, state.written >= state.handedOver { return true }
             state.waiter = promise
             return nil
         }
@@ -140,7 +184,7 @@ final class BodyUpload: HTTPClientResponseDelegate, Sendable {
         return promise.futureResult
     }
 
-    /// Lets the waiting slice go (nil) or stops the body (an error), the waiter taken from the state.
+    /// Ends the writer's wait: lets it go on, or stops the body with `error`.
     private func release(_ waiter: EventLoopPromise<Void>?, failing error: (any Error)? = nil) {
         guard let waiter else { return }
         if let error { waiter.fail(error) } else { waiter.succeed() }
@@ -150,8 +194,7 @@ final class BodyUpload: HTTPClientResponseDelegate, Sendable {
         let waiter = state.withLockedValue { state -> EventLoopPromise<Void>? in
             state.written += 1
             guard !state.isAnsweredEarly, state.written >= state.handedOver else { return nil }
-            defer { state.waiter = nil }
-            return state.waiter
+            return state.takeWaiter()
         }
         release(waiter)
     }
@@ -160,12 +203,10 @@ final class BodyUpload: HTTPClientResponseDelegate, Sendable {
         let waiter = state.withLockedValue { state -> EventLoopPromise<Void>? in
             state.head = head
             // A refusal before the body's end: the rest is not sent; the request ends once the
-            // answer's body has come (at once when it says no length).
+            // answer's body has come.
             guard !state.isEnded, head.status.code >= 300 else { return nil }
             state.isAnsweredEarly = true
-            guard Self.isWhole(state) else { return nil }
-            defer { state.waiter = nil }
-            return state.waiter
+            return state.stopsNow ? state.takeWaiter() : nil
         }
         release(waiter, failing: AnsweredEarly())
         return task.eventLoop.makeSucceededVoidFuture()
@@ -174,31 +215,16 @@ final class BodyUpload: HTTPClientResponseDelegate, Sendable {
     func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         let waiter = state.withLockedValue { state -> EventLoopPromise<Void>? in
             var buffer = buffer
-            if state.answer.readableBytes < Self.answerLimit,
-                let kept = buffer.readSlice(length: min(buffer.readableBytes, Self.answerLimit - state.answer.readableBytes))
-            {
-                state.answer.writeImmutableBuffer(kept)
-            }
-            guard state.isAnsweredEarly, Self.isWhole(state) else { return nil }
-            defer { state.waiter = nil }
-            return state.waiter
+            let room = Self.answerLimit - state.answer.readableBytes
+            if room > 0, let kept = buffer.readSlice(length: Swift.min(buffer.readableBytes, room)) { state.answer.writeImmutableBuffer(kept) }
+            return state.stopsNow ? state.takeWaiter() : nil
         }
         release(waiter, failing: AnsweredEarly())
         return task.eventLoop.makeSucceededVoidFuture()
     }
 
-    /// Whether the answer's body has come whole, as far as its head says (no length: taken as whole).
-    private static func isWhole(_ state: State) -> Bool {
-        guard let length = state.head?.headers.first(name: "content-length").flatMap({ Int($0) }) else { return true }
-        return state.answer.readableBytes >= Swift.min(length, answerLimit)
-    }
-
     func didReceiveError(task: HTTPClient.Task<Response>, _ error: any Error) {
-        let waiter = state.withLockedValue { state -> EventLoopPromise<Void>? in
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        release(waiter, failing: error)
+        release(state.withLockedValue { $0.takeWaiter() }, failing: error)
     }
 
     func didFinishRequest(task: HTTPClient.Task<Response>) throws -> HTTPClientResponse { collected }
@@ -209,15 +235,21 @@ final class BodyUpload: HTTPClientResponseDelegate, Sendable {
         var seen = 0
         while true {
             try await Task.sleep(for: limit)
-            let stalled = state.withLockedValue { state -> Bool? in
-                if state.isEnded || state.isAnsweredEarly { return false }
+            let (stalled, waiter) = state.withLockedValue { state -> (Bool?, EventLoopPromise<Void>?) in
+                if state.isEnded { return (false, nil) }
+                // A refusal's body waited for a whole limit: the answer is what has come.
+                if state.isAnsweredEarly {
+                    state.isCutShort = true
+                    return (false, state.takeWaiter())
+                }
                 if state.written > 0, state.written == seen {
                     state.hasStalled = true
-                    return true
+                    return (true, nil)
                 }
                 seen = state.written
-                return nil
+                return (nil, nil)
             }
+            release(waiter, failing: AnsweredEarly())
             if stalled != nil { return }
         }
     }

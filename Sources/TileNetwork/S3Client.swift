@@ -93,7 +93,9 @@ public struct S3Client: Sendable {
     let client: HTTPClient
     private let signer: S3Signer
 
-    public init(configuration: S3Configuration, client: HTTPClient = HTTPImageSource.sharedClient) {
+    /// - Parameter client: HTTP/1.1 (a body's slices are paced by its writes: ``bodySlice``), without
+    ///   redirects (a signature is for one host): ``sharedClient`` by default.
+    public init(configuration: S3Configuration, client: HTTPClient = S3Client.sharedClient) {
         self.configuration = configuration
         self.client = client
         signer = S3Signer(credentials: configuration.credentials, region: configuration.region)
