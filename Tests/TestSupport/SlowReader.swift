@@ -28,7 +28,8 @@ public final class SlowReader: Sendable {
     /// The refusal's body, when refusing.
     public static let refusal = "<Error><Code>AccessDenied</Code><Message>refused early</Message></Error>"
 
-    public init(bytesPerSecond: Int, refusing: Bool = false) throws {
+    /// - Parameter chunked: the refusal's body in a chunk (no `Content-Length`), as AWS may send it.
+    public init(bytesPerSecond: Int, refusing: Bool = false, chunked: Bool = false) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         var small: Int32 = 64 << 10
@@ -55,14 +56,16 @@ public final class SlowReader: Sendable {
                     if errno == EINTR { continue }
                     return  // the listening socket was shut down
                 }
-                Thread.detachNewThread { Self.serve(connection, bytesPerSecond: bytesPerSecond, refusing: refusing, bodies: bodies) }
+                Thread.detachNewThread {
+                    Self.serve(connection, bytesPerSecond: bytesPerSecond, refusing: refusing, chunked: chunked, bodies: bodies)
+                }
             }
         }
     }
 
     deinit { _ = shutdown(descriptor, Int32(SHUT_RDWR)) }  // the accepting thread's accept returns, and it closes the socket
 
-    private static func serve(_ fd: Int32, bytesPerSecond: Int, refusing: Bool, bodies: Bodies) {
+    private static func serve(_ fd: Int32, bytesPerSecond: Int, refusing: Bool, chunked: Bool, bodies: Bodies) {
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         func receive(_ count: Int) -> Int {
@@ -82,7 +85,10 @@ public final class SlowReader: Sendable {
         let lengthLine = lines.first { $0.lowercased().hasPrefix("content-length:") }
         let length = lengthLine.flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
         func answer(_ text: String) { _ = text.utf8CString.withUnsafeBytes { send(fd, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) } }
-        if refusing {
+        if refusing, chunked {
+            let size = String(Self.refusal.utf8.count, radix: 16)
+            answer("HTTP/1.1 403 Forbidden\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\(size)\r\n\(Self.refusal)\r\n0\r\n\r\n")
+        } else if refusing {
             answer("HTTP/1.1 403 Forbidden\r\nContent-Length: \(Self.refusal.utf8.count)\r\nConnection: close\r\n\r\n\(Self.refusal)")
         }
         // The body, paced: after each read, a pause until the bytes so far are due at the rate.

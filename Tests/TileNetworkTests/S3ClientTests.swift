@@ -86,16 +86,32 @@ struct S3ClientBodyTests {
         #expect(store.bodyLengths == [32 << 20])
     }
 
-    @Test("a store that refuses before the body's end: its 403 and error code, in one try (not taken for a stall)")
-    func refusedEarly() async throws {
-        let store = try SlowReader(bytesPerSecond: 4 << 20, refusing: true)
+    @Test(
+        "a store that refuses before the body's end: its 403 and error code, in one try (not taken for a stall), with a length or chunked",
+        arguments: [false, true])
+    func refusedEarly(chunked: Bool) async throws {
+        let store = try SlowReader(bytesPerSecond: 4 << 20, refusing: true, chunked: chunked)
         var configuration = S3Configuration(endpoint: "http://127.0.0.1:\(store.port)", credentials: Self.credentials)
-        (configuration.attempts, configuration.backoff, configuration.stallTimeout) = (4, .milliseconds(1), .seconds(60))
+        // A stall timeout of an hour: the refusal's end must be seen (its length, or its last chunk),
+        // not waited out; the whole bounded here.
+        (configuration.attempts, configuration.backoff, configuration.stallTimeout) = (4, .milliseconds(1), .seconds(3600))
         let client = S3Client(configuration: configuration)
-        do {
-            let tag = try await client.put(bucket: "b", key: "k", body: ByteBuffer(repeating: 7, count: S3Client.storePartSize))
-            Issue.record("a refused body was taken: \(tag)")
-        } catch {
+        let body = ByteBuffer(repeating: 7, count: S3Client.storePartSize)
+        let outcome: Result<String, S3Error>? = await withTaskGroup(of: Result<String, S3Error>?.self) { group in
+            group.addTask {
+                do throws(S3Error) { return .success(try await client.put(bucket: "b", key: "k", body: body)) } catch { return .failure(error) }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(120))
+                return nil
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+        switch outcome {
+        case nil: Issue.record("the refused put had not ended in 120 s")
+        case .success(let tag): Issue.record("a refused body was taken: \(tag)")
+        case .failure(let error):
             #expect(error.status == 403 && error.code == "AccessDenied" && error.cause == "refused early", "\(error)")
         }
         // One try: the answer came before the body's end, and the body was not sent on (nor read whole).
