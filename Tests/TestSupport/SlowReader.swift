@@ -30,23 +30,9 @@ public final class SlowReader: Sendable {
 
     /// - Parameter chunked: the refusal's body in a chunk (no `Content-Length`), as AWS may send it.
     public init(bytesPerSecond: Int, refusing: Bool = false, chunked: Bool = false) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        var small: Int32 = 64 << 10
-        _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))  // inherited by accepted sockets
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound, listen(fd, 16) == 0 else {
-            let code = POSIXErrorCode(rawValue: errno) ?? .EIO
-            close(fd)
-            throw POSIXError(code)
-        }
-        (descriptor, port) = (fd, Int(UInt16(bigEndian: address.sin_port)))
+        // A small receive buffer, inherited by the accepted sockets.
+        let (fd, port) = try SilentListener.listen(backlog: 16, receiveBuffer: 64 << 10)
+        (descriptor, self.port) = (fd, port)
         let bodies = bodies
         Thread.detachNewThread {
             defer { close(fd) }

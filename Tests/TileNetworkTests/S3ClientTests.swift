@@ -67,6 +67,22 @@ struct S3ClientRetryTests {
 struct S3ClientBodyTests {
     static let credentials = S3Credentials(accessKeyID: "id", secretAccessKey: "secret")
 
+    /// A `PUT` of `count` bytes: its outcome, or nil when it has not ended within 120 s (it is then cancelled).
+    static func put(_ count: Int, with client: S3Client) async -> Result<String, S3Error>? {
+        let body = ByteBuffer(repeating: 7, count: count)
+        return await withTaskGroup(of: Result<String, S3Error>?.self) { group in
+            group.addTask {
+                do throws(S3Error) { return .success(try await client.put(bucket: "b", key: "k", body: body)) } catch { return .failure(error) }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(120))
+                return nil
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+    }
+
     @Test("32 MiB to a store that reads 4 MiB a second, with a 3 s read timeout: stored whole, in one try")
     func slowStore() async throws {
         let store = try SlowReader(bytesPerSecond: 4 << 20)
@@ -96,18 +112,7 @@ struct S3ClientBodyTests {
         // not waited out; the whole bounded here.
         (configuration.attempts, configuration.backoff, configuration.stallTimeout) = (4, .milliseconds(1), .seconds(3600))
         let client = S3Client(configuration: configuration)
-        let body = ByteBuffer(repeating: 7, count: S3Client.storePartSize)
-        let outcome: Result<String, S3Error>? = await withTaskGroup(of: Result<String, S3Error>?.self) { group in
-            group.addTask {
-                do throws(S3Error) { return .success(try await client.put(bucket: "b", key: "k", body: body)) } catch { return .failure(error) }
-            }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(120))
-                return nil
-            }
-            defer { group.cancelAll() }
-            return await group.next() ?? nil
-        }
+        let outcome = await Self.put(S3Client.storePartSize, with: client)
         switch outcome {
         case nil: Issue.record("the refused put had not ended in 120 s")
         case .success(let tag): Issue.record("a refused body was taken: \(tag)")
