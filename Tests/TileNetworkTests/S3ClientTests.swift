@@ -129,19 +129,8 @@ struct S3ClientBodyTests {
         var configuration = S3Configuration(endpoint: "http://127.0.0.1:\(silent.port)", credentials: Self.credentials)
         (configuration.attempts, configuration.backoff, configuration.stallTimeout) = (2, .milliseconds(1), .seconds(1))
         let client = S3Client(configuration: configuration)
-        let body = ByteBuffer(repeating: 7, count: S3Client.storePartSize)
         // Without the watch each try waited for the client's read timeout (30 s): the whole bounded here.
-        let outcome: Result<String, S3Error>? = await withTaskGroup(of: Result<String, S3Error>?.self) { group in
-            group.addTask {
-                do throws(S3Error) { return .success(try await client.put(bucket: "b", key: "k", body: body)) } catch { return .failure(error) }
-            }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(120))
-                return nil
-            }
-            defer { group.cancelAll() }
-            return await group.next() ?? nil
-        }
+        let outcome = await Self.put(S3Client.storePartSize, with: client)
         switch outcome {
         case nil: Issue.record("the put to a store that reads nothing had not ended in 120 s")
         case .success(let tag): Issue.record("a store that reads nothing took the part: \(tag)")
