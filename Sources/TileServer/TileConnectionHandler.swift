@@ -14,7 +14,8 @@ import Synchronization
 /// Answers keep the requests' order: while a request passed on is not answered yet, later ones are
 /// passed on too. Only a plain `GET` or `HEAD` (HTTP/1.1, kept alive, no body, no `Upgrade`) of a
 /// DeepZoom tile or an IIIF image is answered here, when the channel can take the answer now
-/// (writable); the application answers the rest with backpressure of its own. After a parse error
+/// (writable); the application answers the rest with backpressure of its own, at most
+/// ``maximumWithApplication`` of them at once: past that the connection is cut. After a parse error
 /// nothing more is answered here: NIO's decoder stops, and the application answers 400.
 ///
 /// A connection waiting for a request must send a whole head within the idle timeout (however slowly
@@ -64,6 +65,21 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var hasPassedReads = false
     /// Whether the peer has closed its side (its renders are stopped: ``RenderAdmission/peerClosed(_:)``).
     private var peerHasClosed = false
+    /// Whether more requests came pipelined than the application may hold (``maximumWithApplication``):
+    /// nothing more is passed on (what comes is read and dropped), and the connection closes once those
+    /// passed on are answered, lingering (``closeLingering(_:)``).
+    private var isCut = false
+    private var lingerDeadline: Scheduled<Void>?
+
+    /// The requests one connection may have with the application at once (pipelined behind one not
+    /// answered yet). NIO's decoder hands over every request of a read at once (64 KiB: a thousand
+    /// short requests), and each held costs the application about half a KiB: without a bound, a client
+    /// that pipelines and never reads made each of its connections hold 650 KiB. Past it, the
+    /// connection is closed after the answers to those passed on (RFC 9112 9.3.2: the client sends the
+    /// rest again on a new connection). Browsers and caches do not pipeline.
+    static let maximumWithApplication = 64
+    /// How long a connection closed after its last answer waits for the client to close its side.
+    static let lingerTime = TimeAmount.seconds(5)
 
     /// Restricted images: their requests go to the routes, which check the session (nil: none).
     private let access: AccessPolicy?
@@ -100,7 +116,8 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         encoder = nil
         headDeadline?.cancel()
         writeDeadline?.cancel()
-        (headDeadline, writeDeadline) = (nil, nil)
+        lingerDeadline?.cancel()
+        (headDeadline, writeDeadline, lingerDeadline) = (nil, nil, nil)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -137,6 +154,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !isCut else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
             waitingSince = nil
@@ -149,6 +167,11 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                     heldSince = .now()
                     return
                 }
+            }
+            if requestsWithApplication >= Self.maximumWithApplication {
+                // This request and all after it are dropped unread; the answers to those passed on still go.
+                (isCut, closesWhenIdle) = (true, true)
+                return
             }
             pass(head, context)
         case .body:
@@ -215,19 +238,40 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             break
         }
         requestsWithApplication = max(0, requestsWithApplication - 1)
+        let isIdle = requestsWithApplication == 0 && !isPassingBody && held == nil
+        // The connection's last answer: it closes once the answer has reached the socket (a close drops
+        // the writes still queued, the answers a client that reads slowly has not taken yet).
+        let written = isIdle && closesWhenIdle ? (promise ?? context.eventLoop.makePromise()) : promise
         if endsWithoutBytes {
             endsWithoutBytes = false
-            promise?.succeed(())
+            // Nothing to write for the end, but the close waits for what was written before it.
+            if isIdle && closesWhenIdle, let encoder { encoder.write(NIOAny(ByteBuffer()), promise: written) } else { written?.succeed(()) }
         } else {
-            context.write(data, promise: promise)
+            context.write(data, promise: written)
         }
-        guard requestsWithApplication == 0, !isPassingBody, held == nil else { return }
-        if closesWhenIdle {
+        guard isIdle else { return }
+        if closesWhenIdle, let written {
             context.flush()
-            context.close(promise: nil)
+            let lingers = isCut
+            written.futureResult.assumeIsolatedUnsafeUnchecked().whenComplete { [self] _ in
+                if lingers { closeLingering(context) } else { context.close(promise: nil) }
+            }
         } else {
             waitForHead(context)
         }
+    }
+
+    /// Closes the connection's sending side (the client reads the answers to their end, then the end of
+    /// the stream), reads and drops what the client still sends, and closes the rest when the client
+    /// closes its side or after ``lingerTime``. A connection closed whole with bytes unread sends a reset
+    /// instead, and the client's system may then drop the last answers it has not handed over yet (what
+    /// nginx's `lingering_close` is for).
+    private func closeLingering(_ context: ChannelHandlerContext) {
+        let closed = context.eventLoop.makePromise(of: Void.self)
+        closed.futureResult.assumeIsolatedUnsafeUnchecked().whenFailure { _ in context.close(promise: nil) }
+        context.close(mode: .output, promise: closed)
+        lingerDeadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: Self.lingerTime) { context.close(promise: nil) }
+        context.read()
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
@@ -253,6 +297,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             // The peer hung up (or half-closed): what it asked is still answered, but a render stops.
             if !peerHasClosed { service.renders.peerClosed(ObjectIdentifier(context.channel)) }
             peerHasClosed = true
+            if lingerDeadline != nil { return context.close(promise: nil) }  // after the last answer: the client is done too
             context.fireUserInboundEventTriggered(event)
         default:
             context.fireUserInboundEventTriggered(event)

@@ -78,6 +78,31 @@ struct PipeliningTests {
         }
     }
 
+    @Test("a client pipelining 1,000 requests and not reading: 64 go to the application, then the connection closes after their answers")
+    func pipelinedPastTheBound() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await TileServerTests.withServer(folder) { base, client in
+            // A large answer (the whole image as a PNG): a few fill the sockets' buffers while the client
+            // does not read, so the answers of the rest wait with the application.
+            let path = "/iiif/3/kept/full/max/0/default.png"
+            let image = try await TileServerTests.get(client, base + path)
+            #expect(image.status == 200 && image.body.count > 100_000, "\(image.status), \(image.body.count) B")
+            let port = UInt16(base.split(separator: ":").last!)!
+            let connection = try LoopbackConnection(port: port)
+            let requests = [String](repeating: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: 1000)
+            try connection.send(Data(requests.joined().utf8))
+            let (bytes, closed) = await connection.received(timeout: LoopbackConnection.answerTimeout)
+            #expect(closed)
+            let answers = Self.responses(bytes)
+            // Those answered here while the channel took them, then the 64 passed on; none after.
+            #expect(answers.count >= TileConnectionHandler.maximumWithApplication && answers.count < requests.count, "\(answers.count) answers")
+            #expect(answers.allSatisfy { $0.status == 200 && $0.body == image.body })
+            // The server goes on answering other connections.
+            #expect(try await TileServerTests.get(client, base + path).status == 200)
+        }
+    }
+
     @Test("HTTP/1.0, a chunked body and a malformed request go to the application and its decoder")
     func others() async throws {
         let (folder, _) = try TileServerTests.folder()
