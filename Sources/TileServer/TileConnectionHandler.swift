@@ -32,7 +32,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private let recorder: RequestRecorder
     /// The peer's address as the access log writes it, made once per connection.
     private var client: String?
-    private let headTimeout: TimeAmount
+    let headTimeout: TimeAmount
     /// Since when the connection has waited for a request's head (nil while one is in progress).
     private var waitingSince: NIODeadline?
     private var headDeadline: Scheduled<Void>?
@@ -40,7 +40,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// NIO's response encoder: a cached 200's prepared head and body are written below it, the bytes
     /// it would write for them (it is not paired with the decoder, so it keeps no per-request state;
     /// see ``TileHTTPChannel``).
-    private var encoder: ChannelHandlerContext?
+    private(set) var encoder: ChannelHandlerContext?
     /// The last `Host` value the request guard allowed (a connection names one host).
     private var allowedHost: String?
     /// Requests passed on to the application whose responses have not ended.
@@ -68,8 +68,14 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Whether more requests came pipelined than the application may hold (``maximumWithApplication``):
     /// nothing more is passed on (what comes is read and dropped), and the connection closes once those
     /// passed on are answered, lingering (``closeLingering(_:)``).
-    private var isCut = false
-    private var lingerDeadline: Scheduled<Void>?
+    var isCut = false
+    /// Whether the connection closes once its last answer is written (``closeWhenWritten(_:_:)``): nothing
+    /// read is passed on any more.
+    var isClosing = false
+    /// The end of that wait (the idle timeout), and of the linger after it.
+    var closeDeadline: Scheduled<Void>?
+    var lingerDeadline: Scheduled<Void>?
+    var lingerSince: NIODeadline = .uptimeNanoseconds(0)
 
     /// The requests one connection may have with the application at once (pipelined behind one not
     /// answered yet). NIO's decoder hands over every request of a read at once (64 KiB: a thousand
@@ -78,8 +84,10 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// connection is closed after the answers to those passed on (RFC 9112 9.3.2: the client sends the
     /// rest again on a new connection). Browsers and caches do not pipeline.
     static let maximumWithApplication = 64
-    /// How long a connection closed after its last answer waits for the client to close its side.
+    /// How long a connection closed after its last answer waits for the client's next bytes, or for it
+    /// to close its side; and at most in all (nginx's `lingering_timeout` and `lingering_time`).
     static let lingerTime = TimeAmount.seconds(5)
+    static let longestLinger = TimeAmount.seconds(30)
 
     /// Restricted images: their requests go to the routes, which check the session (nil: none).
     private let access: AccessPolicy?
@@ -116,8 +124,9 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         encoder = nil
         headDeadline?.cancel()
         writeDeadline?.cancel()
+        closeDeadline?.cancel()
         lingerDeadline?.cancel()
-        (headDeadline, writeDeadline, lingerDeadline) = (nil, nil, nil)
+        (headDeadline, writeDeadline, closeDeadline, lingerDeadline) = (nil, nil, nil, nil)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -154,7 +163,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !isCut else { return }
+        guard !isCut, !isClosing else { return extendLinger(context) }
         switch unwrapInboundIn(data) {
         case .head(let head):
             waitingSince = nil
@@ -241,37 +250,17 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         let isIdle = requestsWithApplication == 0 && !isPassingBody && held == nil
         // The connection's last answer: it closes once the answer has reached the socket (a close drops
         // the writes still queued, the answers a client that reads slowly has not taken yet).
-        let written = isIdle && closesWhenIdle ? (promise ?? context.eventLoop.makePromise()) : promise
+        let closes = isIdle && closesWhenIdle
+        let written = closes ? (promise ?? context.eventLoop.makePromise()) : promise
         if endsWithoutBytes {
             endsWithoutBytes = false
             // Nothing to write for the end, but the close waits for what was written before it.
-            if isIdle && closesWhenIdle, let encoder { encoder.write(NIOAny(ByteBuffer()), promise: written) } else { written?.succeed(()) }
+            if closes, let encoder { encoder.write(NIOAny(ByteBuffer()), promise: written) } else { written?.succeed(()) }
         } else {
             context.write(data, promise: written)
         }
         guard isIdle else { return }
-        if closesWhenIdle, let written {
-            context.flush()
-            let lingers = isCut
-            written.futureResult.assumeIsolatedUnsafeUnchecked().whenComplete { [self] _ in
-                if lingers { closeLingering(context) } else { context.close(promise: nil) }
-            }
-        } else {
-            waitForHead(context)
-        }
-    }
-
-    /// Closes the connection's sending side (the client reads the answers to their end, then the end of
-    /// the stream), reads and drops what the client still sends, and closes the rest when the client
-    /// closes its side or after ``lingerTime``. A connection closed whole with bytes unread sends a reset
-    /// instead, and the client's system may then drop the last answers it has not handed over yet (what
-    /// nginx's `lingering_close` is for).
-    private func closeLingering(_ context: ChannelHandlerContext) {
-        let closed = context.eventLoop.makePromise(of: Void.self)
-        closed.futureResult.assumeIsolatedUnsafeUnchecked().whenFailure { _ in context.close(promise: nil) }
-        context.close(mode: .output, promise: closed)
-        lingerDeadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: Self.lingerTime) { context.close(promise: nil) }
-        context.read()
+        if closes { closeWhenWritten(written, context) } else { waitForHead(context) }
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
@@ -280,6 +269,9 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // Bytes after the last request passed on (past the bound, or while closing): dropped, as the
+        // requests were; an answer to them would be paired with a request the client sends again.
+        guard !isCut, !isClosing else { return }
         hasFailed = true
         if let head = held { pass(head, context) }  // it came before the bytes that failed: answered first
         context.fireErrorCaught(error)
@@ -292,13 +284,19 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             // read whole (a render waiting for rows has a deadline of its own).
             if requestsWithApplication == 0 || isPassingBody || held != nil { context.close(promise: nil) }
         case is ChannelShouldQuiesceEvent:
-            if requestsWithApplication == 0 { context.close(promise: nil) } else { closesWhenIdle = true }
+            closesWhenIdle = true
+            if requestsWithApplication == 0 { closeWhenWritten(nil, context) }
         case ChannelEvent.inputClosed:
             // The peer hung up (or half-closed): what it asked is still answered, but a render stops.
             if !peerHasClosed { service.renders.peerClosed(ObjectIdentifier(context.channel)) }
             peerHasClosed = true
             if lingerDeadline != nil { return context.close(promise: nil) }  // after the last answer: the client is done too
-            context.fireUserInboundEventTriggered(event)
+            // A body cut short: the application says so. Otherwise nothing more comes: the answers to what
+            // was asked go out whole, then the connection closes (the application, told, would close
+            // it at once, dropping the answers still queued).
+            guard !isPassingBody else { return context.fireUserInboundEventTriggered(event) }
+            closesWhenIdle = true
+            if requestsWithApplication == 0 { closeWhenWritten(nil, context) }
         default:
             context.fireUserInboundEventTriggered(event)
         }

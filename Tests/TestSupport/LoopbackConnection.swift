@@ -88,6 +88,16 @@ public final class LoopbackConnection: @unchecked Sendable {
     /// What the peer sends until it closes the connection, `timeout` passes, or `done` says the bytes
     /// so far are enough.
     public func read(timeout: Duration, until done: (Data) -> Bool) -> (bytes: Data, closed: Bool) {
+        let (bytes, end) = readStream(timeout: timeout, until: done)
+        return (bytes, end != nil)
+    }
+
+    /// As ``read(timeout:)``, saying how the stream ended: `0` when the peer closed it (its FIN), the
+    /// error otherwise (`ECONNRESET`: a reset, which drops what the peer sent and was not read yet),
+    /// nil when `timeout` passed first.
+    public func readToEnd(timeout: Duration) -> (bytes: Data, end: Int32?) { readStream(timeout: timeout, until: { _ in false }) }
+
+    private func readStream(timeout: Duration, until done: (Data) -> Bool) -> (bytes: Data, end: Int32?) {
         var received = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         let deadline = ContinuousClock.now + timeout
@@ -96,10 +106,11 @@ public final class LoopbackConnection: @unchecked Sendable {
             guard poll(&poller, 1, 100) >= 0 else { break }
             if poller.revents == 0 { continue }
             let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { return (received, true) }
+            if n < 0, errno == EINTR { continue }
+            if n <= 0 { return (received, n == 0 ? 0 : errno) }
             received.append(contentsOf: buffer[0..<n])
             if done(received) { break }
         }
-        return (received, false)
+        return (received, nil)
     }
 }

@@ -103,6 +103,50 @@ struct PipeliningTests {
         }
     }
 
+    @Test("past the bound, a client still sending as it reads gets every answer whole, then the end of the stream (a lingering close, no reset)")
+    func pipelinedPastTheBoundWhileSending() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await TileServerTests.withServer(folder) { base, client in
+            let path = "/iiif/3/kept/full/max/0/default.png"
+            let image = try await TileServerTests.get(client, base + path)
+            let connection = try LoopbackConnection(port: UInt16(base.split(separator: ":").last!)!)
+            // 6,000 requests (about 400 KB), sent while the answers are read: most of them arrive after
+            // the server has stopped passing them on, some after it has answered the last one. Closed
+            // whole with them unread, the connection would reset, and the client's system drop answers.
+            let requests = Data([String](repeating: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: 6000).joined().utf8)
+            Thread {
+                try? connection.send(requests)
+                connection.shutDownWrites()
+            }.start()
+            let (bytes, end) = await LoopbackConnection.onOwnThread { connection.readToEnd(timeout: LoopbackConnection.answerTimeout) }
+            let answers = Self.responses(bytes)
+            #expect(end == 0, "the stream ended by \(end.map { $0 == 0 ? "a close" : "error \($0)" } ?? "nothing in time")")
+            #expect(answers.count >= TileConnectionHandler.maximumWithApplication && answers.count < 6000, "\(answers.count) answers")
+            #expect(answers.allSatisfy { $0.status == 200 && $0.body == image.body })
+        }
+    }
+
+    @Test("a client that sends its requests and closes its side gets every answer whole before the connection closes")
+    func halfClosed() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await TileServerTests.withServer(folder) { base, client in
+            let path = "/iiif/3/kept/full/max/0/default.png"
+            let image = try await TileServerTests.get(client, base + path)
+            let connection = try LoopbackConnection(port: UInt16(base.split(separator: ":").last!)!)
+            // Ten large answers (7 MB): more than the sockets hold, so most are still queued when the
+            // client's end of stream arrives.
+            try connection.send(Data([String](repeating: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: 10).joined().utf8))
+            connection.shutDownWrites()
+            let (bytes, end) = await LoopbackConnection.onOwnThread { connection.readToEnd(timeout: LoopbackConnection.answerTimeout) }
+            let answers = Self.responses(bytes)
+            #expect(end == 0, "the stream ended by \(end.map { $0 == 0 ? "a close" : "error \($0)" } ?? "nothing in time")")
+            #expect(
+                answers.count == 10 && answers.allSatisfy { $0.status == 200 && $0.body == image.body }, "\(answers.count) answers, \(bytes.count) B")
+        }
+    }
+
     @Test("HTTP/1.0, a chunked body and a malformed request go to the application and its decoder")
     func others() async throws {
         let (folder, _) = try TileServerTests.folder()
