@@ -7,10 +7,12 @@ extension TileConnectionHandler {
     /// Closes the connection once what was written to it has reached the socket: `written` is the last
     /// write's promise (nil: an empty write is queued after the others), given the idle timeout at most
     /// (a client that takes nothing). After a cut, it closes lingering (``closeLingering(_:)``). Nothing
-    /// read from now on is passed on. Called on the channel's event loop.
+    /// read from now on is passed on. Called on the channel's event loop, as all of these.
     func closeWhenWritten(_ written: EventLoopPromise<Void>?, _ context: ChannelHandlerContext) {
         guard !isClosing else { return }
         isClosing = true
+        headDeadline?.cancel()
+        (headDeadline, waitingSince) = (nil, nil)
         let written =
             written
             ?? {
@@ -29,24 +31,36 @@ extension TileConnectionHandler {
     }
 
     /// Closes the connection's sending side (the client reads the answers to their end, then the end of
-    /// the stream), reads and drops what the client still sends, and closes the rest when the client
-    /// closes its side, or when it has sent nothing for ``lingerTime`` (``longestLinger`` at most). A
-    /// connection closed whole with bytes unread sends a reset instead, and the client's system may
-    /// then drop the last answers it has not handed over yet (what nginx's `lingering_close` is for).
+    /// the stream), then lingers (``startLinger(_:)``). A connection closed whole with bytes unread sends
+    /// a reset instead, and the client's system may then drop the last answers it has not handed over
+    /// yet (what nginx's `lingering_close` is for).
     func closeLingering(_ context: ChannelHandlerContext) {
         let closed = context.eventLoop.makePromise(of: Void.self)
         closed.futureResult.assumeIsolatedUnsafeUnchecked().whenFailure { _ in context.close(promise: nil) }
         context.close(mode: .output, promise: closed)
-        lingerSince = .now()
-        extendLinger(context)
+        startLinger(context)
         context.read()
     }
 
-    /// While lingering, the bytes that came move the close on by ``lingerTime``, until ``longestLinger``.
-    func extendLinger(_ context: ChannelHandlerContext) {
-        guard lingerSince != .uptimeNanoseconds(0) else { return }
-        lingerDeadline?.cancel()
-        let deadline = min(NIODeadline.now() + Self.lingerTime, lingerSince + Self.longestLinger)
-        lingerDeadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(deadline: deadline) { context.close(promise: nil) }
+    /// Reads and drops what the client still sends, and closes the connection when the client closes its
+    /// side, or has sent nothing for ``lingerTime`` (``longestLinger`` at most).
+    func startLinger(_ context: ChannelHandlerContext) {
+        isClosing = true
+        lingerSince = .now()
+        lastLingerRead = lingerSince
+        scheduleLingerEnd(at: lingerSince + Self.lingerTime, context)
+    }
+
+    /// One timer, moved on when it fires early (the client's bytes came meanwhile: ``noteLingerRead()``).
+    private func scheduleLingerEnd(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
+        lingerDeadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(deadline: deadline) { [self] in
+            let end = min(lastLingerRead + Self.lingerTime, lingerSince + Self.longestLinger)
+            if NIODeadline.now() >= end { context.close(promise: nil) } else { scheduleLingerEnd(at: end, context) }
+        }
+    }
+
+    /// While lingering, the client's bytes (or the errors its bytes made) move the close on.
+    func noteLingerRead() {
+        if lingerDeadline != nil { lastLingerRead = .now() }
     }
 }

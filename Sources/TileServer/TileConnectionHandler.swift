@@ -34,8 +34,8 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var client: String?
     let headTimeout: TimeAmount
     /// Since when the connection has waited for a request's head (nil while one is in progress).
-    private var waitingSince: NIODeadline?
-    private var headDeadline: Scheduled<Void>?
+    var waitingSince: NIODeadline?
+    var headDeadline: Scheduled<Void>?
     private var writeDeadline: Scheduled<Void>?
     /// NIO's response encoder: a cached 200's prepared head and body are written below it, the bytes
     /// it would write for them (it is not paired with the decoder, so it keeps no per-request state;
@@ -76,6 +76,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     var closeDeadline: Scheduled<Void>?
     var lingerDeadline: Scheduled<Void>?
     var lingerSince: NIODeadline = .uptimeNanoseconds(0)
+    var lastLingerRead: NIODeadline = .uptimeNanoseconds(0)
 
     /// The requests one connection may have with the application at once (pipelined behind one not
     /// answered yet). NIO's decoder hands over every request of a read at once (64 KiB: a thousand
@@ -163,7 +164,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !isCut, !isClosing else { return extendLinger(context) }
+        guard !isCut, !isClosing else { return noteLingerRead() }
         switch unwrapInboundIn(data) {
         case .head(let head):
             waitingSince = nil
@@ -251,7 +252,8 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         // The connection's last answer: it closes once the answer has reached the socket (a close drops
         // the writes still queued, the answers a client that reads slowly has not taken yet).
         let closes = isIdle && closesWhenIdle
-        let written = closes ? (promise ?? context.eventLoop.makePromise()) : promise
+        let written = closes ? context.eventLoop.makePromise(of: Void.self) : promise
+        if closes, let promise { written?.futureResult.cascade(to: promise) }
         if endsWithoutBytes {
             endsWithoutBytes = false
             // Nothing to write for the end, but the close waits for what was written before it.
@@ -271,7 +273,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // Bytes after the last request passed on (past the bound, or while closing): dropped, as the
         // requests were; an answer to them would be paired with a request the client sends again.
-        guard !isCut, !isClosing else { return }
+        guard !isCut, !isClosing else { return noteLingerRead() }
         hasFailed = true
         if let head = held { pass(head, context) }  // it came before the bytes that failed: answered first
         context.fireErrorCaught(error)
@@ -281,9 +283,10 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         switch event {
         case let idle as IdleStateHandler.IdleStateEvent where idle == .read:
             // Silent for the idle timeout: closed unless the application is answering a request it has
-            // read whole (a render waiting for rows has a deadline of its own).
-            if requestsWithApplication == 0 || isPassingBody || held != nil { context.close(promise: nil) }
+            // read whole (a render waiting for rows has a deadline of its own). Closing: its own deadlines.
+            if !isClosing, requestsWithApplication == 0 || isPassingBody || held != nil { context.close(promise: nil) }
         case is ChannelShouldQuiesceEvent:
+            if lingerDeadline != nil { return context.close(promise: nil) }
             closesWhenIdle = true
             if requestsWithApplication == 0 { closeWhenWritten(nil, context) }
         case ChannelEvent.inputClosed:
@@ -297,6 +300,11 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             guard !isPassingBody else { return context.fireUserInboundEventTriggered(event) }
             closesWhenIdle = true
             if requestsWithApplication == 0 { closeWhenWritten(nil, context) }
+        case ChannelEvent.outputClosed where !isClosing:
+            // The application closed the sending side (it answered `Connection: close`): nothing more is
+            // answered, what the client still sends is read and dropped until it closes or goes silent.
+            startLinger(context)
+            context.fireUserInboundEventTriggered(event)
         default:
             context.fireUserInboundEventTriggered(event)
         }
