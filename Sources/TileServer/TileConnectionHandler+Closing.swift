@@ -4,6 +4,15 @@ import NIOCore
 // client has closed its side) ends: after its last answer has reached the socket, and after a cut,
 // lingering, so that the client reads every answer.
 extension TileConnectionHandler {
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        // The application's half-close (an answer with `Connection: close`) waits for its answers to be
+        // taken: given the idle timeout, as a closing connection's last answer is; then a linger.
+        if mode == .output, closeDeadline == nil, lingerDeadline == nil {
+            closeDeadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: headTimeout) { context.close(promise: nil) }
+        }
+        context.close(mode: mode, promise: promise)
+    }
+
     /// Closes the connection once what was written to it has reached the socket: `written` is the last
     /// write's promise (nil: an empty write is queued after the others), given the idle timeout at most
     /// (a client that takes nothing). After a cut, it closes lingering (``closeLingering(_:)``). Nothing
@@ -39,16 +48,20 @@ extension TileConnectionHandler {
         closed.futureResult.assumeIsolatedUnsafeUnchecked().whenFailure { _ in context.close(promise: nil) }
         context.close(mode: .output, promise: closed)
         startLinger(context)
-        context.read()
     }
 
     /// Reads and drops what the client still sends, and closes the connection when the client closes its
     /// side, or has sent nothing for ``lingerTime`` (``longestLinger`` at most).
     func startLinger(_ context: ChannelHandlerContext) {
         isClosing = true
+        headDeadline?.cancel()
+        closeDeadline?.cancel()
+        (headDeadline, waitingSince, closeDeadline) = (nil, nil, nil)
         lingerSince = .now()
         lastLingerRead = lingerSince
         scheduleLingerEnd(at: lingerSince + Self.lingerTime, context)
+        // Read on even when the application reads no more (its queue full of requests it will not answer).
+        context.read()
     }
 
     /// One timer, moved on when it fires early (the client's bytes came meanwhile: ``noteLingerRead()``).

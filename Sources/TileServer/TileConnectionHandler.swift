@@ -230,6 +230,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
         // Nothing passed on (every request of the read answered here): the application's handlers
         // have nothing to deliver.
+        if lingerDeadline != nil { context.read() }  // lingering: the application's reads are not waited for
         guard hasPassedReads else { return }
         hasPassedReads = false
         context.fireChannelReadComplete()
