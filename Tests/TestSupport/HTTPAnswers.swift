@@ -30,6 +30,7 @@ public enum HTTPAnswers {
 
     /// Reads from `connection` until `count` final answers (with `interim`, any answers: a `100 Continue`
     /// counts) have arrived (and `grace` more passed without another), the peer closes, or `timeout` passes.
+    @available(*, noasync, message: "blocks a thread of Swift's cooperative pool, which an in-process server needs: use received")
     public static func read(
         _ connection: LoopbackConnection, count: Int, interim: Bool = false, timeout: Duration, grace: Duration = .milliseconds(30),
         isHead: (Int) -> Bool = { _ in false }
@@ -49,9 +50,10 @@ public enum HTTPAnswers {
 
     /// As ``read(_:count:interim:timeout:grace:isHead:)``, on a thread of its own (``LoopbackConnection/onOwnThread(_:)``).
     public static func received(
-        _ connection: LoopbackConnection, count: Int, interim: Bool = false, timeout: Duration, grace: Duration = .milliseconds(30)
+        _ connection: LoopbackConnection, count: Int, interim: Bool = false, timeout: Duration, grace: Duration = .milliseconds(30),
+        isHead: @escaping @Sendable (Int) -> Bool = { _ in false }
     ) async -> (answers: [Answer], closed: Bool) {
-        await LoopbackConnection.onOwnThread { read(connection, count: count, interim: interim, timeout: timeout, grace: grace) }
+        await LoopbackConnection.onOwnThread { read(connection, count: count, interim: interim, timeout: timeout, grace: grace, isHead: isHead) }
     }
 }
 

@@ -70,11 +70,17 @@ public final class LoopbackConnection: @unchecked Sendable {
 
     /// Everything the peer sends until it closes the connection, or until `timeout` passes.
     /// - Returns: the bytes, and whether the peer closed.
+    @available(*, noasync, message: "blocks a thread of the cooperative pool: use received(timeout:) or onOwnThread")
     public func read(timeout: Duration) -> (bytes: Data, closed: Bool) { read(timeout: timeout, until: { _ in false }) }
 
     /// As ``read(timeout:)``, waiting on a thread of its own (``onOwnThread(_:)``).
     public func received(timeout: Duration) async -> (bytes: Data, closed: Bool) {
         await Self.onOwnThread { self.read(timeout: timeout) }
+    }
+
+    /// As ``read(timeout:until:)``, waiting on a thread of its own (``onOwnThread(_:)``).
+    public func received(timeout: Duration, until done: @escaping @Sendable (Data) -> Bool) async -> (bytes: Data, closed: Bool) {
+        await Self.onOwnThread { self.read(timeout: timeout, until: done) }
     }
 
     /// Runs `reads` (blocking reads of connections) on a thread of its own: an async test never blocks
@@ -87,6 +93,7 @@ public final class LoopbackConnection: @unchecked Sendable {
 
     /// What the peer sends until it closes the connection, `timeout` passes, or `done` says the bytes
     /// so far are enough.
+    @available(*, noasync, message: "blocks a thread of the cooperative pool: use received(timeout:) or onOwnThread")
     public func read(timeout: Duration, until done: (Data) -> Bool) -> (bytes: Data, closed: Bool) {
         let (bytes, end) = readStream(timeout: timeout, until: done)
         return (bytes, end != nil)
@@ -95,6 +102,7 @@ public final class LoopbackConnection: @unchecked Sendable {
     /// As ``read(timeout:)``, saying how the stream ended: `0` when the peer closed it (its FIN), the
     /// error otherwise (`ECONNRESET`: a reset, which drops what the peer sent and was not read yet),
     /// nil when `timeout` passed first.
+    @available(*, noasync, message: "blocks a thread of the cooperative pool: use received(timeout:) or onOwnThread")
     public func readToEnd(timeout: Duration) -> (bytes: Data, end: Int32?) { readStream(timeout: timeout, until: { _ in false }) }
 
     private func readStream(timeout: Duration, until done: (Data) -> Bool) -> (bytes: Data, end: Int32?) {

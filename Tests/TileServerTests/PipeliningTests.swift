@@ -196,6 +196,7 @@ struct PipeliningTests {
     }
 
     /// As ``exchange(_:_:timeout:body:)``, blocking the calling thread (for tests' own threads).
+    @available(*, noasync, message: "blocks a thread of Swift's cooperative pool, which an in-process server needs: use exchange")
     static func blockingExchange(_ port: UInt16, _ requests: [String], timeout: Duration = LoopbackConnection.answerTimeout) throws -> [HTTPAnswers
         .Answer]
     {

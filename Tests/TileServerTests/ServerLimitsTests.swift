@@ -197,7 +197,7 @@ struct ServerLimitsTests {
             let connection = try LoopbackConnection(port: port)
             let head = "PUT /images/huge HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: \(1 << 62)\r\n\r\n"
             try connection.send(Data(head.utf8) + tiff)
-            let answer = String(decoding: connection.read(timeout: .seconds(60)) { $0.count > 12 }.bytes, as: UTF8.self)
+            let answer = String(decoding: await connection.received(timeout: .seconds(60)) { $0.count > 12 }.bytes, as: UTF8.self)
             #expect(answer.hasPrefix("HTTP/1.1 507"), "\(answer)")
             let health = try await TileServerTests.get(client, "\(base)/health")
             #expect(health.status == 200)

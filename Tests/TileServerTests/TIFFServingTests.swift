@@ -55,10 +55,10 @@ struct TIFFServingTests {
             ] {
                 let connection = try LoopbackConnection(port: port)
                 try connection.send(Data("GET \(target) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-                let routed = try #require(HTTPAnswers.read(connection, count: 1, timeout: .seconds(60)).answers.first)
+                let routed = try #require(await HTTPAnswers.received(connection, count: 1, timeout: .seconds(60)).answers.first)
                 let again = try LoopbackConnection(port: port)
                 try again.send(Data("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-                let handled = try #require(HTTPAnswers.read(again, count: 1, timeout: .seconds(60)).answers.first)
+                let handled = try #require(await HTTPAnswers.received(again, count: 1, timeout: .seconds(60)).answers.first)
                 #expect(routed.status == 200 && handled.status == 200 && routed.body == handled.body, "\(target)")
                 #expect(Self.quantisationTables(handled.body) == Self.quantisationTables(jpeg), "\(target)")
                 for field in fields {
@@ -149,7 +149,7 @@ struct TIFFServingTests {
                 for _ in 0..<10 where directAnswer == nil {
                     let connection = try LoopbackConnection(port: port)
                     try connection.send(Data("GET \(target) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-                    routedAnswer = HTTPAnswers.read(connection, count: 1, timeout: .seconds(60)).answers.first
+                    routedAnswer = await HTTPAnswers.received(connection, count: 1, timeout: .seconds(60)).answers.first
                     stored = TileAddress(path: target[...]).image.flatMap(service.storedTile)
                     directAnswer = stored.flatMap { service.storedImage($0, path: target) }
                 }
@@ -157,7 +157,7 @@ struct TIFFServingTests {
                 let direct = try #require(directAnswer, "\(target): not answered by the connection handler")
                 let again = try LoopbackConnection(port: port)
                 try again.send(Data("GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
-                let handled = try #require(HTTPAnswers.read(again, count: 1, timeout: .seconds(60)).answers.first)
+                let handled = try #require(await HTTPAnswers.received(again, count: 1, timeout: .seconds(60)).answers.first)
                 #expect(routed.status == 200 && handled.status == 200, "\(target)")
                 #expect(routed.body == handled.body && Data(direct.body.readableBytesView) == routed.body, "\(target)")
                 #expect(direct.entityTag == routed.headers["etag"] && direct.lastModified == routed.headers["last-modified"], "\(target)")

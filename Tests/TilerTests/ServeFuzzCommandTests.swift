@@ -52,7 +52,7 @@ struct ServeFuzzCommandTests {
         for request in valid {
             let connection = try LoopbackConnection(port: UInt16(port))
             try connection.send(Data(request.replacingOccurrences(of: "\r\n\r\n", with: "\r\nConnection: close\r\n\r\n").utf8))
-            let answers = HTTPAnswers.split(connection.read(timeout: .seconds(30)).bytes) { _ in request.hasPrefix("HEAD") }
+            let answers = HTTPAnswers.split(await connection.received(timeout: .seconds(30)).bytes) { _ in request.hasPrefix("HEAD") }
             try #require(answers.count == 1, "\(request)")
             reference.append(Self.answer(answers[0]))
         }
