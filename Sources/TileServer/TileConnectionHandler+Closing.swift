@@ -1,4 +1,5 @@
 import NIOCore
+import Synchronization
 
 // How a connection that must close (past the bound of pipelined requests, at a shutdown, once the
 // client has closed its side) ends: after its last answer has reached the socket, and after a cut,
@@ -59,6 +60,8 @@ extension TileConnectionHandler {
         (headDeadline, waitingSince, closeDeadline) = (nil, nil, nil)
         lingerSince = .now()
         lastLingerRead = lingerSince
+        // Under the connection limit, a lingering connection may be closed to make room as one waiting is.
+        headWait?.since.store(lingerSince.uptimeNanoseconds, ordering: .relaxed)
         scheduleLingerEnd(at: lingerSince + Self.lingerTime, context)
         // Read on even when the application reads no more (its queue full of requests it will not answer).
         context.read()

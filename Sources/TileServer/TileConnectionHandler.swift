@@ -33,8 +33,11 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// The peer's address as the access log writes it, made once per connection.
     private var client: String?
     let headTimeout: TimeAmount
-    /// Since when the connection has waited for a request's head (nil while one is in progress).
-    var waitingSince: NIODeadline?
+    /// Since when the connection has waited for a request's head (nil while one is in progress); the
+    /// server's ``ConnectionCounts`` see it through ``headWait``.
+    var waitingSince: NIODeadline? { didSet { headWait?.since.store(waitingSince?.uptimeNanoseconds ?? 0, ordering: .relaxed) } }
+    private(set) var headWait: HeadWait?
+    private let counts: ConnectionCounts?
     var headDeadline: Scheduled<Void>?
     private var writeDeadline: Scheduled<Void>?
     /// NIO's response encoder: a cached 200's prepared head and body are written below it, the bytes
@@ -101,8 +104,12 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// ``HTTPDate/line()``, whose lock the event loops would otherwise share on every answer).
     private var date = DateLine()
 
-    init(service: TileService, rules: RequestGuard, recorder: RequestRecorder, headTimeout: TimeAmount, access: AccessPolicy? = nil) {
+    init(
+        service: TileService, rules: RequestGuard, recorder: RequestRecorder, headTimeout: TimeAmount, access: AccessPolicy? = nil,
+        counts: ConnectionCounts? = nil
+    ) {
         self.service = service
+        self.counts = counts
         self.rules = rules
         self.access = access
         self.recorder = recorder
@@ -112,6 +119,11 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     func handlerAdded(context: ChannelHandlerContext) {
         encoder = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
         if recorder.accessLog != nil { client = context.channel.remoteAddress?.ipAddress }
+        if let counts {
+            let wait = HeadWait(channel: context.channel)
+            counts.add(wait)
+            headWait = wait
+        }
         if context.channel.isActive { waitForHead(context) }
     }
 
@@ -122,6 +134,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func handlerRemoved(context: ChannelHandlerContext) {
         if peerHasClosed { service.renders.connectionEnded(ObjectIdentifier(context.channel)) }
+        if let headWait { counts?.remove(headWait) }
         encoder = nil
         headDeadline?.cancel()
         writeDeadline?.cancel()
@@ -140,27 +153,6 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             }
         }
         context.fireChannelWritabilityChanged()
-    }
-
-    /// Starts the wait for the next head: closed at `headTimeout` unless one arrives whole. One timer
-    /// at a time, moved on when it fires early.
-    private func waitForHead(_ context: ChannelHandlerContext) {
-        let now = NIODeadline.now()
-        waitingSince = now
-        guard headDeadline == nil else { return }
-        scheduleHeadDeadline(at: now + headTimeout, context)
-    }
-
-    private func scheduleHeadDeadline(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
-        headDeadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(deadline: deadline) { [self] in
-            headDeadline = nil
-            guard let since = waitingSince else { return }
-            if NIODeadline.now() >= since + headTimeout {
-                context.close(promise: nil)
-            } else {
-                scheduleHeadDeadline(at: since + headTimeout, context)
-            }
-        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -149,10 +149,10 @@ public struct TileServer: Sendable {
         let (seconds, attoseconds) = min(max(.zero, idleTimeout), Self.longestTimeout).components
         let idle = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         let (service, accessLog, rules, access) = (routes.service, self.accessLog, requestGuard ?? .defaults(bind: host), routes.access)
-        let server = HTTPServerBuilder { responder in
+        let server = HTTPServerBuilder { [connections] responder in
             TileHTTPChannel(
                 responder: responder, service: service, rules: rules, idleTimeout: idle,
-                recorder: RequestRecorder(accessLog: accessLog, metrics: service.metrics), access: access)
+                recorder: RequestRecorder(accessLog: accessLog, metrics: service.metrics), access: access, counts: connections)
         }
         let limit = ConnectionLimit(maximum: maximumConnections, counts: connections, logger: log)
         return Application(
@@ -173,6 +173,7 @@ struct TileHTTPChannel: HTTPChannelHandler {
     let idleTimeout: TimeAmount
     let recorder: RequestRecorder
     let access: AccessPolicy?
+    let counts: ConnectionCounts
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -187,9 +188,10 @@ struct TileHTTPChannel: HTTPChannelHandler {
             try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
             try pipeline.addHandler(IdleStateHandler(readTimeout: idleTimeout), position: .first)
             try pipeline.addHandler(
-                TileConnectionHandler(service: service, rules: rules, recorder: recorder, headTimeout: idleTimeout, access: access))
+                TileConnectionHandler(
+                    service: service, rules: rules, recorder: recorder, headTimeout: idleTimeout, access: access, counts: counts))
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+            return try Value.closingWhenDropped(channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }
     }
 
@@ -253,5 +255,26 @@ struct RequestRecorder: Sendable {
         accessLog.record(
             client: client(), method: method, target: target, version: version, status: status, bytes: bytes,
             referer: combined ? referer() : nil, userAgent: combined ? userAgent() : nil)
+    }
+}
+
+/// A connection's `NIOAsyncChannel` that closes its channel when it is dropped unused, instead of
+/// stopping the process. Hummingbird's accept loop drops the connections accepted but not handed to it
+/// yet when its task is cancelled (a shutdown while clients connect, swift-nio#2637), and a channel made
+/// by `init(wrappingChannelSynchronously:)` traps in its writer's deinitializer then ("Deinited
+/// NIOAsyncWriter without calling finish()"); one made by `init(synchronouslyWrapping:)` is closed.
+/// NIO deprecated that initializer for its teardown by deinitializer, which is exactly what is wanted
+/// here: a protocol requirement reaches it without the deprecation's warning.
+private protocol ClosingWhenDropped {
+    associatedtype Configuration
+    init(synchronouslyWrapping channel: any Channel, configuration: Configuration) throws
+}
+
+extension NIOAsyncChannel: ClosingWhenDropped {}
+
+extension ClosingWhenDropped {
+    /// See ``ClosingWhenDropped``. Called on the channel's event loop.
+    fileprivate static func closingWhenDropped(_ channel: any Channel, configuration: Configuration) throws -> Self {
+        try Self(synchronouslyWrapping: channel, configuration: configuration)
     }
 }

@@ -70,7 +70,10 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var followSymlinks: Bool?
 
-    @Option(help: "Connections open at once at most, lowered to what the descriptor limit allows (default 4096).")
+    @Option(
+        help:
+            "Connections open at once at most, lowered to what the descriptor limit allows (default 4096); with all open, the one waiting longest for a request (1 s at least) is closed for the next."
+    )
     var maxConnections: Int?
 
     @Option(help: "Uploads at once at most, lowered to what the descriptor limit allows (default 8).")
