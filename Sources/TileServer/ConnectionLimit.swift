@@ -2,6 +2,7 @@ import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import Synchronization
 
 /// Counts of a server's connections, readable from any thread; and, when the server has its maximum,
@@ -24,14 +25,19 @@ public final class ConnectionCounts: Sendable {
         var waiting: [ObjectIdentifier: HeadWait] = [:]
         /// Those being closed to make room (counted as room already).
         var evicting: Set<ObjectIdentifier> = []
-        /// Those found busy when they were to be closed (a request came, or an answer is still being
-        /// sent), passed over until the next look.
-        var passedOver: Set<ObjectIdentifier> = []
+        /// Those found busy when they were to be closed (a request had come, an answer was still being
+        /// sent), with the wait they were found in: passed over until they wait anew.
+        var passedOver: [ObjectIdentifier: UInt64] = [:]
         /// Whether a timer will look again (the oldest wait too young, or none).
         var looksAgain = false
+        /// When each warning was last logged (one a second at most: an attack makes thousands).
+        var warned: (waits: UInt64, evictions: UInt64) = (0, 0)
     }
 
     private let state = NIOLockedValueBox(State())
+    /// Where the looks again run: a connection's own registration may come after the server's first
+    /// look (NIO adds its handlers in a later turn of its loop), so none need be there to run one.
+    private let timers = MultiThreadedEventLoopGroup.singleton.any()
 
     /// How long a connection must have waited for a request before it is closed to make room: a
     /// browser's kept-alive connection between two tiles is not.
@@ -50,9 +56,14 @@ public final class ConnectionCounts: Sendable {
 
     func opened() { state.withLockedValue { ($0.open, $0.peak) = ($0.open + 1, max($0.peak, $0.open + 1)) } }
     func closed() { state.withLockedValue { $0.open -= 1 } }
-    func waited() -> Int {
-        state.withLockedValue {
+
+    /// Counts a stop of the accepting; the count when it is to be logged (a second after the last), or nil.
+    func waited() -> Int? {
+        let now = NIODeadline.now().uptimeNanoseconds
+        return state.withLockedValue {
             $0.waits += 1
+            guard $0.warned.waits == 0 || now &- $0.warned.waits >= 1_000_000_000 else { return nil }
+            $0.warned.waits = now
             return $0.waits
         }
     }
@@ -64,14 +75,14 @@ public final class ConnectionCounts: Sendable {
         state.withLockedValue {
             $0.waiting[ObjectIdentifier(wait)] = nil
             $0.evicting.remove(ObjectIdentifier(wait))
-            $0.passedOver.remove(ObjectIdentifier(wait))
+            $0.passedOver[ObjectIdentifier(wait)] = nil
         }
     }
 
     private enum Step {
         case none
         case close(HeadWait, since: UInt64)
-        case lookAgain(HeadWait, at: NIODeadline)
+        case lookAgain(at: NIODeadline)
     }
 
     /// With `maximum` connections open (those being closed aside): closes the one that has waited
@@ -84,24 +95,25 @@ public final class ConnectionCounts: Sendable {
         let step = state.withLockedValue { state -> Step in
             guard state.open - state.evicting.count >= maximum else { return .none }
             var (oldest, since): (HeadWait?, UInt64) = (nil, .max)
-            for (key, wait) in state.waiting where !state.evicting.contains(key) && !state.passedOver.contains(key) {
+            for (key, wait) in state.waiting where !state.evicting.contains(key) {
                 let waiting = wait.since.load(ordering: .relaxed)
-                if waiting != 0, waiting < since { (oldest, since) = (wait, waiting) }
+                if waiting != 0, waiting < since, state.passedOver[key] != waiting { (oldest, since) = (wait, waiting) }
             }
             if let oldest, since <= now, now - since >= minimum {
                 state.evicting.insert(ObjectIdentifier(oldest))
                 return .close(oldest, since: since)
             }
-            // The timer runs on a connection's event loop (any: the loops outlive their connections).
-            guard !state.looksAgain, let timer = oldest ?? state.waiting.values.first else { return .none }
+            guard !state.looksAgain else { return .none }
             state.looksAgain = true
-            return .lookAgain(timer, at: .uptimeNanoseconds((oldest == nil ? now : since) &+ minimum))
+            return .lookAgain(at: .uptimeNanoseconds((oldest == nil ? now : since) &+ minimum))
         }
         switch step {
         case .none:
             return
         case .close(let wait, let since):
             wait.channel.eventLoop.execute {
+                // Closed already (it is counted as room until it is gone).
+                guard wait.channel.isActive else { return }
                 // Still waiting since then (its wait is written on this loop), its last answer all sent:
                 // closed. Otherwise (a request came meanwhile, a slow client still takes an answer)
                 // another is looked for.
@@ -110,26 +122,27 @@ public final class ConnectionCounts: Sendable {
                     self.state.withLockedValue {
                         let key = ObjectIdentifier(wait)
                         $0.evicting.remove(key)
-                        $0.passedOver.insert(key)
+                        $0.passedOver[key] = since
                     }
                     return self.makeRoom(maximum: maximum, logger: logger)
                 }
-                let count = self.state.withLockedValue {
-                    $0.evictions += 1
-                    return $0.evictions
+                let now = NIODeadline.now().uptimeNanoseconds
+                let count = self.state.withLockedValue { state -> Int? in
+                    state.evictions += 1
+                    guard state.warned.evictions == 0 || now &- state.warned.evictions >= 1_000_000_000 else { return nil }
+                    state.warned.evictions = now
+                    return state.evictions
                 }
-                let waited = Double(NIODeadline.now().uptimeNanoseconds &- since) / 1e9
-                logger.warning(
-                    "connection limit reached: closed the connection waiting longest for a request",
-                    metadata: ["waited": "\(Int(waited.rounded())) s", "limit": "\(maximum)", "times": "\(count)"])
+                if let count {
+                    logger.warning(
+                        "connection limit reached: closed the connection waiting longest for a request (one a second logged)",
+                        metadata: ["waited": "\(Int((Double(now &- since) / 1e9).rounded())) s", "limit": "\(maximum)", "times": "\(count)"])
+                }
                 wait.channel.close(promise: nil)
             }
-        case .lookAgain(let wait, let deadline):
-            wait.channel.eventLoop.scheduleTask(deadline: deadline) {
-                self.state.withLockedValue {
-                    $0.looksAgain = false
-                    $0.passedOver = []
-                }
+        case .lookAgain(let deadline):
+            timers.scheduleTask(deadline: deadline) {
+                self.state.withLockedValue { $0.looksAgain = false }
                 self.makeRoom(maximum: maximum, logger: logger)
             }
         }
@@ -160,9 +173,11 @@ struct ConnectionLimit: AvailableConnectionsDelegate {
 
     func isAcceptingNewConnections() -> Bool {
         guard counts.open >= maximum else { return true }
-        let waits = counts.waited()
-        logger.warning(
-            "connection limit reached: new connections wait", metadata: ["open": "\(counts.open)", "limit": "\(maximum)", "times": "\(waits)"])
+        if let waits = counts.waited() {
+            logger.warning(
+                "connection limit reached: new connections wait (one a second logged)",
+                metadata: ["open": "\(counts.open)", "limit": "\(maximum)", "times": "\(waits)"])
+        }
         counts.makeRoom(maximum: maximum, logger: logger)
         return false
     }

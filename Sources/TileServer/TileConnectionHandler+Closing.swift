@@ -77,6 +77,9 @@ extension TileConnectionHandler {
 
     /// While lingering, the client's bytes (or the errors its bytes made) move the close on.
     func noteLingerRead() {
-        if lingerDeadline != nil { lastLingerRead = .now() }
+        guard lingerDeadline != nil else { return }
+        lastLingerRead = .now()
+        // Not closed to make room while the client still sends (a reset would drop its last answers).
+        headWait?.since.store(lastLingerRead.uptimeNanoseconds, ordering: .relaxed)
     }
 }

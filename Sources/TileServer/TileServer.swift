@@ -262,9 +262,12 @@ struct RequestRecorder: Sendable {
 /// stopping the process. Hummingbird's accept loop drops the connections accepted but not handed to it
 /// yet when its task is cancelled (a shutdown while clients connect, swift-nio#2637), and a channel made
 /// by `init(wrappingChannelSynchronously:)` traps in its writer's deinitializer then ("Deinited
-/// NIOAsyncWriter without calling finish()"); one made by `init(synchronouslyWrapping:)` is closed.
-/// NIO deprecated that initializer for its teardown by deinitializer, which is exactly what is wanted
-/// here: a protocol requirement reaches it without the deprecation's warning.
+/// NIOAsyncWriter without calling finish()"); one made by `init(synchronouslyWrapping:)` is closed:
+/// its writer's deinitializer half-closes it (outbound half-closure is on), and ``TileConnectionHandler``
+/// lingers and then closes it whole (``TileConnectionHandler/startLinger(_:)``). A connection handled
+/// as usual is unchanged (`executeThenClose` finishes the writer itself). NIO deprecated that
+/// initializer for its teardown by deinitializer, which is exactly what is wanted here: a protocol
+/// requirement reaches it without the deprecation's warning (its removal would show as a build error).
 private protocol ClosingWhenDropped {
     associatedtype Configuration
     init(synchronouslyWrapping channel: any Channel, configuration: Configuration) throws
