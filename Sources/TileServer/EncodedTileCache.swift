@@ -1,5 +1,6 @@
 public import NIOCore
 import NIOConcurrencyHelpers
+import Synchronization
 import TileCore
 
 /// An encoded image (a tile, a region), as the server answers it: immutable, shared by reference
@@ -53,6 +54,8 @@ public final class EncodedTileCache: Sendable {
     /// The shards, each behind its own lock (a pthread mutex: see ``TiledImage``'s `state` for why not
     /// the standard library's `Mutex`).
     private let shards: [NIOLockedValueBox<Shard>]
+    /// How many times entries were dropped (evicted, replaced or purged); see ``removals``.
+    private let removalCount = Atomic<Int>(0)
 
     private struct Shard {
         var entries: [Key: Entry] = [:]
@@ -96,6 +99,11 @@ public final class EncodedTileCache: Sendable {
     /// Images kept now.
     public var count: Int { shards.reduce(0) { total, shard in total + shard.withLockedValue { $0.entries.count } } }
 
+    /// How many times the cache has dropped entries (evicted, replaced by another image, purged): a
+    /// caller that keeps an image it was given (``AnswerMemo``), read before the look-up, knows the cache
+    /// still holds it while this stays the same.
+    public var removals: Int { removalCount.load(ordering: .acquiring) }
+
     /// The image kept for `key` (sharing the cache's storage), marked as just used; nil when none is.
     public func image(for key: String) -> EncodedImage? {
         let key = Key(key)
@@ -114,9 +122,11 @@ public final class EncodedTileCache: Sendable {
         shard(hash: key.hash).withLockedValue { s in
             if let old = s.entries.updateValue(Entry(image: image, lastUse: s.uses.tick()), forKey: key) {
                 s.bytes -= old.image.body.readableBytes
+                removalCount.add(1, ordering: .releasing)
             }
             s.bytes += size
             guard s.bytes > limit else { return }
+            defer { removalCount.add(1, ordering: .releasing) }
             // Evict in one pass: oldest first, until a quarter below the capacity (so that a full shard
             // does not sort on every insert).
             let target = limit - limit / 4
@@ -146,6 +156,7 @@ public final class EncodedTileCache: Sendable {
                 for (key, entry) in s.entries where entry.image.id == id {
                     s.entries[key] = nil
                     s.bytes -= entry.image.body.readableBytes
+                    removalCount.add(1, ordering: .releasing)
                 }
             }
         }

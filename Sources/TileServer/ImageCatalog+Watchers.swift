@@ -47,6 +47,10 @@ extension ImageCatalog {
         return lastVersion == version
     }
 
+    /// How many times the ready images changed (an image made ready, replaced or forgotten): a caller
+    /// that keeps what ``isReady(_:version:remembered:)`` said (``AnswerMemo``) keeps it while this stays the same.
+    nonisolated var readyChanges: Int { readyImages.changes.load(ordering: .acquiring) }
+
     /// What ``isReady(_:version:remembered:)`` found for an identifier: the version of its ready image
     /// (nil: none ready), when its source was last looked at, and the count of the ready images'
     /// changes it was found at.

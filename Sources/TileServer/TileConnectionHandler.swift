@@ -5,7 +5,8 @@ import NIOHTTP1
 import Synchronization
 
 /// One connection's handler, right after NIO's HTTP/1.1 decoder (the only parser): it answers a
-/// request for an image already in the ``TileService``'s cache, a tile (DeepZoom or IIIF) stored whole
+/// request for an image already in the ``TileService``'s cache (a target its event loop answered from
+/// there before is found in the loop's ``AnswerMemo``, without reading its path), a tile (DeepZoom or IIIF) stored whole
 /// in a TIFF pyramid whose bytes the page cache holds (``TileService/storedImage(path:keepsWhole:)``;
 /// kept in the cache once asked for again), and
 /// `/health`, at once, and passes every other request on to the application; and it closes the connection when it goes silent or
@@ -27,8 +28,8 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let service: TileService
-    private let rules: RequestGuard
+    let service: TileService
+    let rules: RequestGuard
     private let recorder: RequestRecorder
     /// The peer's address as the access log writes it, made once per connection.
     private var client: String?
@@ -45,7 +46,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// see ``TileHTTPChannel``).
     private(set) var encoder: ChannelHandlerContext?
     /// The last `Host` value the request guard allowed (a connection names one host).
-    private var allowedHost: String?
+    var allowedHost: String?
     /// Requests passed on to the application whose responses have not ended.
     private var requestsWithApplication = 0
     /// The methods of the requests passed on whose answers' heads have not been written, oldest first.
@@ -58,8 +59,14 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var isPassingBody = false
     /// A head that may be answered here once its end arrives, what its path names, and when it arrived.
     private var held: HTTPRequestHead?
-    private var heldAddress = TileAddress(path: "/health")
+    var heldAddress = TileAddress(path: "/health")
+    /// The metrics' label of the held head's path.
+    private var heldRoute = ServerMetrics.Route.health
     private var heldSince: NIODeadline = .uptimeNanoseconds(0)
+    /// The held head's answer, found in the event loop's ``memo``.
+    private var heldImage: EncodedImage?
+    /// The event loop's index of cached answers (``AnswerMemo``).
+    var memo: NIOLoopBoundBox<AnswerMemo>?
     private var closesWhenIdle = false
     private var hasFailed = false
     private var hasAnswered = false
@@ -94,12 +101,12 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     static let longestLinger = TimeAmount.seconds(30)
 
     /// Restricted images: their requests go to the routes, which check the session (nil: none).
-    private let access: AccessPolicy?
+    let access: AccessPolicy?
     /// The identifier last looked up in ``access`` (as written) and whether a rule matched it: a
     /// connection asks for one image's tiles after another.
-    private var lastLookedUp: (id: String, isRestricted: Bool)?
+    var lastLookedUp: (id: String, isRestricted: Bool)?
     /// The ready image this connection's last cached answer was of (its tiles come one after another).
-    private var lastReady: ImageCatalog.ReadyLookup?
+    var lastReady: ImageCatalog.ReadyLookup?
     /// This second's `Date` line, made again when the second changes (the connection's own copy of
     /// ``HTTPDate/line()``, whose lock the event loops would otherwise share on every answer).
     private var date = DateLine()
@@ -118,6 +125,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func handlerAdded(context: ChannelHandlerContext) {
         encoder = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
+        memo = service.memos.memo(on: context.eventLoop)
         if recorder.accessLog != nil { client = context.channel.remoteAddress?.ipAddress }
         if let counts {
             let wait = HeadWait(channel: context.channel)
@@ -162,10 +170,15 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             waitingSince = nil
             // The path is read only when this handler could answer (nothing of the connection's is with
             // the application): what it passes on, the router reads.
-            if requestsWithApplication == 0, !hasFailed, !closesWhenIdle, context.channel.isWritable {
+            if requestsWithApplication == 0, !hasFailed, !closesWhenIdle, context.channel.isWritable, isPlain(head) {
+                if let (image, route) = memorized(head.uri) {
+                    (held, heldRoute, heldImage) = (head, route, image)
+                    heldSince = .now()
+                    return
+                }
                 let address = TileAddress(path: TileAddress.path(of: head.uri))
-                if mayAnswer(head, address) {
-                    (held, heldAddress) = (head, address)
+                if address.image != nil || head.uri == "/health", !isRestricted(address) {
+                    (held, heldAddress, heldRoute) = (head, address, address.route)
                     heldSince = .now()
                     return
                 }
@@ -182,9 +195,17 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             context.fireChannelRead(data)
         case .end:
             if let head = held {
+                if let image = heldImage {
+                    service.metrics.cacheHit()
+                    return answer(head, image, context)
+                }
                 guard let address = heldAddress.image else { return answer(head, Self.alive, context) }  // `/health`
                 let path = TileAddress.pathString(of: head.uri)
-                if let image = service.cachedImage(path: path, remembered: &lastReady) { return answer(head, image, context) }
+                let removals = service.cache.removals  // before the look-up (``AnswerMemo``)
+                if let image = service.cachedImage(path: path, remembered: &lastReady) {
+                    memorize(image, for: head.uri, removals: removals)
+                    return answer(head, image, context)
+                }
                 if let stored = service.storedTile(address) {
                     // A whole tile asked for again is kept in the cache (it is answered from memory from then on).
                     let isWhole = stored.isWhole
@@ -207,7 +228,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     private func pass(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
-        held = nil
+        (held, heldImage) = (nil, nil)
         requestsWithApplication += 1
         applicationMethods.append(head.method)
         isPassingBody = true
@@ -303,35 +324,6 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
     }
 
-    /// Whether `head` is a request this handler may answer: `GET` or `HEAD` over HTTP/1.1, kept alive,
-    /// no `Upgrade`, for a `Host` the server answers for, of a DeepZoom tile or an IIIF image no access rule
-    /// restricts, or `/health`.
-    private func mayAnswer(_ head: HTTPRequestHead, _ address: TileAddress) -> Bool {
-        (head.method == .GET || head.method == .HEAD) && head.version == .http1_1 && head.isKeepAlive
-            && (address.image != nil || head.uri == "/health")
-            && !head.headers.contains(name: "upgrade") && allows(hosts: head.headers["host"]) && !isRestricted(address)
-    }
-
-    /// Whether a rule of ``access`` matches the image `address` names (an identifier it cannot read: no
-    /// image, the routes say so).
-    private func isRestricted(_ address: TileAddress) -> Bool {
-        guard let access, let image = address.image else { return false }
-        if let last = lastLookedUp, image.id.utf8.elementsEqual(last.id.utf8) { return last.isRestricted }
-        let isRestricted = TileAddress.percentDecoded(image.id).map { access.rule(for: $0) != nil } ?? true
-        lastLookedUp = (String(image.id), isRestricted)
-        return isRestricted
-    }
-
-    /// Whether the request names one `Host` the guard allows (the routes answer the others: 400, 421).
-    private func allows(hosts: [String]) -> Bool {
-        guard hosts.count == 1 else { return false }
-        let host = hosts[0]
-        if host == allowedHost { return true }
-        guard rules.allows(authority: host) else { return false }
-        allowedHost = host
-        return true
-    }
-
     /// `/health`'s answer: the process is alive and its event loops answer (nothing else is looked at).
     static let alive = EncodedImage(
         body: ByteBuffer(string: "ok\n"), head: ImageHead(mediaType: "text/plain; charset=utf-8", cacheControl: "no-store"))
@@ -350,11 +342,11 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// What every answer made here does first: the connection waits for the next head, the answer is
     /// flushed at the read's end, logged and counted as the routes' answers are.
     private func answering(_ head: HTTPRequestHead, status: Int, bodyBytes: Int, _ context: ChannelHandlerContext) {
-        held = nil
+        (held, heldImage) = (nil, nil)
         hasAnswered = true
         waitForHead(context)
         recorder.record(
-            heldAddress.route, client: client, method: head.method.rawValue, target: head.uri,
+            heldRoute, client: client, method: head.method.rawValue, target: head.uri,
             version: (head.version.major, head.version.minor), status: status, bytes: bodyBytes, since: heldSince,
             referer: head.headers.first(name: "referer"), userAgent: head.headers.first(name: "user-agent"))
     }

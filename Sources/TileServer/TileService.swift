@@ -28,6 +28,8 @@ public final class TileService: Sendable {
     public let metrics = ServerMetrics()
     /// Which renders run on the thread pool, and when (``RenderLimits``).
     let renders: RenderAdmission
+    /// Each event loop's index of the cached answers it gave (``AnswerMemo``).
+    let memos = AnswerMemos()
     /// `Cache-Control` of images of complete pyramids, made once.
     let imageCacheControl: String
 

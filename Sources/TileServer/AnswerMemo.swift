@@ -1,0 +1,105 @@
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// One event loop's own index of the answers it gave from the ``EncodedTileCache``, by request
+/// target as written: a warm tile asked for again on any connection of the loop is found without
+/// reading its path, without a lock and without the catalogue (what nginx's per-worker
+/// `open_file_cache` is to its files).
+///
+/// An entry answers exactly what ``TileService/cachedImage(path:remembered:)`` would, or nothing:
+/// it is kept only while
+/// - the cache has dropped nothing since it was looked up (``EncodedTileCache/removals``: an eviction,
+///   a replacement or a purge empties the memo), so an entry never keeps an image the cache let go;
+/// - the catalogue's ready images have not changed (``ImageCatalog/readyChanges``; a source that
+///   changes or goes empties it);
+/// - its image's source was checked within the catalogue's ``ImageCatalog/sourceRecheckInterval``.
+///
+/// Every ``touchEvery``-th answer of an entry marks it used in the cache too, so that the cache's
+/// least-recently-used order still sees the tiles answered from here. At most ``capacity`` entries
+/// (then it starts again, empty). Confined to its event loop (``AnswerMemos``).
+final class AnswerMemo {
+    /// What a target was answered with.
+    struct Entry {
+        let image: EncodedImage
+        /// The metrics' label of the target's path.
+        let route: ServerMetrics.Route
+        /// When the image's source was last checked (``ImageCatalog/ReadyLookup``).
+        let checked: ContinuousClock.Instant
+        var uses: UInt32 = 0
+    }
+
+    /// Entries kept at most.
+    static let capacity = 1024
+    /// How often an entry's answer marks it used in the cache.
+    static let touchEvery: UInt32 = 8
+
+    private var entries: [String: Entry] = [:]
+    /// The cache's ``EncodedTileCache/removals`` and the catalogue's ``ImageCatalog/readyChanges``
+    /// the entries were looked up at.
+    private(set) var removals = 0
+    private(set) var changes = 0
+
+    /// How many entries are kept.
+    var count: Int { entries.count }
+
+    /// The entry for `target`, when it still answers as the cache would (see the type), its uses
+    /// counted; `touches` is true on every ``touchEvery``-th (the caller marks it used in the cache).
+    /// The memo is emptied when the cache dropped anything or the ready images changed.
+    func entry(
+        for target: String, removals: Int, changes: Int, now: ContinuousClock.Instant, recheckInterval: Duration
+    ) -> (image: EncodedImage, route: ServerMetrics.Route, touches: Bool)? {
+        guard removals == self.removals, changes == self.changes else {
+            restart(removals: removals, changes: changes)
+            return nil
+        }
+        guard let index = entries.index(forKey: target) else { return nil }
+        guard now - entries.values[index].checked < recheckInterval else {
+            entries.remove(at: index)
+            return nil
+        }
+        entries.values[index].uses &+= 1
+        return (entries.values[index].image, entries.values[index].route, entries.values[index].uses % Self.touchEvery == 0)
+    }
+
+    /// Keeps `image`, the cache's answer for `target`, looked up when the cache's removals were
+    /// `removals` (read before the look-up) and the ready images' changes `changes`. Nothing is kept
+    /// from a look-up older than the entries.
+    func keep(_ image: EncodedImage, for target: String, route: ServerMetrics.Route, checked: ContinuousClock.Instant, removals: Int, changes: Int) {
+        if removals != self.removals || changes != self.changes {
+            guard removals >= self.removals, changes >= self.changes else { return }
+            restart(removals: removals, changes: changes)
+        }
+        if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+        entries[target] = Entry(image: image, route: route, checked: checked)
+    }
+
+    private func restart(removals: Int, changes: Int) {
+        if !entries.isEmpty { entries.removeAll(keepingCapacity: true) }
+        (self.removals, self.changes) = (removals, changes)
+    }
+}
+
+/// The ``AnswerMemo`` of each event loop the server's connections run on, made on a loop's first
+/// connection. A memo is reached only on its loop (a `NIOLoopBoundBox`, which keeps the loop).
+final class AnswerMemos: Sendable {
+    private let memos = NIOLockedValueBox<[ObjectIdentifier: (loop: any EventLoop, memo: NIOLoopBoundBox<AnswerMemo>)]>([:])
+
+    /// The memo of `eventLoop`; called on that loop (once per connection).
+    func memo(on eventLoop: any EventLoop) -> NIOLoopBoundBox<AnswerMemo> {
+        memos.withLockedValue { memos in
+            if let found = memos[ObjectIdentifier(eventLoop)] { return found.memo }
+            let memo = NIOLoopBoundBox(AnswerMemo(), eventLoop: eventLoop)
+            memos[ObjectIdentifier(eventLoop)] = (eventLoop, memo)
+            return memo
+        }
+    }
+
+    /// The entries kept on every loop, summed (each memo read on its own loop).
+    func count() async throws -> Int {
+        var total = 0
+        for (loop, memo) in memos.withLockedValue({ Array($0.values) }) {
+            total += try await loop.submit { memo.value.count }.get()
+        }
+        return total
+    }
+}
