@@ -18,14 +18,18 @@ import NIOCore
 /// least-recently-used order still sees the tiles answered from here. At most ``capacity`` entries
 /// (then it starts again, empty). Confined to its event loop (``AnswerMemos``).
 final class AnswerMemo {
-    /// What a target was answered with.
-    struct Entry {
+    /// What a target was answered with (a class: a hit reads it in place, without copying it out).
+    final class Entry {
         let image: EncodedImage
         /// The metrics' label of the target's path.
         let route: ServerMetrics.Route
         /// When the image's source was last checked (``ImageCatalog/ReadyLookup``).
         let checked: ContinuousClock.Instant
         var uses: UInt32 = 0
+
+        init(image: EncodedImage, route: ServerMetrics.Route, checked: ContinuousClock.Instant) {
+            (self.image, self.route, self.checked) = (image, route, checked)
+        }
     }
 
     /// Entries kept at most.
@@ -52,13 +56,13 @@ final class AnswerMemo {
             restart(removals: removals, changes: changes)
             return nil
         }
-        guard let index = entries.index(forKey: target) else { return nil }
-        guard now - entries.values[index].checked < recheckInterval else {
-            entries.remove(at: index)
+        guard let entry = entries[target] else { return nil }
+        guard now - entry.checked < recheckInterval else {
+            entries[target] = nil
             return nil
         }
-        entries.values[index].uses &+= 1
-        return (entries.values[index].image, entries.values[index].route, entries.values[index].uses % Self.touchEvery == 0)
+        entry.uses &+= 1
+        return (entry.image, entry.route, entry.uses % Self.touchEvery == 0)
     }
 
     /// Keeps `image`, the cache's answer for `target`, looked up when the cache's removals were

@@ -25,14 +25,14 @@ public final class ServerMetrics: Sendable {
         case upload, pages, health, ready, metrics, other
     }
 
-    private struct Handles: Sendable {
+    fileprivate struct Handles: Sendable {
         let requests: Counter
         let duration: CoreMetrics.Timer
         let bytes: Counter
     }
 
     /// A request's labels, looked up without building a string (the cached path's cost).
-    private struct Key: Hashable {
+    fileprivate struct Key: Hashable {
         let route: Route
         let status: Int
     }
@@ -73,7 +73,25 @@ public final class ServerMetrics: Sendable {
 
     /// Counts one answered request.
     func record(_ route: Route, status: Int, bytes: Int, nanoseconds: Int64) {
+        var remembered: Remembered?
+        record(route, status: status, bytes: bytes, nanoseconds: nanoseconds, remembered: &remembered)
+    }
+
+    /// The handles of one request's labels, kept by a caller that records one answer after another
+    /// (a connection: its answers are mostly of one route and status), so that the shared table is
+    /// looked up, under its lock, only when they change.
+    struct Remembered {
+        fileprivate let key: Key
+        fileprivate let handles: Handles
+    }
+
+    /// ``record(_:status:bytes:nanoseconds:)``, with the handles `remembered` from the last call when its
+    /// labels were the same (and left there for the next).
+    func record(_ route: Route, status: Int, bytes: Int, nanoseconds: Int64, remembered: inout Remembered?) {
         let key = Key(route: route, status: status)
+        if let remembered, remembered.key == key {
+            return Self.record(remembered.handles, bytes: bytes, nanoseconds: nanoseconds)
+        }
         let made = handles.withLockedValue { table in
             if let found = table[key] { return found }
             let made = Handles(
@@ -83,9 +101,14 @@ public final class ServerMetrics: Sendable {
             table[key] = made
             return made
         }
-        made.requests.increment()
-        made.duration.recordNanoseconds(nanoseconds)
-        if bytes > 0 { made.bytes.increment(by: bytes) }
+        remembered = Remembered(key: key, handles: made)
+        Self.record(made, bytes: bytes, nanoseconds: nanoseconds)
+    }
+
+    private static func record(_ handles: Handles, bytes: Int, nanoseconds: Int64) {
+        handles.requests.increment()
+        handles.duration.recordNanoseconds(nanoseconds)
+        if bytes > 0 { handles.bytes.increment(by: bytes) }
     }
 
     /// Counts a build that ended.

@@ -7,8 +7,26 @@ extension TileConnectionHandler {
     /// HTTP/1.1, kept alive, no `Upgrade`, for a `Host` the server answers for. Its path must then name a
     /// DeepZoom tile or an IIIF image no access rule restricts (``isRestricted(_:)``), or `/health`.
     func isPlain(_ head: HTTPRequestHead) -> Bool {
-        (head.method == .GET || head.method == .HEAD) && head.version == .http1_1 && head.isKeepAlive
-            && !head.headers.contains(name: "upgrade") && allows(hosts: head.headers["host"])
+        guard (head.method == .GET || head.method == .HEAD) && head.version == .http1_1 && head.isKeepAlive else { return false }
+        // One pass over the fields, nothing made: one `Host`, no `Upgrade`.
+        var host: String?
+        for (name, value) in head.headers {
+            if Self.isName(name, "host") {
+                guard host == nil else { return false }
+                host = value
+            } else if Self.isName(name, "upgrade") {
+                return false
+            }
+        }
+        return host.map(allows(host:)) ?? false
+    }
+
+    /// Whether the field name `name` is `lowercased` (a lowercase ASCII name), in any case.
+    private static func isName(_ name: String, _ lowercased: StaticString) -> Bool {
+        guard name.utf8.count == lowercased.utf8CodeUnitCount else { return false }
+        return lowercased.withUTF8Buffer { expected in
+            zip(name.utf8, expected).allSatisfy { byte, lower in byte == lower || (byte ^ 0x20 == lower && lower >= 0x61 && lower <= 0x7A) }
+        }
     }
 
     /// Whether a rule of ``access`` matches the image `address` names (an identifier it cannot read: no
@@ -21,10 +39,8 @@ extension TileConnectionHandler {
         return isRestricted
     }
 
-    /// Whether the request names one `Host` the guard allows (the routes answer the others: 400, 421).
-    private func allows(hosts: [String]) -> Bool {
-        guard hosts.count == 1 else { return false }
-        let host = hosts[0]
+    /// Whether the guard allows the request's one `Host` (the routes answer the others: 400, 421).
+    private func allows(host: String) -> Bool {
         if host == allowedHost { return true }
         guard rules.allows(authority: host) else { return false }
         allowedHost = host

@@ -62,6 +62,8 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     var heldAddress = TileAddress(path: "/health")
     /// The metrics' label of the held head's path.
     private var heldRoute = ServerMetrics.Route.health
+    /// The metrics' handles of the last answer made here (``RequestRecorder``).
+    private var metricHandles: ServerMetrics.Remembered?
     private var heldSince: NIODeadline = .uptimeNanoseconds(0)
     /// The held head's answer, found in the event loop's ``memo``.
     private var heldImage: EncodedImage?
@@ -348,7 +350,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         recorder.record(
             heldRoute, client: client, method: head.method.rawValue, target: head.uri,
             version: (head.version.major, head.version.minor), status: status, bytes: bodyBytes, since: heldSince,
-            referer: head.headers.first(name: "referer"), userAgent: head.headers.first(name: "user-agent"))
+            referer: head.headers.first(name: "referer"), userAgent: head.headers.first(name: "user-agent"), remembered: &metricHandles)
     }
 
     /// Writes the routes' answer to `head` from the cache: 200 (no body for `HEAD`), or 304 when the

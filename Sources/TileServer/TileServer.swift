@@ -185,8 +185,10 @@ struct TileHTTPChannel: HTTPChannelHandler {
             // paired encoder counts the requests' methods to drop HEAD bodies, and the cached answers
             // written below it would throw that count off. Hummingbird's HEAD answers have no body.
             try pipeline.addHandler(HTTPResponseEncoder(configuration: .init()))
+            // The idle timer sees every read; the answers the connection handler writes below the
+            // encoder do not pass it (it has no write timeout).
+            try pipeline.addHandler(IdleStateHandler(readTimeout: idleTimeout))
             try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
-            try pipeline.addHandler(IdleStateHandler(readTimeout: idleTimeout), position: .first)
             try pipeline.addHandler(
                 TileConnectionHandler(
                     service: service, rules: rules, recorder: recorder, headTimeout: idleTimeout, access: access, counts: counts))
@@ -219,10 +221,11 @@ struct RecordingMiddleware<Context: ChannelRequestContext>: RouterMiddleware {
         // Read now: the channel forgets its peer's address once it closes (a stalled upload, a hang-up).
         let client = recorder.accessLog == nil ? nil : context.channel.remoteAddress?.ipAddress
         func record(_ status: Int, bytes: Int) {
+            var remembered: ServerMetrics.Remembered?
             recorder.record(
                 TileAddress(path: request.uri.path[...]).route, client: client,
                 method: request.method.rawValue, target: request.uri.description, status: status, bytes: bytes, since: start,
-                referer: request.headers[.referer], userAgent: request.headers[.userAgent])
+                referer: request.headers[.referer], userAgent: request.headers[.userAgent], remembered: &remembered)
         }
         do {
             let response = try await next(request, context)
@@ -244,12 +247,14 @@ struct RequestRecorder: Sendable {
     /// Records one answer, made since `start`.
     /// - Parameters:
     ///   - referer: the request's `Referer`, read only for a combined log (likewise `userAgent`).
+    ///   - remembered: the metrics' handles of the caller's last answer, kept there for its next
+    ///     (``ServerMetrics/record(_:status:bytes:nanoseconds:remembered:)``).
     func record(
         _ route: ServerMetrics.Route, client: @autoclosure () -> String?, method: String, target: String,
         version: (major: Int, minor: Int) = (1, 1), status: Int, bytes: Int, since start: NIODeadline,
-        referer: @autoclosure () -> String?, userAgent: @autoclosure () -> String?
+        referer: @autoclosure () -> String?, userAgent: @autoclosure () -> String?, remembered: inout ServerMetrics.Remembered?
     ) {
-        metrics.record(route, status: status, bytes: bytes, nanoseconds: (NIODeadline.now() - start).nanoseconds)
+        metrics.record(route, status: status, bytes: bytes, nanoseconds: (NIODeadline.now() - start).nanoseconds, remembered: &remembered)
         guard let accessLog else { return }
         let combined = accessLog.format == .combined
         accessLog.record(
