@@ -16,7 +16,10 @@ import NIOCore
 ///
 /// Every ``touchEvery``-th answer of an entry marks it used in the cache too, so that the cache's
 /// least-recently-used order still sees the tiles answered from here. At most ``capacity`` entries
-/// (then it starts again, empty). Confined to its event loop (``AnswerMemos``).
+/// and ``byteLimit`` bytes of images (then it starts again, empty). What the cache drops while the
+/// loop answers nothing stays referenced here until the loop's next request or the end of its last
+/// connection (the idle timeout ends those): at most ``byteLimit`` bytes a loop beyond the cache's
+/// budget, for that long. Confined to its event loop (``AnswerMemos``).
 final class AnswerMemo {
     /// What a target was answered with (a class: a hit reads it in place, without copying it out).
     final class Entry {
@@ -38,6 +41,11 @@ final class AnswerMemo {
     static let touchEvery: UInt32 = 8
 
     private var entries: [String: Entry] = [:]
+    /// Bytes of the images kept at most, and now.
+    let byteLimit: Int
+    private(set) var bytes = 0
+    /// The loop's connections open now (none: nothing is kept).
+    private var connections = 0
     /// The cache's ``EncodedTileCache/removals`` and the catalogue's ``ImageCatalog/readyChanges``
     /// the entries were looked up at.
     private(set) var removals = 0
@@ -45,6 +53,21 @@ final class AnswerMemo {
 
     /// How many entries are kept.
     var count: Int { entries.count }
+
+    /// - Parameter byteLimit: bytes of images kept at most (default: no bound but ``capacity``).
+    init(byteLimit: Int = .max) {
+        self.byteLimit = byteLimit
+    }
+
+    /// A connection of the loop opened.
+    func connectionOpened() { connections += 1 }
+
+    /// A connection of the loop ended; with the last, the entries go (their images may be gone from
+    /// the cache by the time another connection comes).
+    func connectionClosed() {
+        connections -= 1
+        if connections <= 0, !entries.isEmpty { restart(removals: removals, changes: changes) }
+    }
 
     /// The entry for `target`, when it still answers as the cache would (see the type), its uses
     /// counted; `touches` is true on every ``touchEvery``-th (the caller marks it used in the cache).
@@ -59,6 +82,7 @@ final class AnswerMemo {
         guard let entry = entries[target] else { return nil }
         guard now - entry.checked < recheckInterval else {
             entries[target] = nil
+            bytes -= entry.image.body.readableBytes
             return nil
         }
         entry.uses &+= 1
@@ -73,26 +97,41 @@ final class AnswerMemo {
             guard removals >= self.removals, changes >= self.changes else { return }
             restart(removals: removals, changes: changes)
         }
-        if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
-        entries[target] = Entry(image: image, route: route, checked: checked)
+        let size = image.body.readableBytes
+        guard size <= byteLimit else { return }
+        let replaced = entries[target]?.image.body.readableBytes
+        if (replaced == nil && entries.count >= Self.capacity) || bytes - (replaced ?? 0) + size > byteLimit {
+            restart(removals: removals, changes: changes)
+        }
+        if let old = entries.updateValue(Entry(image: image, route: route, checked: checked), forKey: target) {
+            bytes -= old.image.body.readableBytes
+        }
+        bytes += size
     }
 
     private func restart(removals: Int, changes: Int) {
         if !entries.isEmpty { entries.removeAll(keepingCapacity: true) }
-        (self.removals, self.changes) = (removals, changes)
+        (self.removals, self.changes, bytes) = (removals, changes, 0)
     }
 }
 
 /// The ``AnswerMemo`` of each event loop the server's connections run on, made on a loop's first
 /// connection. A memo is reached only on its loop (a `NIOLoopBoundBox`, which keeps the loop).
 final class AnswerMemos: Sendable {
+    /// Each memo's ``AnswerMemo/byteLimit``.
+    let byteLimit: Int
     private let memos = NIOLockedValueBox<[ObjectIdentifier: (loop: any EventLoop, memo: NIOLoopBoundBox<AnswerMemo>)]>([:])
+
+    /// - Parameter byteLimit: each loop's memo's ``AnswerMemo/byteLimit``.
+    init(byteLimit: Int) {
+        self.byteLimit = byteLimit
+    }
 
     /// The memo of `eventLoop`; called on that loop (once per connection).
     func memo(on eventLoop: any EventLoop) -> NIOLoopBoundBox<AnswerMemo> {
         memos.withLockedValue { memos in
             if let found = memos[ObjectIdentifier(eventLoop)] { return found.memo }
-            let memo = NIOLoopBoundBox(AnswerMemo(), eventLoop: eventLoop)
+            let memo = NIOLoopBoundBox(AnswerMemo(byteLimit: byteLimit), eventLoop: eventLoop)
             memos[ObjectIdentifier(eventLoop)] = (eventLoop, memo)
             return memo
         }

@@ -128,6 +128,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     func handlerAdded(context: ChannelHandlerContext) {
         encoder = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
         memo = service.memos.memo(on: context.eventLoop)
+        memo?.value.connectionOpened()
         if recorder.accessLog != nil { client = context.channel.remoteAddress?.ipAddress }
         if let counts {
             let wait = HeadWait(channel: context.channel)
@@ -145,6 +146,8 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     func handlerRemoved(context: ChannelHandlerContext) {
         if peerHasClosed { service.renders.connectionEnded(ObjectIdentifier(context.channel)) }
         if let headWait { counts?.remove(headWait) }
+        memo?.value.connectionClosed()
+        memo = nil
         encoder = nil
         headDeadline?.cancel()
         writeDeadline?.cancel()

@@ -28,8 +28,9 @@ public final class TileService: Sendable {
     public let metrics = ServerMetrics()
     /// Which renders run on the thread pool, and when (``RenderLimits``).
     let renders: RenderAdmission
-    /// Each event loop's index of the cached answers it gave (``AnswerMemo``).
-    let memos = AnswerMemos()
+    /// Each event loop's index of the cached answers it gave (``AnswerMemo``), a quarter of the cache's
+    /// capacity at most for each.
+    let memos: AnswerMemos
     /// `Cache-Control` of images of complete pyramids, made once.
     let imageCacheControl: String
 
@@ -60,6 +61,7 @@ public final class TileService: Sendable {
         imageCacheControl = cachePolicy.imageCacheControl
         self.catalog = catalog
         self.cache = cache
+        memos = AnswerMemos(byteLimit: cache.capacity / 4)
         self.limits = limits
         self.encoding = encoding
         self.waitLimit = waitLimit

@@ -57,6 +57,30 @@ struct AnswerMemoTests {
         #expect(memo.entry(for: "/next", removals: 0, changes: 0, now: now, recheckInterval: .seconds(1)) != nil)
     }
 
+    @Test("a memo holds at most its bytes, and nothing once its loop's last connection has ended")
+    func bounds() {
+        let memo = AnswerMemo(byteLimit: 10)
+        let now = ContinuousClock.now
+        func keep(_ text: String, _ target: String) {
+            memo.keep(Self.image(text), for: target, route: .dziTile, checked: now, removals: 0, changes: 0)
+        }
+        memo.connectionOpened()
+        keep("12345", "/a")
+        keep("1234", "/b")
+        #expect(memo.count == 2 && memo.bytes == 9)
+        keep("123", "/b")
+        #expect(memo.count == 2 && memo.bytes == 8)
+        keep("123", "/c")  // 11 bytes: it starts again
+        #expect(memo.count == 1 && memo.bytes == 3)
+        keep("12345678901", "/d")  // larger than the bound: not kept
+        #expect(memo.count == 1 && memo.bytes == 3)
+        memo.connectionOpened()
+        memo.connectionClosed()
+        #expect(memo.count == 1)
+        memo.connectionClosed()
+        #expect(memo.count == 0 && memo.bytes == 0)
+    }
+
     @Test("the cache counts what it drops: an eviction, a replacement, a purge; not a look-up or a new key")
     func removals() {
         // 16 shards of 64 KiB: tiles of 40 KiB, two to a shard at most.
