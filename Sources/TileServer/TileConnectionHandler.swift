@@ -135,11 +135,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             counts.add(wait)
             headWait = wait
         }
-        // From now, active or not: an accepted connection is registered only once it has passed through the
-        // server channel's pipeline, and one set up as that channel closes never is (the end of a server
-        // stopped while clients connect drops it there), nor closed by anything else: its head's deadline
-        // closes it, as it does any connection that sends nothing.
-        waitForHead(context)
+        if context.channel.isActive { waitForHead(context) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
