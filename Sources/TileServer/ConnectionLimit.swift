@@ -68,6 +68,12 @@ public final class ConnectionCounts: Sendable {
         }
     }
 
+    /// The channels whose connection handler is in place now (what a test looks at when one stays open).
+    var channelsTracked: [any Channel] { state.withLockedValue { $0.waiting.values.map(\.channel) } }
+
+    /// The connections waiting for a request now, or lingering: those that may be closed to make room.
+    var waitingForRequest: Int { state.withLockedValue { $0.waiting.values.count { $0.since.load(ordering: .relaxed) != 0 } } }
+
     /// A connection's wait, looked at from now until ``remove(_:)``.
     func add(_ wait: HeadWait) { state.withLockedValue { $0.waiting[ObjectIdentifier(wait)] = wait } }
 

@@ -35,8 +35,12 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var client: String?
     let headTimeout: TimeAmount
     /// Since when the connection has waited for a request's head (nil while one is in progress); the
-    /// server's ``ConnectionCounts`` see it through ``headWait``.
-    var waitingSince: NIODeadline? { didSet { headWait?.since.store(waitingSince?.uptimeNanoseconds ?? 0, ordering: .relaxed) } }
+    /// server's ``ConnectionCounts`` see it through ``headWait`` once the channel is active (one not
+    /// registered yet cannot be closed to make room: it is not counted as waiting).
+    var waitingSince: NIODeadline? {
+        didSet { headWait?.since.store(hasBeenActive ? waitingSince?.uptimeNanoseconds ?? 0 : 0, ordering: .relaxed) }
+    }
+    private var hasBeenActive = false
     private(set) var headWait: HeadWait?
     private let counts: ConnectionCounts?
     var headDeadline: Scheduled<Void>?
@@ -135,10 +139,16 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             counts.add(wait)
             headWait = wait
         }
-        if context.channel.isActive { waitForHead(context) }
+        hasBeenActive = context.channel.isActive
+        // From now, active or not: an accepted connection is registered only once it has passed through the
+        // server channel's pipeline, and one set up as that channel closes never is (the end of a server
+        // stopped while clients connect drops it there), nor closed by anything else: its head's deadline
+        // closes it, as it does any connection that sends nothing.
+        waitForHead(context)
     }
 
     func channelActive(context: ChannelHandlerContext) {
+        hasBeenActive = true
         waitForHead(context)
         context.fireChannelActive()
     }

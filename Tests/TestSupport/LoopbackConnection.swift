@@ -47,6 +47,14 @@ public final class LoopbackConnection: @unchecked Sendable {
 
     deinit { if fd >= 0 { close(fd) } }
 
+    /// The connection's own port (how the server names this client), 0 when it cannot be read.
+    public var localPort: Int {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     /// Shuts the connection down both ways (a send blocked on it returns).
     public func shutDown() { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
 
