@@ -15,7 +15,9 @@ import Glibc
 ///   512x512 and 24 tiles of 256x256 of level 0 at random places;
 /// - `formats-webp-warm`: 400 WebP tiles (IIIF `x,y,256,256/256,/0/default.webp`) asked again and again
 ///   of our server (answered from its cache) and of nginx serving the same bytes as files, alternately
-///   (`wrk -t2 -c64`), as `serve-tiff-warm` does for JPEG.
+///   (`wrk -t2 -c64`), both without access logs, as `serve-tiff-warm` does for JPEG;
+/// - `formats-webp-cli-warm`: the same tiles from the release `tiler serve` with its defaults (access
+///   log, metrics) against nginx with its access log on, as `serve-cli-warm` does for JPEG.
 enum FormatScenarios {
     static let name = "formats"
 
@@ -25,6 +27,7 @@ enum FormatScenarios {
         defer { try? FileManager.default.removeItem(atPath: setup.folder) }
         var lines = try encodings(image)
         lines += try await warm(setup, runs: runs)
+        lines += try await cliWarm(setup, runs: runs)
         return lines
     }
 
@@ -88,9 +91,7 @@ enum FormatScenarios {
 
     /// Warm WebP tiles from our server's cache against nginx serving the same bytes.
     static func warm(_ setup: LoadScenarios.Setup, runs: Int) async throws -> [String] {
-        // Whole tiles (not the right and bottom edges'), as a viewer asks for them.
-        let whole = LoadScenarios.shuffledTiles(setup).filter { $0.0 < setup.columns - 1 && $0.1 < setup.rows - 1 }
-        let paths = whole.prefix(400).map { "/iiif/3/photo/\($0.0 * 256),\($0.1 * 256),256,256/256,/0/default.webp" }
+        let paths = warmPaths(setup)
         let root = "\(setup.folder)/static"
         let (server, base) = try LoadScenarios.startServer(setup)
         defer { server.stop() }
@@ -126,6 +127,63 @@ enum FormatScenarios {
                 ours.map(\.errors).reduce(0, +), Double(total) / Double(paths.count)),
             String(
                 format: "nginx-webp-warm     %8.0f req/s  p99 %.2f ms  (the same bytes as files)", nginxRate,
+                ScenarioResult.median(theirs.map(\.p99Milliseconds)))
+        ]
+    }
+}
+
+extension FormatScenarios {
+    /// The warm series' 400 WebP tiles: whole ones (not the right and bottom edges'), as a viewer asks for them.
+    static func warmPaths(_ setup: LoadScenarios.Setup) -> [String] {
+        let whole = LoadScenarios.shuffledTiles(setup).filter { $0.0 < setup.columns - 1 && $0.1 < setup.rows - 1 }
+        return whole.prefix(400).map { "/iiif/3/photo/\($0.0 * 256),\($0.1 * 256),256,256/256,/0/default.webp" }
+    }
+
+    /// `formats-webp-cli-warm`: after ``warm(_:runs:)``, whose files (our answers) nginx serves again, now
+    /// with its access log, against the release `tiler serve` with its defaults. A file whose bytes are
+    /// not `tiler serve`'s answer is written again with them (counted in the line).
+    static func cliWarm(_ setup: LoadScenarios.Setup, runs: Int) async throws -> [String] {
+        let tiler = (ChildProcess.selfExecutable as NSString).deletingLastPathComponent + "/tiler"
+        guard access(tiler, X_OK) == 0 else {
+            return ["formats-webp-cli-warm: skipped (no release tiler beside the Benchmarks executable: swift build -c release)"]
+        }
+        let paths = warmPaths(setup)
+        let root = "\(setup.folder)/static"
+        let (server, base) = try CLIServeScenario.start(tiler, setup)
+        defer { server.stop() }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        var differing = 0
+        do {
+            for path in paths {
+                let response = try await client.execute(HTTPClientRequest(url: base + path), timeout: .seconds(60))
+                guard response.status == .ok else { throw BenchmarkError("tiler serve, \(path): \(response.status)") }
+                let data = Data(try await response.body.collect(upTo: 1 << 24).readableBytesView)
+                if FileManager.default.contents(atPath: root + path) != data {
+                    differing += 1
+                    try data.write(to: URL(fileURLWithPath: root + path))
+                }
+            }
+            try await client.shutdown()
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        guard let (nginx, nginxBase) = try LoadScenarios.startNginx(setup, root: root, iiifRoot: root, accessLog: "\(setup.folder)/nginx-webp.log")
+        else {
+            return ["formats-webp-cli-warm: skipped (no nginx)"]
+        }
+        defer { nginx.stop() }
+        let script = try LoadScenarios.cyclingScript(paths, at: "\(setup.folder)/webp-cli-warm.lua")
+        let (ours, theirs) = try WrkResult.alternating(ours: base, nginx: nginxBase, script: script, runs: runs)
+        let (rate, nginxRate) = (ScenarioResult.median(ours.map(\.requestsPerSecond)), ScenarioResult.median(theirs.map(\.requestsPerSecond)))
+        return [
+            String(
+                format:
+                    "formats-webp-cli-warm %6.0f req/s  p99 %.2f ms  %.2fx nginx (run by run %@)  errors %d  (tiler serve's defaults: access log, metrics; %d of %d files rewritten with its bytes)",
+                rate, ScenarioResult.median(ours.map(\.p99Milliseconds)), rate / nginxRate, WrkResult.pairedRatios(ours, to: theirs),
+                ours.map(\.errors).reduce(0, +), differing, paths.count),
+            String(
+                format: "nginx-webp-cli-warm %8.0f req/s  p99 %.2f ms  (its access log on; the same bytes as files)", nginxRate,
                 ScenarioResult.median(theirs.map(\.p99Milliseconds)))
         ]
     }
