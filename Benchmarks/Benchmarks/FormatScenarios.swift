@@ -96,22 +96,12 @@ enum FormatScenarios {
         let (server, base) = try LoadScenarios.startServer(setup)
         defer { server.stop() }
         // The static copy: what our server answers, as files under the same paths.
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
         var total = 0
-        do {
-            for path in paths {
-                let response = try await client.execute(HTTPClientRequest(url: base + path), timeout: .seconds(60))
-                guard response.status == .ok else { throw BenchmarkError("\(path): \(response.status)") }
-                let data = Data(try await response.body.collect(upTo: 1 << 24).readableBytesView)
-                let file = root + path
-                try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-                try data.write(to: URL(fileURLWithPath: file))
-                total += data.count
-            }
-            try await client.shutdown()
-        } catch {
-            try? await client.shutdown()
-            throw error
+        for (path, data) in zip(paths, try await answers(base, paths)) {
+            let file = root + path
+            try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try data.write(to: URL(fileURLWithPath: file))
+            total += data.count
         }
         guard let (nginx, nginxBase) = try LoadScenarios.startNginx(setup, root: root, iiifRoot: root) else {
             return ["formats-webp-warm: skipped (no nginx)"]
@@ -139,6 +129,24 @@ extension FormatScenarios {
         return whole.prefix(400).map { "/iiif/3/photo/\($0.0 * 256),\($0.1 * 256),256,256/256,/0/default.webp" }
     }
 
+    /// The bodies of `base`'s 200 answers to `paths`, one after another.
+    static func answers(_ base: String, _ paths: [String]) async throws -> [Data] {
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            var bodies: [Data] = []
+            for path in paths {
+                let response = try await client.execute(HTTPClientRequest(url: base + path), timeout: .seconds(60))
+                guard response.status == .ok else { throw BenchmarkError("\(base)\(path): \(response.status)") }
+                bodies.append(Data(try await response.body.collect(upTo: 1 << 24).readableBytesView))
+            }
+            try await client.shutdown()
+            return bodies
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
     /// `formats-webp-cli-warm`: after ``warm(_:runs:)``, whose files (our answers) nginx serves again, now
     /// with its access log, against the release `tiler serve` with its defaults. A file whose bytes are
     /// not `tiler serve`'s answer is written again with them (counted in the line).
@@ -151,22 +159,10 @@ extension FormatScenarios {
         let root = "\(setup.folder)/static"
         let (server, base) = try CLIServeScenario.start(tiler, setup)
         defer { server.stop() }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
         var differing = 0
-        do {
-            for path in paths {
-                let response = try await client.execute(HTTPClientRequest(url: base + path), timeout: .seconds(60))
-                guard response.status == .ok else { throw BenchmarkError("tiler serve, \(path): \(response.status)") }
-                let data = Data(try await response.body.collect(upTo: 1 << 24).readableBytesView)
-                if FileManager.default.contents(atPath: root + path) != data {
-                    differing += 1
-                    try data.write(to: URL(fileURLWithPath: root + path))
-                }
-            }
-            try await client.shutdown()
-        } catch {
-            try? await client.shutdown()
-            throw error
+        for (path, data) in zip(paths, try await answers(base, paths)) where FileManager.default.contents(atPath: root + path) != data {
+            differing += 1
+            try data.write(to: URL(fileURLWithPath: root + path))
         }
         guard let (nginx, nginxBase) = try LoadScenarios.startNginx(setup, root: root, iiifRoot: root, accessLog: "\(setup.folder)/nginx-webp.log")
         else {
