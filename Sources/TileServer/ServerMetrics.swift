@@ -41,6 +41,7 @@ public final class ServerMetrics: Sendable {
     private let cacheHits = Counter(label: "tiler_cache_hits_total")
     private let cacheMisses = Counter(label: "tiler_cache_misses_total")
     private let storedTiles = Counter(label: "tiler_stored_tiles_total")
+    private let connectionsCut = Counter(label: "tiler_connections_cut_total")
     private let buildsRunning = Gauge(label: "tiler_builds_running")
     private let buildsQueued = Gauge(label: "tiler_builds_queued")
     private let imagesFailed = Gauge(label: "tiler_images_failed")
@@ -57,6 +58,9 @@ public final class ServerMetrics: Sendable {
     func cacheHit() { cacheHits.increment() }
     func cacheMiss() { cacheMisses.increment() }
     func storedTile() { storedTiles.increment() }
+    /// Counts a connection cut for pipelining past the bound (``TileConnectionHandler/maximumWithApplication``):
+    /// the requests after the bound are dropped unread, and the client sends them again on a new connection.
+    func connectionCut() { connectionsCut.increment() }
 
     /// Records what is read when scraped: the catalog's health, the cache's bytes, open connections
     /// and descriptors.

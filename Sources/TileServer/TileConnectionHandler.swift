@@ -201,6 +201,7 @@ final class TileConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             if requestsWithApplication >= Self.maximumWithApplication {
                 // This request and all after it are dropped unread; the answers to those passed on still go.
                 (isCut, closesWhenIdle) = (true, true)
+                service.metrics.connectionCut()
                 return
             }
             pass(head, context)
