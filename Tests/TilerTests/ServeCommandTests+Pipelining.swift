@@ -8,6 +8,18 @@ import Glibc
 #endif
 
 extension ServeCommandTests {
+    /// Starts the build of `photo` (its `info.json`) and waits until `/images/photo` says it is ready
+    /// (30 s at most).
+    static func buildPhoto(_ port: Int) throws {
+        #expect(try request(port, "GET", "/iiif/3/photo/info.json").status == 200)
+        var state = ""
+        for _ in 0..<1500 where !state.contains("\"state\":\"ready\"") {
+            state = String(decoding: try request(port, "GET", "/images/photo").body, as: UTF8.self)
+            usleep(20_000)
+        }
+        #expect(state.contains("\"state\":\"ready\""), "\(state)")
+    }
+
     /// A client that pipelines far more requests than the server holds for one connection (64) and does
     /// not read: the answers fill the sockets' buffers, the rest wait with the application up to the bound,
     /// and the connection is cut after their answers. The scrape must show that cut, once.
@@ -19,13 +31,7 @@ extension ServeCommandTests {
         let server = try Server([folder, "--port", "0"])
         defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         let port = server.port
-        #expect(try Self.request(port, "GET", "/iiif/3/photo/info.json").status == 200)
-        var state = ""
-        for _ in 0..<1500 where !state.contains("\"state\":\"ready\"") {
-            state = String(decoding: try Self.request(port, "GET", "/images/photo").body, as: UTF8.self)
-            usleep(20_000)
-        }
-        #expect(state.contains("\"state\":\"ready\""), "\(state)")
+        try Self.buildPhoto(port)
         // A large answer (the whole image as a PNG), cached by its first request.
         let path = "/iiif/3/photo/full/max/0/default.png"
         let image = try Self.request(port, "GET", path)

@@ -196,13 +196,7 @@ struct ServeCommandTests {
         let port = server.port
         #expect(try Self.request(port, "GET", "/ready").status == 200)
         // The build started by info.json, and waited for.
-        #expect(try Self.request(port, "GET", "/iiif/3/photo/info.json").status == 200)
-        var state = ""
-        for _ in 0..<1500 where !state.contains("\"state\":\"ready\"") {
-            state = String(decoding: try Self.request(port, "GET", "/images/photo").body, as: UTF8.self)
-            usleep(20_000)
-        }
-        #expect(state.contains("\"state\":\"ready\""), "\(state)")
+        try Self.buildPhoto(port)
         // Six distinct tiles, each asked twice, and one unknown image: the four edge tiles cropped from their
         // stored tiles once (sent as stored, nothing encoded: no cache miss) and then answered from the cache;
         // the two whole tiles of the TIFF store sent as stored, each time (by the routes: a request with
