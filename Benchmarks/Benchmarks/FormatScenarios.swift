@@ -10,9 +10,10 @@ import Glibc
 #endif
 
 /// `formats` (issue 39): the answers' formats at their default qualities, on regions of the input.
-/// - `formats-<format>`: bytes (as a ratio to JPEG's), mean PSNR against the rendered pixels (decoded by
-///   libjpeg, `dwebp`, `avifdec`: nothing of ours in between), median encode time, for 24 regions of
-///   512x512 and 24 tiles of 256x256 of level 0 at random places;
+/// - `formats-<format>[-<effort>]`: bytes (as a ratio to JPEG's), mean PSNR against the rendered pixels
+///   (decoded by libjpeg, `dwebp`, `avifdec`: nothing of ours in between), median encode time, for 24
+///   regions of 512x512 and 24 tiles of 256x256 of level 0 at random places; WebP and AVIF at their
+///   defaults and at the slower settings `tiler serve` offers (``variants(_:)``);
 /// - `formats-webp-warm`: 400 WebP tiles (IIIF `x,y,256,256/256,/0/default.webp`) asked again and again
 ///   of our server (answered from its cache) and of nginx serving the same bytes as files, alternately
 ///   (`wrk -t2 -c64`), both without access logs, as `serve-tiff-warm` does for JPEG;
@@ -31,16 +32,40 @@ enum FormatScenarios {
         return lines
     }
 
-    /// Sizes, fidelity and encode times of each format on the same rendered pixels: at the default
-    /// qualities, and the bytes each needs to equal JPEG's PSNR (interpolated between the two qualities
-    /// of a sweep that bracket it).
+    /// One way of encoding a format: its effort settings and the qualities swept.
+    struct Variant {
+        var name: String
+        var format: ImageRequest.Format
+        var effort = OutputEncoding.Effort()
+        var qualities: [Int]
+    }
+
+    /// The defaults, and the slower settings `tiler serve` offers for fewer bytes (`--webp-method`,
+    /// `--webp-sharp-yuv`, `--avif-speed`, `--avif-chroma`).
+    static func variants(_ encoding: OutputEncoding) -> [Variant] {
+        let webp = [70, 76, 82, encoding.webpQuality, 90, 94]
+        let avif = [52, 60, 66, encoding.avifQuality, 78, 84]
+        return [
+            Variant(name: "jpg", format: .jpg, qualities: [encoding.jpegQuality]),
+            Variant(name: "webp", format: .webp, qualities: webp),
+            Variant(name: "webp-sharp", format: .webp, effort: .init(webpSharpYUV: true), qualities: webp),
+            Variant(name: "webp-m6-sharp", format: .webp, effort: .init(webpMethod: 6, webpSharpYUV: true), qualities: webp),
+            Variant(name: "avif", format: .avif, qualities: avif),
+            Variant(name: "avif-s6", format: .avif, effort: .init(avifSpeed: 6), qualities: avif),
+            Variant(name: "avif-444", format: .avif, effort: .init(avifFullChroma: true), qualities: avif),
+            Variant(name: "avif-444-s6", format: .avif, effort: .init(avifSpeed: 6, avifFullChroma: true), qualities: avif),
+            Variant(name: "avif-444-s4", format: .avif, effort: .init(avifSpeed: 4, avifFullChroma: true), qualities: avif)
+        ]
+    }
+
+    /// Sizes, fidelity and encode times of each format and effort on the same rendered pixels: at the
+    /// default qualities, and the bytes each needs to equal JPEG's PSNR (interpolated between the two
+    /// qualities of a sweep that bracket it).
     static func encodings(_ image: TiledImage) throws -> [String] {
         var generator = SplitMix(seed: 39)
         let layout = image.geometry.layout
         let encoding = OutputEncoding()
-        let sweeps: [ImageRequest.Format: [Int]] = [
-            .jpg: [encoding.jpegQuality], .webp: [70, 76, 82, encoding.webpQuality, 90, 94], .avif: [52, 60, 66, encoding.avifQuality, 78, 84]
-        ]
+        let variants = variants(encoding)
         var lines: [String] = []
         for side in [512, 256] {
             let regions = (0..<24).map { _ in
@@ -54,29 +79,31 @@ enum FormatScenarios {
                     width: layout.width, height: layout.height)
                 let pixels = try image.render(request)
                 let reference = RGBAImage(width: pixels.width, height: pixels.height, pixels: pixels.bytes)
-                for (format, qualities) in sweeps {
-                    for quality in qualities {
-                        let key = "\(format.rawValue)\(quality)"
+                for variant in variants {
+                    for quality in variant.qualities {
+                        let key = "\(variant.name)\(quality)"
                         let start = ContinuousClock.now
-                        let data = try pixels.encoded(as: format, quality: quality)
+                        let data = try pixels.encoded(as: variant.format, quality: quality, effort: variant.effort)
                         times[key, default: []].append((ContinuousClock.now - start).seconds * 1000)
                         let decoded =
-                            try format == .jpg ? Reference.decode(data).image : format == .webp ? WebDecoders.webp(data) : WebDecoders.avif(data)
+                            try variant.format == .jpg
+                            ? Reference.decode(data).image : variant.format == .webp ? WebDecoders.webp(data) : WebDecoders.avif(data)
                         bytes[key, default: 0] += data.count
                         psnr[key, default: 0] += Reference.psnr(decoded, reference) / Double(regions.count)
                     }
                 }
             }
             let jpeg = "jpg\(encoding.jpegQuality)"
-            for format in [ImageRequest.Format.jpg, .webp, .avif] {
-                let key = "\(format.rawValue)\(encoding.quality(of: format))"
+            for variant in variants {
+                let key = "\(variant.name)\(encoding.quality(of: variant.format))"
                 var line = String(
                     format: "formats-%@-%d  q%d  %7.0f B a region  %.2fx JPEG's bytes  PSNR %.2f dB (JPEG's %+.2f)  encode %.1f ms (median)",
-                    format.rawValue, side, encoding.quality(of: format), Double(bytes[key]!) / Double(regions.count),
+                    variant.name, side, encoding.quality(of: variant.format), Double(bytes[key]!) / Double(regions.count),
                     Double(bytes[key]!) / Double(bytes[jpeg]!), psnr[key]!, psnr[key]! - psnr[jpeg]!, ScenarioResult.median(times[key]!))
                 // Where the sweep crosses JPEG's PSNR: the quality and bytes there.
-                let points = sweeps[format]!.map { (Double($0), psnr["\(format.rawValue)\($0)"]!, Double(bytes["\(format.rawValue)\($0)"]!)) }
-                if format != .jpg, let i = points.indices.dropLast().first(where: { points[$0].1 <= psnr[jpeg]! && points[$0 + 1].1 >= psnr[jpeg]! })
+                let points = variant.qualities.map { (Double($0), psnr["\(variant.name)\($0)"]!, Double(bytes["\(variant.name)\($0)"]!)) }
+                if variant.format != .jpg,
+                    let i = points.indices.dropLast().first(where: { points[$0].1 <= psnr[jpeg]! && points[$0 + 1].1 >= psnr[jpeg]! })
                 {
                     let (a, b) = (points[i], points[i + 1])
                     let t = (psnr[jpeg]! - a.1) / (b.1 - a.1)

@@ -163,7 +163,7 @@ static cjs_status end_webp_tiles(cjs_tiff_level_encoder *e, uint32_t tile_row) {
         void *bytes = NULL;
         size_t length = 0;
         cweb_status encoded = cweb_webp_encode(e->tile_row + (size_t)c * e->tile_size * 4, stride, e->tile_size, e->tile_size,
-                                               e->desc.webp_quality, e->desc.webp_lossless, 4, e->desc.samples == 4, NULL, 0,
+                                               e->desc.webp_quality, e->desc.webp_lossless, 4, 0, e->desc.samples == 4, NULL, 0,
                                                NULL, NULL, &bytes, &length, NULL);
         if (encoded != CWEB_OK) return encoded == CWEB_ERR_MEMORY ? CJS_ERR_NOMEM : CJS_ERR_LIBJPEG;
         cjs_status status = cjs_tiff_writer_put_tile(e->writer, e->level, c, tile_row, bytes, length);
@@ -279,7 +279,7 @@ cjs_status tiff_level_encoder_put_tile(cjs_tiff_level_encoder *e, uint32_t colum
         void *bytes = NULL;
         size_t length = 0;
         cweb_status encoded = cweb_webp_encode(tile, stride, e->tile_size, e->tile_size, e->desc.webp_quality,
-                                               e->desc.webp_lossless, 4, e->desc.samples == 4, NULL, 0, NULL, NULL, &bytes,
+                                               e->desc.webp_lossless, 4, 0, e->desc.samples == 4, NULL, 0, NULL, NULL, &bytes,
                                                &length, NULL);
         if (encoded != CWEB_OK) status = encoded == CWEB_ERR_MEMORY ? CJS_ERR_NOMEM : CJS_ERR_LIBJPEG;
         else status = cjs_tiff_writer_put_tile(e->writer, e->level, column, row, bytes, length);

@@ -16,7 +16,7 @@ static cweb_status failed(avifResult result, int32_t *detail) {
 }
 
 cweb_status cweb_avif_encode(const uint8_t *rgba, size_t stride, uint32_t width, uint32_t height, int32_t quality,
-                             int32_t speed, int32_t keep_alpha, int32_t gray, const void *icc, size_t icc_length,
+                             int32_t speed, int32_t full_chroma, int32_t keep_alpha, int32_t gray, const void *icc, size_t icc_length,
                              void **out, size_t *length, int32_t *detail) {
     if (detail) *detail = 0;
     if (!rgba || !out || !length || width == 0 || height == 0 || width > 65536 || height > 65536 ||
@@ -26,7 +26,9 @@ cweb_status cweb_avif_encode(const uint8_t *rgba, size_t stride, uint32_t width,
     *out = NULL;
     *length = 0;
 
-    avifImage *image = avifImageCreate(width, height, 8, gray ? AVIF_PIXEL_FORMAT_YUV400 : AVIF_PIXEL_FORMAT_YUV420);
+    avifImage *image = avifImageCreate(width, height, 8, gray          ? AVIF_PIXEL_FORMAT_YUV400
+                                                                 : full_chroma ? AVIF_PIXEL_FORMAT_YUV444
+                                                                               : AVIF_PIXEL_FORMAT_YUV420);
     if (!image) return CWEB_ERR_MEMORY;
     image->yuvRange = AVIF_RANGE_FULL;
     /* Said, not left to the decoder to guess (avifenc's choice for an sRGB PNG): BT.601 YUV, and sRGB

@@ -25,8 +25,8 @@ static int keep_going(int percent, const WebPPicture *picture) {
 }
 
 cweb_status cweb_webp_encode(const uint8_t *rgba, size_t stride, uint32_t width, uint32_t height, int32_t quality,
-                             int32_t lossless, int32_t method, int32_t keep_alpha, const void *icc, size_t icc_length,
-                             cweb_cancelled cancelled, void *context, void **out, size_t *length, int32_t *detail) {
+                             int32_t lossless, int32_t method, int32_t sharp_yuv, int32_t keep_alpha, const void *icc,
+                             size_t icc_length, cweb_cancelled cancelled, void *context, void **out, size_t *length, int32_t *detail) {
     if (detail) *detail = 0;
     if (!rgba || !out || !length || width == 0 || height == 0 || width > CWEB_WEBP_MAX_SIDE ||
         height > CWEB_WEBP_MAX_SIDE || stride < (size_t)width * 4 || stride > INT32_MAX || quality < 1 || quality > 100 ||
@@ -42,13 +42,16 @@ cweb_status cweb_webp_encode(const uint8_t *rgba, size_t stride, uint32_t width,
     config.lossless = lossless ? 1 : 0;
     /* Lossless keeps the colour under transparent pixels too: what is decoded is what was given. */
     config.exact = lossless ? 1 : 0;
+    config.use_sharp_yuv = !lossless && sharp_yuv ? 1 : 0;
     if (!WebPValidateConfig(&config)) return CWEB_ERR_ARGUMENT;
 
     WebPPicture picture;
     if (!WebPPictureInit(&picture)) return CWEB_ERR_ENCODER;
     picture.width = (int)width;
     picture.height = (int)height;
-    picture.use_argb = lossless ? 1 : 0;
+    /* ARGB kept until the encode where the encode turns it into YUV itself (lossless, or the sharp
+       conversion); otherwise the import converts at once (averaging 2x2 chroma). */
+    picture.use_argb = lossless || config.use_sharp_yuv ? 1 : 0;
     int imported = keep_alpha ? WebPPictureImportRGBA(&picture, rgba, (int)stride)
                               : WebPPictureImportRGBX(&picture, rgba, (int)stride);
     if (!imported) {

@@ -44,7 +44,7 @@ public struct RenderLimits: Sendable, Hashable {
 /// Admits renders to the thread pool by ``RenderLimits``: a render waits its turn here (a
 /// continuation, no thread held), first come first served; past the limits it is refused at once.
 /// A render whose client has gone (its connection closed, or its side of it: ``peerClosed(_:)``) is
-/// refused before it waits, dropped when its turn comes, and stopped between tile rows when running (``TileCore/TiledImage/renderEncoded(_:quality:lossless:waitingUntil:isCancelled:)``).
+/// refused before it waits, dropped when its turn comes, and stopped between tile rows when running (``TileCore/TiledImage/renderEncoded(_:quality:lossless:effort:waitingUntil:isCancelled:)``).
 final class RenderAdmission: Sendable {
     /// Who asks: an address, and whether its connection is still open (safe to call from any thread).
     struct Client: Sendable {

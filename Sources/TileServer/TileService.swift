@@ -207,10 +207,10 @@ public final class TileService: Sendable {
     {
         let source = try pyramid.sourceRect(for: resolved)
         let pixels = (source.x1 - source.x0) * (source.y1 - source.y0) + resolved.scaledWidth * resolved.scaledHeight
-        let (quality, lossless, renders) = (encoding.quality(of: resolved.format), encoding.webpLossless, self.renders)
+        let (quality, lossless, effort, renders) = (encoding.quality(of: resolved.format), encoding.webpLossless, encoding.effort, self.renders)
         return try await renders.run(for: client, pixels: pixels) { () throws(TileError) in
             try await threadPool.blocking { () throws(TileError) in
-                try pyramid.renderEncoded(resolved, quality: quality, lossless: lossless, isCancelled: { renders.hasGone(client) })
+                try pyramid.renderEncoded(resolved, quality: quality, lossless: lossless, effort: effort, isCancelled: { renders.hasGone(client) })
             }
         }
     }

@@ -115,6 +115,28 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The AVIF quality of .avif answers, 1-100 (default \(OutputEncoding.defaultAVIFQuality)).")
     var avifQuality: Int?
 
+    @Option(
+        help:
+            "libwebp's method for .webp answers, 0 (fastest) to 6 (smallest at the same quality, for about 1.5x the encode time of 4) (default \(OutputEncoding.Effort.defaultWebPMethod))."
+    )
+    var webpMethod: Int?
+
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Turn .webp answers' colour into YUV with libwebp's sharp conversion: truer colour edges, fewer bytes at the same PSNR, for about 1.5x the encode time (default off)."
+    )
+    var webpSharpYuv: Bool?
+
+    @Option(help: "libavif's speed for .avif answers, 0 (slowest, smallest) to 10 (default \(OutputEncoding.Effort.defaultAVIFSpeed)).")
+    var avifSpeed: Int?
+
+    @Option(
+        help:
+            "The chroma of .avif answers: 420 (half resolution each way, AVIF's baseline profile; the default) or 444 (full: fewer bytes at the same PSNR, but AV1's High profile, which some hardware decoders cannot show)."
+    )
+    var avifChroma: String?
+
     @Option(help: "Seconds caches may keep an image (a tile, a region) of a complete pyramid: Cache-Control max-age (default 86400).")
     var imageMaxAge: Int?
 
@@ -215,7 +237,9 @@ struct ServeCommand: AsyncParsableCommand {
                 storeFormat: s.format == .tiff ? .tiff(TIFFWriting(quality: s.quality, tables: s.tables.tables)) : .raw,
                 cachePolicy: CachePolicy(imageMaxAge: s.imageMaxAge, documentMaxAge: s.documentMaxAge),
                 encoding: OutputEncoding(
-                    jpegQuality: s.jpegQuality, webpQuality: s.webpQuality, webpLossless: s.webpLossless, avifQuality: s.avifQuality),
+                    jpegQuality: s.jpegQuality, webpQuality: s.webpQuality, webpLossless: s.webpLossless, avifQuality: s.avifQuality,
+                    effort: OutputEncoding.Effort(
+                        webpMethod: s.webpMethod, webpSharpYUV: s.webpSharpYuv, avifSpeed: s.avifSpeed, avifFullChroma: s.avifChroma == "444")),
                 shelf: shelf, masters: masters)
             server.idleTimeout = .seconds(s.idleTimeout)
             await server.routes.catalog.setBucketTimeout(.seconds(s.bucketTimeout))

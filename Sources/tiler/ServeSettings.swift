@@ -35,6 +35,10 @@ struct ServeSettings {
     var webpQuality = OutputEncoding.defaultWebPQuality
     var webpLossless = false
     var avifQuality = OutputEncoding.defaultAVIFQuality
+    var webpMethod = OutputEncoding.Effort.defaultWebPMethod
+    var webpSharpYuv = false
+    var avifSpeed = OutputEncoding.Effort.defaultAVIFSpeed
+    var avifChroma = "420"
     var imageMaxAge = 86_400
     var documentMaxAge = 300
     var metrics = true
@@ -61,7 +65,7 @@ struct ServeSettings {
     static let keys = [
         "folder", "host", "port", "cache", "publicURL", "allowUploads", "uploadToken", "allowedHosts", "uploadOrigins", "trustedProxies",
         "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality", "tables",
-        "jpegQuality", "webpQuality", "webpLossless", "avifQuality",
+        "jpegQuality", "webpQuality", "webpLossless", "avifQuality", "webpMethod", "webpSharpYuv", "avifSpeed", "avifChroma",
         "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "accessLogFile", "accessLogFormat",
         "logLevel", "idleTimeout", "bucketTimeout", "adminToken", "purgeURLs", "rights", "requiredStatement", "downloads",
         "store", "source", "access"
@@ -144,6 +148,10 @@ struct ServeSettings {
         s.webpQuality = try command.webpQuality ?? read.int("webpQuality") ?? s.webpQuality
         s.webpLossless = try command.webpLossless ?? read.bool("webpLossless") ?? s.webpLossless
         s.avifQuality = try command.avifQuality ?? read.int("avifQuality") ?? s.avifQuality
+        s.webpMethod = try command.webpMethod ?? read.int("webpMethod") ?? s.webpMethod
+        s.webpSharpYuv = try command.webpSharpYuv ?? read.bool("webpSharpYuv") ?? s.webpSharpYuv
+        s.avifSpeed = try command.avifSpeed ?? read.int("avifSpeed") ?? s.avifSpeed
+        s.avifChroma = try command.avifChroma ?? read.string("avifChroma") ?? s.avifChroma
         s.imageMaxAge = try command.imageMaxAge ?? read.int("imageMaxAge") ?? s.imageMaxAge
         s.documentMaxAge = try command.documentMaxAge ?? read.int("documentMaxAge") ?? s.documentMaxAge
         s.metrics = try command.metrics ?? read.bool("metrics") ?? s.metrics
@@ -181,6 +189,9 @@ struct ServeSettings {
         try require((1...100).contains(jpegQuality), "jpegQuality (--jpeg-quality)", "must be 1-100")
         try require((1...100).contains(webpQuality), "webpQuality (--webp-quality)", "must be 1-100")
         try require((1...100).contains(avifQuality), "avifQuality (--avif-quality)", "must be 1-100")
+        try require((0...6).contains(webpMethod), "webpMethod (--webp-method)", "must be 0-6")
+        try require((0...10).contains(avifSpeed), "avifSpeed (--avif-speed)", "must be 0-10")
+        try require(["420", "444"].contains(avifChroma), "avifChroma (--avif-chroma)", "must be 420 or 444")
         try require(
             imageMaxAge >= 0 && documentMaxAge >= 0, "imageMaxAge and documentMaxAge (--image-max-age, --document-max-age)", "must not be negative")
         // At most a day: a longer wait is no timeout, and seconds past 2^33 overflow the clocks' nanoseconds.

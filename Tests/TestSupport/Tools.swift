@@ -40,7 +40,8 @@ public enum Tools {
         "tiffdump": "libtiff-tools", "tiffcp": "libtiff-tools", "tiffset": "libtiff-tools", "openslide-show-properties": "openslide-tools",
         "spawn-fcgi": "spawn-fcgi", "nginx": "nginx-light", "/usr/lib/iipimage-server/iipsrv.fcgi": "iipimage-server", "flock": "util-linux",
         "varnishd": "varnish", "varnishadm": "varnish", "prometheus": "prometheus", "systemd-analyze": "systemd", "chromium": "chromium",
-        "dwebp": "webp", "webpmux": "webp", "avifdec": "libavif-bin", "ojph_compress": "openjph-tools", "grk_compress": "grokj2k-tools",
+        "dwebp": "webp", "webpmux": "webp", "cwebp": "webp", "avifdec": "libavif-bin", "avifenc": "libavif-bin", "ojph_compress": "openjph-tools",
+        "grk_compress": "grokj2k-tools",
         "curl": "curl"
     ]
 

@@ -114,4 +114,29 @@ struct WebFormatServingTests {
             #expect(webp == png)
         }
     }
+
+    @Test("the server's effort settings reach the encoders: a 4:4:4 AVIF (avifdec says so) and a slower WebP, each under another tag")
+    func effort() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = "/iiif/3/photo/200,100,600,400/300,/0/default"
+        var tags: [String: String] = [:]
+        try await TileServerTests.withServer(folder) { base, client in
+            let avif = try await TileServerTests.settled(client, "\(base)\(path).avif")
+            #expect(try WebDecoders.avifInfo(avif.body).contains("YUV420"), "4:2:0 by default")
+            tags["avif"] = avif.headers["etag"]
+            tags["webp"] = try await TileServerTests.settled(client, "\(base)\(path).webp").headers["etag"]
+        }
+        let effort = OutputEncoding.Effort(webpMethod: 6, webpSharpYUV: true, avifSpeed: 6, avifFullChroma: true)
+        let slower = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw, encoding: OutputEncoding(effort: effort))
+        try await TileServerTests.withServer(slower) { base, client in
+            let avif = try await TileServerTests.settled(client, "\(base)\(path).avif")
+            #expect(try WebDecoders.avifInfo(avif.body).contains("YUV444"))
+            let webp = try await TileServerTests.settled(client, "\(base)\(path).webp")
+            #expect(avif.headers["etag"] != tags["avif"] && webp.headers["etag"] != tags["webp"])
+            let png = try Reference.decodePNG(try await TileServerTests.settled(client, "\(base)\(path).png").body)
+            let (webpPixels, avifPixels) = (try WebDecoders.webp(webp.body), try WebDecoders.avif(avif.body))
+            #expect(Reference.psnr(webpPixels, png) >= 30 && Reference.psnr(avifPixels, png) >= 30)
+        }
+    }
 }

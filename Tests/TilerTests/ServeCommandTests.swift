@@ -284,6 +284,9 @@ struct ServeCommandTests {
             (#"{"format": "webp"}"#, [:], [], "format"),
             (#"{"avifQuality": 0}"#, [:], [], "avifQuality"),
             ("{}", [:], ["--webp-quality", "101"], "webpQuality"),
+            (#"{"webpMethod": 7}"#, [:], [], "webpMethod"),
+            ("{}", [:], ["--avif-speed", "11"], "avifSpeed"),
+            ("{}", ["TILER_AVIF_CHROMA": "422"], [], "avifChroma"),
             ("{}", [:], ["--idle-timeout", "0"], "idleTimeout"),
             (#"{"bucketTimeout": -1}"#, [:], [], "bucketTimeout"),
             // Past what the clocks' nanoseconds hold: it trapped (arithmetic overflow) before it was refused.

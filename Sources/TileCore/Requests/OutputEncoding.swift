@@ -1,19 +1,17 @@
-/// How rendered answers are encoded: the quality of each lossy format, and whether WebP is lossless.
+/// How rendered answers are encoded: the quality of each lossy format, whether WebP is lossless, and
+/// the effort the WebP and AVIF encoders spend on their bytes.
 ///
 /// A server keeps one and encodes each answer in the format its request names
-/// (``TiledImage/renderEncoded(_:quality:lossless:waitingUntil:isCancelled:)`` with
-/// ``quality(of:)`` and ``webpLossless``). The defaults are chosen by measurement (BENCHMARKS.md,
-/// `formats`): each format's default keeps within 1 dB PSNR of a JPEG at
-/// ``TileJPEGEncoder/defaultQuality``, in fewer bytes.
+/// (``TiledImage/renderEncoded(_:quality:lossless:effort:waitingUntil:isCancelled:)`` with
+/// ``quality(of:)``, ``webpLossless`` and ``effort``). The defaults are chosen by measurement
+/// (BENCHMARKS.md, `formats`): each format's default keeps within 1 dB PSNR of a JPEG at
+/// ``TileJPEGEncoder/defaultQuality``, in fewer bytes, and an answer's first encode near a tenth of a
+/// second or less.
 public struct OutputEncoding: Sendable, Hashable {
     /// The WebP quality, 1...100, by default.
     public static let defaultWebPQuality = 85
     /// The AVIF quality, 1...100, by default.
     public static let defaultAVIFQuality = 72
-    /// libwebp's method (0 fastest ... 6 smallest) every WebP is encoded with.
-    public static let webpMethod: Int32 = 4
-    /// libavif's speed (0 slowest ... 10 fastest) every AVIF is encoded with.
-    public static let avifSpeed: Int32 = 8
 
     /// JPEG quality, 1...100.
     public var jpegQuality: Int
@@ -23,16 +21,19 @@ public struct OutputEncoding: Sendable, Hashable {
     public var webpLossless: Bool
     /// AVIF quality, 1...100.
     public var avifQuality: Int
+    /// The encoders' effort and AVIF's chroma (``Effort``).
+    public var effort: Effort
 
     /// Each quality clamped to 1...100.
     public init(
         jpegQuality: Int = TileJPEGEncoder.defaultQuality, webpQuality: Int = Self.defaultWebPQuality, webpLossless: Bool = false,
-        avifQuality: Int = Self.defaultAVIFQuality
+        avifQuality: Int = Self.defaultAVIFQuality, effort: Effort = Effort()
     ) {
         self.jpegQuality = Self.clamped(jpegQuality)
         self.webpQuality = Self.clamped(webpQuality)
         self.webpLossless = webpLossless
         self.avifQuality = Self.clamped(avifQuality)
+        self.effort = effort
     }
 
     /// The quality `format` is encoded at, within 1...100 whatever was set (JPEG's for the formats that
@@ -45,16 +46,56 @@ public struct OutputEncoding: Sendable, Hashable {
         }
     }
 
-    /// A short name of how `format` is encoded (`80`, `webp85m4`, `webp-lossless85m4`, `avif72s8`, `png`):
-    /// what an answer's entity tag says of it, so that a change of settings changes the tags.
+    /// A short name of how `format` is encoded (`80`, `webp85m4`, `webp85m6-sharp`, `webp-lossless85m4`,
+    /// `avif72s8`, `avif72s6-444`, `png`): what an answer's entity tag says of it, so that a change of
+    /// settings changes the tags.
     public func label(of format: ImageRequest.Format) -> String {
         switch format {
-        case .webp: "webp\(webpLossless ? "-lossless" : "")\(quality(of: .webp))m\(Self.webpMethod)"
-        case .avif: "avif\(quality(of: .avif))s\(Self.avifSpeed)"
+        case .webp:
+            "webp\(webpLossless ? "-lossless" : "")\(quality(of: .webp))m\(effort.webpMethod)\(effort.webpSharpYUV && !webpLossless ? "-sharp" : "")"
+        case .avif: "avif\(quality(of: .avif))s\(effort.avifSpeed)\(effort.avifFullChroma ? "-444" : "")"
         case .png: "png"
         default: "\(quality(of: .jpg))"
         }
     }
 
     private static func clamped(_ quality: Int) -> Int { min(100, max(1, quality)) }
+}
+
+extension OutputEncoding {
+    /// How much work the WebP and AVIF encoders spend on an answer's bytes, and how much colour an AVIF
+    /// keeps: fewer bytes at the same fidelity for more encode time (BENCHMARKS.md, `formats`, has each
+    /// setting's bytes at JPEG's PSNR and its encode time).
+    ///
+    /// The defaults keep an answer's first encode near a tenth of a second for 512x512 pixels on one
+    /// core, and every AVIF within AVIF's baseline profile.
+    public struct Effort: Sendable, Hashable {
+        /// libwebp's method by default.
+        public static let defaultWebPMethod = 4
+        /// libavif's speed by default.
+        public static let defaultAVIFSpeed = 8
+
+        /// libwebp's method, 0 (fastest) ... 6 (smallest).
+        public var webpMethod: Int
+        /// Whether a lossy WebP's colour is turned into YUV 4:2:0 by libwebp's iterative ("sharp")
+        /// conversion, which keeps colour edges and fine colour detail better than averaging.
+        public var webpSharpYUV: Bool
+        /// libavif's speed, 0 (slowest, smallest) ... 10 (fastest).
+        public var avifSpeed: Int
+        /// Whether an AVIF keeps its colour at full resolution (YUV 4:4:4) instead of halving it each
+        /// way (4:2:0). Fewer bytes at the same PSNR, but AV1's High profile: outside AVIF's baseline
+        /// profile, so a decoder that implements only that (some hardware) cannot show it.
+        public var avifFullChroma: Bool
+
+        /// `webpMethod` clamped to 0...6 and `avifSpeed` to 0...10.
+        public init(
+            webpMethod: Int = Self.defaultWebPMethod, webpSharpYUV: Bool = false, avifSpeed: Int = Self.defaultAVIFSpeed,
+            avifFullChroma: Bool = false
+        ) {
+            self.webpMethod = min(6, max(0, webpMethod))
+            self.webpSharpYUV = webpSharpYUV
+            self.avifSpeed = min(10, max(0, avifSpeed))
+            self.avifFullChroma = avifFullChroma
+        }
+    }
 }

@@ -7,13 +7,14 @@ extension RGBAPixels {
     /// so a browser never turns it a second time; transparency composited onto white), a PNG (libpng:
     /// RGB, or RGBA when some pixel is not opaque; gray, or gray and alpha), a WebP (libwebp: lossy, or
     /// lossless with `lossless`; alpha kept when some pixel is not opaque) or an AVIF (libavif's aom
-    /// encoder: YUV 4:2:0, or luma only for gray pixels, which then carries only a gray profile; alpha
-    /// kept likewise, losslessly). A WebP is at most 16383 pixels a side; an AVIF's rows at most 4 GiB.
+    /// encoder: YUV 4:2:0 or 4:4:4 as `effort` says, or luma only for gray pixels, which then carries only
+    /// a gray profile; alpha kept likewise, losslessly). A WebP is at most 16383 pixels a side; an AVIF's rows at most 4 GiB.
     /// - Parameters:
     ///   - format: ``ImageRequest/Format/jpg``, ``ImageRequest/Format/png``, ``ImageRequest/Format/webp``
     ///     or ``ImageRequest/Format/avif``.
     ///   - quality: 1...100; nil: the format's default (``OutputEncoding``'s). PNG has none.
     ///   - lossless: a lossless WebP (the other formats ignore it).
+    ///   - effort: the WebP and AVIF encoders' effort and AVIF's chroma (``OutputEncoding/Effort``).
     ///   - gray: the pixels are gray (R = G = B): a one-component JPEG, a gray PNG, a luma-only AVIF.
     ///   - colorProfile: a colour profile to carry (JPEG APP2 chunks, PNG `iCCP`, WebP `ICCP`, AVIF
     ///     `colr`) when it describes the output's channels (``ColorProfile/describes(channels:)``);
@@ -24,8 +25,8 @@ extension RGBAPixels {
     ///   side, ``TileError/Code/invalidArgument`` for a quality out of range,
     ///   ``TileError/Code/cancelled``, what the encoders throw.
     public func encoded(
-        as format: ImageRequest.Format, quality: Int? = nil, lossless: Bool = false, gray: Bool = false,
-        colorProfile: ColorProfile? = nil, isCancelled: (() -> Bool)? = nil
+        as format: ImageRequest.Format, quality: Int? = nil, lossless: Bool = false, effort: OutputEncoding.Effort = .init(),
+        gray: Bool = false, colorProfile: ColorProfile? = nil, isCancelled: (() -> Bool)? = nil
     ) throws(TileError) -> Data {
         let quality = quality ?? OutputEncoding().quality(of: format)
         guard (1...100).contains(quality) else { throw TileError(.invalidArgument, "quality \(quality) is not within 1...100") }
@@ -66,20 +67,24 @@ extension RGBAPixels {
         case .webp, .avif:
             // An AVIF cannot be stopped once started (libavif 0.11): asked here first, for both.
             if isCancelled?() == true { throw TileError(.cancelled, "the \(format.rawValue) encode was stopped") }
-            return try webOrAVIF(format, quality: quality, lossless: lossless, gray: gray, icc: profile?.bytes ?? [], isCancelled: isCancelled)
+            return try webOrAVIF(
+                format, quality: quality, lossless: lossless, effort: effort, gray: gray, icc: profile?.bytes ?? [], isCancelled: isCancelled)
         default:
             throw TileError(.unsupported, "the \(format.rawValue) format is not offered (jpg, png, webp and avif are)")
         }
     }
 
-    /// A WebP or an AVIF of the pixels (``encoded(as:quality:lossless:gray:colorProfile:isCancelled:)``).
+    /// A WebP or an AVIF of the pixels (``encoded(as:quality:lossless:effort:gray:colorProfile:isCancelled:)``).
     private func webOrAVIF(
-        _ format: ImageRequest.Format, quality: Int, lossless: Bool, gray: Bool, icc: [UInt8], isCancelled: (() -> Bool)?
+        _ format: ImageRequest.Format, quality: Int, lossless: Bool, effort: OutputEncoding.Effort, gray: Bool, icc: [UInt8],
+        isCancelled: (() -> Bool)?
     ) throws(TileError) -> Data {
         if format == .webp, max(width, height) > Int(CWEB_WEBP_MAX_SIDE) {
             throw TileError(.unsupported, "a WebP is at most \(CWEB_WEBP_MAX_SIDE) pixels a side (asked: \(width)x\(height)); ask for jpg or png")
         }
         let alpha: Int32 = hasTransparency ? 1 : 0
+        let (method, sharp) = (Int32(effort.webpMethod), Int32(effort.webpSharpYUV ? 1 : 0))
+        let (speed, fullChroma) = (Int32(effort.avifSpeed), Int32(effort.avifFullChroma ? 1 : 0))
         var pointer: UnsafeMutableRawPointer?
         var length = 0
         var detail: Int32 = 0
@@ -89,10 +94,10 @@ extension RGBAPixels {
                     let rows = raw.bindMemory(to: UInt8.self).baseAddress
                     return format == .webp
                         ? cweb_webp_encode(
-                            rows, width * 4, UInt32(width), UInt32(height), Int32(quality), lossless ? 1 : 0, OutputEncoding.webpMethod, alpha,
+                            rows, width * 4, UInt32(width), UInt32(height), Int32(quality), lossless ? 1 : 0, method, sharp, alpha,
                             profile.baseAddress, profile.count, check, context, &pointer, &length, &detail)
                         : cweb_avif_encode(
-                            rows, width * 4, UInt32(width), UInt32(height), Int32(quality), OutputEncoding.avifSpeed, alpha, gray ? 1 : 0,
+                            rows, width * 4, UInt32(width), UInt32(height), Int32(quality), speed, fullChroma, alpha, gray ? 1 : 0,
                             profile.baseAddress, profile.count, &pointer, &length, &detail)
                 }
             }
@@ -147,11 +152,12 @@ extension TiledImage {
     /// - Parameters:
     ///   - request: the request, resolved against this image's size.
     ///   - quality: the format's quality, 1...100; nil: its default (``OutputEncoding``'s).
-    ///   - lossless: a lossless WebP (``RGBAPixels/encoded(as:quality:lossless:gray:colorProfile:isCancelled:)``).
+    ///   - lossless: a lossless WebP (``RGBAPixels/encoded(as:quality:lossless:effort:gray:colorProfile:isCancelled:)``).
+    ///   - effort: the WebP and AVIF encoders' effort and AVIF's chroma (``OutputEncoding/Effort``).
     ///   - deadline: until when to wait for tiles still being built.
     ///   - isCancelled: asked between tile rows; true stops the render (``render(_:waitingUntil:isCancelled:)``).
     public func renderEncoded(
-        _ request: ImageRequest.Resolved, quality: Int? = nil, lossless: Bool = false,
+        _ request: ImageRequest.Resolved, quality: Int? = nil, lossless: Bool = false, effort: OutputEncoding.Effort = .init(),
         waitingUntil deadline: ContinuousClock.Instant? = nil, isCancelled: (() -> Bool)? = nil
     ) throws(TileError) -> Data {
         guard request.format.isOffered else {
@@ -165,12 +171,13 @@ extension TiledImage {
         }
         let pixels = try render(request, waitingUntil: deadline, isCancelled: isCancelled)
         return try pixels.encoded(
-            as: request.format, quality: quality, lossless: lossless, gray: request.quality == .gray || request.quality == .bitonal,
+            as: request.format, quality: quality, lossless: lossless, effort: effort, gray: request.quality == .gray || request.quality == .bitonal,
             colorProfile: colorProfile, isCancelled: isCancelled)
     }
 }
 
-/// A cancellation check handed to C as a context pointer (``RGBAPixels/encoded(as:quality:lossless:gray:colorProfile:isCancelled:)``).
+/// A cancellation check handed to C as a context pointer
+/// (``RGBAPixels/encoded(as:quality:lossless:effort:gray:colorProfile:isCancelled:)``).
 private final class CancellationCheck {
     let isCancelled: () -> Bool
     init(_ isCancelled: @escaping () -> Bool) { self.isCancelled = isCancelled }

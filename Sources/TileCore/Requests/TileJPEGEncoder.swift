@@ -6,7 +6,7 @@ public import Foundation
 /// compressor of everything a server or an export encodes. Encoding a 256x256 tile costs about a third of
 /// a millisecond here; creating a compressor for each would add to that.
 ///
-/// Not thread-safe: one thread uses an encoder at a time (``TiledImage/renderEncoded(_:quality:iccProfile:waitingUntil:)``
+/// Not thread-safe: one thread uses an encoder at a time (``TiledImage/renderEncoded(_:quality:lossless:effort:waitingUntil:isCancelled:)``
 /// keeps a pool of them).
 public final class TileJPEGEncoder {
     /// The quality every JPEG the library encodes has unless told otherwise: tiles, renders, exports,
