@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The viewer page, our IIIF manifests in Mirador, then a restricted image through IIIF Auth 2.0, in headless
+# The viewer page, our IIIF manifests in Mirador, a restricted image through IIIF Auth 2.0, then WebP and
+# AVIF answers (defaults and slower settings), in headless
 # Chromium (Debian's chromium, driven by Playwright for Python pointed at /usr/bin/chromium: no browser
 # download). Screenshots go to $SCREENSHOTS (default: a new temporary folder, printed at the end). See
 # Tests/Browser/viewer_test.py, Tests/Browser/mirador_test.py (which downloads Mirador's bundle from PyPI at
-# run time, into the venv) and Tests/Browser/auth_test.py.
+# run time, into the venv), Tests/Browser/auth_test.py and Tests/Browser/formats_test.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.venv-browser
@@ -19,4 +20,5 @@ status=0
 "$venv/bin/python" Tests/Browser/viewer_test.py "$shots" "$tiler" || status=1
 "$venv/bin/python" Tests/Browser/mirador_test.py "$shots" "$tiler" || status=1
 "$venv/bin/python" Tests/Browser/auth_test.py "$shots" "$tiler" || status=1
+"$venv/bin/python" Tests/Browser/formats_test.py "$shots" "$tiler" || status=1
 exit $status

@@ -51,9 +51,8 @@ enum FormatScenarios {
             Variant(name: "webp-sharp", format: .webp, effort: .init(webpSharpYUV: true), qualities: webp),
             Variant(name: "webp-m6-sharp", format: .webp, effort: .init(webpMethod: 6, webpSharpYUV: true), qualities: webp),
             Variant(name: "avif", format: .avif, qualities: avif),
-            Variant(name: "avif-s6", format: .avif, effort: .init(avifSpeed: 6), qualities: avif),
+            Variant(name: "avif-s8", format: .avif, effort: .init(avifSpeed: 8), qualities: avif),
             Variant(name: "avif-444", format: .avif, effort: .init(avifFullChroma: true), qualities: avif),
-            Variant(name: "avif-444-s6", format: .avif, effort: .init(avifSpeed: 6, avifFullChroma: true), qualities: avif),
             Variant(name: "avif-444-s4", format: .avif, effort: .init(avifSpeed: 4, avifFullChroma: true), qualities: avif)
         ]
     }

@@ -577,4 +577,5 @@ def main():
         print(f"{len(failures)} failure(s)")
         sys.exit(1)
 
-main()
+if __name__ == "__main__":
+    main()

@@ -47,7 +47,7 @@ public struct OutputEncoding: Sendable, Hashable {
     }
 
     /// A short name of how `format` is encoded (`80`, `webp85m4`, `webp85m6-sharp`, `webp-lossless85m4`,
-    /// `avif72s8`, `avif72s6-444`, `png`): what an answer's entity tag says of it, so that a change of
+    /// `avif72s6`, `avif72s4-444`, `png`): what an answer's entity tag says of it, so that a change of
     /// settings changes the tags.
     public func label(of format: ImageRequest.Format) -> String {
         switch format {
@@ -72,20 +72,30 @@ extension OutputEncoding {
     public struct Effort: Sendable, Hashable {
         /// libwebp's method by default.
         public static let defaultWebPMethod = 4
-        /// libavif's speed by default.
-        public static let defaultAVIFSpeed = 8
+        /// libavif's speed by default (avifenc's default too).
+        public static let defaultAVIFSpeed = 6
 
         /// libwebp's method, 0 (fastest) ... 6 (smallest).
         public var webpMethod: Int
         /// Whether a lossy WebP's colour is turned into YUV 4:2:0 by libwebp's iterative ("sharp")
         /// conversion, which keeps colour edges and fine colour detail better than averaging.
         public var webpSharpYUV: Bool
-        /// libavif's speed, 0 (slowest, smallest) ... 10 (fastest).
+        /// Pixels past which an AVIF is encoded at speed 8 or faster whatever ``avifSpeed`` says: an AVIF
+        /// cannot be stopped once started (libavif 0.11), and at speed 6 one of 2^24 pixels takes about
+        /// 5 s of a core (2.6 s at 8). 2^22.
+        public static let avifLargePixels = 1 << 22
+
+        /// libavif's speed, 0 (slowest, smallest) ... 10 (fastest), for AVIFs of at most
+        /// ``avifLargePixels`` pixels (larger ones: at least 8).
         public var avifSpeed: Int
         /// Whether an AVIF keeps its colour at full resolution (YUV 4:4:4) instead of halving it each
         /// way (4:2:0). Fewer bytes at the same PSNR, but AV1's High profile: outside AVIF's baseline
         /// profile, so a decoder that implements only that (some hardware) cannot show it.
         public var avifFullChroma: Bool
+
+        /// The speed an AVIF of `pixels` pixels is encoded at (``avifSpeed``, at least 8 past
+        /// ``avifLargePixels``).
+        public func avifSpeed(pixels: Int) -> Int { pixels > Self.avifLargePixels ? max(avifSpeed, 8) : avifSpeed }
 
         /// `webpMethod` clamped to 0...6 and `avifSpeed` to 0...10.
         public init(

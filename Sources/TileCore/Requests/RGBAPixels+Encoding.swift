@@ -84,7 +84,7 @@ extension RGBAPixels {
         }
         let alpha: Int32 = hasTransparency ? 1 : 0
         let (method, sharp) = (Int32(effort.webpMethod), Int32(effort.webpSharpYUV ? 1 : 0))
-        let (speed, fullChroma) = (Int32(effort.avifSpeed), Int32(effort.avifFullChroma ? 1 : 0))
+        let (speed, fullChroma) = (Int32(effort.avifSpeed(pixels: width * height)), Int32(effort.avifFullChroma ? 1 : 0))
         var pointer: UnsafeMutableRawPointer?
         var length = 0
         var detail: Int32 = 0
