@@ -69,5 +69,8 @@ struct EncoderEffortTests {
         #expect(slower.label(of: .avif) == "avif72s6-444")
         #expect(OutputEncoding(webpLossless: true, effort: .init(webpSharpYUV: true)).label(of: .webp) == "webp-lossless85m4", "lossless has no YUV")
         #expect(OutputEncoding.Effort(webpMethod: 9, avifSpeed: -1) == .init(webpMethod: 6, avifSpeed: 0), "clamped")
+        var set = OutputEncoding()
+        (set.effort.webpMethod, set.effort.avifSpeed) = (9, 12)
+        #expect(set.label(of: .webp) == "webp85m6" && set.label(of: .avif) == "avif72s10", "what is encoded, whatever was set")
     }
 }

@@ -52,8 +52,8 @@ public struct OutputEncoding: Sendable, Hashable {
     public func label(of format: ImageRequest.Format) -> String {
         switch format {
         case .webp:
-            "webp\(webpLossless ? "-lossless" : "")\(quality(of: .webp))m\(effort.webpMethod)\(effort.webpSharpYUV && !webpLossless ? "-sharp" : "")"
-        case .avif: "avif\(quality(of: .avif))s\(effort.avifSpeed)\(effort.avifFullChroma ? "-444" : "")"
+            "webp\(webpLossless ? "-lossless" : "")\(quality(of: .webp))m\(effort.encodedWebPMethod)\(effort.webpSharpYUV && !webpLossless ? "-sharp" : "")"
+        case .avif: "avif\(quality(of: .avif))s\(effort.encodedAVIFSpeed)\(effort.avifFullChroma ? "-444" : "")"
         case .png: "png"
         default: "\(quality(of: .jpg))"
         }
@@ -74,17 +74,16 @@ extension OutputEncoding {
         public static let defaultWebPMethod = 4
         /// libavif's speed by default (avifenc's default too).
         public static let defaultAVIFSpeed = 6
+        /// Pixels past which an AVIF is encoded at speed 8 or faster whatever ``avifSpeed`` says: an AVIF
+        /// cannot be stopped once started (libavif 0.11), and at speed 6 one of 2^24 pixels takes about
+        /// 5 s of a core (2.6 s at 8). 2^22.
+        public static let avifLargePixels = 1 << 22
 
         /// libwebp's method, 0 (fastest) ... 6 (smallest).
         public var webpMethod: Int
         /// Whether a lossy WebP's colour is turned into YUV 4:2:0 by libwebp's iterative ("sharp")
         /// conversion, which keeps colour edges and fine colour detail better than averaging.
         public var webpSharpYUV: Bool
-        /// Pixels past which an AVIF is encoded at speed 8 or faster whatever ``avifSpeed`` says: an AVIF
-        /// cannot be stopped once started (libavif 0.11), and at speed 6 one of 2^24 pixels takes about
-        /// 5 s of a core (2.6 s at 8). 2^22.
-        public static let avifLargePixels = 1 << 22
-
         /// libavif's speed, 0 (slowest, smallest) ... 10 (fastest), for AVIFs of at most
         /// ``avifLargePixels`` pixels (larger ones: at least 8).
         public var avifSpeed: Int
@@ -93,9 +92,15 @@ extension OutputEncoding {
         /// profile, so a decoder that implements only that (some hardware) cannot show it.
         public var avifFullChroma: Bool
 
-        /// The speed an AVIF of `pixels` pixels is encoded at (``avifSpeed``, at least 8 past
-        /// ``avifLargePixels``).
-        public func avifSpeed(pixels: Int) -> Int { pixels > Self.avifLargePixels ? max(avifSpeed, 8) : avifSpeed }
+        /// The method a WebP is encoded with: ``webpMethod`` within 0...6, whatever was set.
+        public var encodedWebPMethod: Int { min(6, max(0, webpMethod)) }
+        /// The speed an AVIF is encoded at: ``avifSpeed`` within 0...10, whatever was set (at least 8 past
+        /// ``avifLargePixels``: ``avifSpeed(pixels:)``).
+        public var encodedAVIFSpeed: Int { min(10, max(0, avifSpeed)) }
+
+        /// The speed an AVIF of `pixels` pixels is encoded at: ``encodedAVIFSpeed``, at least 8 past
+        /// ``avifLargePixels``.
+        public func avifSpeed(pixels: Int) -> Int { pixels > Self.avifLargePixels ? max(encodedAVIFSpeed, 8) : encodedAVIFSpeed }
 
         /// `webpMethod` clamped to 0...6 and `avifSpeed` to 0...10.
         public init(

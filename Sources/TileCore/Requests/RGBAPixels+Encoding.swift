@@ -83,7 +83,7 @@ extension RGBAPixels {
             throw TileError(.unsupported, "a WebP is at most \(CWEB_WEBP_MAX_SIDE) pixels a side (asked: \(width)x\(height)); ask for jpg or png")
         }
         let alpha: Int32 = hasTransparency ? 1 : 0
-        let (method, sharp) = (Int32(effort.webpMethod), Int32(effort.webpSharpYUV ? 1 : 0))
+        let (method, sharp) = (Int32(effort.encodedWebPMethod), Int32(effort.webpSharpYUV ? 1 : 0))
         let (speed, fullChroma) = (Int32(effort.avifSpeed(pixels: width * height)), Int32(effort.avifFullChroma ? 1 : 0))
         var pointer: UnsafeMutableRawPointer?
         var length = 0
