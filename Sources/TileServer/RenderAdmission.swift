@@ -14,6 +14,12 @@ public struct RenderLimits: Sendable, Hashable {
     /// so that a thread is always free for the pool's short work (file checks, store opens, reads of
     /// stored tiles) whatever renders are asked for.
     public var running: Int
+    /// The memory the renders running at once may hold, in pixels of RGBA (4 bytes each): each render's
+    /// footprint is the pixels it writes times what each holds (its copies, and its encoder's memory:
+    /// 2 for a JPEG or a PNG, 7 for an AVIF, whose encoder keeps about 20 bytes a pixel). A render past
+    /// it waits its turn unless none runs, so the memory of large renders does not grow with the thread
+    /// pool's size. Default 2^26 (256 MiB of RGBA: two 2^24-pixel JPEGs at once; such an AVIF runs alone).
+    public var runningFootprint: Int
     /// Renders waiting for their turn, in all; one more is refused (503 with `Retry-After`). Default 32.
     public var waiting: Int
     /// Renders running or waiting for one client address; one more is refused. Default 4.
@@ -32,9 +38,10 @@ public struct RenderLimits: Sendable, Hashable {
     /// - Parameters: see the properties; `threads` is the thread pool's size.
     public init(
         threads: Int, waiting: Int = 32, perClient: Int = 4, pixelsPerClient: Int = 1 << 28, cheapPixels: Int = 1 << 20,
-        readsPerClient: Int = 256
+        readsPerClient: Int = 256, runningFootprint: Int = 1 << 26
     ) {
         running = max(1, threads - 1)
+        self.runningFootprint = max(1, runningFootprint)
         self.cheapPixels = max(0, cheapPixels)
         (self.waiting, self.perClient, self.pixelsPerClient) = (max(0, waiting), max(1, perClient), max(1, pixelsPerClient))
         self.readsPerClient = max(1, readsPerClient)
@@ -67,16 +74,25 @@ final class RenderAdmission: Sendable {
     private struct Waiter {
         let client: Client
         let pixels: Int
+        let footprint: Int
         let continuation: CheckedContinuation<Turn, Never>
     }
 
     private struct State {
         var running = 0
+        /// The footprints of the renders running (``RenderLimits/runningFootprint``).
+        var footprint = 0
         var queue: [Waiter] = []
         /// Renders running or waiting, and their pixels, by client address.
         var clients: [String: (count: Int, pixels: Int)] = [:]
         /// Cheap renders and reads under way, by client address.
         var reads: [String: Int] = [:]
+
+        /// Whether a render of `footprint` may start beside those running: a thread for it, and room
+        /// in ``RenderLimits/runningFootprint`` (always, when none runs).
+        func fits(_ footprint: Int, _ limits: RenderLimits) -> Bool {
+            running < limits.running && (running == 0 || self.footprint + footprint <= limits.runningFootprint)
+        }
     }
 
     let limits: RenderLimits
@@ -172,9 +188,16 @@ final class RenderAdmission: Sendable {
     /// Runs `render` once admitted.
     /// - Throws: ``TileCore/TileError/Code/notReady`` past the limits (the server is busy: 503),
     ///   `.cancelled` when the client left before its turn; what `render` throws.
-    /// - Parameter client: who asks; nil (a caller of the library's own, no connection): only the
-    ///   server-wide limits apply.
-    func run<T>(for client: Client?, pixels: Int, _ render: () async throws(TileError) -> T) async throws(TileError) -> T {
+    /// - Parameters:
+    ///   - client: who asks; nil (a caller of the library's own, no connection): only the server-wide
+    ///     limits apply.
+    ///   - pixels: the pixels it reads and writes.
+    ///   - footprint: the memory it holds, in RGBA pixels (``RenderLimits/runningFootprint``); nil:
+    ///     `pixels`.
+    func run<T>(for client: Client?, pixels: Int, footprint: Int? = nil, _ render: () async throws(TileError) -> T) async throws(TileError)
+        -> T
+    {
+        let footprint = footprint ?? pixels
         if pixels <= limits.cheapPixels { return try await read(for: client, render) }
         let client = client ?? Client(address: "", isConnected: { true }, isCounted: false)
         guard client.isConnected() else { throw TileError(.cancelled, "the client went away before its render was admitted") }
@@ -189,14 +212,14 @@ final class RenderAdmission: Sendable {
                 if mine.count > 0, mine.pixels + pixels > limits.pixelsPerClient {
                     return .refused("this client's renders running or waiting read and write \(mine.pixels) pixels")
                 }
-                let runs = state.running < limits.running && state.queue.isEmpty
+                let runs = state.queue.isEmpty && state.fits(footprint, limits)
                 guard runs || state.queue.count < limits.waiting else { return .refused("\(state.queue.count) renders are waiting") }
                 if client.isCounted { state.clients[client.address] = (mine.count + 1, mine.pixels + pixels) }
                 if runs {
-                    state.running += 1
+                    (state.running, state.footprint) = (state.running + 1, state.footprint + footprint)
                     return .now
                 }
-                state.queue.append(Waiter(client: client, pixels: pixels, continuation: continuation))
+                state.queue.append(Waiter(client: client, pixels: pixels, footprint: footprint, continuation: continuation))
                 return nil
             }
             for waiter in gone { waiter.resume(returning: .gone) }
@@ -207,7 +230,7 @@ final class RenderAdmission: Sendable {
         case .gone: throw TileError(.cancelled, "the client went away before its render's turn")
         case .now: break
         }
-        defer { finish(client.isCounted ? client.address : nil, pixels: pixels) }
+        defer { finish(client.isCounted ? client.address : nil, pixels: pixels, footprint: footprint) }
         return try await render()
     }
 
@@ -232,27 +255,30 @@ final class RenderAdmission: Sendable {
         return try await read()
     }
 
-    /// A render's end: its client's count down, and the next waiting render whose client is still
-    /// there started (those whose clients left are dropped on the way).
-    private func finish(_ address: String?, pixels: Int) {
+    /// A render's end: its client's count down, and the waiting renders whose clients are still there
+    /// started in their order while they fit (those whose clients left are dropped on the way).
+    private func finish(_ address: String?, pixels: Int, footprint: Int) {
         var dropped: [CheckedContinuation<Turn, Never>] = []
-        let next = state.withLockedValue { state -> CheckedContinuation<Turn, Never>? in
-            state.running -= 1
+        let next = state.withLockedValue { state -> [CheckedContinuation<Turn, Never>] in
+            (state.running, state.footprint) = (state.running - 1, state.footprint - footprint)
             if let address { Self.forget(address, pixels: pixels, in: &state) }
-            while !state.queue.isEmpty {
-                let waiter = state.queue.removeFirst()
+            var started: [CheckedContinuation<Turn, Never>] = []
+            while let waiter = state.queue.first {
                 guard waiter.client.isConnected() else {
+                    state.queue.removeFirst()
                     if waiter.client.isCounted { Self.forget(waiter.client.address, pixels: waiter.pixels, in: &state) }
                     dropped.append(waiter.continuation)
                     continue
                 }
-                state.running += 1
-                return waiter.continuation
+                guard state.fits(waiter.footprint, limits) else { break }
+                state.queue.removeFirst()
+                (state.running, state.footprint) = (state.running + 1, state.footprint + waiter.footprint)
+                started.append(waiter.continuation)
             }
-            return nil
+            return started
         }
         for continuation in dropped { continuation.resume(returning: .gone) }
-        next?.resume(returning: .now)
+        for continuation in next { continuation.resume(returning: .now) }
     }
 
     /// Takes the waiters whose clients have left out of the queue and the clients' counts.

@@ -201,14 +201,27 @@ public final class TileService: Sendable {
             mediaType: resolved.format.mediaType, link: link, entityTag: tag, lastModified: image.lastModified, cacheControl: imageCacheControl)
     }
 
+    /// The memory a render holds for each pixel it writes, in RGBA pixels (``RenderLimits/runningFootprint``):
+    /// the output and a turned or resized copy of it, and what the format's encoder keeps beside them
+    /// (measured: libaom about 20 bytes a pixel, libwebp about 4 with its YUV and ARGB pictures, libjpeg
+    /// and libpng a few rows). The rows it reads are resampled as they come (a band at a time).
+    static func footprint(of format: ImageRequest.Format) -> Int {
+        switch format {
+        case .avif: 7
+        case .webp: 3
+        default: 2
+        }
+    }
+
     /// `resolved` rendered and encoded on the thread pool once ``renders`` admits it.
     private func render(_ resolved: ImageRequest.Resolved, of pyramid: TiledImage, for client: RenderAdmission.Client?) async throws(TileError)
         -> Data
     {
         let source = try pyramid.sourceRect(for: resolved)
-        let pixels = (source.x1 - source.x0) * (source.y1 - source.y0) + resolved.scaledWidth * resolved.scaledHeight
+        let (read, written) = ((source.x1 - source.x0) * (source.y1 - source.y0), resolved.scaledWidth * resolved.scaledHeight)
+        let footprint = written * Self.footprint(of: resolved.format)
         let (quality, lossless, effort, renders) = (encoding.quality(of: resolved.format), encoding.webpLossless, encoding.effort, self.renders)
-        return try await renders.run(for: client, pixels: pixels) { () throws(TileError) in
+        return try await renders.run(for: client, pixels: read + written, footprint: footprint) { () throws(TileError) in
             try await threadPool.blocking { () throws(TileError) in
                 try pyramid.renderEncoded(resolved, quality: quality, lossless: lossless, effort: effort, isCancelled: { renders.hasGone(client) })
             }

@@ -32,12 +32,12 @@ struct RenderAdmissionTests {
     /// Runs a render of `pixels` for `client` in a task of its own: its outcome (the order it ran in,
     /// or the error's code), recorded in `log`.
     static func ask(
-        _ admission: RenderAdmission, _ client: RenderAdmission.Client, pixels: Int = 1 << 22, name: String, gate: Gate? = nil,
-        log: NIOLockedValueBox<[String]>
+        _ admission: RenderAdmission, _ client: RenderAdmission.Client, pixels: Int = 1 << 22, footprint: Int? = nil, name: String,
+        gate: Gate? = nil, log: NIOLockedValueBox<[String]>
     ) -> Task<Void, Never> {
         Task {
             do throws(TileError) {
-                try await admission.run(for: client, pixels: pixels) { () throws(TileError) in
+                try await admission.run(for: client, pixels: pixels, footprint: footprint) { () throws(TileError) in
                     log.withLockedValue { $0.append("ran \(name)") }
                     await gate?.run()
                 }
@@ -69,6 +69,33 @@ struct RenderAdmissionTests {
         first.release()
         for task in [running, second, third] { await task.value }
         #expect(log.withLockedValue { $0 } == ["ran 1", "4: notReady", "ran 2", "ran 3"])
+        #expect(admission.counts == (0, 0))
+    }
+
+    @Test("renders running hold at most their footprint: one that does not fit waits (a thread free or not), those behind it too; one alone runs")
+    func footprint() async throws {
+        let admission = RenderAdmission(limits: RenderLimits(threads: 4, waiting: 8, runningFootprint: 10))
+        #expect(admission.limits.running == 3)
+        let log = NIOLockedValueBox<[String]>([])
+        // Larger than the whole budget, with nothing running: it runs.
+        await Self.ask(admission, Self.client("a"), footprint: 100, name: "alone", log: log).value
+        let (a, b, c) = (Gate(), Gate(), Gate())
+        let first = Self.ask(admission, Self.client("a"), footprint: 6, name: "A", gate: a, log: log)
+        await a.waitUntilStarted()
+        // Each waits or runs (a state either way): running would be the failure.
+        let second = Self.ask(admission, Self.client("b"), footprint: 6, name: "B", gate: b, log: log)
+        while admission.counts.waiting + admission.counts.running < 2 { await Task.yield() }
+        let third = Self.ask(admission, Self.client("c"), footprint: 1, name: "C", gate: c, log: log)
+        while admission.counts.waiting + admission.counts.running < 3 { await Task.yield() }
+        #expect(admission.counts == (1, 2), "B does not fit beside A (6 + 6 > 10); C, which would, waits behind it")
+        a.release()
+        await b.waitUntilStarted()
+        await c.waitUntilStarted()
+        #expect(admission.counts == (2, 0), "A's end lets both in (6 + 1)")
+        b.release()
+        c.release()
+        for task in [first, second, third] { await task.value }
+        #expect(log.withLockedValue { $0 } == ["ran alone", "ran A", "ran B", "ran C"])
         #expect(admission.counts == (0, 0))
     }
 
