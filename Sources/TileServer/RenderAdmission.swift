@@ -16,7 +16,7 @@ public struct RenderLimits: Sendable, Hashable {
     public var running: Int
     /// The memory the renders running at once may hold, in pixels of RGBA (4 bytes each): each render's
     /// footprint is the pixels it writes times what each holds (its copies, and its encoder's memory:
-    /// 2 for a JPEG or a PNG, 7 for an AVIF, whose encoder keeps about 20 bytes a pixel). A render past
+    /// 2 for a JPEG or a PNG, 3 for a WebP, 6 for an AVIF, whose encoder keeps about 20 bytes a pixel). A render past
     /// it waits its turn unless none runs, so the memory of large renders does not grow with the thread
     /// pool's size. Default 2^26 (256 MiB of RGBA: two 2^24-pixel JPEGs at once; such an AVIF runs alone).
     public var runningFootprint: Int
