@@ -185,6 +185,9 @@ final class RenderAdmission: Sendable {
     /// Renders running and waiting now.
     var counts: (running: Int, waiting: Int) { state.withLockedValue { ($0.running, $0.queue.count) } }
 
+    /// Renders running and waiting now, and the footprint of those running (RGBA pixels: ``RenderLimits/runningFootprint``).
+    var usage: (running: Int, waiting: Int, footprint: Int) { state.withLockedValue { ($0.running, $0.queue.count, $0.footprint) } }
+
     /// Runs `render` once admitted.
     /// - Throws: ``TileCore/TileError/Code/notReady`` past the limits (the server is busy: 503),
     ///   `.cancelled` when the client left before its turn; what `render` throws.

@@ -17,7 +17,10 @@ import NIOConcurrencyHelpers
 /// - `tiler_builds_total{outcome}` (completed, failed, cancelled), `tiler_build_duration_seconds`: builds.
 /// - Read when scraped: `tiler_builds_running`, `tiler_builds_queued`, `tiler_images_failed`,
 ///   `tiler_disk_bytes_used`, `tiler_disk_bytes_limit`, `tiler_cache_bytes`, `tiler_connections_open`,
-///   `tiler_descriptors_open`.
+///   `tiler_descriptors_open`; `tiler_renders_running`, `tiler_renders_waiting` (renders admitted to
+///   the thread pool and waiting their turn: ``RenderLimits``), `tiler_render_memory_bytes` and
+///   `tiler_render_memory_limit_bytes` (what the renders running hold, as estimated, and
+///   ``RenderLimits/runningFootprint``, in bytes).
 public final class ServerMetrics: Sendable {
     /// The kind of request a metric counts (``TileAddress/route``).
     public enum Route: String, Sendable, CaseIterable {
@@ -50,6 +53,10 @@ public final class ServerMetrics: Sendable {
     private let cacheBytes = Gauge(label: "tiler_cache_bytes")
     private let connectionsOpen = Gauge(label: "tiler_connections_open")
     private let descriptorsOpen = Gauge(label: "tiler_descriptors_open")
+    private let rendersRunning = Gauge(label: "tiler_renders_running")
+    private let rendersWaiting = Gauge(label: "tiler_renders_waiting")
+    private let renderMemory = Gauge(label: "tiler_render_memory_bytes")
+    private let renderMemoryLimit = Gauge(label: "tiler_render_memory_limit_bytes")
 
     /// Handles made from `MetricsSystem.factory` as it is now: make the server after bootstrapping.
     public init() {}
@@ -63,8 +70,8 @@ public final class ServerMetrics: Sendable {
     func connectionCut() { connectionsCut.increment() }
 
     /// Records what is read when scraped: the catalog's health, the cache's bytes, open connections
-    /// and descriptors.
-    func recordScrape(_ health: ImageCatalog.Health, cacheBytes bytes: Int, connections: Int, descriptors: Int) {
+    /// and descriptors, the renders running and waiting.
+    func recordScrape(_ health: ImageCatalog.Health, cacheBytes bytes: Int, connections: Int, descriptors: Int, renders: RenderAdmission) {
         buildsRunning.record(health.buildsRunning)
         buildsQueued.record(health.buildsQueued)
         imagesFailed.record(health.imagesFailed)
@@ -73,6 +80,11 @@ public final class ServerMetrics: Sendable {
         cacheBytes.record(bytes)
         connectionsOpen.record(connections)
         descriptorsOpen.record(descriptors)
+        let usage = renders.usage
+        rendersRunning.record(usage.running)
+        rendersWaiting.record(usage.waiting)
+        renderMemory.record(usage.footprint * 4)
+        renderMemoryLimit.record(renders.limits.runningFootprint * 4)
     }
 
     /// Counts one answered request.

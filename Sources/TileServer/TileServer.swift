@@ -62,6 +62,8 @@ public struct TileServer: Sendable {
     ///   - storeFormat: what JPEGs and uploads are built into (default a tiled pyramidal TIFF).
     ///   - cachePolicy: how long caches may keep the answers (images a day, `info.json` and `.dzi` five minutes).
     ///   - encoding: the quality of each format answers are encoded in (JPEG, WebP, AVIF; default `OutputEncoding()`'s).
+    ///   - renderLimits: renders running and waiting at most, and the memory those running may hold; nil
+    ///     (the default): ``RenderLimits``' defaults for a thread pool of one thread a core.
     ///   - shelf: where stores are shared with other servers (a bucket: ``ImageCatalog/shelf``); nil: none.
     ///   - masters: where masters `root` does not hold are found (a bucket: ``ImageCatalog/masters``); nil: none.
     ///   - taskExecutor: where the catalog's own tasks prefer to run (``ImageCatalog/taskExecutor``; default
@@ -72,14 +74,15 @@ public struct TileServer: Sendable {
         maximumPendingBuilds: Int = 16, cacheByteBudget: Int? = nil,
         descriptors: DescriptorBudget = DescriptorBudget(limit: DescriptorBudget.currentLimit()), followsSymlinks: Bool = false,
         storeFormat: StoreFormat = .tiff(), cachePolicy: CachePolicy = CachePolicy(), encoding: OutputEncoding = OutputEncoding(),
-        shelf: (any StoreShelf)? = nil, masters: (any MasterShelf)? = nil, taskExecutor: (any TaskExecutor)? = nil
+        renderLimits: RenderLimits? = nil, shelf: (any StoreShelf)? = nil, masters: (any MasterShelf)? = nil, taskExecutor: (any TaskExecutor)? = nil
     ) throws(TileError) {
         let catalog = try ImageCatalog(
             root: root, cache: cache, maximumPendingBuilds: maximumPendingBuilds, maximumOpenImages: descriptors.maximumOpenImages,
             maximumUploads: descriptors.maximumUploads, cacheByteBudget: cacheByteBudget, followsSymlinks: followsSymlinks,
             storeFormat: storeFormat, shelf: shelf, masters: masters, taskExecutor: taskExecutor)
         self.init(
-            service: TileService(catalog: catalog, encoding: encoding, cachePolicy: cachePolicy), publicBaseURL: publicBaseURL, uploads: uploads)
+            service: TileService(catalog: catalog, encoding: encoding, cachePolicy: cachePolicy, renderLimits: renderLimits),
+            publicBaseURL: publicBaseURL, uploads: uploads)
         maximumConnections = descriptors.maximumConnections
     }
 
@@ -122,7 +125,8 @@ public struct TileServer: Sendable {
             let health = await service.catalog.health()
             // Counted here, not on the thread pool: a scrape answers whatever the pool is doing.
             let descriptors = ServerMetrics.openDescriptors()
-            service.metrics.recordScrape(health, cacheBytes: service.cache.byteCount, connections: connections.open, descriptors: descriptors)
+            service.metrics.recordScrape(
+                health, cacheBytes: service.cache.byteCount, connections: connections.open, descriptors: descriptors, renders: service.renders)
             var text: [UInt8] = []
             registry.emit(into: &text)
             return TileRoutes.response(

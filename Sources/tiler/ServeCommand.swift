@@ -137,6 +137,12 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var avifChroma: String?
 
+    @Option(
+        help:
+            "MiB the renders running at once may hold (their pixels and their encoders' memory, estimated: about 8 bytes a pixel for a JPEG, 24 for an AVIF); a render past it waits for those running, and one larger than all of it runs alone (default 256)."
+    )
+    var renderMemory: Int?
+
     @Option(help: "Seconds caches may keep an image (a tile, a region) of a complete pyramid: Cache-Control max-age (default 86400).")
     var imageMaxAge: Int?
 
@@ -240,6 +246,7 @@ struct ServeCommand: AsyncParsableCommand {
                     jpegQuality: s.jpegQuality, webpQuality: s.webpQuality, webpLossless: s.webpLossless, avifQuality: s.avifQuality,
                     effort: OutputEncoding.Effort(
                         webpMethod: s.webpMethod, webpSharpYUV: s.webpSharpYuv, avifSpeed: s.avifSpeed, avifFullChroma: s.avifChroma == "444")),
+                renderLimits: RenderLimits(threads: System.coreCount, runningFootprint: s.renderMemory << 18),
                 shelf: shelf, masters: masters)
             server.idleTimeout = .seconds(s.idleTimeout)
             await server.routes.catalog.setBucketTimeout(.seconds(s.bucketTimeout))

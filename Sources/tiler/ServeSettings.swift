@@ -39,6 +39,9 @@ struct ServeSettings {
     var webpSharpYuv = false
     var avifSpeed = OutputEncoding.Effort.defaultAVIFSpeed
     var avifChroma = "420"
+    /// MiB the renders running at once may hold (``TileServer/RenderLimits/runningFootprint``, whose
+    /// RGBA pixels are 4 bytes: 2^18 a MiB).
+    var renderMemory = 256
     var imageMaxAge = 86_400
     var documentMaxAge = 300
     var metrics = true
@@ -66,6 +69,7 @@ struct ServeSettings {
         "folder", "host", "port", "cache", "publicURL", "allowUploads", "uploadToken", "allowedHosts", "uploadOrigins", "trustedProxies",
         "followSymlinks", "maxConnections", "maxUploads", "maxUploadBytes", "maxPendingBuilds", "cacheBudget", "format", "quality", "tables",
         "jpegQuality", "webpQuality", "webpLossless", "avifQuality", "webpMethod", "webpSharpYuv", "avifSpeed", "avifChroma",
+        "renderMemory",
         "imageMaxAge", "documentMaxAge", "metrics", "accessLog", "accessLogFile", "accessLogFormat",
         "logLevel", "idleTimeout", "bucketTimeout", "adminToken", "purgeURLs", "rights", "requiredStatement", "downloads",
         "store", "source", "access"
@@ -152,6 +156,7 @@ struct ServeSettings {
         s.webpSharpYuv = try command.webpSharpYuv ?? read.bool("webpSharpYuv") ?? s.webpSharpYuv
         s.avifSpeed = try command.avifSpeed ?? read.int("avifSpeed") ?? s.avifSpeed
         s.avifChroma = try command.avifChroma ?? read.string("avifChroma") ?? s.avifChroma
+        s.renderMemory = try command.renderMemory ?? read.int("renderMemory") ?? s.renderMemory
         s.imageMaxAge = try command.imageMaxAge ?? read.int("imageMaxAge") ?? s.imageMaxAge
         s.documentMaxAge = try command.documentMaxAge ?? read.int("documentMaxAge") ?? s.documentMaxAge
         s.metrics = try command.metrics ?? read.bool("metrics") ?? s.metrics
@@ -192,6 +197,8 @@ struct ServeSettings {
         try require((0...6).contains(webpMethod), "webpMethod (--webp-method)", "must be 0-6")
         try require((0...10).contains(avifSpeed), "avifSpeed (--avif-speed)", "must be 0-10")
         try require(["420", "444"].contains(avifChroma), "avifChroma (--avif-chroma)", "must be 420 or 444")
+        // At most 1 TiB: past it, the bytes would not hold in the footprint's pixels on every platform.
+        try require((1...(1 << 20)).contains(renderMemory), "renderMemory (--render-memory)", "must be 1-1048576 MiB")
         try require(
             imageMaxAge >= 0 && documentMaxAge >= 0, "imageMaxAge and documentMaxAge (--image-max-age, --document-max-age)", "must not be negative")
         // At most a day: a longer wait is no timeout, and seconds past 2^33 overflow the clocks' nanoseconds.

@@ -88,15 +88,17 @@ struct RenderAdmissionTests {
         let third = Self.ask(admission, Self.client("c"), footprint: 1, name: "C", gate: c, log: log)
         while admission.counts.waiting + admission.counts.running < 3 { await Task.yield() }
         #expect(admission.counts == (1, 2), "B does not fit beside A (6 + 6 > 10); C, which would, waits behind it")
+        #expect(admission.usage.footprint == 6, "A's alone (what /metrics says, times 4 bytes)")
         a.release()
         await b.waitUntilStarted()
         await c.waitUntilStarted()
         #expect(admission.counts == (2, 0), "A's end lets both in (6 + 1)")
+        #expect(admission.usage.footprint == 7)
         b.release()
         c.release()
         for task in [first, second, third] { await task.value }
         #expect(log.withLockedValue { $0 } == ["ran alone", "ran A", "ran B", "ran C"])
-        #expect(admission.counts == (0, 0))
+        #expect(admission.counts == (0, 0) && admission.usage.footprint == 0)
     }
 
     @Test("a client has at most its renders running or waiting, and pixels; others are admitted meanwhile")

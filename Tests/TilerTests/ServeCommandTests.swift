@@ -191,7 +191,7 @@ struct ServeCommandTests {
         let folder = try TilerCommandTests.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try DemoImage.jpeg(width: 700, height: 500).write(to: URL(fileURLWithPath: "\(folder)/photo.jpg"))
-        let server = try Server([folder, "--port", "0"])
+        let server = try Server([folder, "--port", "0"], environment: ["TILER_RENDER_MEMORY": "64"])
         defer { if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) } }
         let port = server.port
         #expect(try Self.request(port, "GET", "/ready").status == 200)
@@ -222,6 +222,9 @@ struct ServeCommandTests {
         #expect((samples["tiler_response_bytes_total{route=\"dzi_tile\"}"] ?? 0) > 12 * 1000)
         #expect(samples["tiler_builds_running"] == 0 && samples["tiler_images_failed"] == 0)
         #expect((samples["tiler_disk_bytes_used"] ?? 0) > 0 && (samples["tiler_disk_bytes_limit"] ?? 0) >= Double(1 << 30))
+        // The renders' memory as set (64 MiB, from the environment), and none running or waiting now.
+        #expect(samples["tiler_render_memory_limit_bytes"] == Double(64 * 1024 * 1024))
+        #expect(samples["tiler_renders_running"] == 0 && samples["tiler_renders_waiting"] == 0 && samples["tiler_render_memory_bytes"] == 0)
         // This scrape's own connection, and the last request's while its close is still on its way. A
         // slower server (under AddressSanitizer, CI once counted 3) may count earlier closes yet: scraped
         // again until they are through (each scrape's own close may then be pending: at most 2).
@@ -287,6 +290,7 @@ struct ServeCommandTests {
             (#"{"webpMethod": 7}"#, [:], [], "webpMethod"),
             ("{}", [:], ["--avif-speed", "11"], "avifSpeed"),
             ("{}", ["TILER_AVIF_CHROMA": "422"], [], "avifChroma"),
+            ("{}", [:], ["--render-memory", "0"], "renderMemory"),
             ("{}", [:], ["--idle-timeout", "0"], "idleTimeout"),
             (#"{"bucketTimeout": -1}"#, [:], [], "bucketTimeout"),
             // Past what the clocks' nanoseconds hold: it trapped (arithmetic overflow) before it was refused.
