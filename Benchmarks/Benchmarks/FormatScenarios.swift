@@ -13,7 +13,9 @@ import Glibc
 /// - `formats-<format>[-<effort>]`: bytes (as a ratio to JPEG's), mean PSNR against the rendered pixels
 ///   (decoded by libjpeg, `dwebp`, `avifdec`: nothing of ours in between), median encode time, for 24
 ///   regions of 512x512 and 24 tiles of 256x256 of level 0 at random places; WebP and AVIF at their
-///   defaults and at the slower settings `tiler serve` offers (``variants(_:)``);
+///   defaults and at the slower settings `tiler serve` offers (``variants(_:)``); and, where `cwebp` and
+///   `avifenc` are installed, what the codecs reach at their most PSNR-minded (``ceilings``), the
+///   outside tools given the same pixels: the ceiling our settings are measured against;
 /// - `formats-webp-warm`: 400 WebP tiles (IIIF `x,y,256,256/256,/0/default.webp`) asked again and again
 ///   of our server (answered from its cache) and of nginx serving the same bytes as files, alternately
 ///   (`wrk -t2 -c64`), both without access logs, as `serve-tiff-warm` does for JPEG;
@@ -32,12 +34,44 @@ enum FormatScenarios {
         return lines
     }
 
-    /// One way of encoding a format: its effort settings and the qualities swept.
+    /// One way of encoding a format: its effort settings and the qualities swept; or an outside encoder's
+    /// command (`IN` a PNG of the pixels, `OUT` the file it writes) at each of its qualities, swept in the
+    /// order that raises the PSNR.
     struct Variant {
         var name: String
         var format: ImageRequest.Format
         var effort = OutputEncoding.Effort()
         var qualities: [Int]
+        var outside: (@Sendable (Int) -> (tool: String, arguments: [String]))? = nil
+    }
+
+    /// What the codecs reach at their most PSNR-minded, run as their own tools (not offered by `tiler serve`):
+    /// libwebp with spatial noise shaping off and a stronger loop filter (`cwebp -sns 0 -f 80`: tuned for
+    /// PSNR rather than the eye) at its slowest method; AV1 in 4:2:0 by libavif's two other encoders,
+    /// rav1e and SVT-AV1 (their own quantizer scales, swept from coarse to fine).
+    static let ceilings: [Variant] = [
+        Variant(name: "cwebp-psnr", format: .webp, qualities: [76, 80, 84, 88, 92]) { quality in
+            ("cwebp", ["-quiet", "-q", "\(quality)", "-m", "6", "-sharp_yuv", "-sns", "0", "-f", "80", "IN", "-o", "OUT"])
+        },
+        Variant(name: "avifenc-rav1e", format: .avif, qualities: [32, 28, 24, 20, 16, 12]) { quantizer in
+            ("avifenc", ["-j", "1", "-c", "rav1e", "-s", "6", "-y", "420", "-d", "8", "--min", "\(quantizer)", "--max", "\(quantizer)", "IN", "OUT"])
+        },
+        Variant(name: "avifenc-svt", format: .avif, qualities: [50, 45, 40, 35, 30]) { quantizer in
+            ("avifenc", ["-j", "1", "-c", "svt", "-s", "6", "-y", "420", "-d", "8", "--min", "\(quantizer)", "--max", "\(quantizer)", "IN", "OUT"])
+        }
+    ]
+
+    /// `variant`'s outside encoder's file of `pixels` at `quality`.
+    static func outsideEncode(_ pixels: RGBAPixels, _ variant: Variant, quality: Int) throws -> Data {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ceiling-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (input, output) = ("\(folder)/in.png", "\(folder)/out.\(variant.format.rawValue)")
+        try pixels.encoded(as: .png).write(to: URL(fileURLWithPath: input))
+        let (tool, arguments) = variant.outside!(quality)
+        let run = try Tools.run(tool, arguments.map { $0 == "IN" ? input : $0 == "OUT" ? output : $0 })
+        guard run.status == 0 else { throw BenchmarkError("\(tool) failed (\(run.status)): \(run.stderr)") }
+        return try Data(contentsOf: URL(fileURLWithPath: output))
     }
 
     /// The defaults, and the slower settings `tiler serve` offers for fewer bytes (`--webp-method`,
@@ -64,7 +98,8 @@ enum FormatScenarios {
         var generator = SplitMix(seed: 39)
         let layout = image.geometry.layout
         let encoding = OutputEncoding()
-        let variants = variants(encoding)
+        let tools = Tools.have("cwebp", "avifenc")
+        let variants = variants(encoding) + (tools ? ceilings : [])
         var lines: [String] = []
         for side in [512, 256] {
             let regions = (0..<24).map { _ in
@@ -82,7 +117,10 @@ enum FormatScenarios {
                     for quality in variant.qualities {
                         let key = "\(variant.name)\(quality)"
                         let start = ContinuousClock.now
-                        let data = try pixels.encoded(as: variant.format, quality: quality, effort: variant.effort)
+                        let data =
+                            try variant.outside == nil
+                            ? pixels.encoded(as: variant.format, quality: quality, effort: variant.effort)
+                            : outsideEncode(pixels, variant, quality: quality)
                         times[key, default: []].append((ContinuousClock.now - start).seconds * 1000)
                         let decoded =
                             try variant.format == .jpg
@@ -95,10 +133,14 @@ enum FormatScenarios {
             let jpeg = "jpg\(encoding.jpegQuality)"
             for variant in variants {
                 let key = "\(variant.name)\(encoding.quality(of: variant.format))"
-                var line = String(
-                    format: "formats-%@-%d  q%d  %7.0f B a region  %.2fx JPEG's bytes  PSNR %.2f dB (JPEG's %+.2f)  encode %.1f ms (median)",
-                    variant.name, side, encoding.quality(of: variant.format), Double(bytes[key]!) / Double(regions.count),
-                    Double(bytes[key]!) / Double(bytes[jpeg]!), psnr[key]!, psnr[key]! - psnr[jpeg]!, ScenarioResult.median(times[key]!))
+                var line =
+                    variant.outside != nil
+                    ? "formats-\(variant.name)-\(side)  (the outside tool, swept: \(variant.qualities.map(String.init).joined(separator: ", ")))"
+                    : String(
+                        format: "formats-%@-%d  q%d  %7.0f B a region  %.2fx JPEG's bytes  PSNR %.2f dB (JPEG's %+.2f)  encode %.1f ms (median)",
+                        variant.name, side, encoding.quality(of: variant.format), Double(bytes[key]!) / Double(regions.count),
+                        Double(bytes[key]!) / Double(bytes[jpeg]!), psnr[key]!, psnr[key]! - psnr[jpeg]!, ScenarioResult.median(times[key]!)
+                    )
                 // Where the sweep crosses JPEG's PSNR: the quality and bytes there.
                 let points = variant.qualities.map { (Double($0), psnr["\(variant.name)\($0)"]!, Double(bytes["\(variant.name)\($0)"]!)) }
                 if variant.format != .jpg,
@@ -107,7 +149,9 @@ enum FormatScenarios {
                     let (a, b) = (points[i], points[i + 1])
                     let t = (psnr[jpeg]! - a.1) / (b.1 - a.1)
                     line += String(
-                        format: "; equal PSNR at q%.0f, %.2fx JPEG's bytes", a.0 + t * (b.0 - a.0), (a.2 + t * (b.2 - a.2)) / Double(bytes[jpeg]!))
+                        format: "; equal PSNR at q%.0f, %.3fx JPEG's bytes", a.0 + t * (b.0 - a.0), (a.2 + t * (b.2 - a.2)) / Double(bytes[jpeg]!))
+                } else if variant.outside != nil {
+                    line += String(format: "; JPEG's PSNR not within the sweep (%.2f-%.2f dB)", points.first!.1, points.last!.1)
                 }
                 lines.append(line)
             }
