@@ -50,13 +50,13 @@ enum FormatScenarios {
     /// PSNR rather than the eye) at its slowest method; AV1 in 4:2:0 by libavif's two other encoders,
     /// rav1e and SVT-AV1 (their own quantizer scales, swept from coarse to fine).
     static let ceilings: [Variant] = [
-        Variant(name: "cwebp-psnr", format: .webp, qualities: [76, 80, 84, 88, 92]) { quality in
+        Variant(name: "cwebp-psnr", format: .webp, qualities: [80, 84, 85, 86, 87, 88, 90, 94]) { quality in
             ("cwebp", ["-quiet", "-q", "\(quality)", "-m", "6", "-sharp_yuv", "-sns", "0", "-f", "80", "IN", "-o", "OUT"])
         },
-        Variant(name: "avifenc-rav1e", format: .avif, qualities: [32, 28, 24, 20, 16, 12]) { quantizer in
+        Variant(name: "avifenc-rav1e", format: .avif, qualities: [30, 26, 24, 22, 21, 20, 18, 14]) { quantizer in
             ("avifenc", ["-j", "1", "-c", "rav1e", "-s", "6", "-y", "420", "-d", "8", "--min", "\(quantizer)", "--max", "\(quantizer)", "IN", "OUT"])
         },
-        Variant(name: "avifenc-svt", format: .avif, qualities: [50, 45, 40, 35, 30]) { quantizer in
+        Variant(name: "avifenc-svt", format: .avif, qualities: [48, 44, 41, 39, 37, 35, 30]) { quantizer in
             ("avifenc", ["-j", "1", "-c", "svt", "-s", "6", "-y", "420", "-d", "8", "--min", "\(quantizer)", "--max", "\(quantizer)", "IN", "OUT"])
         }
     ]
@@ -77,8 +77,8 @@ enum FormatScenarios {
     /// The defaults, and the slower settings `tiler serve` offers for fewer bytes (`--webp-method`,
     /// `--webp-sharp-yuv`, `--avif-speed`, `--avif-chroma`).
     static func variants(_ encoding: OutputEncoding) -> [Variant] {
-        let webp = [70, 76, 82, encoding.webpQuality, 90, 94]
-        let avif = [52, 60, 66, encoding.avifQuality, 78, 84]
+        let webp = [80, 84, encoding.webpQuality, 86, 87, 88, 90, 94]
+        let avif = [52, 60, 64, 66, 68, 70, encoding.avifQuality, 74, 76, 78, 84]
         return [
             Variant(name: "jpg", format: .jpg, qualities: [encoding.jpegQuality]),
             Variant(name: "webp", format: .webp, qualities: webp),
