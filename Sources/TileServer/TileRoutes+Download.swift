@@ -17,13 +17,20 @@ extension TileRoutes {
     /// time on the thread pool (``downloadChunk``); a file cut or rewritten while it is sent ends the
     /// connection short of its length, never a body of other bytes or of two versions. Page identifiers and store folders have none.
     /// At most ``downloadLimit`` are sent at once (each holds a descriptor and its connection while its
-    /// client reads): 503 with `Retry-After` beyond.
-    func download(id encoded: String, request: Request) async -> Response {
+    /// client reads), and ``downloadsPerClient`` to one client address (`client`: a client that reads
+    /// slowly, or not at all until the idle timeout, cannot hold every slot): 503 with `Retry-After` beyond.
+    func download(id encoded: String, request: Request, client: String?) async -> Response {
         guard downloads else { return Self.plain(.notFound, "this server does not offer its masters for download") }
         guard let id = Self.identifier(encoded) else { return Self.notAnIdentifier }
         // Held by the answer's body: given back when it is sent, fails, or is dropped unsent.
-        guard let slot = downloadSlots.take(limit: downloadLimit) else {
-            var busy = Self.plain(.serviceUnavailable, "\(downloadLimit) downloads are being sent; try again shortly")
+        let slot: DownloadSlots.Slot
+        switch downloadSlots.take(limit: downloadLimit, perClient: downloadsPerClient, client: client ?? "") {
+        case .granted(let granted): slot = granted
+        case .full(let byClient):
+            let why =
+                byClient
+                ? "\(downloadsPerClient) downloads to this client are being sent" : "\(downloadLimit) downloads are being sent"
+            var busy = Self.plain(.serviceUnavailable, "\(why); try again shortly")
             busy.headers[.retryAfter] = "5"
             return busy
         }
@@ -108,28 +115,47 @@ extension TileRoutes {
     }
 }
 
-/// The downloads being sent (``TileRoutes/download(id:request:)``), counted: a slot is taken before
-/// one starts and given back when its ``Slot`` is released.
+/// The downloads being sent (``TileRoutes/download(id:request:client:)``), counted in all and by client
+/// address: a slot is taken before one starts and given back when its ``Slot`` is released.
 final class DownloadSlots: Sendable {
-    private let taken = NIOLockedValueBox(0)
+    private struct Taken {
+        var count = 0
+        var byClient: [String: Int] = [:]
+    }
+    private let taken = NIOLockedValueBox(Taken())
 
-    /// A slot of `limit`, or nil when they are all taken.
-    func take(limit: Int) -> Slot? {
-        let granted = taken.withLockedValue { count in
-            guard count < limit else { return false }
-            count += 1
-            return true
+    /// What ``take(limit:perClient:client:)`` gives.
+    enum Outcome {
+        case granted(Slot)
+        /// Every slot is taken (`false`), or every one `client` may have (`true`).
+        case full(byClient: Bool)
+    }
+
+    /// A slot of `limit`, `client` having fewer than `perClient` of them.
+    func take(limit: Int, perClient: Int, client: String) -> Outcome {
+        let refused = taken.withLockedValue { taken -> Bool? in
+            let mine = taken.byClient[client, default: 0]
+            guard taken.count < limit else { return false }
+            guard mine < perClient else { return true }
+            (taken.count, taken.byClient[client]) = (taken.count + 1, mine + 1)
+            return nil
         }
-        return granted ? Slot(self) : nil
+        return refused.map { .full(byClient: $0) } ?? .granted(Slot(self, client: client))
     }
 
     /// Slots taken now.
-    var count: Int { taken.withLockedValue { $0 } }
+    var count: Int { taken.withLockedValue { $0.count } }
 
     /// One download's slot, given back when the value is released.
     final class Slot: Sendable {
         private let slots: DownloadSlots
-        init(_ slots: DownloadSlots) { self.slots = slots }
-        deinit { slots.taken.withLockedValue { $0 -= 1 } }
+        private let client: String
+        init(_ slots: DownloadSlots, client: String) { (self.slots, self.client) = (slots, client) }
+        deinit {
+            slots.taken.withLockedValue { taken in
+                let mine = taken.byClient[client, default: 1] - 1
+                (taken.count, taken.byClient[client]) = (taken.count - 1, mine > 0 ? mine : nil)
+            }
+        }
     }
 }

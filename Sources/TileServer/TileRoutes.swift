@@ -53,6 +53,10 @@ public struct TileRoutes: Sendable {
     public var downloads = false
     /// Downloads sent at once at most (default 16); more are answered 503 with `Retry-After`.
     public var downloadLimit = 16
+    /// Downloads sent at once to one client address at most (the last `X-Forwarded-For` address
+    /// behind a trusted proxy; default 4, as many parts as a download manager fetches at once); more
+    /// are answered 503 with `Retry-After`, so that a client that reads slowly cannot hold every slot.
+    public var downloadsPerClient = 4
     /// The downloads being sent, shared by copies of the routes.
     let downloadSlots = DownloadSlots()
 
@@ -99,8 +103,12 @@ public struct TileRoutes: Sendable {
             router.get("\(version.path)/:id/:region/:size/:rotation/:file", use: imageRoute)
             router.head("\(version.path)/:id/:region/:size/:rotation/:file") { Self.head(await imageRoute($0, $1)) }
         }
-        router.get("download/:id") { request, context in await download(id: context.parameters.get("id") ?? "", request: request) }
-        router.head("download/:id") { request, context in await download(id: context.parameters.get("id") ?? "", request: request) }
+        router.get("download/:id") { request, context in
+            await download(id: context.parameters.get("id") ?? "", request: request, client: client(request, context)?.address)
+        }
+        router.head("download/:id") { request, context in
+            await download(id: context.parameters.get("id") ?? "", request: request, client: client(request, context)?.address)
+        }
         router.get("dzi/:name") { request, context in
             await deepZoomDescriptor(name: context.parameters.get("name") ?? "", request: request, client: client(request, context)?.address)
         }

@@ -92,6 +92,41 @@ struct DownloadTests {
         }
     }
 
+    @Test("at most downloadsPerClient downloads at once to one client address: its next is 503, another client's is sent")
+    func perClient() async throws {
+        let (folder, _) = try TileServerTests.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // 32 MiB: more than the loopback's socket buffers hold, so a client that stops reading holds the send.
+        var bytes = [UInt8](repeating: 0, count: 32 << 20)
+        for i in stride(from: 0, to: bytes.count, by: 4096) { bytes[i] = UInt8(truncatingIfNeeded: i >> 12) }
+        let big = Data(bytes)
+        try big.write(to: URL(fileURLWithPath: "\(folder)/big.jpg"))
+        var server = try TileServer(root: folder, cache: "\(folder)/.cache", storeFormat: .raw)
+        server.routes.downloads = true
+        (server.routes.downloadLimit, server.routes.downloadsPerClient) = (4, 1)
+        // Two clients behind a trusted proxy (this loopback client), told apart by X-Forwarded-For.
+        server.requestGuard = RequestGuard(trustedProxies: [try #require(AddressRange("127.0.0.0/8"))])
+        let slots = server.routes.downloadSlots
+        let (first, second) = ([("X-Forwarded-For", "203.0.113.1")], [("X-Forwarded-For", "203.0.113.2")])
+        try await TileServerTests.withServer(server) { base, client in
+            var request = HTTPClientRequest(url: "\(base)/download/big")
+            request.headers.add(contentsOf: first)
+            let held = try await client.execute(request, timeout: .seconds(60))
+            #expect(held.status == .ok && slots.count == 1)
+            let refused = try await TileServerTests.get(client, "\(base)/download/photo", headers: first)
+            #expect(refused.status == 503 && refused.headers["retry-after"] == "5", "\(refused.status)")
+            let why = String(decoding: refused.body, as: UTF8.self)
+            #expect(why.contains("1 downloads to this client"), "\(why)")
+            #expect(try await TileServerTests.get(client, "\(base)/download/photo", headers: second).status == 200, "another client's")
+            // Read to the end: every byte, then the first client's slot is given back (a state, not a time).
+            let body = try await held.body.collect(upTo: 64 << 20)
+            #expect(Data(body.readableBytesView) == big)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while slots.count > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(try await TileServerTests.get(client, "\(base)/download/photo", headers: first).status == 200)
+        }
+    }
+
     @Test("a client that stops reading a download is cut off after the idle timeout, and its slot given back")
     func stalledReader() async throws {
         let (folder, _) = try TileServerTests.folder()
